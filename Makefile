@@ -1,0 +1,49 @@
+# benchbook — `make` lists the targets. Every target sets up .venv on first use.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+DATA ?= data
+REPORTS ?= reports
+
+.DEFAULT_GOAL := help
+.PHONY: help setup report test lab bench check-offline clean browser-deps
+
+help: ## list the targets
+	@echo "benchbook — make targets:"
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-14s %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
+	touch $(STAMP)
+
+setup: $(STAMP) ## create .venv and install benchbook with its dependencies
+
+report: $(STAMP) ## render every campaign under data/ to reports/ (+ reports/index.html)
+	$(BIN)/benchbook render --all $(DATA) --out $(REPORTS)
+
+browser-deps: ## install Debian's chromium for the browser tests (needs root or sudo)
+	@if ! command -v chromium > /dev/null; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium > /dev/null; \
+	fi
+
+test: $(STAMP) browser-deps ## run the whole test suite
+	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+
+lab: $(STAMP) ## JupyterLab on the notebooks
+	$(BIN)/pip install --quiet -e '.[lab]'
+	$(BIN)/jupyter lab notebooks/
+
+bench: $(STAMP) ## measure speed and memory; prints a table, writes reports/bench.json
+	$(BIN)/python bench/run.py --out $(REPORTS)/bench.json
+
+check-offline: $(STAMP) ## fail if any rendered page references an outside URL
+	$(BIN)/python -m benchbook.offline $(REPORTS)
+
+clean: ## remove rendered reports and caches (keeps .venv)
+	rm -rf $(REPORTS)/*/ $(REPORTS)/index.html .pytest_cache .hypothesis
