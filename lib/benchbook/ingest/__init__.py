@@ -1,0 +1,1 @@
+"""Readers: the campaign format (campaign.py) and formats people already have (formats.py)."""

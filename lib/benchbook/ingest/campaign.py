@@ -1,0 +1,375 @@
+"""Loading a campaign folder (see data/README.md) into tidy polars tables.
+
+Every file is validated against its bundled JSON Schema on load. Problems with the input are raised
+as InputError naming file, place and reason; samples that are valid input but cannot be used (a
+sample whose counters moved by 2, a request that did not reach its token budget) are *excluded*
+and listed with the reason — never silently dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from .. import phases as phases_mod
+from .. import prometheus
+from ..errors import InputError, InputErrors
+from ..jsonfile import load_json, validate
+from ..profiles import EngineProfile, get_profile
+
+HARNESS_FILES = {"requests": "requests.json", "phases": "phases.json", "memory": "memory.json", "pd": "pd.json"}
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    arm: str
+    harness: str
+    path: Path
+    date: str | None = None
+
+    @property
+    def file(self) -> Path:
+        return self.path / HARNESS_FILES[self.harness]
+
+    @property
+    def server_log(self) -> Path:
+        return self.path / "server.log"
+
+
+@dataclass
+class Exclusion:
+    file: str
+    sample: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"file": self.file, "sample": self.sample, "reason": self.reason}
+
+
+@dataclass
+class Campaign:
+    root: Path
+    manifest: dict[str, Any]
+    runs: list[Run]
+    exclusions: list[Exclusion] = field(default_factory=list)
+
+    # ---- manifest accessors -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.root.name
+
+    @property
+    def title(self) -> str:
+        return self.manifest["title"]
+
+    @property
+    def arms(self) -> dict[str, dict[str, Any]]:
+        return self.manifest["arms"]
+
+    @property
+    def environments(self) -> dict[str, dict[str, Any]]:
+        return self.manifest["environments"]
+
+    @property
+    def prompt_classes(self) -> dict[str, dict[str, Any]]:
+        return self.manifest.get("prompt_classes", {})
+
+    @property
+    def generation_tokens(self) -> int | None:
+        return self.manifest.get("generation_tokens")
+
+    @property
+    def profile(self) -> EngineProfile:
+        return get_profile(self.manifest["engine"]["profile"])
+
+    @property
+    def noise(self) -> dict[str, Any]:
+        return self.manifest.get("noise", {})
+
+    def arm_label(self, arm: str) -> str:
+        return self.arms[arm].get("label", arm)
+
+    def arm_environment(self, arm: str) -> str:
+        return self.arms[arm]["environment"]
+
+    def runs_of(self, harness: str, arm: str | None = None) -> list[Run]:
+        return [r for r in self.runs if r.harness == harness and (arm is None or r.arm == arm)]
+
+    def run(self, run_id: str) -> Run:
+        for r in self.runs:
+            if r.id == run_id:
+                return r
+        raise KeyError(run_id)
+
+    def server_log_text(self, run: Run) -> str | None:
+        p = run.server_log
+        if not p.exists():
+            return None
+        return _read_text(p)
+
+    def input_files(self) -> list[Path]:
+        """Every raw file this campaign reads, for provenance hashes (sorted, stable)."""
+        files = {self.root / "campaign.json"}
+        for r in self.runs:
+            files.add(r.file)
+            if r.server_log.exists():
+                files.add(r.server_log)
+            if r.harness == "phases":
+                for s in self._phases_doc(r)["samples"]:
+                    files.add((r.path / s["metrics_before"]).resolve())
+                    files.add((r.path / s["metrics_after"]).resolve())
+        return sorted(files)
+
+    # ---- tables -------------------------------------------------------------------------
+    @cached_property
+    def requests(self):
+        """Whole-request results of every `requests` run, one row per request.
+
+        Columns: run, arm, environment, scenario, n, index, prompt_class, start, end, latency,
+        prompt_tokens, completion_tokens, finish_reason, stream. Requests that did not reach the
+        campaign's token budget or whose end precedes their start are excluded (listed).
+        """
+        import polars as pl
+
+        rows = []
+        for r in self.runs_of("requests"):
+            doc = load_json(r.file)
+            validate(doc, "requests", r.file)
+            for i, q in enumerate(doc["requests"]):
+                where = f"$.requests[{i}]"
+                if q["prompt_class"] not in self.prompt_classes and self.prompt_classes:
+                    raise InputError(r.file, f"{where}.prompt_class", f"unknown prompt class {q['prompt_class']!r}")
+                reason = None
+                if q["end"] < q["start"]:
+                    reason = f"end {q['end']} precedes start {q['start']}"
+                elif self.generation_tokens and q["completion_tokens"] < self.generation_tokens and q["scenario"] != "warmup":
+                    reason = (
+                        f"{q['completion_tokens']} of {self.generation_tokens} tokens generated "
+                        f"(finish_reason {q['finish_reason']!r}): did not reach its budget"
+                    )
+                if reason:
+                    self.exclusions.append(Exclusion(str(r.file), where, reason))
+                    continue
+                rows.append(
+                    {
+                        "run": r.id,
+                        "arm": r.arm,
+                        "environment": self.arm_environment(r.arm),
+                        "scenario": q["scenario"],
+                        "n": q["n"],
+                        "index": q["index"],
+                        "prompt_class": q["prompt_class"],
+                        "start": float(q["start"]),
+                        "end": float(q["end"]),
+                        "latency": float(q["end"]) - float(q["start"]),
+                        "prompt_tokens": q["prompt_tokens"],
+                        "completion_tokens": q["completion_tokens"],
+                        "finish_reason": q["finish_reason"],
+                        "stream": bool(q.get("stream", False)),
+                    }
+                )
+        schema = {
+            "run": pl.String, "arm": pl.String, "environment": pl.String, "scenario": pl.String,
+            "n": pl.Int64, "index": pl.Int64, "prompt_class": pl.String, "start": pl.Float64,
+            "end": pl.Float64, "latency": pl.Float64, "prompt_tokens": pl.Int64,
+            "completion_tokens": pl.Int64, "finish_reason": pl.String, "stream": pl.Boolean,
+        }
+        return pl.DataFrame(rows, schema=schema)
+
+    def _phases_doc(self, r: Run) -> dict[str, Any]:
+        cache = self.__dict__.setdefault("_phase_docs", {})
+        if r.id not in cache:
+            doc = load_json(r.file)
+            validate(doc, "phases", r.file)
+            cache[r.id] = doc
+        return cache[r.id]
+
+    @cached_property
+    def phase_samples(self):
+        """One row per phase sample with its split; unattributable samples are excluded (listed).
+
+        Columns: run, arm, environment, prompt_class, repeat, warmup, client_total_s,
+        first_event_s, prompt_tokens, generated_tokens, prefill_s, decode_tokens, decode_s,
+        engine_total_s, prefill_tok_s, decode_tok_s, file.
+        """
+        import polars as pl
+
+        profile = self.profile
+        names = phases_mod.needed_names(profile)
+        rows = []
+        for r in self.runs_of("phases"):
+            doc = self._phases_doc(r)
+            snaps: dict[str, prometheus.Snapshot] = {}
+
+            def snap(rel: str, where: str) -> prometheus.Snapshot:
+                p = (r.path / rel).resolve()
+                if not p.exists():
+                    raise InputError(r.file, where, f"references {rel!r}, which does not exist")
+                if rel not in snaps:
+                    snaps[rel] = prometheus.read(p, names)
+                return snaps[rel]
+
+            seen: dict[tuple[str, int], int] = {}
+            for i, s in enumerate(doc["samples"]):
+                where = f"$.samples[{i}]"
+                key = (s["prompt_class"], s["repeat"])
+                if key in seen:
+                    raise InputError(r.file, where, f"duplicate sample: {key[0]} repeat {key[1]} also at $.samples[{seen[key]}]")
+                seen[key] = i
+                if s["prompt_class"] not in self.prompt_classes and self.prompt_classes:
+                    raise InputError(r.file, f"{where}.prompt_class", f"unknown prompt class {s['prompt_class']!r}")
+                if s["metrics_before"] == s["metrics_after"]:
+                    raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
+                before = snap(s["metrics_before"], f"{where}.metrics_before")
+                after = snap(s["metrics_after"], f"{where}.metrics_after")
+                label = f"{s['prompt_class']} repeat {s['repeat']}"
+                try:
+                    sp = phases_mod.split(before, after, profile, s["client_total_s"], s.get("first_event_s"))
+                except phases_mod.Excluded as e:
+                    self.exclusions.append(Exclusion(str(r.file), f"{where} ({label})", e.reason))
+                    continue
+                if s["warmup"]:
+                    self.exclusions.append(
+                        Exclusion(str(r.file), f"{where} ({label})", "warm-up round: discarded before statistics")
+                    )
+                rows.append(
+                    {
+                        "run": r.id,
+                        "arm": r.arm,
+                        "environment": self.arm_environment(r.arm),
+                        "prompt_class": s["prompt_class"],
+                        "repeat": s["repeat"],
+                        "warmup": s["warmup"],
+                        "client_total_s": float(s["client_total_s"]),
+                        "first_event_s": s.get("first_event_s"),
+                        "prompt_tokens": sp.prompt_tokens,
+                        "generated_tokens": sp.generated_tokens,
+                        "prefill_s": sp.prefill_s,
+                        "decode_tokens": sp.decode_tokens,
+                        "decode_s": sp.decode_s,
+                        "engine_total_s": sp.engine_total_s,
+                        "prefill_tok_s": sp.prefill_tok_s,
+                        "decode_tok_s": sp.decode_tok_s,
+                        "file": str(r.file),
+                    }
+                )
+        schema = {
+            "run": pl.String, "arm": pl.String, "environment": pl.String, "prompt_class": pl.String,
+            "repeat": pl.Int64, "warmup": pl.Boolean, "client_total_s": pl.Float64,
+            "first_event_s": pl.Float64, "prompt_tokens": pl.Float64, "generated_tokens": pl.Float64,
+            "prefill_s": pl.Float64, "decode_tokens": pl.Float64, "decode_s": pl.Float64,
+            "engine_total_s": pl.Float64, "prefill_tok_s": pl.Float64, "decode_tok_s": pl.Float64,
+            "file": pl.String,
+        }
+        return pl.DataFrame(rows, schema=schema)
+
+    @cached_property
+    def memory(self):
+        """Memory runs as three tables: (gpu, host, markers).
+
+        gpu: run, arm, t, rank, gpu_used_mib. host: run, arm, t, shmem_kib, mem_available_kib,
+        pss_kib_sum (null where absent). markers: run, arm, t, event, label.
+        """
+        import polars as pl
+
+        gpu, host, markers = [], [], []
+        for r in self.runs_of("memory"):
+            doc = load_json(r.file)
+            validate(doc, "memory", r.file)
+            ranks = None
+            last_t = None
+            for i, s in enumerate(doc["samples"]):
+                where = f"$.samples[{i}]"
+                if ranks is None:
+                    ranks = len(s["gpu_used_mib"])
+                elif len(s["gpu_used_mib"]) != ranks:
+                    raise InputError(r.file, f"{where}.gpu_used_mib", f"{len(s['gpu_used_mib'])} ranks, earlier samples have {ranks}")
+                if last_t is not None and s["t"] <= last_t:
+                    raise InputError(r.file, f"{where}.t", f"time {s['t']} does not increase (previous {last_t})")
+                last_t = s["t"]
+                for rank, v in enumerate(s["gpu_used_mib"]):
+                    gpu.append({"run": r.id, "arm": r.arm, "t": float(s["t"]), "rank": rank, "gpu_used_mib": float(v)})
+                pss = s.get("pss_kib")
+                host.append(
+                    {
+                        "run": r.id,
+                        "arm": r.arm,
+                        "t": float(s["t"]),
+                        "shmem_kib": s.get("shmem_kib"),
+                        "mem_available_kib": s.get("mem_available_kib"),
+                        "pss_kib_sum": float(sum(pss)) if pss else None,
+                    }
+                )
+            events = {m["event"] for m in doc["markers"]}
+            for need in ("load_end", "stop"):
+                if need not in events:
+                    raise InputError(r.file, "$.markers", f"no {need!r} marker: cannot tell loaded samples apart")
+            for m in doc["markers"]:
+                markers.append({"run": r.id, "arm": r.arm, "t": float(m["t"]), "event": m["event"], "label": m.get("label")})
+        return (
+            pl.DataFrame(gpu, schema={"run": pl.String, "arm": pl.String, "t": pl.Float64, "rank": pl.Int64, "gpu_used_mib": pl.Float64}),
+            pl.DataFrame(
+                host,
+                schema={"run": pl.String, "arm": pl.String, "t": pl.Float64, "shmem_kib": pl.Float64,
+                        "mem_available_kib": pl.Float64, "pss_kib_sum": pl.Float64},
+            ),
+            pl.DataFrame(markers, schema={"run": pl.String, "arm": pl.String, "t": pl.Float64, "event": pl.String, "label": pl.String}),
+        )
+
+
+def _read_text(p: Path) -> str:
+    raw = p.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise InputError(p, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x})") from None
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    """Load and cross-check a campaign manifest; tables load lazily (``.requests`` …)."""
+    root = Path(path)
+    if not root.exists():
+        raise InputError(root, "-", "no such campaign folder")
+    if root.is_file():
+        raise InputError(root, "-", "is a file; expected a campaign folder holding campaign.json")
+    mpath = root / "campaign.json"
+    if not mpath.exists():
+        raise InputError(root, "-", "no campaign.json in this folder (an empty or non-campaign folder)")
+    manifest = load_json(mpath)
+    validate(manifest, "campaign", mpath)
+    get_profile(manifest["engine"]["profile"])
+    errors: list[InputError] = []
+    arms = manifest["arms"]
+    envs = manifest["environments"]
+    for name, arm in arms.items():
+        if arm["environment"] not in envs:
+            errors.append(InputError(mpath, f"$.arms.{name}.environment", f"unknown environment {arm['environment']!r}"))
+    ref = manifest.get("noise", {}).get("reference_arm")
+    if ref is not None and ref not in arms:
+        errors.append(InputError(mpath, "$.noise.reference_arm", f"unknown arm {ref!r}"))
+    runs: list[Run] = []
+    seen: dict[str, int] = {}
+    for i, r in enumerate(manifest["runs"]):
+        where = f"$.runs[{i}]"
+        if r["id"] in seen:
+            errors.append(InputError(mpath, f"{where}.id", f"duplicate run id {r['id']!r} (also $.runs[{seen[r['id']]}])"))
+            continue
+        seen[r["id"]] = i
+        if r["arm"] not in arms:
+            errors.append(InputError(mpath, f"{where}.arm", f"unknown arm {r['arm']!r}"))
+            continue
+        run = Run(r["id"], r["arm"], r["harness"], (root / r["path"]), r.get("date"))
+        if not run.path.is_dir():
+            errors.append(InputError(mpath, f"{where}.path", f"run folder {r['path']!r} does not exist"))
+            continue
+        if not run.file.is_file():
+            errors.append(InputError(mpath, f"{where}.path", f"run folder has no {HARNESS_FILES[run.harness]} for harness {run.harness!r}"))
+            continue
+        runs.append(run)
+    if errors:
+        raise errors[0] if len(errors) == 1 else InputErrors(errors)
+    return Campaign(root=root, manifest=manifest, runs=runs)

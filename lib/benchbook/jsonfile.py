@@ -1,0 +1,73 @@
+"""Reading JSON input files with errors that name the file, the place and the reason."""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+
+def load_json(path: str | Path) -> Any:
+    """Parse a JSON file with orjson; NaN/Infinity, truncation and bad bytes are InputErrors."""
+    import orjson
+
+    path = Path(path)
+    if path.is_dir():
+        raise InputError(path, "-", "is a directory, expected a JSON file")
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(path, "-", "file not found") from None
+    except OSError as e:
+        raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
+    if not raw.strip():
+        raise InputError(path, "-", "file is empty")
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as e:
+        pos = getattr(e, "pos", None)
+        if pos is not None:
+            line = raw[:pos].count(b"\n") + 1
+            col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
+            where = f"line {line} column {col}"
+        else:
+            where = "-"
+        msg = getattr(e, "msg", str(e))
+        if b"NaN" in raw or b"Infinity" in raw:
+            msg += " (NaN and Infinity are not JSON numbers)"
+        raise InputError(path, where, f"not valid JSON: {msg}") from None
+
+
+@lru_cache(maxsize=None)
+def schema(name: str) -> dict:
+    text = resources.files("benchbook").joinpath("schemas", f"{name}.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def json_path(parts) -> str:
+    out = "$"
+    for p in parts:
+        out += f"[{p}]" if isinstance(p, int) else f".{p}"
+    return out
+
+
+def validate(doc: Any, schema_name: str, path: str | Path) -> None:
+    """Validate against a bundled JSON Schema; the first (deepest) error names its JSON path."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import best_match
+
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    expected = schema(schema_name)["$id"]
+    if isinstance(fmt, str) and fmt != expected and fmt.split("/")[0] == expected.split("/")[0]:
+        raise InputError(path, "$.format", f"unsupported version {fmt!r}; this benchbook reads {expected!r}")
+    validator = Draft202012Validator(schema(schema_name))
+    err = best_match(validator.iter_errors(doc))
+    if err is not None:
+        msg = err.message
+        if len(msg) > 200:
+            msg = msg[:200] + "…"
+        raise InputError(path, json_path(err.absolute_path), msg)

@@ -1,0 +1,182 @@
+"""Prometheus text exposition: parsing snapshots and taking deltas between two of them.
+
+Parsing is done by ``prometheus_client``'s maintained parser. For speed, a snapshot can be parsed
+for a few metric names only: the lines of other families are skipped *before* the parser sees them
+(a plain string-prefix test on each line, no regular expressions); the families that are kept are
+still parsed by ``prometheus_client``. ``tests/test_prometheus.py`` checks the narrow path against a
+full parse.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from .errors import InputError
+
+LabelKey = tuple[tuple[str, str], ...]
+
+
+def _label_key(labels: Mapping[str, str]) -> LabelKey:
+    return tuple(sorted(labels.items()))
+
+
+@dataclass
+class Snapshot:
+    """One scrape: sample values keyed by sample name and label set, plus family types."""
+
+    source: str
+    values: dict[str, dict[LabelKey, float]] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)  # family name -> type
+
+    def series(self, name: str) -> dict[LabelKey, float]:
+        return self.values.get(name, {})
+
+    def get(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
+        """Value of the one series of ``name`` whose labels include ``labels``.
+
+        Returns None if no series matches. Raises InputError if several series match, because
+        summing them blindly (e.g. across engine ranks or models) would be silently wrong.
+        """
+        matches = self.match(name, labels)
+        if not matches:
+            return None
+        if len(matches) > 1:
+            shown = ", ".join(_fmt_labels(k) for k in list(matches)[:4])
+            raise InputError(
+                self.source,
+                name,
+                f"{len(matches)} series match {_fmt_labels(_label_key(labels or {}))} ({shown}); "
+                "name the label that tells them apart",
+            )
+        return next(iter(matches.values()))
+
+    def match(self, name: str, labels: Mapping[str, str] | None = None) -> dict[LabelKey, float]:
+        want = (labels or {}).items()
+        return {
+            k: v for k, v in self.series(name).items() if all((lk, lv) in k for lk, lv in want)
+        }
+
+
+def _fmt_labels(key: LabelKey) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in key) + "}"
+
+
+def _wanted_line(line: str, prefixes: tuple[str, ...]) -> bool:
+    if line.startswith("#"):
+        parts = line.split(None, 3)
+        if len(parts) >= 3 and parts[1] in ("TYPE", "HELP"):
+            return parts[2].startswith(prefixes)
+        return False
+    return line.startswith(prefixes)
+
+
+def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | None = None) -> Snapshot:
+    """Parse exposition text with prometheus_client.
+
+    ``names``: if given, only families whose sample names start with one of these are parsed
+    (e.g. ``["pocket_ttft_seconds", "pocket_tokens_total"]``). Errors name the file and line.
+    """
+    from prometheus_client.parser import text_string_to_metric_families
+
+    source = str(source)
+    if names is not None:
+        prefixes = tuple(names)
+        lines = [ln for ln in text.split("\n") if _wanted_line(ln, prefixes)]
+        body = "\n".join(lines) + "\n"
+    else:
+        body = text
+    snap = Snapshot(source=source)
+    try:
+        for fam in text_string_to_metric_families(body):
+            snap.types[fam.name] = fam.type
+            for s in fam.samples:
+                snap.values.setdefault(s.name, {})[_label_key(s.labels)] = float(s.value)
+    except (ValueError, TypeError, IndexError, KeyError) as e:
+        line_no, line = _locate_error(text)
+        where = f"line {line_no}" if line_no else "-"
+        shown = f" in {line[:120]!r}" if line else ""
+        raise InputError(source, where, f"not valid Prometheus text exposition{shown}: {e}") from None
+    return snap
+
+
+def _locate_error(text: str) -> tuple[int | None, str | None]:
+    """Find the first line at which the full parser fails (bisection over prefixes)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    lines = text.split("\n")
+
+    def fails(k: int) -> bool:
+        try:
+            list(text_string_to_metric_families("\n".join(lines[:k]) + "\n"))
+            return False
+        except Exception:  # noqa: BLE001 - any parser failure counts as "fails" here
+            return True
+
+    if not fails(len(lines)):
+        return None, None
+    lo, hi = 0, len(lines)  # fails(hi) is True; fails(lo) is False
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fails(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi, lines[hi - 1]
+
+
+def read(path: str | Path, names: Iterable[str] | None = None) -> Snapshot:
+    """Read and parse a `/metrics` capture file."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise InputError(path, "-", "is a directory, expected a /metrics text file") from None
+    except OSError as e:
+        raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise InputError(path, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+    return parse(text, path, names)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """after − before of one series; ``reset`` when the counter went down."""
+
+    name: str
+    labels: LabelKey
+    before: float | None
+    after: float | None
+
+    @property
+    def missing(self) -> bool:
+        return self.before is None or self.after is None
+
+    @property
+    def reset(self) -> bool:
+        return not self.missing and self.after < self.before
+
+    @property
+    def value(self) -> float:
+        if self.missing:
+            raise ValueError(f"{self.name}: missing in one snapshot")
+        if self.reset:
+            raise ValueError(f"{self.name}: counter reset, no delta")
+        return self.after - self.before
+
+    def describe(self) -> str:
+        return f"{self.name}{_fmt_labels(self.labels)}"
+
+
+def delta(before: Snapshot, after: Snapshot, name: str, labels: Mapping[str, str] | None = None) -> Delta:
+    b = before.get(name, labels)
+    a = after.get(name, labels)
+    for v, snap in ((b, before), (a, after)):
+        if v is not None and (math.isnan(v) or math.isinf(v)):
+            raise InputError(snap.source, name, f"value {v} is not a finite counter value")
+    return Delta(name, _label_key(labels or {}), b, a)

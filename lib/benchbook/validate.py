@@ -1,0 +1,150 @@
+"""``benchbook validate PATH``: check a campaign folder or one input file, say what was found.
+
+Prints one line per file it read. On bad input prints ``file: location: reason`` lines on stderr
+and exits 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from .errors import EXIT_BAD_INPUT, InputError, InputErrors
+
+
+def add_arguments(p) -> None:
+    p.add_argument("path", type=Path, help="a campaign folder (holding campaign.json) or one input file")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+
+
+def _collect(fn, errors: list[InputError]):
+    try:
+        return fn()
+    except InputErrors as e:
+        errors.extend(e.errors)
+    except InputError as e:
+        errors.append(e)
+    return None
+
+
+def validate_campaign(root: Path, out=print) -> list[InputError]:
+    """Load every file of a campaign; return the problems (empty list = valid)."""
+    from .ingest.campaign import Campaign, load_campaign
+
+    errors: list[InputError] = []
+    camp: Campaign | None = _collect(lambda: load_campaign(root), errors)
+    if camp is None:
+        return errors
+    out(f"{root / 'campaign.json'}: campaign {camp.title!r}: {len(camp.arms)} arms, {len(camp.runs)} runs, "
+        f"engine profile {camp.profile.name}, provenance {camp.manifest['provenance']}")
+    total = len(camp.runs)
+    for i, r in enumerate(camp.runs, 1):
+        print(f"[{i}/{total}] {r.id}", file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
+        # Each run is checked on its own so one bad run does not hide problems in the others.
+        single = _single_run_campaign(camp, r)
+        if r.harness == "requests":
+            df = _collect(lambda: single.requests, errors)
+            if df is not None:
+                groups = df.select(["scenario", "n"]).unique().height
+                out(f"{r.file}: {df.height} requests in {groups} scenario groups")
+        elif r.harness == "phases":
+            df = _collect(lambda: single.phase_samples, errors)
+            if df is not None:
+                excl = [e for e in single.exclusions if not e.reason.startswith("warm-up")]
+                warm = df.filter(df["warmup"]).height
+                out(f"{r.file}: {df.height} phase samples ({warm} warm-up), {len(excl)} excluded")
+                for e in excl:
+                    out(f"  excluded {e.sample}: {e.reason}")
+        elif r.harness == "memory":
+            tabs = _collect(lambda: single.memory, errors)
+            if tabs is not None:
+                gpu, host, _ = tabs
+                out(f"{r.file}: {host.height} memory samples, {gpu['rank'].n_unique()} ranks")
+        elif r.harness == "pd":
+            out(f"{r.file}: PD run (checked by the PD reader)")
+        if r.server_log.exists():
+            text = _collect(lambda: camp.server_log_text(r), errors) or ""
+            startup = next((ln.strip() for ln in text.splitlines() if "batch width" in ln), None)
+            out(f"{r.server_log}: " + (f"startup line: {startup}" if startup else "no startup line stating the batch width"))
+    return errors
+
+
+def _single_run_campaign(camp, run):
+    from .ingest.campaign import Campaign
+
+    return Campaign(root=camp.root, manifest=camp.manifest, runs=[run])
+
+
+def validate_file(path: Path, out=print) -> list[InputError]:
+    """One input file: our own formats by their ``format`` key, /metrics text, or a known tool's output."""
+    errors: list[InputError] = []
+    if path.is_dir():
+        return [InputError(path, "-", "is a folder without campaign.json")]
+    if not path.exists():
+        return [InputError(path, "-", "no such file")]
+    suffix = path.suffix.lower()
+    if suffix in (".prom", ".txt", ".metrics") and not _looks_json(path):
+        from . import prometheus
+
+        snap = _collect(lambda: prometheus.read(path), errors)
+        if snap is not None:
+            n = sum(len(v) for v in snap.values.values())
+            out(f"{path}: Prometheus text exposition: {len(snap.types)} families, {n} samples")
+        return errors
+    from .jsonfile import load_json, validate
+
+    if suffix == ".json":
+        doc = _collect(lambda: load_json(path), errors)
+        if doc is None:
+            return errors
+        fmt = doc.get("format") if isinstance(doc, dict) else None
+        if isinstance(fmt, str) and fmt.startswith("benchbook."):
+            kind = fmt.split("/")[0].split(".", 1)[1]
+            if kind not in ("campaign", "requests", "phases", "memory"):
+                try:
+                    from .ingest import pd as pd_ingest  # PD formats are read by the PD reader
+
+                    _collect(lambda: pd_ingest.validate_file(path), errors)
+                    if not errors:
+                        out(f"{path}: benchbook {kind} file, valid")
+                    return errors
+                except ImportError:
+                    return [InputError(path, "$.format", f"unknown benchbook format {fmt!r}")]
+            _collect(lambda: validate(doc, kind, path), errors)
+            if not errors:
+                what = {"campaign": "runs", "requests": "requests", "phases": "samples", "memory": "samples"}[kind]
+                out(f"{path}: benchbook {kind} file, {len(doc.get(what, []))} {what}, valid")
+            return errors
+    # Formats people already have (vLLM, SGLang, GuideLLM, AIPerf, llmperf …).
+    try:
+        from .ingest import formats
+    except ImportError:
+        return [InputError(path, "-", "not a benchbook file and no reader for other formats is installed")]
+    runs = _collect(lambda: formats.read(path), errors)
+    if runs is not None:
+        for line in formats.describe(runs):
+            out(f"{path}: {line}")
+    return errors
+
+
+def _looks_json(path: Path) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(64).lstrip()
+    return head[:1] in (b"{", b"[")
+
+
+def run(args) -> int:
+    out = (lambda *_a, **_k: None) if args.quiet else print
+    path: Path = args.path
+    if path.is_dir() and (path / "campaign.json").exists():
+        errors = validate_campaign(path, out)
+    elif path.is_dir():
+        errors = [InputError(path, "-", "no campaign.json in this folder (an empty or non-campaign folder)")]
+    else:
+        errors = validate_file(path, out)
+    for e in errors:
+        print(str(e), file=sys.stderr)
+    if errors:
+        print(f"benchbook validate: {len(errors)} problem(s) found", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return 0
