@@ -1,0 +1,47 @@
+"""The project's setup: one dependency list, a Makefile whose default target is help, CI via make test."""
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _norm(req: str) -> str:
+    return re.sub(r"\s+", "", req).lower().replace("_", "-")
+
+
+def test_environment_yml_lists_the_same_dependencies_as_pyproject():
+    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    env = yaml.safe_load((ROOT / "environment.yml").read_text())
+    pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+    assert sorted(map(_norm, pip)) == sorted(map(_norm, deps))
+
+
+def test_make_help_is_the_default_target():
+    out = subprocess.run(["make", "-s", "-C", str(ROOT)], capture_output=True, text=True, check=True).stdout
+    for target in ("report", "test", "lab", "bench", "setup"):
+        assert f"make {target}" in out
+
+
+def test_ci_runs_make_test():
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert re.search(r"^make test\b", ci, re.M)
+    readme = (ROOT / "README.md").read_text()
+    assert "make test" in readme and "make report" in readme
+
+
+def test_cli_help_is_quick_and_light():
+    # --help must not import the heavy libraries (speed is measured by `make bench`, not here).
+    code = (
+        "import sys; from benchbook.cli import main; main(['--help'])\n"
+        "heavy = [m for m in ('polars', 'pandas', 'scipy', 'altair', 'papermill') if m in sys.modules]\n"
+        "assert not heavy, heavy"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert "validate" in r.stdout and "prefill-sim" in r.stdout
