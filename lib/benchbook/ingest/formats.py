@@ -1,0 +1,506 @@
+"""Benchmark-tool outputs people already have: detection, a registry of readers, one tidy shape.
+
+``detect(path)`` names the format of a file, ``read(path)`` turns it into a list of
+:class:`BenchmarkRun` (a file may hold several runs: a sweep, one JSONL line per run) and
+``describe(runs)`` gives one human line per run for ``benchbook validate FILE``.
+
+Every reader produces the same shape, whatever tool wrote the file:
+
+* ``config``  — model, backend, request_rate (float, ``inf`` or None), max_concurrency, num_prompts,
+  date, label, plus tool-specific extras (``variant``, ``dataset_name``, ...);
+* ``summary`` — the run-level figures in :data:`SUMMARY_KEYS` (None where the file does not say),
+  plus tool-specific extras (``p95_itl_ms``, ``incomplete``, ...);
+* ``requests`` — a polars DataFrame with :data:`REQUEST_SCHEMA` columns, or None when the file has
+  no per-request records;
+* ``exclusions`` — records found in the file but left out of ``requests``, each with its reason;
+* ``notes`` — what the reader had to interpret (a derived figure, a sampled table, a quirk).
+
+See docs/formats.md for the field mapping of each format.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InputError
+from .campaign import Exclusion
+
+if TYPE_CHECKING:  # pragma: no cover
+    import polars as pl
+
+__all__ = [
+    "BenchmarkRun",
+    "Exclusion",
+    "FORMATS",
+    "REQUEST_SCHEMA",
+    "SUMMARY_KEYS",
+    "describe",
+    "detect",
+    "read",
+]
+
+METRICS = ("ttft", "tpot", "itl", "e2el")
+SUMMARY_KEYS: tuple[str, ...] = (
+    "duration_s",
+    "completed",
+    "failed",
+    "total_input_tokens",
+    "total_output_tokens",
+    "request_throughput",
+    "output_throughput",
+    "total_token_throughput",
+    "request_goodput",
+    "mean_concurrency",
+    *(f"{stat}_{m}_ms" for m in METRICS for stat in ("mean", "median", "std", "p99")),
+)
+CONFIG_KEYS: tuple[str, ...] = (
+    "model",
+    "backend",
+    "request_rate",
+    "max_concurrency",
+    "num_prompts",
+    "date",
+    "label",
+)
+
+
+def _request_schema() -> dict[str, Any]:
+    import polars as pl
+
+    return {
+        "index": pl.Int64,
+        "start_s": pl.Float64,  # request start, seconds since the Unix epoch (None: not recorded)
+        "ttft_s": pl.Float64,
+        "e2e_s": pl.Float64,
+        "itl": pl.List(pl.Float64),  # gaps between streamed chunks, seconds
+        "itl_mean_s": pl.Float64,  # the tool's own per-request mean inter-token latency
+        "prompt_tokens": pl.Int64,
+        "completion_tokens": pl.Int64,
+        "success": pl.Boolean,
+        "error": pl.String,
+    }
+
+
+REQUEST_SCHEMA = ("index", "start_s", "ttft_s", "e2e_s", "itl", "itl_mean_s", "prompt_tokens",
+                  "completion_tokens", "success", "error")  # fmt: skip
+
+
+@dataclass
+class BenchmarkRun:
+    """One benchmark run read from a tool's output file."""
+
+    source: str
+    format: str
+    config: dict[str, Any]
+    summary: dict[str, Any]
+    requests: pl.DataFrame | None = None
+    exclusions: list[Exclusion] = field(default_factory=list)
+    location: str = "$"  # where in ``source`` the run sits (``$[1]``, ``line 3``)
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers shared by the readers
+
+
+def make_config(**values: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {k: None for k in CONFIG_KEYS}
+    out.update(values)
+    return out
+
+
+def make_summary(**values: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {k: None for k in SUMMARY_KEYS}
+    out.update(values)
+    return out
+
+
+def number(value: Any, file: str, where: str, *, allow_str: bool = False) -> float | int | None:
+    """A JSON number (or None). ``"inf"``-like strings are accepted when ``allow_str``."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InputError(file, where, f"expected a number, found {value!r}")
+    if isinstance(value, (int, float)):
+        return value
+    if allow_str and isinstance(value, str):
+        try:
+            f = float(value.strip())
+        except ValueError:
+            pass
+        else:
+            return int(f) if f.is_integer() and "." not in value and "e" not in value.lower() else f
+    raise InputError(file, where, f"expected a number, found {value!r}")
+
+
+def rate(value: Any, file: str, where: str) -> float | None:
+    """A request rate: a number, ``inf`` (JSON ``Infinity`` or the string ``"inf"``), or None."""
+    v = number(value, file, where, allow_str=True)
+    return None if v is None else float(v)
+
+
+def to_int(value: Any, file: str, where: str) -> int | None:
+    v = number(value, file, where, allow_str=True)
+    if v is None:
+        return None
+    if isinstance(v, float):
+        if not v.is_integer():
+            raise InputError(file, where, f"expected a whole number, found {value!r}")
+        v = int(v)
+    return v
+
+
+def requests_frame(rows: dict[str, list[Any]]) -> pl.DataFrame:
+    """Build the requests table; missing columns are filled with nulls."""
+    import polars as pl
+
+    schema = _request_schema()
+    n = max((len(v) for v in rows.values()), default=0)
+    cols = {k: rows.get(k, [None] * n) for k in schema}
+    return pl.DataFrame(cols, schema=schema)
+
+
+def summary_from_requests(df: pl.DataFrame) -> dict[str, Any]:
+    """Run-level figures computed from per-request records (successful requests only).
+
+    Percentiles use linear interpolation, like numpy's default (what vLLM's benchmark uses). TPOT per
+    request is ``(e2e - ttft) / (completion_tokens - 1)`` for requests with more than one token.
+    ITL is pooled over all chunk gaps when the lists exist, otherwise left out.
+    """
+    import polars as pl
+
+    ok = df.filter(pl.col("success"))
+    out: dict[str, Any] = {
+        "completed": ok.height,
+        "failed": df.height - ok.height,
+        "total_input_tokens": _int_sum(ok["prompt_tokens"]),
+        "total_output_tokens": _int_sum(ok["completion_tokens"]),
+    }
+    tpot = ok.filter(pl.col("completion_tokens") > 1).select(
+        ((pl.col("e2e_s") - pl.col("ttft_s")) / (pl.col("completion_tokens") - 1)).alias("x")
+    )["x"]
+    itl = ok["itl"].explode().drop_nulls() if ok["itl"].null_count() < ok.height else None
+    for name, s in (("ttft", ok["ttft_s"]), ("tpot", tpot), ("itl", itl), ("e2el", ok["e2e_s"])):
+        out.update(_stats_ms(name, s))
+    return out
+
+
+def _int_sum(s: pl.Series) -> int | None:
+    return None if s.null_count() == len(s) else int(s.sum())
+
+
+def _stats_ms(name: str, s: pl.Series | None) -> dict[str, float | None]:
+    if s is None or s.is_empty() or s.null_count() == len(s):
+        return {f"{k}_{name}_ms": None for k in ("mean", "median", "std", "p99")}
+    s = s.drop_nulls().cast(float)
+    return {
+        f"mean_{name}_ms": float(s.mean()) * 1000,
+        f"median_{name}_ms": float(s.median()) * 1000,
+        f"std_{name}_ms": float(s.std(ddof=0)) * 1000,  # numpy's default, as vLLM prints
+        f"p99_{name}_ms": float(s.quantile(0.99, interpolation="linear")) * 1000,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# loading: one parse per file, shared by detection and reading
+
+
+@dataclass
+class Loaded:
+    path: Path
+    kind: str  # "json" (one document), "jsonl" (records), "yaml", "csv"
+    doc: Any  # json/yaml: the document; jsonl: list of dicts; csv: the text
+
+    @property
+    def file(self) -> str:
+        return str(self.path)
+
+    def records(self) -> list[tuple[str, Any]]:
+        """The document as located records: a list → ``$[i]``, JSONL → ``line n``, else ``$``."""
+        if self.kind == "jsonl":
+            return list(self.doc)
+        if isinstance(self.doc, list):
+            return [(f"$[{i}]", x) for i, x in enumerate(self.doc)]
+        return [("$", self.doc)]
+
+
+def _json_loads(data: bytes) -> Any:
+    import orjson
+
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        # Python's json writers emit Infinity/NaN (SGLang's request_rate); orjson rejects them.
+        import json
+
+        return json.loads(data)
+
+
+def load(path: str | Path) -> Loaded:
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as e:
+        raise InputError(p, None, f"cannot read: {e.strerror or e}") from None
+    suffix = p.suffix.lower()
+    if suffix in (".yaml", ".yml"):
+        import yaml
+
+        try:
+            return Loaded(p, "yaml", yaml.safe_load(data))
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f"line {mark.line + 1}" if mark is not None else None
+            raise InputError(p, where, f"not valid YAML: {getattr(e, 'problem', e)}") from None
+    text_head = data[:4096].lstrip()
+    if suffix == ".csv" or (text_head[:1] not in (b"{", b"[") and b"," in text_head.split(b"\n", 1)[0]):
+        try:
+            return Loaded(p, "csv", data.decode("utf-8-sig"))
+        except UnicodeDecodeError as e:
+            raise InputError(p, None, f"not UTF-8 text: {e.reason} at byte {e.start}") from None
+    if not text_head:
+        raise InputError(p, None, "file is empty")
+    if suffix != ".jsonl":
+        try:
+            return Loaded(p, "json", _json_loads(data))
+        except ValueError as whole_err:
+            first_err = whole_err
+    else:
+        first_err = None
+    records: list[tuple[str, Any]] = []
+    for n, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append((f"line {n}", _json_loads(line)))
+        except ValueError as e:
+            if first_err is not None and not records:
+                raise InputError(p, None, f"not JSON, JSON Lines, YAML or CSV: {first_err}") from None
+            raise InputError(p, f"line {n}", f"not valid JSON: {e}") from None
+    return Loaded(p, "jsonl", records)
+
+
+# ---------------------------------------------------------------------------------------------
+# the registry
+
+
+@dataclass(frozen=True)
+class Format:
+    name: str
+    module: str  # benchbook.ingest.<module> has read_<something>(loaded) named by ``reader``
+    reader: str
+    matches: Callable[[Loaded], bool]
+    what: str  # one line for docs and error messages
+
+
+def _first_record(ld: Loaded) -> Any:
+    recs = ld.records()
+    return recs[0][1] if recs else None
+
+
+def _is_dict(x: Any) -> bool:
+    return isinstance(x, dict)
+
+
+def _vllm(ld: Loaded) -> bool:
+    r = _first_record(ld)
+    return (
+        ld.kind in ("json", "jsonl")
+        and _is_dict(r)
+        and "model_id" in r
+        and ("mean_ttft_ms" in r or "completed" in r)
+    )
+
+
+def _vllm_table(ld: Loaded) -> bool:
+    r = _first_record(ld)
+    return ld.kind == "json" and isinstance(ld.doc, list) and _is_dict(r) and "Test name" in r and "Tput (req/s)" in r
+
+
+def _sglang(ld: Loaded) -> bool:
+    r = _first_record(ld)
+    return (
+        ld.kind in ("json", "jsonl")
+        and _is_dict(r)
+        and "model_id" not in r
+        and ("server_info" in r or "server_args" in r or "mean_e2e_latency_ms" in r)
+        and ("completed" in r or "mean_ttft_ms" in r)
+    )
+
+
+def _guidellm(ld: Loaded) -> bool:
+    d = ld.doc
+    return (
+        ld.kind in ("json", "yaml")
+        and _is_dict(d)
+        and isinstance(d.get("benchmarks"), list)
+        and bool(d["benchmarks"])
+        and _is_dict(d["benchmarks"][0])
+        and "metrics" in d["benchmarks"][0]
+    )
+
+
+def _aiperf_records(ld: Loaded) -> bool:
+    r = _first_record(ld)
+    return ld.kind == "jsonl" and _is_dict(r) and "metadata" in r and "metrics" in r
+
+
+def _aiperf_json(ld: Loaded) -> bool:
+    d = ld.doc
+    return ld.kind == "json" and _is_dict(d) and _is_dict(d.get("records")) and (
+        "input_config" in d or "error_summary" in d
+    )
+
+
+def _csv_header(ld: Loaded) -> str:
+    return ld.doc.lstrip().split("\n", 1)[0].strip() if ld.kind == "csv" else ""
+
+
+def _aiperf_csv(ld: Loaded) -> bool:
+    return _csv_header(ld).startswith("Metric,avg,")
+
+
+def _genai_perf_analyze(ld: Loaded) -> bool:
+    return _csv_header(ld).startswith("Config Name,")
+
+
+def _llmperf_summary(ld: Loaded) -> bool:
+    d = ld.doc
+    return ld.kind == "json" and _is_dict(d) and (
+        "results_num_completed_requests" in d or "results_ttft_s_mean" in d
+    )
+
+
+def _llmperf_individual(ld: Loaded) -> bool:
+    r = _first_record(ld)
+    return (
+        ld.kind == "json"
+        and isinstance(ld.doc, list)
+        and _is_dict(r)
+        and "ttft_s" in r
+        and "end_to_end_latency_s" in r
+    )
+
+
+FORMATS: tuple[Format, ...] = (
+    Format("vllm-bench-serve", "vllm", "read_bench_serve", _vllm,
+           "vLLM benchmark_serving.py / `vllm bench serve` / `vllm bench sweep` result JSON"),
+    Format("vllm-nightly-table", "vllm", "read_nightly_table", _vllm_table,
+           "vLLM nightly-benchmark results table (list of rows with 'Test name', 'Tput (req/s)')"),
+    Format("sglang-bench-serving", "sglang", "read_bench_serving", _sglang,
+           "SGLang bench_serving --output-file JSONL (one line per run)"),
+    Format("guidellm-report", "guidellm", "read_report", _guidellm,
+           "GuideLLM benchmarks report (JSON or YAML)"),
+    Format("aiperf-records", "aiperf", "read_records", _aiperf_records,
+           "AIPerf profile_export.jsonl (one line per request)"),
+    Format("aiperf-aggregate", "aiperf", "read_aggregate_json", _aiperf_json,
+           "AIPerf profile_export_aiperf.json (aggregate)"),
+    Format("aiperf-csv", "aiperf", "read_aggregate_csv", _aiperf_csv,
+           "AIPerf profile_export_aiperf.csv (aggregate)"),
+    Format("genai-perf-analyze", "aiperf", "read_genai_perf_analyze", _genai_perf_analyze,
+           "GenAI-Perf analyze export CSV (one row per run config)"),
+    Format("llmperf-summary", "llmperf", "read_summary", _llmperf_summary,
+           "llmperf *_summary.json"),
+    Format("llmperf-individual", "llmperf", "read_individual", _llmperf_individual,
+           "llmperf *_individual_responses.json"),
+)  # fmt: skip
+
+
+def _what_was_seen(ld: Loaded) -> str:
+    if ld.kind == "csv":
+        return f"CSV with header {_csv_header(ld)[:80]!r}"
+    r = _first_record(ld)
+    shape = {"json": "JSON", "jsonl": "JSON Lines", "yaml": "YAML"}[ld.kind]
+    if isinstance(ld.doc, list) and ld.kind != "jsonl":
+        shape += f" list of {len(ld.doc)}"
+    if _is_dict(r):
+        keys = sorted(map(str, r))
+        more = f" (+{len(keys) - 12} more)" if len(keys) > 12 else ""
+        return f"{shape} with keys {', '.join(keys[:12])}{more}"
+    return f"{shape} holding {type(r).__name__}"
+
+
+def _identify(ld: Loaded) -> Format:
+    for f in FORMATS:
+        if f.matches(ld):
+            return f
+    known = ", ".join(f.name for f in FORMATS)
+    raise InputError(ld.file, None, f"unknown benchmark format: found {_what_was_seen(ld)}; known formats: {known}")
+
+
+def detect(path: str | Path) -> str:
+    """The name of the format of ``path`` (see :data:`FORMATS`); InputError if unknown."""
+    return _identify(load(path)).name
+
+
+def read(path: str | Path) -> list[BenchmarkRun]:
+    """Read every run in ``path``; InputError (file, location, reason) on bad input."""
+    import importlib
+
+    ld = load(path)
+    fmt = _identify(ld)
+    module = importlib.import_module(f"benchbook.ingest.{fmt.module}")
+    runs: list[BenchmarkRun] = getattr(module, fmt.reader)(ld)
+    for r in runs:
+        r.format = fmt.name
+    return runs
+
+
+# ---------------------------------------------------------------------------------------------
+# one line per run
+
+
+def _fmt_num(v: Any, unit: str = "") -> str:
+    if v is None:
+        return "?"
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf"
+        return f"{v:.3g}{unit}" if abs(v) < 100 else f"{v:.0f}{unit}"
+    return f"{v}{unit}"
+
+
+def describe(runs: Iterable[BenchmarkRun]) -> list[str]:
+    """One line per run: format, where, model, rate/concurrency, completed/failed, duration."""
+    lines = []
+    for r in runs:
+        c, s = r.config, r.summary
+        parts = [
+            f"{r.format} {r.location}",
+            f"model={c.get('model') or '?'}",
+            f"rate={_fmt_num(c.get('request_rate'))}",
+            f"concurrency={_fmt_num(c.get('max_concurrency'))}",
+            f"completed={_fmt_num(s.get('completed'))}",
+            f"failed={_fmt_num(s.get('failed'))}",
+        ]
+        if s.get("incomplete"):
+            parts.append(f"incomplete={s['incomplete']}")
+        parts.append(f"duration={_fmt_num(s.get('duration_s'), ' s')}")
+        if r.requests is not None:
+            parts.append(f"requests={r.requests.height}")
+        if r.exclusions:
+            parts.append(f"excluded={len(r.exclusions)}")
+        lines.append("  ".join(parts))
+    return lines
+
+
+def check_record(ld: Loaded, where: str, rec: Any) -> dict[str, Any]:
+    if not isinstance(rec, dict):
+        raise InputError(ld.file, where, f"expected an object, found {type(rec).__name__}")
+    return rec
+
+
+def same_length(file: str, where: str, arrays: dict[str, Sequence[Any] | None]) -> int | None:
+    """Length shared by the present per-request arrays; InputError naming the odd one out."""
+    lens = {k: len(v) for k, v in arrays.items() if v is not None}
+    if not lens:
+        return None
+    first_key, n = next(iter(lens.items()))
+    for k, m in lens.items():
+        if m != n:
+            raise InputError(file, f"{where}.{k}", f"has {m} entries but {first_key} has {n}")
+    return n
