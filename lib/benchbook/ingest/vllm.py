@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..errors import InputError
 from .formats import (
     SUMMARY_KEYS,
     BenchmarkRun,
@@ -102,7 +103,7 @@ def _run(ld: Loaded, where: str, r: dict[str, Any]) -> BenchmarkRun:
         if k.endswith("_ms") and k not in summary and not isinstance(v, list):
             summary[k] = number(v, f, f"{where}.{k}")
 
-    requests = _requests(ld, where, r, notes)
+    requests = per_request_arrays(ld, where, r, notes)
     if summary["failed"] is None:
         if requests is not None and requests["success"].null_count() == 0:
             summary["failed"] = int((~requests["success"]).sum())
@@ -128,13 +129,12 @@ def _run(ld: Loaded, where: str, r: dict[str, Any]) -> BenchmarkRun:
     return BenchmarkRun(f, "vllm-bench-serve", config, summary, requests, [], where, notes)
 
 
-def _requests(ld: Loaded, where: str, r: dict[str, Any], notes: list[str]):
+def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[str], e2e_note: str | None = None):
+    """The requests table from the parallel per-request arrays vLLM and SGLang write (or None)."""
     f = ld.file
     arrays = {k: r.get(k) for k in ("ttfts", "itls", "input_lens", "output_lens", "errors", "start_times")}
     for k, v in arrays.items():
         if v is not None and not isinstance(v, list):
-            from ..errors import InputError
-
             raise InputError(f, f"{where}.{k}", f"expected a list, found {type(v).__name__}")
     if arrays["ttfts"] is None:
         return None
@@ -146,8 +146,6 @@ def _requests(ld: Loaded, where: str, r: dict[str, Any], notes: list[str]):
             itls.append(None)
             continue
         if not isinstance(lst, list):
-            from ..errors import InputError
-
             raise InputError(f, f"{where}.itls[{i}]", f"expected a list, found {type(lst).__name__}")
         itls.append([float(number(x, f, f"{where}.itls[{i}][{j}]")) for j, x in enumerate(lst)])
     errors = arrays["errors"]
@@ -169,7 +167,7 @@ def _requests(ld: Loaded, where: str, r: dict[str, Any], notes: list[str]):
             continue
         ttft_out.append(None if t is None else float(t))
         e2e.append(None if t is None or itls[i] is None else float(t) + math.fsum(itls[i]))
-    notes.append("e2e_s = ttft + sum(itl) per request (how vLLM's client computes latency)")
+    notes.append(e2e_note or "e2e_s = ttft + sum(itl) per request (how vLLM's client computes latency)")
     start = arrays["start_times"]
     return requests_frame(
         {
