@@ -351,6 +351,10 @@ def load_campaign(path: str | Path) -> Campaign:
     ref = manifest.get("noise", {}).get("reference_arm")
     if ref is not None and ref not in arms:
         errors.append(InputError(mpath, "$.noise.reference_arm", f"unknown arm {ref!r}"))
+    for i, c in enumerate(manifest.get("comparisons", [])):
+        for side in ("baseline", "candidate"):
+            if c[side] not in arms:
+                errors.append(InputError(mpath, f"$.comparisons[{i}].{side}", f"unknown arm {c[side]!r}"))
     runs: list[Run] = []
     seen: dict[str, int] = {}
     for i, r in enumerate(manifest["runs"]):
