@@ -1,0 +1,110 @@
+"""The seed's environment-ablation table, judged cell by cell (spread 7.5 %)."""
+
+import pytest
+
+from benchbook.ablation import AblationArm, ablate
+from benchbook.errors import InputError
+from benchbook.stats import Cell, fmt_pct, run_spread
+
+SPREAD = run_spread([3.430, 3.686])
+SPARSE, PREFETCH, CACHED, ATTN = (
+    "POCKETLLM_CPP_DECODE_SPARSE_ARENA",
+    "POCKETLLM_CPP_PREFILL_MOE_PREFETCH",
+    "DEEPSEEK_GPU_PREFILL_MOE_MAX_CACHED_LAYERS",
+    "POCKETLLM_CPP_PREFILL_BATCHED_ATTN",
+)
+DEFAULTS = {SPARSE: "0", PREFETCH: "0", CACHED: "0", ATTN: "1"}
+KEYS = [("prefill", "short"), ("prefill", "long"), ("decode", "short"), ("decode", "long")]
+
+
+def row(*triples):
+    return {k: Cell.from_range(*t) for k, t in zip(KEYS, triples)}
+
+
+DEFAULT = row((46.5, 46.2, 46.7), (244.5, 244.0, 245.9), (3.554, 3.529, 3.571), (3.328, 3.248, 3.387))
+ARMS = [
+    AblationArm("sparse", {SPARSE: "12"},
+                row((45.2, 44.5, 45.5), (241.4, 241.0, 244.2), (3.598, 3.592, 3.602), (3.420, 3.356, 3.435))),
+    AblationArm("prefetch", {PREFETCH: "1"},
+                row((45.2, 43.6, 45.3), (263.3, 259.0, 273.5), (3.428, 3.416, 3.442), (3.296, 3.295, 3.304))),
+    AblationArm("cached", {CACHED: "43"},
+                row((46.6, 45.8, 46.8), (228.4, 221.6, 239.7), (3.577, 3.573, 3.577), (3.352, 3.328, 3.359))),
+    AblationArm("sparse+cached", {SPARSE: "12", CACHED: "43"},
+                row((42.6, 38.2, 43.3), (212.2, 211.4, 218.8), (5.104, 4.751, 5.239), (4.925, 4.876, 4.932))),
+    AblationArm("tuned", {SPARSE: "12", CACHED: "43", PREFETCH: "1", ATTN: "1"},
+                row((44.5, 43.0, 44.7), (281.4, 276.2, 284.3), (5.248, 5.205, 5.371), (4.868, 4.785, 4.936))),
+]
+
+
+@pytest.fixture(scope="module")
+def ab():
+    return ablate(DEFAULT, ARMS, spread=SPREAD, defaults=DEFAULTS)
+
+
+def test_every_single_switch_is_within_noise_on_decode(ab):
+    for arm in ("sparse", "prefetch", "cached"):
+        for pclass in ("short", "long"):
+            assert not ab.comparisons[(arm, "decode", pclass)].is_result, (arm, pclass)
+
+
+def test_prefetch_long_prefill_is_a_result(ab):
+    c = ab.comparisons[("prefetch", "prefill", "long")]
+    assert fmt_pct(c.change, signed=True) == "+7.7%"
+    assert c.overlap is False  # 259.0–273.5 vs 244.0–245.9
+    assert c.is_result and c.direction == "improvement"
+
+
+def test_cached_long_prefill_disjoint_but_below_spread(ab):
+    c = ab.comparisons[("cached", "prefill", "long")]
+    assert c.overlap is False and not c.is_result  # 244.5/228.4 − 1 = 7.05 % < 7.46 %
+    assert c.reason.startswith("change below spread")
+
+
+def test_pair_is_an_interaction_on_decode_and_a_prefill_regression(ab):
+    for pclass in ("short", "long"):
+        assert ab.comparisons[("sparse+cached", "decode", pclass)].is_result
+    lp = ab.comparisons[("sparse+cached", "prefill", "long")]
+    assert lp.is_result and lp.direction == "regression" and fmt_pct(lp.change, signed=True) == "−13.2%"
+    pair = {i.cell: i for i in ab.interactions if i.arm == "sparse+cached"}
+    assert set(pair) == set(KEYS)  # decode gains and prefill losses are all interactions
+    assert all(i.minimal for i in pair.values())
+    assert pair[("decode", "short")].singles == {f"{CACHED}=43": "cached", f"{SPARSE}=12": "sparse"}
+    assert "INTERACTION on decode (short)" in pair[("decode", "short")].describe()
+
+
+def test_tuned_decode_interaction_is_not_minimal_and_prefill_comes_from_prefetch(ab):
+    assert ab.switches["tuned"] == (f"{CACHED}=43", f"{SPARSE}=12", f"{PREFETCH}=1")  # ATTN=1 dropped
+    assert any("BATCHED_ATTN=1 is the built-in default" in n for n in ab.notes)
+    tuned = {i.cell: i for i in ab.interactions if i.arm == "tuned"}
+    assert set(tuned) == {("decode", "short"), ("decode", "long")}
+    assert not any(i.minimal for i in tuned.values())
+    # long prefill +15.1 % is a result but prefetch alone is one too: not an interaction
+    assert ab.comparisons[("tuned", "prefill", "long")].is_result
+    assert ("prefill", "long") not in tuned
+
+
+def test_findings_say_which_switch_buys_which_phase(ab):
+    f = ab.findings
+    assert f"{PREFETCH}=1 alone buys prefill (long +7.7%)" in f
+    assert (
+        f"{CACHED}=43 + {SPARSE}=12 together buy decode (short +43.6%, long +48.0%) — an interaction: "
+        "each switch alone is within noise"
+    ) in f
+    assert any(s.startswith(f"{CACHED}=43 + {SPARSE}=12 together cost prefill (short −8.4%, long −13.2%)") for s in f)
+
+
+def test_strict_rule_changes_verdicts_not_structure():
+    ab = ablate(DEFAULT, ARMS, spread=SPREAD, defaults=DEFAULTS, rule="strict")
+    # prefetch's own long-prefill range is 5.6 % wide: within the 14.9 % band, and +7.7 % is inside it
+    assert ab.comparisons[("prefetch", "prefill", "long")].mark == "~"
+    assert {i.cell for i in ab.interactions if i.arm == "sparse+cached"} >= {("decode", "short"), ("decode", "long")}
+
+
+def test_table_and_missing_single():
+    ab = ablate(DEFAULT, [ARMS[0], ARMS[3]], spread={"prefill": SPREAD, "decode": SPREAD})
+    assert ab.interactions == []
+    assert any("was not measured alone" in n for n in ab.notes)
+    t = ab.table()
+    assert t.height == 8 and set(t.columns) >= {"arm", "metric", "prompt_class", "mark", "verdict", "interaction"}
+    with pytest.raises(InputError, match="no run-to-run spread"):
+        ablate(DEFAULT, ARMS[:1], spread={"decode": SPREAD})
