@@ -237,6 +237,13 @@ def per_metric_spreads(camp: Campaign) -> pl.DataFrame:
 
 
 # ---- comparisons ------------------------------------------------------------------------------
+def main_arms(camp: Campaign) -> list[str]:
+    """Arms the baseline page shows by default: every arm except those that exist only for the
+    ablation (role "ablation" and no whole-request or memory run)."""
+    measured = {r.arm for r in camp.runs if r.harness in ("requests", "memory")}
+    return [a for a, v in camp.arms.items() if v.get("role") != "ablation" or a in measured]
+
+
 def comparison_pairs(camp: Campaign) -> list[tuple[str, str]]:
     """(baseline, candidate) arm pairs: the manifest's ``comparisons``, else arms in the same series
     that differ in exactly one of environment and server configuration."""
@@ -244,7 +251,7 @@ def comparison_pairs(camp: Campaign) -> list[tuple[str, str]]:
     if explicit:
         return [(c["baseline"], c["candidate"]) for c in explicit]
     pairs = []
-    names = [a for a, v in camp.arms.items() if v.get("role") != "ablation"]
+    names = main_arms(camp)
     for i, a in enumerate(names):
         for b in names[i + 1:]:
             A, B = camp.arms[a], camp.arms[b]

@@ -45,7 +45,7 @@ def load(campaign: str, *, arms: list[str] | None = None, warmup_rounds: int = -
     if rule not in RULE_TEXT:
         raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
     camp = load_campaign(campaign)
-    chosen = list(arms) if arms else [a for a, v in camp.arms.items() if v.get("role") != "ablation"]
+    chosen = list(arms) if arms else baseline.main_arms(camp)
     unknown = [a for a in chosen if a not in camp.arms]
     if unknown:
         raise InputError("parameters", "arms", f"unknown arm(s): {', '.join(unknown)}")
