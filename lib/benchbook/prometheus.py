@@ -64,59 +64,96 @@ def _fmt_labels(key: LabelKey) -> str:
     return "{" + ",".join(f'{k}="{v}"' for k, v in key) + "}"
 
 
-def _wanted_line(line: str, prefixes: tuple[str, ...]) -> bool:
+def _wanted_line(line: str, prefixes: tuple[str, ...], openmetrics: bool = False) -> bool:
     if line.startswith("#"):
+        if openmetrics and line == "# EOF":
+            return True
         parts = line.split(None, 3)
-        if len(parts) >= 3 and parts[1] in ("TYPE", "HELP"):
-            return parts[2].startswith(prefixes)
+        if len(parts) >= 3 and parts[1] in ("TYPE", "HELP", "UNIT"):
+            # OpenMetrics names a counter family without its `_total`: keep `# TYPE a counter`
+            # when `a_total` is wanted.
+            return parts[2].startswith(prefixes) or (openmetrics and any(p.startswith(parts[2]) for p in prefixes))
         return False
     return line.startswith(prefixes)
 
 
-def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | None = None) -> Snapshot:
-    """Parse exposition text with prometheus_client.
+def is_openmetrics(text: str) -> bool:
+    """OpenMetrics text ends with a `# EOF` line; 0.0.4 text has none (see docs/bad-input.md)."""
+    return "# EOF" in text and any(ln == "# EOF" for ln in text.split("\n"))
 
-    ``names``: if given, only families whose sample names start with one of these are parsed
-    (e.g. ``["pocket_ttft_seconds", "pocket_tokens_total"]``). Errors name the file and line.
+
+def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | None = None) -> Snapshot:
+    """Parse exposition text with prometheus_client, then apply benchbook's own checks.
+
+    Text holding a `# EOF` line is OpenMetrics and goes to prometheus_client's OpenMetrics parser;
+    anything else is text format 0.0.4. ``names``: if given, only families whose sample names start
+    with one of these are parsed and checked (e.g. ``["pocket_ttft_seconds", "pocket_tokens_total"]``).
+    The checks of ``exposition_checks`` run on the parsed families. Errors name the file and line.
     """
-    from prometheus_client.parser import text_string_to_metric_families
+    from . import exposition_checks as checks
 
     source = str(source)
+    om = is_openmetrics(text)
+    if om:
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    else:
+        from prometheus_client.parser import text_string_to_metric_families
+    wanted = None
     if names is not None:
         prefixes = tuple(names)
-        lines = [ln for ln in text.split("\n") if _wanted_line(ln, prefixes)]
+
+        def wanted(ln: str) -> bool:
+            return _wanted_line(ln, prefixes, om)
+
+        lines = [ln for ln in text.split("\n") if wanted(ln)]
         body = "\n".join(lines) + "\n"
     else:
         body = text
-    snap = Snapshot(source=source)
+    checks.check_unterminated(text, source, wanted)
+    if not om:  # the OpenMetrics parser enforces metadata placement itself
+        checks.check_metadata(text, source, wanted)
     try:
-        for fam in text_string_to_metric_families(body):
-            snap.types[fam.name] = fam.type
-            for s in fam.samples:
-                snap.values.setdefault(s.name, {})[_label_key(s.labels)] = float(s.value)
-    except (ValueError, TypeError, IndexError, KeyError) as e:
-        line_no, line = _locate_error(text)
+        families = list(text_string_to_metric_families(body))
+    except Exception as e:  # noqa: BLE001 - any failure of the third-party parser means it rejected the text
+        line_no, line = _locate_error(text, om)
         where = f"line {line_no}" if line_no else "-"
         shown = f" in {line[:120]!r}" if line else ""
-        raise InputError(source, where, f"not valid Prometheus text exposition{shown}: {e}") from None
+        kind = "OpenMetrics text" if om else "Prometheus text exposition"
+        raise InputError(source, where, f"not valid {kind}{shown}: {type(e).__name__ if not str(e) else e}") from None
+    checks.check_families(families, text, source, om)
+    snap = Snapshot(source=source)
+    for fam in families:
+        if fam.type != "unknown" or fam.name not in snap.types:  # resumed samples keep the declared type
+            snap.types[fam.name] = fam.type
+        for s in fam.samples:
+            snap.values.setdefault(s.name, {})[_label_key(s.labels)] = float(s.value)
     return snap
 
 
-def _locate_error(text: str) -> tuple[int | None, str | None]:
+def _locate_error(text: str, openmetrics: bool = False) -> tuple[int | None, str | None]:
     """Find the first line at which the full parser fails (bisection over prefixes)."""
-    from prometheus_client.parser import text_string_to_metric_families
+    if openmetrics:
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    else:
+        from prometheus_client.parser import text_string_to_metric_families
 
     lines = text.split("\n")
 
     def fails(k: int) -> bool:
+        head = lines[:k]
+        body = "\n".join(head) + "\n"
+        if openmetrics and "# EOF" not in head:
+            body += "# EOF\n"  # a prefix of OpenMetrics text lacks its terminator
         try:
-            list(text_string_to_metric_families("\n".join(lines[:k]) + "\n"))
+            list(text_string_to_metric_families(body))
             return False
         except Exception:  # noqa: BLE001 - any parser failure counts as "fails" here
             return True
 
     if not fails(len(lines)):
-        return None, None
+        # The prefixes all parse (e.g. OpenMetrics text without `# EOF`): blame the last line.
+        last = len(lines) - 1 if len(lines) > 1 and lines[-1] == "" else len(lines)
+        return (last, lines[last - 1]) if last >= 1 else (None, None)
     lo, hi = 0, len(lines)  # fails(hi) is True; fails(lo) is False
     while hi - lo > 1:
         mid = (lo + hi) // 2
@@ -141,6 +178,8 @@ def read(path: str | Path, names: Iterable[str] | None = None) -> Snapshot:
     except UnicodeDecodeError as e:
         line = raw[: e.start].count(b"\n") + 1
         raise InputError(path, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+    if not text.strip():
+        raise InputError(path, "-", "empty /metrics capture: no samples (did the scrape fail?)")
     return parse(text, path, names)
 
 
