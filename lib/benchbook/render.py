@@ -370,8 +370,14 @@ def render_campaign(campaign: Path, out_dir: Path, *, pages: Iterable[str] | Non
     for page in wanted:
         nb = notebook_for(page, notebooks)
         if not nb.is_file():
-            _log(f"{campaign.name}/{page}: skipped, {nb.relative_to(nb.parent.parent)} does not exist yet")
-            outcome.skipped.append(page)
+            if pages is None:  # chosen from the manifest: the page notebook is not written yet
+                _log(f"{campaign.name}/{page}: skipped, {nb} does not exist yet")
+                outcome.skipped.append(page)
+                continue
+            err = RenderError(f"{campaign.name}/{page}", f"asked for with --page but {nb} does not exist")
+            if not keep_going:
+                raise err
+            outcome.failed[page] = (err.exit_code, err.one_line())
             continue
         _log(f"{campaign.name}/{page}: rendering {nb.name} ...")
         try:
@@ -436,6 +442,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="output folder: the page folder for one campaign, the reports root with --all")
     p.add_argument("--page", action="append", choices=list(PAGES),
                    help="render only this page kind (repeatable); default: the pages the campaign calls for")
+    p.add_argument("--notebooks", type=Path, metavar="DIR", default=None,
+                   help="folder holding the page notebooks (default: the checkout's notebooks/)")
     p.add_argument("--params", type=Path, metavar="FILE",
                    help='JSON or YAML parameter overrides per page kind: {"baseline": {"warmup": 1}}')
 
@@ -468,11 +476,14 @@ def run(args: argparse.Namespace) -> int:
     from .errors import UsageError
 
     overrides = _load_params(args.params)
+    if args.notebooks is not None and not args.notebooks.is_dir():
+        raise InputError(args.notebooks, None, "notebooks folder does not exist")
     if (args.campaign is None) == (args.data_dir is None):
         raise UsageError("give either CAMPAIGN or --all DATA_DIR")
     t0 = time.perf_counter()
     if args.campaign is not None:
-        outcome = render_campaign(args.campaign, args.out, pages=args.page, overrides=overrides)
+        outcome = render_campaign(args.campaign, args.out, pages=args.page, overrides=overrides,
+                                  notebooks=args.notebooks)
         _log(f"done: {len(outcome.rendered)} page(s) in {time.perf_counter() - t0:.1f} s")
         return 0
 
@@ -482,7 +493,8 @@ def run(args: argparse.Namespace) -> int:
     _log(f"{len(campaigns)} campaign(s) under {args.data_dir}")
     for c in campaigns:
         try:
-            outcomes.append(render_campaign(c, args.out / c.name, pages=args.page, overrides=overrides, keep_going=True))
+            outcomes.append(render_campaign(c, args.out / c.name, pages=args.page, overrides=overrides,
+                                            notebooks=args.notebooks, keep_going=True))
         except InputError as e:
             input_errors.append(e.one_line())
             _log(f"{c.name}: FAILED: {e.one_line()}")

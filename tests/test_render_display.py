@@ -1,0 +1,79 @@
+"""benchbook.display and benchbook.charts: escaping, fixed ids, deterministic output (no kernel)."""
+
+from __future__ import annotations
+
+import altair as alt
+import polars as pl
+import pytest
+
+from benchbook import charts, display as bd
+
+EVIL = '"><img src=x onerror=alert(1)><script>alert(2)</script>'
+
+
+def test_table_escapes_every_input_string_and_has_a_fixed_id():
+    df = pl.DataFrame({EVIL: [EVIL, "ok"], "x": [1.23456, None], "n": [1, 2]})
+    html = bd.table(df, id="t-1", caption=EVIL, note=EVIL, formats={"x": "{:.2f}"}).html
+    assert "<img" not in html and "<script" not in html
+    assert html.count("&lt;img src=x onerror=alert(1)&gt;") == 4  # header, cell, caption, note
+    assert 'id="bb-t-1"' in html
+    assert '<td class="num">1.23</td>' in html and "—" in html
+    assert bd.table(df, id="t-1", caption=EVIL, note=EVIL, formats={"x": "{:.2f}"}).html == html
+
+
+def test_table_keeps_marks_unescaped_and_rejects_bad_ids():
+    df = pl.DataFrame({"verdict": ["x"]}).with_columns(pl.lit(None).alias("m"))
+    html = bd.table([{"verdict": bd.mark("noise"), "arm": EVIL}], id="v").html
+    assert 'class="bb-mark bb-mark-noise"' in html and "within noise — not a result" in html
+    with pytest.raises(ValueError):
+        bd.table(df, id='x" onclick="y')
+    with pytest.raises(ValueError):
+        bd.mark("great")
+
+
+def test_text_and_heading_escape_values_not_the_template():
+    assert bd.text("Title: <em>{t}</em>", t=EVIL).html.startswith("<p>Title: &lt;em&gt;")
+    assert "<img" not in bd.text("{t}", t=EVIL).html
+    assert "<img" not in bd.heading(EVIL, 1).html
+    assert bd.text("{m} here", m=bd.mark("result")).html.count("<span") == 2
+
+
+def test_how_to_read_lists_the_rules_and_marks():
+    html = bd.how_to_read(n_per_cell="3 runs", warmup="1 round", noise_rule=EVIL).html
+    assert "How to read this page" in html and "<img" not in html
+    assert "a result" in html and "within noise" in html
+
+
+def test_provenance_hashes_inputs_and_honours_source_date_epoch(tmp_path, monkeypatch):
+    (tmp_path / "b.json").write_text("{}")
+    (tmp_path / "a.txt").write_text("hello")
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")
+    monkeypatch.setenv("BENCHBOOK_GIT_SHA", "abc")
+    html = bd.provenance(inputs=[tmp_path], parameters={"title": EVIL, "n": 3}).html
+    assert "1970-01-01T00:00:00Z" in html and "git abc" in html
+    assert "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824" in html  # sha256("hello")
+    assert html.index("a.txt") < html.index("b.json")
+    assert "<img" not in html and "polars" in html
+    assert bd.provenance(inputs=[tmp_path], parameters={"title": EVIL, "n": 3}).html == html
+
+
+def test_chart_is_inline_svg_with_prefixed_ids_and_no_script():
+    df = pl.DataFrame({"n": [1, 2, 4], "rate": [1.0, 2.0, 3.5], "arm": ["a", "b", "a"]})
+    ch = alt.Chart(df).mark_bar().encode(x="n:O", y="rate:Q", color="arm:N")
+    svg = charts.to_svg(ch)
+    assert svg.startswith("<svg") and "<script" not in svg and "http://" not in svg.replace("http://www.w3.org", "")
+    assert svg == charts.to_svg(ch)
+    fig = bd.chart(ch, id="rates", caption=EVIL).html
+    assert 'id="bb-rates"' in fig and "<img" not in fig
+    import re
+
+    ids = re.findall(r'\bid="([^"]+)"', fig)
+    assert all(i.startswith("bb-rates") for i in ids)
+    assert charts.PALETTE[0] in svg  # house theme applied
+
+
+def test_record_rejects_values_that_are_not_json():
+    with pytest.raises(TypeError):
+        bd._jsonable(object())
+    assert bd._jsonable(pl.DataFrame({"a": [1]})) == [{"a": 1}]
+    assert bd._jsonable({"x": float("nan")}) == {"x": None}
