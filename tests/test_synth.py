@@ -1,0 +1,164 @@
+"""`benchbook synth`: deterministic, loadable, marked synthetic, and its timing model as documented."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchbook.cli import main
+from benchbook.errors import InputError
+from benchbook.ingest.campaign import load_campaign
+from benchbook.synth import (
+    GENERATION_TOKENS,
+    ROUND0,
+    Model,
+    prefill_s,
+    read_requests_ndjson,
+    single_service_s,
+    step_s,
+    synthesize,
+)
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("kind", ["serial", "batch", "pd"])
+def test_same_seed_gives_identical_bytes_and_another_seed_differs(tmp_path, kind):
+    args = dict(kind=kind, runs=2, requests=40, snapshots=4, itl=True)
+    a = _tree(synthesize(tmp_path / "a", seed=7, **args))
+    b = _tree(synthesize(tmp_path / "b", seed=7, **args))
+    c = _tree(synthesize(tmp_path / "c", seed=8, **args))
+    assert a == b
+    assert a.keys() == c.keys()
+    assert a != c
+    # the seed changes the measurements, not only the manifest
+    differing = {k for k in a if a[k] != c[k]}
+    assert differing - {"campaign.json", "README.md"}
+
+
+@pytest.mark.parametrize("kind", ["serial", "batch", "pd"])
+def test_loads_validates_and_says_synthetic(tmp_path, kind, capsys):
+    root = synthesize(tmp_path / "c", kind=kind, runs=2, requests=ROUND0, seed=1, snapshots=6)
+    camp = load_campaign(root)
+    assert camp.manifest["provenance"] == "synthetic"
+    assert "not a measurement" in (root / "README.md").read_text()
+    if kind != "pd":
+        assert camp.requests.height == 2 * ROUND0 * len(camp.arms)
+        assert camp.phase_samples.height > 0
+        gpu, host, markers = camp.memory
+        assert gpu.height > 0 and markers.height > 0
+        assert all("SYNTHETIC" in camp.server_log_text(r) for r in camp.runs)
+    assert main(["validate", str(root)]) == 0
+    assert "provenance synthetic" in capsys.readouterr().out
+
+
+def test_serial_ladder_completes_at_k_times_single(tmp_path):
+    m = Model()
+    root = synthesize(tmp_path / "c", kind="serial", runs=1, seed=3, noise=0, snapshots=0)
+    df = load_campaign(root).requests
+    single = single_service_s(m, 120)
+    one = df.filter((df["scenario"] == "single"))
+    assert one["latency"][0] == pytest.approx(single, abs=2e-6)
+    ladder = df.filter((df["scenario"] == "ladder") & (df["n"] == 8)).sort("index")
+    for k, lat in enumerate(ladder["latency"], start=1):
+        assert lat == pytest.approx(k * single, abs=k * 2e-6)
+    # the aggregate rate is flat across n: pure serialization
+    for n in (2, 4, 8):
+        g = df.filter((df["scenario"] == "ladder") & (df["n"] == n))
+        wall = g["end"].max() - g["start"].min()
+        assert n * GENERATION_TOKENS / wall == pytest.approx(GENERATION_TOKENS / single, rel=1e-5)
+
+
+def test_documented_figures_of_the_model():
+    m = Model()
+    assert prefill_s(m, 120) == pytest.approx(2.45 + 120 / 540)
+    assert step_s(m, 120) == pytest.approx(0.185 + 1.4e-5 * 120)
+    assert step_s(m, 120, 8) == pytest.approx(step_s(m, 120) * 3.73)
+    assert single_service_s(m, 120) == pytest.approx(8.4633, abs=1e-4)  # docs/bench.md
+    assert single_service_s(m, 1446) == pytest.approx(11.4943, abs=1e-4)
+
+
+def test_batch_group_shares_steps_and_finishes_together(tmp_path):
+    m = Model()
+    root = synthesize(tmp_path / "c", kind="batch", runs=1, seed=3, noise=0, snapshots=0)
+    df = load_campaign(root).requests
+    g = df.filter((df["arm"] == "batch") & (df["scenario"] == "ladder") & (df["n"] == 8))
+    expect = 8 * prefill_s(m, 120) + (GENERATION_TOKENS - 1) * step_s(m, 120, 8) + m.assembly_s
+    assert g["latency"].min() == pytest.approx(expect, abs=1e-5)
+    assert g["latency"].max() == pytest.approx(expect, abs=1e-5)  # one batch: all end together
+    serial = df.filter((df["arm"] == "serial") & (df["scenario"] == "ladder") & (df["n"] == 8))
+    assert serial["end"].max() - serial["start"].min() > expect  # batching amortizes decode
+
+
+def test_phase_split_recovers_the_model(tmp_path):
+    m = Model()
+    root = synthesize(tmp_path / "c", kind="serial", runs=1, seed=3, noise=0, snapshots=6, interference=0)
+    ps = load_campaign(root).phase_samples
+    short = ps.filter(ps["prompt_class"] == "short")
+    assert short["prefill_s"].to_list() == pytest.approx([prefill_s(m, 120)] * short.height, abs=1e-9)
+    assert short["decode_tok_s"].to_list() == pytest.approx(
+        [(GENERATION_TOKENS - 1) / ((GENERATION_TOKENS - 1) * step_s(m, 120) + m.assembly_s)] * short.height
+    )
+    assert (ps["engine_total_s"] < ps["client_total_s"]).all()
+
+
+def test_interference_is_excluded_with_its_reason(tmp_path):
+    root = synthesize(tmp_path / "c", kind="serial", runs=1, seed=3, snapshots=4, interference=1.0)
+    camp = load_campaign(root)
+    assert camp.phase_samples.height == 0
+    assert len(camp.exclusions) == 4
+    assert all("not attributable to one request" in e.reason for e in camp.exclusions)
+
+
+def test_ndjson_holds_every_round_and_round0_is_requests_json(tmp_path):
+    n = ROUND0 + 3 * (ROUND0 - 1) + 5
+    root = synthesize(tmp_path / "c", kind="serial", runs=1, seed=4, requests=n, snapshots=0, itl=True)
+    run = root / "runs" / "serial-1"
+    lines = [json.loads(ln) for ln in (run / "requests.ndjson").read_text().splitlines()]
+    assert len(lines) == n
+    assert all(len(r["itl"]) == r["completion_tokens"] - 1 for r in lines)
+    assert all(r["end"] == pytest.approx(r["start"] + r["ttft"] + sum(r["itl"]) + Model().assembly_s, abs=1e-3)
+               for r in lines if r["scenario"] in ("single", "warmup"))
+    doc = json.loads((run / "requests.json").read_text())
+    keys = doc["requests"][0].keys()
+    assert [{k: r[k] for k in keys} for r in lines if r["round"] == 0] == doc["requests"]
+    df, excl = read_requests_ndjson(run / "requests.ndjson", GENERATION_TOKENS, ["short", "long"])
+    assert df.height + len(excl) == n
+    assert df["itl"].list.len().max() == GENERATION_TOKENS - 1
+
+
+def test_ndjson_reader_names_the_bad_line(tmp_path):
+    p = tmp_path / "requests.ndjson"
+    good = {"scenario": "single", "n": 1, "index": 0, "prompt_class": "short", "start": 0.0, "end": 9.0,
+            "prompt_tokens": 120, "completion_tokens": 32, "finish_reason": "length"}
+    short = dict(good, completion_tokens=7, finish_reason="stop")
+    p.write_text("\n".join(json.dumps(r) for r in [good, short, dict(good, scenario="nope")]) + "\n")
+    with pytest.raises(InputError) as e:
+        read_requests_ndjson(p, 32, ["short"])
+    assert e.value.location == "line 3" and "scenario" in e.value.reason
+    p.write_text("\n".join(json.dumps(r) for r in [good, short]) + "\n")
+    df, excl = read_requests_ndjson(p, 32, ["short"])
+    assert df.height == 1 and excl[0][0] == "line 2" and "did not reach its budget" in excl[0][1]
+
+
+def test_pd_scheduler_log_is_the_admission_simulation(tmp_path):
+    root = synthesize(tmp_path / "c", kind="pd", runs=1, seed=0, requests=320)
+    log = (root / "runs" / "pd-1" / "scheduler.log").read_text().splitlines()
+    assert len(log) == 645  # the PD seed: 320 x 16388 tokens at cap 2
+    assert "#new-token: 8192" in log[0]
+    doc = json.loads((root / "runs" / "pd-1" / "pd.json").read_text())
+    assert doc["windows"]["whole"]["output_tokens"] == 320 * 2048
+
+
+def test_cli_refuses_a_non_empty_folder(tmp_path, capsys):
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "keep.txt").write_text("mine")
+    assert main(["synth", "--out", str(tmp_path / "x")]) == 2
+    assert "not empty" in capsys.readouterr().err
+    assert (tmp_path / "x" / "keep.txt").read_text() == "mine"
+    assert main(["synth", "--out", str(tmp_path / "y"), "--seed", "2"]) == 0
+    assert main(["synth", "--out", str(tmp_path / "y"), "--seed", "3", "--force"]) == 0
