@@ -356,7 +356,7 @@ def solve_cell(rng: random.Random, ptok: int, cell, pin=None):
         pre_us = [us_range(*iv, shrink) for iv in pre]
         dec_us = [us_range(*iv, shrink) for iv in dec]
         for perm in perms:
-            for _ in range(3000):
+            for _ in range(1500):
                 p = [rng.randint(*r) for r in pre_us]
                 d = [rng.randint(*dec_us[perm[i]]) for i in range(3)]
                 if t_med is not None:  # aim the median sample's total at the printed T
@@ -381,7 +381,7 @@ def solve_cell(rng: random.Random, ptok: int, cell, pin=None):
     # keep the rates and prefill seconds exact and get the median total as close as possible.
     best = None
     for perm in perms:
-        for _ in range(4000):
+        for _ in range(1000):
             p = [rng.randint(*r) for r in pre_us]
             d = [rng.randint(*dec_us[perm[i]]) for i in range(3)]
             if not check_cell(ptok, (s_med, rates, drates, None), p, d, margin=0.02):
