@@ -364,3 +364,10 @@ def test_short_native_window_makes_comparison_not_a_result(tmp_path):
     # a supplied noise threshold turns n=1 comparisons into verdicts (and says it was supplied)
     rep2 = analyse(root, noise_pct=5)
     assert rep2.comparison("output_tok_s_per_card", "whole")["verdict"] == "within noise — not a result"
+
+
+def test_bundled_derived_values_recompute():
+    import runpy
+
+    ns = runpy.run_path(str(BUNDLED / "check.py"))
+    assert ns["main"]() == 0
