@@ -528,7 +528,7 @@ def startup_log(arm_id: str, port: int, load_s: float, probe_error: bool = False
         f"--devices 0,1,2,3 --layers 0 --max-context 8192 --max-batch-size {declared} "
         f"--prefill-token-budget {sa['prefill_token_budget']} --host 127.0.0.1 --port {port}",
         f"[launcher] environment: {envs}",
-        f"[launcher] starting 4 ranks (tp_world=4)",
+        "[launcher] starting 4 ranks (tp_world=4)",
     ]
     for r in range(4):
         lines.append(f"[rank {r}] pocketllm_engine {short} (Release, CUDA 13.0, sm_75) "
@@ -601,7 +601,6 @@ def build_phase_run(out: Out, rng: random.Random, run_id: str, arm_id: str, k: i
         pairs, _ = solve_cell(rng, ptok, cell, PHASE_PIN.get((arm_id, cls)))
         pairs = list(enumerate(pairs))  # keep the rank for the pinned sample
         rng.shuffle(pairs)              # the min is not always the first repeat
-        s_med, rates, drates, t_med = cell
         med_p = median3([p for _, (p, _) in pairs])
         med_d = median3([d for _, (_, d) in pairs])
         warm = (int(med_p * rng.uniform(1.28, 1.45)), int(med_d * rng.uniform(1.06, 1.11)))
@@ -620,13 +619,12 @@ def build_phase_run(out: Out, rng: random.Random, run_id: str, arm_id: str, k: i
         log.append(request_line(False, 9, 1))
 
     samples = []
-    pin = PHASE_PIN.get
     before = eng.exposition()
     for rep in range(4):
         for cls in ("short", "long"):
             rank, (p_us, d_us) = cells[cls][rep]
             total = p_us + d_us
-            pinned = pin((arm_id, cls))
+            pinned = PHASE_PIN.get((arm_id, cls))
             if pinned and rank == pinned["rank"]:
                 client = round(pinned["client"] * US) + 100
                 assert 1000 <= client - total <= 3000
