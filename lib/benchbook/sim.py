@@ -277,22 +277,29 @@ def _settings(args) -> tuple[list[int], int, int, int, str]:
 def run(args) -> int:
     lengths, chunk, page, cap, origin = _settings(args)
     result = simulate(lengths, chunk, page, cap)
-    out = sys.stdout
     if args.json:
-        out.write(json.dumps(result.to_json(), separators=(",", ":")) + "\n")
-        return 0
-    hist = ", ".join(f"{k} request{'s' if k > 1 else ''}: {v}" for k, v in result.requests_per_batch.items())
-    out.write(
-        f"prompts: {len(lengths)} (total {sum(lengths)} tokens)\n"
-        f"chunk: {chunk} tokens ({origin}), page: {page} tokens, max requests per batch: {cap}\n"
-        f"batches: {result.batch_count}\n"
-        f"tail-only batches (new tokens < {page}): {result.tail_only_batches}\n"
-        f"multi-request batches: {result.multi_request_batches}\n"
-        f"batches by request count: {hist}\n"
-        "sequence (batch: [request index, new tokens] ...):\n"
-    )
-    width = len(str(result.batch_count))
-    for k, b in enumerate(result.batches, start=1):
-        parts = " ".join(f"[{i}, {n}]" for i, n in b.parts)
-        out.write(f"  {k:>{width}}: {parts}\n")
+        text = json.dumps(result.to_json(), separators=(",", ":")) + "\n"
+    else:
+        hist = ", ".join(f"{k} request{'s' if k > 1 else ''}: {v}" for k, v in result.requests_per_batch.items())
+        lines = [
+            f"prompts: {len(lengths)} (total {sum(lengths)} tokens)",
+            f"chunk: {chunk} tokens ({origin}), page: {page} tokens, max requests per batch: {cap}",
+            f"batches: {result.batch_count}",
+            f"tail-only batches (new tokens < {page}): {result.tail_only_batches}",
+            f"multi-request batches: {result.multi_request_batches}",
+            f"batches by request count: {hist}",
+            "sequence (batch: [request index, new tokens] ...):",
+        ]
+        width = len(str(result.batch_count))
+        for k, b in enumerate(result.batches, start=1):
+            lines.append(f"  {k:>{width}}: " + " ".join(f"[{i}, {n}]" for i, n in b.parts))
+        text = "\n".join(lines) + "\n"
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `benchbook prefill-sim ... | head`: the reader left, not an error
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     return 0
