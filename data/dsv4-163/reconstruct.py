@@ -924,6 +924,11 @@ def build_manifest(runs: list) -> str:
         "arms": ARMS,
         "runs": runs,
         "noise": {"reference_arm": "tuned", "rule": "seed"},
+        "comparisons": [
+            {"baseline": "default", "candidate": "tuned", "why": "the tuned environment against an unset shell"},
+            {"baseline": "tuned", "candidate": "batch", "why": "--max-batch-size 8 --prefill-token-budget 4096 at 1536681"},
+            {"baseline": "serial", "candidate": "batched", "why": "the batched forward switched on (ccb339d + caps())"},
+        ],
     }
     return json_text(m)
 
