@@ -15,7 +15,6 @@ from benchbook.pd import (
     UNREPLICATED,
     acceptance_length,
     analyse,
-    batch_composition,
     gain,
     lifecycle,
     per_card,

@@ -24,7 +24,7 @@ from typing import Any
 
 from . import littles
 from .errors import InputError
-from .ingest.pd import LogExclusion, PDArm, PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
+from .ingest.pd import LogExclusion, PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
 
 MIN_WINDOW_S = 60.0
 NOT_A_RESULT = "within noise — not a result"
