@@ -188,3 +188,26 @@ def test_queries_are_recorded_for_provenance():
         promsource.fetch_window("", 100, 110, M, POCKET, client=client)
     assert client.queries == ['pocket_ttft_seconds_sum{instance="a:8000",job="engine"} @ 100.000']
     json.dumps(client.queries)
+
+
+# ---- freezing windows into capture files ------------------------------------------------------
+
+FIX = __import__("pathlib").Path(__file__).parent / "fixtures" / "promsource"
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIX.glob("*.prom")))
+def test_exposition_round_trips_through_the_parser(name):
+    from benchbook import prometheus
+
+    snap = prometheus.read(FIX / name)
+    back = prometheus.parse(promsource.to_exposition(snap), "frozen")
+    assert back.values == snap.values
+    assert back.types == snap.types
+
+
+def test_exposition_lists_buckets_in_le_order():
+    from benchbook import prometheus
+
+    text = promsource.to_exposition(prometheus.read(FIX / "s0-idle.prom"))
+    les = [ln.split('le="')[1].split('"')[0] for ln in text.splitlines() if ln.startswith("pocket_ttft_seconds_bucket")]
+    assert les == ["0.1", "1.0", "+Inf"]

@@ -350,3 +350,12 @@ def test_live_scrape_matches_the_capture_text(server):
     from_files = phases.split(prometheus.parse(text_before, "before", NAMES), prometheus.parse(text_after, "after", NAMES), POCKET)
     assert w.split(POCKET) == from_files
     assert (from_files.prefill_s, from_files.decode_s, from_files.prompt_tokens) == (0.25, 3.25, 120)
+
+
+def test_frozen_window_reads_back_through_the_file_path(server, tmp_path):
+    w = promsource.fetch_window(server["url"], B + 15, B + 25, A, POCKET)
+    promsource.write_captures(w, tmp_path / "metrics" / "long-0.before.prom", tmp_path / "metrics" / "long-0.after.prom")
+    before = prometheus.read(tmp_path / "metrics" / "long-0.before.prom", NAMES)
+    after = prometheus.read(tmp_path / "metrics" / "long-0.after.prom", NAMES)
+    assert phases.split(before, after, POCKET) == w.split(POCKET)
+    assert sorted(p.name for p in (tmp_path / "metrics").iterdir()) == ["long-0.after.prom", "long-0.before.prom"]

@@ -509,3 +509,64 @@ def check_source(
         if own:
             client.close()
     return problems
+
+
+# ---- freezing a window into capture files -----------------------------------------------------
+
+def _bucket_order(item: tuple[LabelKey, float]) -> tuple:
+    """Series in label order, except that buckets of one series go by their ``le`` as a number."""
+    key = item[0]
+    rest = tuple(kv for kv in key if kv[0] != "le")
+    le = dict(key).get("le")
+    try:
+        bound = float(le) if le is not None else -math.inf
+    except ValueError:
+        bound = math.inf
+    return (rest, bound, key)
+
+
+def to_exposition(snap: Snapshot) -> str:
+    """A Snapshot as Prometheus text exposition (0.0.4), written by prometheus_client.
+
+    A Prometheus server keeps data for its retention time only (15 days by default); writing the
+    fetched windows next to the campaign as ordinary capture files keeps the report reproducible
+    from files alone. ``prometheus.parse`` of the result gives back the same values.
+    """
+    from prometheus_client import generate_latest
+    from prometheus_client.metrics_core import Metric
+    from prometheus_client.registry import CollectorRegistry
+
+    families: dict[str, Metric] = {}
+    order: list[str] = []
+    for name in sorted(snap.values):
+        fam_name, kind = name, "untyped"
+        for fam, k in snap.types.items():
+            if k == "histogram" and name in (fam + s for s in HISTOGRAM_SUFFIXES):
+                fam_name, kind = fam, k
+            elif k in ("counter", "gauge") and name in (fam, fam + "_total"):
+                fam_name, kind = fam, k
+        if fam_name not in families:
+            families[fam_name] = Metric(fam_name, f"{fam_name} from {snap.source}", kind)
+            order.append(fam_name)
+        for key, v in sorted(snap.values[name].items(), key=_bucket_order):
+            families[fam_name].add_sample(name, dict(key), v)
+
+    class _Frozen:
+        def collect(self):
+            return [families[f] for f in order]
+
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(_Frozen())
+    return generate_latest(reg).decode("utf-8")
+
+
+def write_captures(win: Window, before_path, after_path) -> None:
+    """Write ``win.before``/``win.after`` as capture files (atomically: temp file, then rename)."""
+    import os
+    from pathlib import Path
+
+    for snap, path in ((win.before, Path(before_path)), (win.after, Path(after_path))):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(f"# benchbook: {snap.source}\n" + to_exposition(snap), encoding="utf-8")
+        os.replace(tmp, path)
