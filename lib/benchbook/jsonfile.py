@@ -29,6 +29,15 @@ def load_json(path: str | Path) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as e:
+        if "UTF-8" in str(e):  # orjson reports position 0 for bad bytes: find them ourselves
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as u:
+                line = raw[: u.start].count(b"\n") + 1
+                col = u.start - (raw.rfind(b"\n", 0, u.start) + 1) + 1
+                raise InputError(
+                    path, f"line {line} column {col}", f"not UTF-8 (byte 0x{raw[u.start]:02x} at offset {u.start})"
+                ) from None
         pos = getattr(e, "pos", None)
         if pos is not None:
             line = raw[:pos].count(b"\n") + 1

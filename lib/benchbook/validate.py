@@ -38,6 +38,8 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
     out(f"{root / 'campaign.json'}: campaign {camp.title!r}: {len(camp.arms)} arms, {len(camp.runs)} runs, "
         f"engine profile {camp.profile.name}, provenance {camp.manifest['provenance']}")
     total = len(camp.runs)
+    # (arm, harness) -> [usable samples, excluded samples, first file] over runs that loaded
+    usable: dict[tuple[str, str], list] = {}
     for i, r in enumerate(camp.runs, 1):
         print(f"[{i}/{total}] {r.id}", file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
         # Each run is checked on its own so one bad run does not hide problems in the others.
@@ -46,7 +48,13 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
             df = _collect(lambda: single.requests, errors)
             if df is not None:
                 groups = df.select(["scenario", "n"]).unique().height
-                out(f"{r.file}: {df.height} requests in {groups} scenario groups")
+                excl = single.exclusions
+                out(f"{r.file}: {df.height} requests in {groups} scenario groups, {len(excl)} excluded")
+                for e in excl:
+                    out(f"  excluded {e.sample}: {e.reason}")
+                u = usable.setdefault((r.arm, "requests"), [0, 0, r.file])
+                u[0] += df.filter(df["scenario"] != "warmup").height
+                u[1] += len(excl)
         elif r.harness == "phases":
             df = _collect(lambda: single.phase_samples, errors)
             if df is not None:
@@ -55,6 +63,9 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
                 out(f"{r.file}: {df.height} phase samples ({warm} warm-up), {len(excl)} excluded")
                 for e in excl:
                     out(f"  excluded {e.sample}: {e.reason}")
+                u = usable.setdefault((r.arm, "phase samples"), [0, 0, r.file])
+                u[0] += df.height - warm
+                u[1] += len(excl)
         elif r.harness == "memory":
             tabs = _collect(lambda: single.memory, errors)
             if tabs is not None:
@@ -66,6 +77,13 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
             text = _collect(lambda: camp.server_log_text(r), errors) or ""
             startup = next((ln.strip() for ln in text.splitlines() if "batch width" in ln), None)
             out(f"{r.server_log}: " + (f"startup line: {startup}" if startup else "no startup line stating the batch width"))
+    # An arm whose every sample was excluded would leave a hole in every table: that is bad input.
+    for (arm, what), (n_ok, n_excl, file) in usable.items():
+        if n_ok == 0:
+            errors.append(InputError(
+                file, "-",
+                f"arm {arm!r} has no usable {what}: {n_excl} excluded, the rest warm-up (reasons listed above)",
+            ))
     return errors
 
 

@@ -145,6 +145,8 @@ class Campaign:
                 reason = None
                 if q["end"] < q["start"]:
                     reason = f"end {q['end']} precedes start {q['start']}"
+                elif q["end"] == q["start"]:  # a zero latency would divide by zero downstream
+                    reason = f"end {q['end']} equals start {q['start']}: zero latency"
                 elif self.generation_tokens and q["completion_tokens"] < self.generation_tokens and q["scenario"] != "warmup":
                     reason = (
                         f"{q['completion_tokens']} of {self.generation_tokens} tokens generated "
@@ -321,7 +323,12 @@ class Campaign:
 
 
 def _read_text(p: Path) -> str:
-    raw = p.read_bytes()
+    try:
+        raw = p.read_bytes()
+    except IsADirectoryError:
+        raise InputError(p, "-", "is a directory, expected a text file") from None
+    except OSError as e:
+        raise InputError(p, "-", f"cannot read: {e.strerror or e}") from None
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -341,7 +348,10 @@ def load_campaign(path: str | Path) -> Campaign:
         raise InputError(root, "-", "no campaign.json in this folder (an empty or non-campaign folder)")
     manifest = load_json(mpath)
     validate(manifest, "campaign", mpath)
-    get_profile(manifest["engine"]["profile"])
+    try:
+        get_profile(manifest["engine"]["profile"])
+    except InputError as e:
+        raise InputError(mpath, e.location, e.reason) from None
     errors: list[InputError] = []
     arms = manifest["arms"]
     envs = manifest["environments"]

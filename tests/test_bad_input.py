@@ -1,0 +1,460 @@
+"""Bad input: every kind is rejected by ``benchbook validate`` with exit 2 and ``file: location:
+reason`` — or, where the input is valid but a sample cannot be used, excluded and listed.
+
+Single-file cases live in tests/fixtures/bad/ (one defect each, named by the file name). Campaign
+cases copy tests/fixtures/mini and change one thing. docs/bad-input.md is the user-facing list.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchbook import prometheus
+from benchbook.cli import main
+from benchbook.errors import EXIT_BAD_INPUT, InputError
+
+FIX = Path(__file__).parent / "fixtures"
+BAD = FIX / "bad"
+MINI = FIX / "mini"
+
+
+def validate(path, capsys) -> tuple[int, str, str]:
+    rc = main(["validate", str(path)])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    assert "internal error" not in err, err
+    return rc, out, err
+
+
+def assert_rejected(path, capsys, file, location, reason=""):
+    """exit 2; stderr has ``file: location: …reason…`` (location a regex)."""
+    rc, out, err = validate(path, capsys)
+    assert rc == EXIT_BAD_INPUT, (out, err)
+    lines = [ln for ln in err.splitlines() if ln.startswith(f"{file}: ")]
+    assert lines, f"no line naming {file} in:\n{err}"
+    pat = re.compile(re.escape(f"{file}: ") + f"({location}): .*{reason}", re.S)
+    assert any(pat.match(ln) for ln in lines), f"expected {file}: {location}: …{reason}… in:\n{err}"
+    return err
+
+
+@pytest.fixture
+def camp(tmp_path) -> Path:
+    root = tmp_path / "mini"
+    shutil.copytree(MINI, root)
+    return root
+
+
+def edit_json(path: Path, fn) -> None:
+    doc = json.loads(path.read_text())
+    fn(doc)
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+REQ = "runs/req-serial/requests.json"
+PH = "runs/phases-serial/phases.json"
+MEM = "runs/mem-serial/memory.json"
+METRICS = "runs/phases-serial/metrics"
+
+
+def test_mini_campaign_is_valid(capsys):
+    rc, out, err = validate(MINI, capsys)
+    assert rc == 0, err
+    assert "4 phase samples (1 warm-up), 0 excluded" in out
+
+
+# ---- single files ---------------------------------------------------------------------------
+
+JSON_CASES = {
+    "truncated.json": (r"line \d+ column \d+", "not valid JSON: unexpected end of data"),
+    "nan.json": (r"line 11 column 11", "NaN and Infinity are not JSON numbers"),
+    "infinity.json": (r"line 11 column 11", "NaN and Infinity are not JSON numbers"),
+    "wrong_type.json": (r"\$\.requests\[1\]\.completion_tokens", "not of type 'integer'"),
+    "missing_field.json": (r"\$\.requests\[1\]", "'end' is a required property"),
+    "unknown_version.json": (r"\$\.format", "unsupported version 'benchbook.requests/2'"),
+    "not_utf8.json": (r"line 14 column 28", "not UTF-8 \\(byte 0xff"),
+    "empty.json": (r"-", "file is empty"),
+    "top_level_array.json": (r"-", "unknown benchmark format"),
+    "negative_repeat.json": (r"\$\.samples\[0\]\.repeat", "less than the minimum of 0"),
+    "zero_client_total.json": (r"\$\.samples\[0\]\.client_total_s", "less than or equal to the minimum of 0"),
+    "negative_gpu_memory.json": (r"\$\.samples\[0\]\.gpu_used_mib\[1\]", "less than the minimum of 0"),
+}
+
+PROM_CASES = {
+    "duplicate_series.prom": ("line 4", "duplicate series"),
+    "buckets_not_cumulative.prom": ("line 3", "buckets not cumulative"),
+    "inf_not_count.prom": ("line 6", r"_count = 3 but its \+Inf bucket is 2"),
+    "no_inf_bucket.prom": ("line 3", r"no le=\"\+Inf\" bucket"),
+    "negative_counter.prom": ("line 3", "a counter is never negative"),
+    "negative_histogram_sum.prom": ("line 5", "no bucket is below 0"),
+    "truncated_last_line.prom": ("line 3", "no line feed: the capture looks truncated"),
+    "late_type.prom": ("line 2", "comes after samples"),
+    "repeated_type.prom": ("line 2", "second # TYPE line"),
+    "html_error_page.prom": ("line 1", "not valid Prometheus text exposition"),
+    "bad_value.prom": ("line 3", "not valid Prometheus text exposition"),
+    "not_utf8.prom": ("line 3", "not UTF-8 \\(byte 0xe9"),
+    "empty.prom": ("-", "empty /metrics capture"),
+    "openmetrics_text_after_eof.prom": ("line 5", "Received line after # EOF"),
+    "openmetrics_negative_counter.prom": ("line 3", "cannot be negative"),
+}
+
+
+def test_every_bad_fixture_has_a_case():
+    on_disk = {p.name for p in (BAD / "json").iterdir()} | {p.name for p in (BAD / "prom").iterdir()}
+    assert on_disk == set(JSON_CASES) | set(PROM_CASES)
+
+
+@pytest.mark.parametrize("name", sorted(JSON_CASES))
+def test_bad_json_file(name, capsys):
+    loc, reason = JSON_CASES[name]
+    path = BAD / "json" / name
+    assert_rejected(path, capsys, path, loc, reason)
+
+
+@pytest.mark.parametrize("name", sorted(PROM_CASES))
+def test_bad_prom_file(name, capsys):
+    loc, reason = PROM_CASES[name]
+    path = BAD / "prom" / name
+    assert_rejected(path, capsys, path, re.escape(loc), reason)
+
+
+@pytest.mark.parametrize("name", ["duplicate_series.prom", "negative_counter.prom", "truncated_last_line.prom",
+                                  "buckets_not_cumulative.prom", "inf_not_count.prom"])
+def test_bad_prom_is_rejected_on_the_narrow_path_too(name):
+    """prometheus.read(names=…) (what the phase split uses) applies the same checks to the families it keeps."""
+    path = BAD / "prom" / name
+    with pytest.raises(InputError) as ei:
+        prometheus.read(path, ["pocket_tokens_total", "pocket_ttft_seconds"])
+    assert ei.value.location == PROM_CASES[name][0]
+
+
+def test_narrow_path_ignores_defects_in_families_it_does_not_read(tmp_path):
+    p = tmp_path / "m.prom"
+    p.write_text((MINI / METRICS / "s1.prom").read_text() + "other_total 1\nother_total 2\n")
+    with pytest.raises(InputError):
+        prometheus.read(p)
+    assert prometheus.read(p, ["pocket_tokens_total"]).get("pocket_tokens_total", {"type": "prompt"}) == 16
+
+
+def test_very_long_line_is_read(tmp_path, capsys):
+    p = tmp_path / "long.prom"
+    p.write_text('# TYPE x gauge\nx{v="' + "a" * 1_000_000 + '"} 1\n')
+    rc, out, err = validate(p, capsys)
+    assert rc == 0, err
+    assert prometheus.read(p).series("x")
+
+
+def test_very_long_bad_line_gives_a_short_message(tmp_path, capsys):
+    p = tmp_path / "long.prom"
+    p.write_text('# TYPE x gauge\nx{v="' + "a" * 1_000_000 + '"} one\n')
+    err = assert_rejected(p, capsys, p, "line 2", "not valid")
+    assert max(len(ln) for ln in err.splitlines()) < 600
+
+
+def test_very_long_json_line(tmp_path, capsys):
+    p = tmp_path / "requests.json"
+    reqs = [{"scenario": "single", "n": 1, "index": i, "prompt_class": "short", "start": 0.0, "end": 1.0,
+             "prompt_tokens": 1, "completion_tokens": 1, "finish_reason": "length"} for i in range(20000)]
+    reqs[19999]["end"] = "late"
+    p.write_text(json.dumps({"format": "benchbook.requests/1", "requests": reqs}))  # one line
+    err = assert_rejected(p, capsys, p, r"\$\.requests\[19999\]\.end", "not of type 'number'")
+    assert max(len(ln) for ln in err.splitlines()) < 600
+
+
+# ---- folders and paths ----------------------------------------------------------------------
+
+def test_empty_campaign_folder(tmp_path, capsys):
+    d = tmp_path / "empty"
+    d.mkdir()
+    assert_rejected(d, capsys, d, "-", "no campaign.json")
+
+
+def test_missing_path(tmp_path, capsys):
+    p = tmp_path / "nope"
+    assert_rejected(p, capsys, p, "-", "no such file")
+
+
+def test_campaign_json_is_a_directory(camp, capsys):
+    (camp / "campaign.json").unlink()
+    (camp / "campaign.json").mkdir()
+    assert_rejected(camp, capsys, camp / "campaign.json", "-", "is a directory")
+
+
+def test_run_file_is_a_directory(camp, capsys):
+    (camp / REQ).unlink()
+    (camp / REQ).mkdir()
+    assert_rejected(camp, capsys, camp / "campaign.json", r"\$\.runs\[0\]\.path", "no requests.json")
+
+
+def test_snapshot_is_a_directory(camp, capsys):
+    (camp / METRICS / "s2.prom").unlink()
+    (camp / METRICS / "s2.prom").mkdir()
+    assert_rejected(camp, capsys, (camp / METRICS / "s2.prom").resolve(), "-", "is a directory")
+
+
+def test_snapshot_missing(camp, capsys):
+    (camp / METRICS / "s3.prom").unlink()
+    assert_rejected(camp, capsys, camp / PH, r"\$\.samples\[2\]\.metrics_after", "does not exist")
+
+
+def test_run_folder_missing(camp, capsys):
+    shutil.rmtree(camp / "runs/mem-serial")
+    assert_rejected(camp, capsys, camp / "campaign.json", r"\$\.runs\[3\]\.path", "does not exist")
+
+
+# ---- manifest -------------------------------------------------------------------------------
+
+def test_duplicate_run_ids(camp, capsys):
+    edit_json(camp / "campaign.json", lambda d: d["runs"][1].update(id="req-serial"))
+    assert_rejected(camp, capsys, camp / "campaign.json", r"\$\.runs\[1\]\.id", "duplicate run id 'req-serial'")
+
+
+def test_manifest_unknown_version(camp, capsys):
+    edit_json(camp / "campaign.json", lambda d: d.update(format="benchbook.campaign/9"))
+    assert_rejected(camp, capsys, camp / "campaign.json", r"\$\.format", "unsupported version")
+
+
+def test_manifest_missing_required_field(camp, capsys):
+    edit_json(camp / "campaign.json", lambda d: d.pop("title"))
+    assert_rejected(camp, capsys, camp / "campaign.json", r"\$", "'title' is a required property")
+
+
+def test_manifest_wrong_type(camp, capsys):
+    edit_json(camp / "campaign.json", lambda d: d.update(generation_tokens="8"))
+    assert_rejected(camp, capsys, camp / "campaign.json", r"\$\.generation_tokens", "not of type 'integer'")
+
+
+def test_manifest_zero_generation_tokens(camp, capsys):
+    edit_json(camp / "campaign.json", lambda d: d.update(generation_tokens=0))
+    assert_rejected(camp, capsys, camp / "campaign.json", r"\$\.generation_tokens", "minimum")
+
+
+def test_manifest_unknown_profile_names_the_manifest(camp, capsys):
+    edit_json(camp / "campaign.json", lambda d: d["engine"].update(profile="nosuch"))
+    assert_rejected(camp, capsys, camp / "campaign.json", r"\$\.engine\.profile", "unknown engine profile")
+
+
+def test_manifest_unknown_arm_and_environment(camp, capsys):
+    def f(d):
+        d["runs"][0]["arm"] = "ghost"
+        d["arms"]["batch"]["environment"] = "nowhere"
+
+    edit_json(camp / "campaign.json", f)
+    err = assert_rejected(camp, capsys, camp / "campaign.json", r"\$\.runs\[0\]\.arm", "unknown arm 'ghost'")
+    assert "$.arms.batch.environment: unknown environment 'nowhere'" in err
+
+
+def test_manifest_truncated(camp, capsys):
+    p = camp / "campaign.json"
+    p.write_bytes(p.read_bytes()[:300])
+    assert_rejected(camp, capsys, p, r"line \d+ column \d+", "unexpected end of data")
+
+
+# ---- requests -------------------------------------------------------------------------------
+
+def test_requests_unknown_prompt_class(camp, capsys):
+    edit_json(camp / REQ, lambda d: d["requests"][2].update(prompt_class="huge"))
+    assert_rejected(camp, capsys, camp / REQ, r"\$\.requests\[2\]\.prompt_class", "unknown prompt class")
+
+
+def test_requests_nan_end(camp, capsys):
+    p = camp / REQ
+    p.write_text(p.read_text().replace('"end": 5.0', '"end": NaN', 1))
+    assert_rejected(camp, capsys, p, r"line \d+ column \d+", "NaN and Infinity")
+
+
+@pytest.mark.parametrize("end", [2.0, 3.0], ids=["negative", "zero"])
+def test_requests_non_positive_duration_is_excluded_and_listed(camp, capsys, end):
+    # request 1 (single) starts at 3.0: ending at 2.0 or 3.0 is a negative / zero latency.
+    edit_json(camp / REQ, lambda d: d["requests"][1].update(end=end))
+    rc, out, err = validate(camp, capsys)
+    assert rc == 0, err
+    assert f"{camp / REQ}: 9 requests" in out
+    assert re.search(r"excluded \$\.requests\[1\]: end .* (precedes|equals) start 3\.0", out), out
+    from benchbook.ingest.campaign import load_campaign
+
+    c = load_campaign(camp)
+    assert (c.requests["latency"] > 0).all()
+
+
+def test_requests_zero_completion_tokens_excluded_and_listed(camp, capsys):
+    edit_json(camp / REQ, lambda d: d["requests"][1].update(completion_tokens=0, finish_reason="error"))
+    rc, out, err = validate(camp, capsys)
+    assert rc == 0, err
+    assert re.search(r"excluded \$\.requests\[1\]: 0 of 8 tokens generated \(finish_reason 'error'\)", out), out
+
+
+def test_arm_with_no_usable_requests(camp, capsys):
+    edit_json(camp / "runs/req-batch/requests.json",
+              lambda d: [q.update(completion_tokens=3) for q in d["requests"]])
+    err = assert_rejected(camp, capsys, camp / "runs/req-batch/requests.json", "-",
+                          "arm 'batch' has no usable requests")
+    assert "10 excluded" in err or "9 excluded" in err
+
+
+# ---- phases ---------------------------------------------------------------------------------
+
+def _prom(camp, i) -> Path:
+    return camp / METRICS / f"s{i}.prom"
+
+
+def test_counter_reset_is_excluded_and_listed(camp, capsys):
+    # s3 (after of sample 2) with every counter lower than in s2: an engine restart between scrapes.
+    p = _prom(camp, 3)
+    p.write_text(p.read_text().replace('{type="prompt"} 48', '{type="prompt"} 5'))
+    rc, out, err = validate(camp, capsys)
+    assert rc == 0, err
+    assert re.search(r"excluded \$\.samples\[2\] \(short repeat 2\): counter reset: pocket_tokens_total\{type=\"prompt\"\} went from 32 to 5", out), out
+    assert "1 excluded" in out
+
+
+def test_counters_moved_by_two_are_excluded_and_listed(camp, capsys):
+    # sample 1 uses s1 → s2; make s1 look like s0 for the counts: two requests finished in between.
+    p = _prom(camp, 1)
+    text = p.read_text()
+    for name in ("pocket_ttft_seconds_count", "pocket_request_duration_seconds_count"):
+        text = text.replace(f"{name} 1\n", f"{name} 0\n")
+    text = text.replace('pocket_ttft_seconds_bucket{le="+Inf"} 1', 'pocket_ttft_seconds_bucket{le="+Inf"} 0')
+    text = text.replace('pocket_request_duration_seconds_bucket{le="+Inf"} 1', 'pocket_request_duration_seconds_bucket{le="+Inf"} 0')
+    for le in ("0.5", "1", "2.5", "5"):
+        text = text.replace(f'pocket_ttft_seconds_bucket{{le="{le}"}} 1', f'pocket_ttft_seconds_bucket{{le="{le}"}} 0')
+        text = text.replace(f'pocket_request_duration_seconds_bucket{{le="{le}"}} 1', f'pocket_request_duration_seconds_bucket{{le="{le}"}} 0')
+    text = text.replace('{status="success"} 1', '{status="success"} 0')
+    p.write_text(text)
+    rc, out, err = validate(camp, capsys)
+    assert rc == 0, err
+    assert re.search(r"excluded \$\.samples\[1\] \(short repeat 1\): not attributable to one request: "
+                     r"TTFT count moved by 2, duration count moved by 2, success count moved by 2", out), out
+
+
+def test_non_streamed_path_excluded(camp, capsys):
+    # TTFT delta == duration delta for sample 3 (long): no first-token instant.
+    p = _prom(camp, 4)
+    p.write_text(p.read_text().replace("pocket_ttft_seconds_sum 3.0", "pocket_ttft_seconds_sum 5.0"))
+    rc, out, err = validate(camp, capsys)
+    assert rc == 0, err
+    assert "excluded $.samples[3] (long repeat 0): duration 3.5000 s does not exceed TTFT 3.5000 s" in out
+
+
+def test_zero_generation_tokens_excluded(camp, capsys):
+    # s4 with generation tokens unchanged from s3: no decode phase (no division by zero).
+    p = _prom(camp, 4)
+    p.write_text(p.read_text().replace('{type="generation"} 32', '{type="generation"} 24'))
+    rc, out, err = validate(camp, capsys)
+    assert rc == 0, err
+    assert "excluded $.samples[3] (long repeat 0): generation tokens moved by 0" in out
+
+
+def test_zero_prompt_tokens_excluded(camp, capsys):
+    p = _prom(camp, 4)
+    p.write_text(p.read_text().replace('{type="prompt"} 112', '{type="prompt"} 48'))
+    rc, out, err = validate(camp, capsys)
+    assert rc == 0, err
+    assert "excluded $.samples[3] (long repeat 0): prompt tokens moved by 0" in out
+
+
+def test_snapshot_not_exposition_text(camp, capsys):
+    p = _prom(camp, 2)
+    lines = p.read_text().splitlines(keepends=True)
+    lines[18] = 'pocket_tokens_total{type="prompt" 32\n'
+    p.write_text("".join(lines))
+    assert_rejected(camp, capsys, p.resolve(), "line 19", "not valid Prometheus text exposition")
+
+
+def test_snapshot_non_utf8(camp, capsys):
+    p = _prom(camp, 2)
+    p.write_bytes(p.read_bytes().replace(b"Tokens processed", b"Tokens \xff processed"))
+    assert_rejected(camp, capsys, p.resolve(), "line 19", "not UTF-8")
+
+
+def test_snapshot_duplicate_series(camp, capsys):
+    p = _prom(camp, 2)
+    p.write_text(p.read_text() + 'pocket_tokens_total{type="generation"} 99\n')
+    assert_rejected(camp, capsys, p.resolve(), r"line \d+", "duplicate series")
+
+
+def test_snapshot_nan_counter(camp, capsys):
+    p = _prom(camp, 2)
+    p.write_text(p.read_text().replace('{type="generation"} 16', '{type="generation"} NaN'))
+    assert_rejected(camp, capsys, p.resolve(), r"pocket_tokens_total", "not a finite counter value")
+
+
+def test_phases_duplicate_sample(camp, capsys):
+    edit_json(camp / PH, lambda d: d["samples"][2].update(repeat=1))
+    assert_rejected(camp, capsys, camp / PH, r"\$\.samples\[2\]", "duplicate sample")
+
+
+def test_phases_negative_first_event(camp, capsys):
+    edit_json(camp / PH, lambda d: d["samples"][1].update(first_event_s=-0.5))
+    assert_rejected(camp, capsys, camp / PH, r"\$\.samples\[1\]\.first_event_s", "minimum")
+
+
+def test_phases_missing_required_field(camp, capsys):
+    edit_json(camp / PH, lambda d: d["samples"][1].pop("metrics_after"))
+    assert_rejected(camp, capsys, camp / PH, r"\$\.samples\[1\]", "'metrics_after' is a required property")
+
+
+def test_phases_same_file_before_and_after(camp, capsys):
+    edit_json(camp / PH, lambda d: d["samples"][1].update(metrics_after="metrics/s1.prom"))
+    assert_rejected(camp, capsys, camp / PH, r"\$\.samples\[1\]", "name the same file")
+
+
+def test_arm_with_no_usable_phase_samples(camp, capsys):
+    def f(d):
+        for s in d["samples"]:
+            s["client_total_s"] = 1.0  # engine total (2.5 s) cannot exceed the client's
+
+    edit_json(camp / PH, f)
+    assert_rejected(camp, capsys, camp / PH, "-", "arm 'serial' has no usable phase samples")
+
+
+# ---- memory ---------------------------------------------------------------------------------
+
+def test_memory_time_goes_back(camp, capsys):
+    edit_json(camp / MEM, lambda d: d["samples"][4].update(t=1.0))
+    assert_rejected(camp, capsys, camp / MEM, r"\$\.samples\[4\]\.t", "does not increase")
+
+
+def test_memory_rank_count_changes(camp, capsys):
+    edit_json(camp / MEM, lambda d: d["samples"][5]["gpu_used_mib"].append(1))
+    assert_rejected(camp, capsys, camp / MEM, r"\$\.samples\[5\]\.gpu_used_mib", "3 ranks")
+
+
+def test_memory_missing_markers(camp, capsys):
+    edit_json(camp / MEM, lambda d: d.update(markers=[m for m in d["markers"] if m["event"] != "stop"]))
+    assert_rejected(camp, capsys, camp / MEM, r"\$\.markers", "no 'stop' marker")
+
+
+def test_memory_unknown_version(camp, capsys):
+    edit_json(camp / MEM, lambda d: d.update(format="benchbook.memory/2"))
+    assert_rejected(camp, capsys, camp / MEM, r"\$\.format", "unsupported version")
+
+
+# ---- server.log -----------------------------------------------------------------------------
+
+def test_server_log_non_utf8(camp, capsys):
+    p = camp / "runs/req-serial/server.log"
+    p.write_bytes(b"[server] loading\n[server] batch width \xff1\n")
+    assert_rejected(camp, capsys, p, "line 2", "not UTF-8")
+
+
+def test_server_log_is_a_directory(camp, capsys):
+    p = camp / "runs/req-serial/server.log"
+    p.unlink()
+    p.mkdir()
+    assert_rejected(camp, capsys, p, "-", "is a directory")
+
+
+def test_all_problems_of_a_campaign_are_listed(camp, capsys):
+    """One bad run does not hide another: validate reports both."""
+    edit_json(camp / REQ, lambda d: d["requests"][0].update(n="one"))
+    edit_json(camp / MEM, lambda d: d["samples"][4].update(t=1.0))
+    rc, out, err = validate(camp, capsys)
+    assert rc == EXIT_BAD_INPUT
+    assert f"{camp / REQ}: $.requests[0].n:" in err
+    assert f"{camp / MEM}: $.samples[4].t:" in err
+    assert "2 problem(s) found" in err
