@@ -250,7 +250,7 @@ class Reset:
         edge = f"{self.edge_delta:g}" if self.edge_delta is not None else "n/a"
         return (
             f"counter reset inside the window: {self.name}{_fmt_labels(self.labels)} went down {self.resets} time(s) "
-            f"(engine restarted?); the edge delta {edge} is not this window's count (increase() estimates {inc})"
+            f"(engine restarted?); the edge delta {edge} is not this window's figure (increase() estimates {inc})"
         )
 
 
