@@ -123,3 +123,19 @@ def test_recorded_twice_is_an_error():
 )
 def test_pages_for(manifest, pages):
     assert pages_for(manifest) == pages
+
+
+def test_input_error_inside_the_notebook_is_bad_input(tmp_path):
+    from benchbook.errors import InputError
+
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell('title: str = "x"', metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell('from benchbook.errors import InputError\nraise InputError("runs/a/requests.json", "$.requests[3].end", "end before start")'),
+    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    src = tmp_path / "bad.ipynb"
+    nbformat.write(nb, src)
+    with pytest.raises(InputError) as e:
+        render_page(src, {}, tmp_path / "out" / "bad.html", title="t")
+    assert e.value.exit_code == 2
+    assert e.value.one_line() == "runs/a/requests.json: $.requests[3].end: end before start (page bad, cell 2 `from benchbook.errors import InputError`)"
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())

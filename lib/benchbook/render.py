@@ -108,6 +108,27 @@ def _first_line(s: str) -> str:
     return s.splitlines()[0] if s else ""
 
 
+def _source_cell(notebook: Path, executed_index: int) -> str:
+    """Name a cell of the *source* notebook from its index in the executed one (papermill inserts an
+    injected-parameters cell after the parameters cell): 1-based position plus its first line."""
+    import nbformat
+
+    try:
+        cells = nbformat.read(str(notebook), as_version=4).cells
+    except Exception:  # noqa: BLE001 - naming the cell is best effort
+        return f"cell #{executed_index}"
+    tagged = [i for i, c in enumerate(cells) if "parameters" in c.metadata.get("tags", [])]
+    injected_at = tagged[0] + 1 if tagged else 0
+    if executed_index == injected_at:
+        return "injected parameters cell"
+    i = executed_index - 1 if executed_index > injected_at else executed_index
+    if not 0 <= i < len(cells):
+        return f"cell #{executed_index}"
+    first = _first_line(cells[i].source)
+    first = first if len(first) <= 50 else first[:47] + "..."
+    return f"cell {i + 1} `{first}`"
+
+
 def recorded_values(nb: Any) -> dict[str, Any]:
     """Values recorded with :func:`benchbook.display.record` in an executed notebook (node or path).
 
@@ -232,7 +253,7 @@ def render_page(
             kernel_manager_class=_kernel_manager_class(),
         )
     except PapermillExecutionError as e:
-        cell = f"cell {e.exec_count}" if e.exec_count else f"cell #{e.cell_index}"
+        cell = _source_cell(notebook, e.cell_index)
         line = f"{e.ename}: {_first_line(e.evalue)}"
         if e.ename in ("InputError", "InputErrors"):
             parts = _first_line(e.evalue).split(": ", 2)
