@@ -458,3 +458,14 @@ def test_all_problems_of_a_campaign_are_listed(camp, capsys):
     assert f"{camp / REQ}: $.requests[0].n:" in err
     assert f"{camp / MEM}: $.samples[4].t:" in err
     assert "2 problem(s) found" in err
+
+
+def test_number_beyond_int64_is_rejected(camp, capsys):
+    # Used to end in a polars ComputeError ("internal error", exit 1) when building the Int64 column.
+    edit_json(camp / REQ, lambda d: d["requests"][3].update(prompt_tokens=2**63))
+    assert_rejected(camp, capsys, camp / REQ, r"\$\.requests\[3\]\.prompt_tokens", "out of range")
+
+
+def test_huge_float_where_an_integer_is_expected(camp, capsys):
+    edit_json(camp / REQ, lambda d: d["requests"][3].update(prompt_tokens=1e29))
+    assert_rejected(camp, capsys, camp / REQ, r"\$\.requests\[3\]\.prompt_tokens", "out of range")

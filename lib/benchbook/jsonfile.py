@@ -80,3 +80,20 @@ def validate(doc: Any, schema_name: str, path: str | Path) -> None:
         if len(msg) > 200:
             msg = msg[:200] + "…"
         raise InputError(path, json_path(err.absolute_path), msg)
+    _check_number_range(doc, path)
+
+
+_LIMIT = 2.0**63  # tables hold Int64/Float64; no time, token count or memory size comes near this
+
+
+def _check_number_range(doc: Any, path: str | Path) -> None:
+    """Reject numbers beyond ±2**63 (they overflow the Int64 columns the tables use)."""
+    stack: list[tuple[Any, tuple]] = [(doc, ())]
+    while stack:
+        v, at = stack.pop()
+        if isinstance(v, dict):
+            stack.extend((x, at + (k,)) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((x, at + (i,)) for i, x in enumerate(v))
+        elif isinstance(v, (int, float)) and not isinstance(v, bool) and not -_LIMIT <= v < _LIMIT:
+            raise InputError(path, json_path(at), f"number {v} is out of range (beyond ±2**63)")
