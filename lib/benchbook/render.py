@@ -26,13 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .display import VALUES_MIME
 from .errors import EXIT_BAD_INPUT, EXIT_RENDER, InputError, RenderError
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE_NAME = "benchbook"
-VALUES_MIME = "application/vnd.benchbook.values+json"
 
 # page kind -> (notebook file name, label shown in titles and on the index)
 PAGES: dict[str, tuple[str, str]] = {
@@ -375,8 +375,12 @@ class CampaignOutcome:
 
 def render_campaign(campaign: Path, out_dir: Path, *, pages: Iterable[str] | None = None,
                     overrides: Mapping[str, Mapping[str, Any]] | None = None,
-                    notebooks: Path | None = None, keep_going: bool = False) -> CampaignOutcome:
-    """Render a campaign's pages into ``out_dir/<page>.html``. A page whose notebook does not exist
+                    only: Iterable[str] | None = None, notebooks: Path | None = None,
+                    keep_going: bool = False) -> CampaignOutcome:
+    """Render a campaign's pages into ``out_dir/<page>.html``.
+
+    ``pages`` forces those page kinds; otherwise the pages the manifest calls for (``pages_for``),
+    restricted to ``only`` when given. A page chosen from the manifest whose notebook does not exist
     yet is skipped with a message. Without ``keep_going`` the first failure is raised."""
     from .errors import BenchbookError
 
@@ -385,7 +389,7 @@ def render_campaign(campaign: Path, out_dir: Path, *, pages: Iterable[str] | Non
         raise InputError(campaign, None, "campaign folder does not exist")
     manifest = read_manifest(campaign)
     outcome = CampaignOutcome(campaign.name, manifest)
-    wanted = list(pages) if pages is not None else pages_for(manifest)
+    wanted = list(pages) if pages is not None else [p for p in pages_for(manifest) if only is None or p in only]
     if not wanted:
         _log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
     for page in wanted:
@@ -462,11 +466,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", type=Path, required=True,
                    help="output folder: the page folder for one campaign, the reports root with --all")
     p.add_argument("--page", action="append", choices=list(PAGES),
-                   help="render only this page kind (repeatable); default: the pages the campaign calls for")
+                   help="render only this page kind (repeatable); default: the pages the campaign calls for. "
+                        "With --all, only campaigns that call for it get it")
     p.add_argument("--notebooks", type=Path, metavar="DIR", default=None,
                    help="folder holding the page notebooks (default: the checkout's notebooks/)")
     p.add_argument("--params", type=Path, metavar="FILE",
                    help='JSON or YAML parameter overrides per page kind: {"baseline": {"warmup": 1}}')
+    p.add_argument("--compare", nargs="+", type=Path, metavar="FILE",
+                   help="render the compare page of these benchmark result files into OUT/compare.html")
 
 
 def _load_params(path: Path | None) -> dict[str, dict[str, Any]]:
@@ -499,6 +506,17 @@ def run(args: argparse.Namespace) -> int:
     overrides = _load_params(args.params)
     if args.notebooks is not None and not args.notebooks.is_dir():
         raise InputError(args.notebooks, None, "notebooks folder does not exist")
+    if getattr(args, "compare", None):
+        if args.campaign is not None or args.data_dir is not None:
+            raise UsageError("--compare takes result files; give no CAMPAIGN or --all with it")
+        for f in args.compare:
+            if not f.is_file():
+                raise InputError(f, None, "result file does not exist")
+        params = {**overrides.get("compare", {}), "files": [str(f.resolve()) for f in args.compare]}
+        res = render_page(notebook_for("compare", args.notebooks), params, Path(args.out) / "compare.html",
+                          title=params.get("title") or f"Comparison of {len(args.compare)} result file(s)", page="compare")
+        _log(f"compare: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
+        return 0
     if (args.campaign is None) == (args.data_dir is None):
         raise UsageError("give either CAMPAIGN or --all DATA_DIR")
     t0 = time.perf_counter()
@@ -514,7 +532,7 @@ def run(args: argparse.Namespace) -> int:
     _log(f"{len(campaigns)} campaign(s) under {args.data_dir}")
     for c in campaigns:
         try:
-            outcomes.append(render_campaign(c, args.out / c.name, pages=args.page, overrides=overrides,
+            outcomes.append(render_campaign(c, args.out / c.name, only=args.page, overrides=overrides,
                                             notebooks=args.notebooks, keep_going=True))
         except InputError as e:
             input_errors.append(e.one_line())
