@@ -474,8 +474,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help='JSON or YAML parameter overrides per page kind: {"baseline": {"warmup": 1}}')
     p.add_argument("--compare", nargs="+", type=Path, metavar="FILE",
                    help="render the compare page of these benchmark result files into OUT/compare.html")
-    p.add_argument("--compare", nargs="+", type=Path, metavar="FILE",
-                   help="render the compare page of these benchmark result files into OUT/compare.html")
 
 
 def _load_params(path: Path | None) -> dict[str, dict[str, Any]]:
@@ -508,17 +506,6 @@ def run(args: argparse.Namespace) -> int:
     overrides = _load_params(args.params)
     if args.notebooks is not None and not args.notebooks.is_dir():
         raise InputError(args.notebooks, None, "notebooks folder does not exist")
-    if getattr(args, "compare", None):
-        if args.campaign is not None or args.data_dir is not None:
-            raise UsageError("--compare takes result files; give no CAMPAIGN or --all with it")
-        for f in args.compare:
-            if not f.is_file():
-                raise InputError(f, None, "result file does not exist")
-        params = {**overrides.get("compare", {}), "files": [str(f.resolve()) for f in args.compare]}
-        res = render_page(notebook_for("compare", args.notebooks), params, Path(args.out) / "compare.html",
-                          title=params.get("title") or f"Comparison of {len(args.compare)} result file(s)", page="compare")
-        _log(f"compare: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
-        return 0
     if getattr(args, "compare", None):
         if args.campaign is not None or args.data_dir is not None:
             raise UsageError("--compare takes result files; give no CAMPAIGN or --all with it")
