@@ -30,7 +30,8 @@ from .display import VALUES_MIME
 from .errors import EXIT_BAD_INPUT, EXIT_RENDER, InputError, RenderError
 
 ROOT = Path(__file__).resolve().parents[2]
-NOTEBOOKS = ROOT / "notebooks"
+# the checkout's notebooks/; an installed (non-editable) package ships them as benchbook/notebooks/
+NOTEBOOKS = ROOT / "notebooks" if (ROOT / "notebooks").is_dir() else Path(__file__).resolve().parent / "notebooks"
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 TEMPLATE_NAME = "benchbook"
 
