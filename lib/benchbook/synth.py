@@ -675,29 +675,32 @@ def read_requests_ndjson(path: str | Path, generation_tokens: int | None = None,
         raise InputError(path, "-", f"not valid NDJSON request records: {str(e).splitlines()[0]}") from None
     if df.height == 0:
         raise InputError(path, "-", "no request records")
-    checks = [pl.any_horizontal([pl.col(c).is_null() for c in _NDJSON_REQUIRED]),
-              ~pl.col("scenario").is_in(_SCENARIOS), pl.col("n") < 1, pl.col("index") < 0,
-              pl.col("prompt_tokens") < 0, pl.col("completion_tokens") < 0]
+    checks = [pl.col(c).is_null() for c in _NDJSON_REQUIRED] + [
+        ~pl.col("scenario").is_in(_SCENARIOS), pl.col("n") < 1, pl.col("index") < 0,
+        pl.col("prompt_tokens") < 0, pl.col("completion_tokens") < 0]
     if prompt_classes:
         checks.append(~pl.col("prompt_class").is_in(list(prompt_classes)))
-    bad = df.select(pl.any_horizontal(checks).arg_max().alias("i"), pl.any_horizontal(checks).any().alias("any")).row(0)
-    if bad[1]:
+    budget = generation_tokens or 0
+    unusable = (pl.col("end") < pl.col("start")) | (
+        (pl.col("completion_tokens") < budget) & (pl.col("scenario") != "warmup"))
+    # one pass over the table: any invalid record? how many unusable ones?
+    bad, n_unusable = df.select(pl.any_horizontal(checks).any(), unusable.sum()).row(0)
+    if bad:
         classes = set(prompt_classes or ())
         err = _bad_line(path, lambda rec: _record_problem(rec, classes))
-        raise err or InputError(path, f"record {bad[0] + 1}", "invalid request record")
-    reason = (
-        pl.when(pl.col("end") < pl.col("start")).then(pl.lit("end precedes start"))
-        .when((pl.lit(generation_tokens or 0) > pl.col("completion_tokens")) & (pl.col("scenario") != "warmup"))
-        .then(pl.format("{} of {} tokens generated (finish_reason {}): did not reach its budget",
-                        pl.col("completion_tokens"), pl.lit(generation_tokens or 0), pl.col("finish_reason")))
-        .otherwise(None)
-    )
-    df = df.with_columns(latency=pl.col("end") - pl.col("start"), _why=reason)
-    excl = df.select(pl.int_range(1, pl.len() + 1).alias("line"), "_why").filter(pl.col("_why").is_not_null())
-    exclusions = [(f"line {ln}", why) for ln, why in excl.iter_rows()]
-    if exclusions:
-        df = df.filter(pl.col("_why").is_null())
-    return df.drop("_why"), exclusions
+        raise err or InputError(path, "-", "invalid request record")
+    exclusions = []
+    if n_unusable:
+        excl = (df.with_row_index("line", offset=1).filter(unusable)
+                .select("line", (pl.col("end") < pl.col("start")).alias("backwards"), "start", "end",
+                        "completion_tokens", "finish_reason"))
+        exclusions = [
+            (f"line {ln}", f"end {e} precedes start {s}" if back else
+             f"{c} of {budget} tokens generated (finish_reason {fr!r}): did not reach its budget")
+            for ln, back, s, e, c, fr in excl.iter_rows()
+        ]
+        df = df.filter(~unusable)
+    return df.with_columns(latency=pl.col("end") - pl.col("start")), exclusions
 
 
 def _record_problem(rec, classes=frozenset()) -> str | None:

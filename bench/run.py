@@ -1,0 +1,354 @@
+"""`make bench`: speed and memory of benchbook against its floors, on synthetic campaigns.
+
+Generates (and caches, under .cache/bench) synthetic campaigns with `benchbook synth`, then times,
+in the same run and on the same files, each benchbook step next to the floor it is compared with.
+Every measurement runs in its own child process so its peak RSS is its own (``os.wait4``). Each
+figure is the median of ``--repeats`` timed calls (after one untimed warm-up call where stated),
+shown with its min–max. Targets are ratios taken from this one run, so machine noise cancels.
+
+    python bench/run.py --out reports/bench.json          # the full run (about 10 min on 2 cores)
+    python bench/run.py --quick --out /tmp/bench.json     # smaller sizes, about 1-2 min
+
+docs/bench.md explains the table. Timings are never asserted in tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import importlib.util
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+BENCHBOOK = str(Path(PY).with_name("benchbook"))
+CLASSES = ["short", "long"]
+
+
+# ------------------------------------------------------------------------------------ workers
+# ``python bench/run.py --worker NAME ARG...`` runs one measurement and prints one JSON line.
+
+
+def _timed(fn, repeats: int, warmup: bool):
+    if warmup:
+        fn()
+    times, out = [], None
+    for _ in range(repeats):
+        gc.collect()
+        t = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t)
+    return times, out
+
+
+def _attribution(campaign: str, full: bool, results_path: str | None):
+    """Every pair of every phases run: read both snapshots, split (or the exclusion reason)."""
+    from benchbook import phases, prometheus
+    from benchbook.ingest.campaign import load_campaign
+
+    camp = load_campaign(campaign)
+    profile = camp.profile
+    names = None if full else phases.needed_names(profile)
+    runs = [(r, json.loads(r.file.read_text())) for r in camp.runs_of("phases")]
+
+    def go():
+        out = []
+        for r, doc in runs:
+            for s in doc["samples"]:
+                b = prometheus.read(r.path / s["metrics_before"], names)
+                a = prometheus.read(r.path / s["metrics_after"], names)
+                try:
+                    sp = phases.split(b, a, profile, s["client_total_s"], s.get("first_event_s"))
+                    out.append([sp.prompt_tokens, sp.generated_tokens, sp.prefill_s, sp.decode_tokens, sp.decode_s,
+                                sp.engine_total_s])
+                except phases.Excluded as e:
+                    out.append(e.reason)
+        return out
+
+    return go
+
+
+def worker(name: str, args: list[str], repeats: int) -> dict:
+    if name == "ingest-benchbook":
+        from benchbook.synth import read_requests_ndjson
+
+        times, (df, excl) = _timed(lambda: read_requests_ndjson(args[0], 32, CLASSES), repeats, True)
+        return {"times": times, "rows": df.height, "excluded": len(excl)}
+    if name == "ingest-polars":
+        import polars as pl
+
+        times, df = _timed(lambda: pl.read_ndjson(args[0]), repeats, True)
+        return {"times": times, "rows": df.height}
+    if name in ("attr-benchbook", "attr-full"):
+        go = _attribution(args[0], name == "attr-full", args[1])
+        times, out = _timed(go, repeats, False)
+        Path(args[1]).write_text(json.dumps(out))
+        return {"times": times, "pairs": len(out), "excluded": sum(isinstance(x, str) for x in out)}
+    raise SystemExit(f"unknown worker {name}")
+
+
+# ------------------------------------------------------------------------------------ driver
+
+
+def _child(cmd: list[str], timeout: float = 1800) -> tuple[float, int, str, str]:
+    """Run one child; return (wall seconds, peak RSS in KiB, stdout, stderr)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t = time.perf_counter()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT)
+        _pid, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t
+        p.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        so, se = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])} … exited {p.returncode}: {se.strip()[-400:]}")
+    return wall, ru.ru_maxrss, so, se
+
+
+def run_worker(name: str, args: list[str], repeats: int) -> dict:
+    _w, rss, so, _se = _child([PY, __file__, "--worker", name, "--repeats", str(repeats), *args])
+    res = json.loads(so.strip().splitlines()[-1])
+    res["rss_kib"] = rss
+    return res
+
+
+def run_command(cmd: list[str], repeats: int) -> dict:
+    times, rss = [], 0
+    for _ in range(repeats):
+        w, r, _so, _se = _child(cmd)
+        times.append(w)
+        rss = max(rss, r)
+    return {"times": times, "rss_kib": rss}
+
+
+def _synth_hash() -> str:
+    return hashlib.sha256((ROOT / "lib" / "benchbook" / "synth.py").read_bytes()).hexdigest()[:16]
+
+
+def campaign(cache: Path, requests: int, snapshots: int, itl: bool) -> Path:
+    """A cached synthetic campaign (regenerated when synth.py changes)."""
+    name = f"r{requests}-p{snapshots}" + ("-itl" if itl else "")
+    root = cache / name
+    stamp = root / ".bench-stamp"
+    if stamp.exists() and stamp.read_text() == _synth_hash():
+        return root
+    cmd = [PY, "-m", "benchbook.cli", "synth", "--out", str(root), "--kind", "serial", "--runs", "1",
+           "--requests", str(requests), "--snapshots", str(snapshots), "--seed", "8", "--no-memory", "--force"]
+    if itl:
+        cmd.append("--itl")
+    print(f"  generating {name} …", file=sys.stderr, flush=True)
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    print(f"  generated {name} in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+    stamp.write_text(_synth_hash())
+    return root
+
+
+def ndjson(root: Path) -> Path:
+    return root / "runs" / "serial-1" / "requests.ndjson"
+
+
+def row(case: str, size: str, res: dict | None, note: str = "") -> dict:
+    if res is None:
+        return {"case": case, "size": size, "median_s": None, "min_s": None, "max_s": None, "n": 0,
+                "peak_rss_mib": None, "note": note}
+    t = res["times"]
+    return {"case": case, "size": size, "median_s": statistics.median(t), "min_s": min(t), "max_s": max(t),
+            "n": len(t), "peak_rss_mib": round(res["rss_kib"] / 1024, 1), "note": note}
+
+
+def _empty_notebook_cmd(tmp: Path) -> list[str]:
+    """Execute (papermill) and export (nbconvert) a notebook holding only the page's imports."""
+    nb = tmp / "empty.ipynb"
+    nb.write_text(json.dumps({
+        "cells": [
+            {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": ["campaign = ''"],
+             "outputs": [], "execution_count": None},
+            {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+             "source": ["import benchbook, polars, pandas, altair, scipy.stats"]},
+        ],
+        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+        "nbformat": 4, "nbformat_minor": 5,
+    }))
+    script = (
+        "import papermill, nbconvert, nbformat, sys;"
+        f"papermill.execute_notebook({str(nb)!r}, {str(tmp / 'out.ipynb')!r}, parameters={{'campaign': 'x'}}, "
+        "progress_bar=False, log_output=False);"
+        f"body, _ = nbconvert.HTMLExporter().from_notebook_node(nbformat.read({str(tmp / 'out.ipynb')!r}, 4));"
+        f"open({str(tmp / 'out.html')!r}, 'w').write(body)"
+    )
+    return [PY, "-c", script]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench.json")
+    ap.add_argument("--quick", action="store_true", help="10k/100k records and 1k pairs only")
+    ap.add_argument("--repeats", type=int, default=3, help="timed calls per figure (at least 3)")
+    ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.worker:
+        print(json.dumps(worker(a.worker, a.rest, a.repeats)))
+        return 0
+    R = max(3, a.repeats)
+    sizes = [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000]
+    pairs = [1_000] if a.quick else [1_000, 10_000]
+    a.cache.mkdir(parents=True, exist_ok=True)
+    t_start = time.perf_counter()
+    rows: list[dict] = []
+    targets: list[dict] = []
+
+    def target(name: str, ok: bool | None, figure: str) -> None:
+        targets.append({"target": name, "result": "PASS" if ok else ("pending" if ok is None else "FAIL"),
+                        "figure": figure})
+
+    print("generating campaigns (cached in .cache/bench) …", file=sys.stderr)
+    camps = {}
+    for n in sizes:
+        snaps = {10_000: 1_000, 1_000_000: 10_000}.get(n, 0) if not a.quick else {10_000: 1_000}.get(n, 0)
+        camps[(n, False)] = campaign(a.cache, n, snaps, False)
+        camps[(n, True)] = campaign(a.cache, n, 0, True)
+    pair_camp = {1_000: camps[(10_000, False)]}
+    if not a.quick:
+        pair_camp[10_000] = camps[(1_000_000, False)]
+
+    # 1. ingest of per-request records vs polars.read_ndjson, same file
+    per_record = {}
+    worst_ratio = 0.0
+    for itl in (False, True):
+        for n in sizes:
+            f = str(ndjson(camps[(n, itl)]))
+            label = f"{n:,} records" + (" + ITL" if itl else "")
+            print(f"ingest {label} …", file=sys.stderr, flush=True)
+            bb = run_worker("ingest-benchbook", [f], R)
+            pl_ = run_worker("ingest-polars", [f], R)
+            ratio = statistics.median(bb["times"]) / statistics.median(pl_["times"])
+            worst_ratio = max(worst_ratio, ratio)
+            per_record[(itl, n)] = statistics.median(bb["times"]) / n * 1e6
+            rows.append(row("ingest: benchbook read_requests_ndjson", label, bb,
+                            f"{ratio:.2f}x polars; {per_record[(itl, n)]:.2f} us/record; {bb['excluded']} excluded"))
+            rows.append(row("ingest: polars.read_ndjson (floor)", label, pl_))
+    target("ingest <= 1.5x polars.read_ndjson (worst size)", worst_ratio <= 1.5, f"{worst_ratio:.2f}x")
+    grow = []
+    for itl in (False, True):
+        for small, big in zip(sizes, sizes[1:]):
+            grow.append(per_record[(itl, big)] / per_record[(itl, small)])
+    target("per-record ingest cost does not grow with size (each step <= 1.2x)", max(grow) <= 1.2,
+           "steps " + ", ".join(f"{g:.2f}x" for g in grow))
+
+    # 2. phase attribution vs a full prometheus_client parse of every snapshot
+    with tempfile.TemporaryDirectory() as td:
+        for k, camp in pair_camp.items():
+            print(f"attribution {k:,} pairs …", file=sys.stderr, flush=True)
+            fast_out, full_out = Path(td) / "fast.json", Path(td) / "full.json"
+            fast = run_worker("attr-benchbook", [str(camp), str(fast_out)], R)
+            full = run_worker("attr-full", [str(camp), str(full_out)], R)
+            a_, b_ = json.loads(fast_out.read_text()), json.loads(full_out.read_text())
+            same = sum(x == y for x, y in zip(a_, b_)) if len(a_) == len(b_) else 0
+            ratio = statistics.median(full["times"]) / statistics.median(fast["times"])
+            rows.append(row("phase attribution: benchbook (needed names)", f"{k:,} pairs", fast,
+                            f"{ratio:.1f}x faster; {same}/{len(b_)} pairs identical; {fast['excluded']} excluded"))
+            rows.append(row("phase attribution: full prometheus_client parse", f"{k:,} pairs", full))
+            if k == max(pair_camp):
+                target(f"attribution over {k:,} pairs >= 10x faster than full parse, identical results",
+                       ratio >= 10 and same == len(b_), f"{ratio:.1f}x, {same}/{len(b_)} identical")
+
+    # 3. benchbook summary end to end
+    big = camps[(sizes[-1], False)]
+    label = f"{sizes[-1]:,} records + {max(pair_camp):,} pairs"
+    if importlib.util.find_spec("benchbook.summary") is None:
+        rows.append(row("benchbook summary --json", label, None, "pending: no benchbook.summary"))
+        target("summary on 1M records + 10k pairs < 20 s and < 2 GB", None, "pending")
+    else:
+        print("summary …", file=sys.stderr, flush=True)
+        try:
+            res = run_command([BENCHBOOK, "summary", "--json", str(big)], R)
+            med = statistics.median(res["times"])
+            reads = "requests.json round 0 only: summary does not read requests.ndjson yet"
+            rows.append(row("benchbook summary --json", label, res, reads))
+            ok = med < 20 and res["rss_kib"] < 2 * 1024 * 1024
+            target(f"summary on {label} < 20 s and < 2 GB" + ("" if not a.quick else " (quick sizes)"), ok,
+                   f"{med:.2f} s, {res['rss_kib'] / 1024:.0f} MiB ({reads})")
+        except RuntimeError as e:
+            rows.append(row("benchbook summary --json", label, None, f"failed: {e}"))
+            target("summary on 1M records + 10k pairs < 20 s and < 2 GB", False, f"failed: {str(e)[:200]}")
+
+    # 4. one page render vs executing + exporting an empty notebook with the same imports
+    with tempfile.TemporaryDirectory() as td:
+        print("render …", file=sys.stderr, flush=True)
+        empty = run_command(_empty_notebook_cmd(Path(td)), R)
+        rows.append(row("empty notebook: papermill + nbconvert (floor)", "imports only", empty))
+        small = campaign(a.cache, 18, 6, False)
+        if importlib.util.find_spec("benchbook.render") is None:
+            rows.append(row("benchbook render (one page)", "baseline page", None, "pending: no benchbook.render"))
+            target("page render <= 2x empty notebook", None, "pending")
+        else:
+            try:
+                res = run_command([BENCHBOOK, "render", str(small), "--out", str(Path(td) / "out"),
+                                   "--page", "baseline"], R)
+                ratio = statistics.median(res["times"]) / statistics.median(empty["times"])
+                rows.append(row("benchbook render (one page)", "baseline page, synthetic", res, f"{ratio:.2f}x empty"))
+                target("page render <= 2x empty notebook", ratio <= 2, f"{ratio:.2f}x")
+            except RuntimeError as e:
+                rows.append(row("benchbook render (one page)", "baseline page", None, f"failed: {e}"))
+                target("page render <= 2x empty notebook", False, f"failed: {str(e)[:200]}")
+
+    # 5. benchbook --help
+    res = run_command([BENCHBOOK, "--help"], max(R, 5))
+    med = statistics.median(res["times"])
+    rows.append(row("benchbook --help", "subprocess", res))
+    target("benchbook --help < 0.3 s", med < 0.3, f"{med:.3f} s")
+
+    total = time.perf_counter() - t_start
+    _print(rows, targets, total)
+    doc = {
+        "format": "benchbook.bench/1",
+        "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
+        "quick": a.quick, "repeats": R, "total_s": round(total, 1), "rows": rows, "targets": targets,
+    }
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = a.out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(a.out)
+    print(f"\nwrote {a.out}")
+    return 0
+
+
+def _fmt_s(x: float | None) -> str:
+    if x is None:
+        return "-"
+    return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def _print(rows: list[dict], targets: list[dict], total: float) -> None:
+    head = ("case", "size", "median", "min–max", "n", "peak RSS", "note")
+    table = [head]
+    for r in rows:
+        rng = f"{_fmt_s(r['min_s'])}–{_fmt_s(r['max_s'])}" if r["n"] else "-"
+        rss = f"{r['peak_rss_mib']:.0f} MiB" if r["peak_rss_mib"] is not None else "-"
+        table.append((r["case"], r["size"], _fmt_s(r["median_s"]), rng, str(r["n"]), rss, r["note"]))
+    widths = [max(len(t[i]) for t in table) for i in range(len(head) - 1)]
+    print()
+    for i, t in enumerate(table):
+        print("  ".join(c.ljust(w) for c, w in zip(t, widths)) + "  " + t[-1])
+        if i == 0:
+            print("  ".join("-" * w for w in widths) + "  " + "-" * 4)
+    print(f"\ntargets (ratios from this run; total {total:.0f} s):")
+    for t in targets:
+        print(f"  {t['result']:<7} {t['target']}: {t['figure']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
