@@ -210,15 +210,16 @@ def how_to_read(page: Page) -> bd.Block:
 def switches(page: Page) -> bd.Block:
     c = page.camp
     rows = [{"Arm": a, "Label": _label(page, a), "Environment": c.arm_environment(a),
-             "Switches vs baseline": "— (the baseline)" if a == page.baseline_arm else _switch_text(page, a),
-             "Description": c.arms[a].get("description", "")} for a in page.all_arms]
+             "Switches vs baseline": "— (the baseline)" if a == page.baseline_arm else _switch_text(page, a)}
+            for a in page.all_arms]
     variables = c.manifest.get("variables", {})
     eff = {a: effective_env(c, a) for a in page.all_arms}
     names = [v for v in sorted(next(iter(eff.values()))) if len({e[v] for e in eff.values()}) > 1 or
              any(v in c.environments.get(c.arm_environment(a), {}).get("variables", {}) for a in page.all_arms)]
     var_rows = [{"Variable": v, "Built-in default": variables.get(v, {}).get("default", "—"),
-                 **{a: eff[a][v] for a in page.all_arms}, "What it does": variables.get(v, {}).get("description", "")}
-                for v in names]
+                 **{a: eff[a][v] for a in page.all_arms}} for v in names]
+    meaning = "".join(f"<li><code>{bd.esc(v)}</code>: {bd.esc(variables[v].get('description', ''))}</li>"
+                      for v in names if variables.get(v, {}).get("description"))
     bd.record("switches", {a: list(page.ablation.switches.get(a, ())) for a in page.arms})
     bd.record("notes", page.notes)
     notes = "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in page.notes)
@@ -227,7 +228,7 @@ def switches(page: Page) -> bd.Block:
             "Switches are the variables whose value differs from the baseline arm's (set, else built-in default).")))
         + str(bd.table(var_rows, id="ablation-variables", caption=(
             "Effective value of each variable per arm; the built-in default applies where an environment sets nothing.")))
-        + notes)
+        + (f"<ul>{meaning}</ul>" if meaning else "") + notes)
 
 
 # ---- the table ----------------------------------------------------------------------------------
@@ -263,7 +264,7 @@ def ablation_table(page: Page) -> bd.Block:
     by = {(r["arm"], r["phase"], r["prompt_class"]): r for r in rows}
     out = []
     for a in page.all_arms:
-        row: dict[str, Any] = {"Arm": _label(page, a), "Environment": page.camp.arm_environment(a)}
+        row: dict[str, Any] = {"Arm": a, "Environment": page.camp.arm_environment(a)}
         for k in page.keys:
             r = by.get((a, *k))
             d = _digits(page, k)
@@ -300,7 +301,7 @@ def range_charts(page: Page) -> bd.Block:
                           for r in rows if (r["phase"], r["prompt_class"]) == k])
         b = d.filter(pl.col("role") == "baseline")
         x = alt.X("median:Q", title=f"{k[0]} {_unit(page, k)}", scale=alt.Scale(zero=False))
-        y = alt.Y("arm:N", sort=page.all_arms, title=None)
+        y = alt.Y("arm:N", sort=page.all_arms, title=None, axis=alt.Axis(labelLimit=240))
         color = alt.Color("role:N", title="vs baseline", scale=alt.Scale(
             domain=["baseline", "within noise", "result"], range=["#4a5568", "#a0aec0", "#c05621"]))
         band = alt.Chart(b).mark_rect(opacity=0.15, color="#4a5568").encode(x="min:Q", x2="max:Q")
@@ -308,12 +309,14 @@ def range_charts(page: Page) -> bd.Block:
         pts = alt.Chart(d).mark_point(filled=True, size=70).encode(x=x, y=y, color=color, shape=alt.Shape(
             "role:N", legend=None, scale=alt.Scale(domain=["baseline", "within noise", "result"],
                                                    range=["diamond", "circle", "circle"])))
-        ch = alt.layer(band, rng, pts).properties(width=300, height=24 * len(page.all_arms),
-                                                  title=f"{cell_title(page, k)} — {cell_context(page, k)}")
+        ch = alt.layer(band, rng, pts).properties(width=300, height=24 * len(page.all_arms), padding={"left": 30, "top": 5, "right": 5, "bottom": 5},
+                                                  title=f"{cell_title(page, k)} ({_tokens(page, k[1])} prompt tok, "
+                                                        f"{page.camp.generation_tokens} generated)")
         parts.append(str(bd.chart(ch, id=f"range-{k[0].replace(' ', '-')}-{k[1]}")))
     return bd.Block("<h2>Ranges per cell</h2>" + str(bd.text(
         "Dot = median, bar = min–max of the samples; the shaded band is the baseline arm's range (diamond). "
-        "A bar that overlaps the band is within noise whatever its median says.")) + '<div class="bb-grid">' + "".join(parts) + "</div>")
+        "A bar that overlaps the band is within noise whatever its median says."))
+        + '<div class="bb-chart-grid" style="display:flex;flex-wrap:wrap;gap:0 2rem">' + "".join(parts) + "</div>")
 
 
 # ---- interactions and findings -----------------------------------------------------------------
