@@ -8,7 +8,7 @@ DATA ?= data
 REPORTS ?= reports
 
 .DEFAULT_GOAL := help
-.PHONY: help setup report test lab bench check-offline clean browser-deps
+.PHONY: help setup report test lab bench check-offline clean browser-deps prometheus-deps
 
 help: ## list the targets
 	@echo "benchbook — make targets:"
@@ -32,7 +32,14 @@ browser-deps: ## install Debian's chromium for the browser tests (needs root or 
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium > /dev/null; \
 	fi
 
-test: $(STAMP) browser-deps ## run the whole test suite
+prometheus-deps: ## install Debian's prometheus + promtool for the Prometheus-source tests (root or sudo)
+	@if ! [ -x /usr/bin/prometheus ] || ! [ -x /usr/bin/promtool ]; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus > /dev/null; \
+	  $$SUDO systemctl disable --now prometheus 2>/dev/null || true; \
+	fi
+
+test: $(STAMP) browser-deps prometheus-deps ## run the whole test suite
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 lab: $(STAMP) ## JupyterLab on the notebooks

@@ -1,0 +1,97 @@
+"""The baseline page: papermill runs notebooks/baseline.ipynb; tests assert on the values it records."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchbook import baseline
+from benchbook.ingest.campaign import load_campaign
+from benchbook.offline import scan_html
+from benchbook.render import render_campaign, render_page
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "baseline.ipynb"
+MINI = ROOT / "tests" / "fixtures" / "mini"
+DSV = ROOT / "data" / "dsv4-163"
+
+
+def _values(html: Path) -> dict:
+    return json.loads(html.with_suffix(".values.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def dsv_page(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dsv")
+    res = render_campaign(DSV, out, pages=["baseline"])
+    assert res.rendered and not res.failed
+    return out / "baseline.html"
+
+
+def test_mini_campaign_values_match_the_library(tmp_path):
+    html = tmp_path / "baseline.html"
+    render_page(NOTEBOOK, {"campaign": str(MINI)}, html, title="mini")
+    v = _values(html)
+    camp = load_campaign(MINI)
+    rows = baseline.whole_request_rows(camp)
+    assert [r["run"] for r in v["whole_request"]] == [r["run"] for r in rows]
+    assert v["whole_request"][0]["single_tok_s"] == pytest.approx(rows[0]["single_tok_s"])
+    cells = baseline.phase_cells(camp)
+    got = {(c["arm"], c["prompt_class"], c["metric"]): c["median"] for c in v["phase_cells"]}
+    for r in cells.iter_rows(named=True):
+        assert got[(r["arm"], r["prompt_class"], r["metric"])] == pytest.approx(r["median"])
+    assert any("warm-up" in e["Reason"] for e in v["exclusions"])
+    assert v["provenance"] == "synthetic"
+
+
+def test_dsv_page_records_the_seed_verdicts(dsv_page):
+    v = _values(dsv_page)
+    assert round(v["noise_spread"] * 100, 1) == 7.5
+    cmp = {(c["baseline"], c["candidate"], c["metric"], c["context"]): c for c in v["comparisons"]}
+    dec = [c for k, c in cmp.items() if k[:3] == ("default", "tuned", "decode_tok_s")]
+    assert sorted(round(c["ratio"], 2) for c in dec) == [1.46, 1.48] and all(c["is_result"] for c in dec)
+    clamps = {c["arm"]: c for c in v["clamps"]}
+    assert clamps["batch"]["clamped"] and not clamps["tuned"]["clamped"]
+    assert {(c["setting"], c["requested"], c["ran"]) for c in clamps["batch"]["clamps"]} == {
+        ("max_batch_size", 8, 1), ("prefill_token_budget", 4096, 0)}
+    sentences = " ".join(v["verdict_sentences"])
+    assert "7.5%" in sentences and "serial, serial2, tuned, tuned2, batch, serial-ccb339d" in sentences
+    assert "batched vs serial" in sentences and "1.62x" in sentences
+    assert {r["run"] for r in v["memory"]} == {"memory-default", "memory-tuned", "memory-batch", "memory-serial", "memory-batched"}
+
+
+def test_dsv_page_is_self_contained(dsv_page):
+    assert scan_html(dsv_page.read_text(), str(dsv_page)) == []
+
+
+def test_rendering_twice_is_identical_with_source_date_epoch(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1790000000")
+    monkeypatch.setenv("BENCHBOOK_GIT_SHA", "0" * 40)  # a teammate committing mid-test must not matter
+    a, b = tmp_path / "a" / "baseline.html", tmp_path / "b" / "baseline.html"
+    for out in (a, b):
+        render_page(NOTEBOOK, {"campaign": str(MINI)}, out, title="mini")
+    assert a.read_bytes() == b.read_bytes()
+
+
+def test_bad_input_inside_the_notebook_is_exit_2_and_keeps_the_last_page(tmp_path):
+    from benchbook.cli import main
+
+    camp = tmp_path / "c"
+    shutil.copytree(MINI, camp)
+    out = tmp_path / "out"
+    assert main(["render", str(camp), "--out", str(out), "--page", "baseline"]) == 0
+    good = (out / "baseline.html").read_bytes()
+    snap = next((camp / "runs" / "phases-serial" / "metrics").glob("*.prom"))
+    snap.write_text("pocket_tokens_total{type=\"prompt\" 12\n")
+    assert main(["render", str(camp), "--out", str(out), "--page", "baseline"]) == 2
+    assert (out / "baseline.html").read_bytes() == good
+
+
+@pytest.mark.browser
+def test_dsv_page_in_chromium(dsv_page, open_page):
+    report = open_page(dsv_page, table_ids=["bb-whole-request-s-1536681", "bb-phase-split-s-1536681", "bb-memory",
+                                            "bb-clamps", "bb-comparisons"],
+                       screenshot="baseline-dsv4-163.png")
+    assert report.ok, report.problems()
+    assert report.charts >= 2
