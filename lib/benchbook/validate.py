@@ -35,6 +35,13 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
     camp: Campaign | None = _collect(lambda: load_campaign(root), errors)
     if camp is None:
         return errors
+    pd_runs = {}
+    if camp.runs_of("pd"):
+        from .ingest.pd import load_pd_campaign
+
+        pdc = _collect(lambda: load_pd_campaign(root), errors)
+        if pdc is not None:
+            pd_runs = {r.id: r for r in pdc.runs}
     out(f"{root / 'campaign.json'}: campaign {camp.title!r}: {len(camp.arms)} arms, {len(camp.runs)} runs, "
         f"engine profile {camp.profile.name}, provenance {camp.manifest['provenance']}")
     total = len(camp.runs)
@@ -71,8 +78,10 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
             if tabs is not None:
                 gpu, host, _ = tabs
                 out(f"{r.file}: {host.height} memory samples, {gpu['rank'].n_unique()} ranks")
-        elif r.harness == "pd":
-            out(f"{r.file}: PD run (checked by the PD reader)")
+        elif r.harness == "pd" and r.id in pd_runs:
+            p = pd_runs[r.id]
+            extra = (", per-request records" if p.requests_file else "") + (", prefill log" if p.prefill_log else "")
+            out(f"{r.file}: PD run, windows {', '.join(sorted(p.windows))}{extra}, valid")
         if r.server_log.exists():
             text = _collect(lambda: camp.server_log_text(r), errors) or ""
             startup = next((ln.strip() for ln in text.splitlines() if "batch width" in ln), None)
