@@ -79,6 +79,12 @@ def checks(camp, rule: str = "seed") -> list[dict[str, Any]]:
     return out
 
 
+def _Excl(**kw):
+    from .ingest.campaign import Exclusion
+
+    return Exclusion(**kw)
+
+
 def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None = None) -> dict[str, Any]:
     import polars as pl
 
@@ -94,6 +100,14 @@ def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None
         cells += wc.drop("discarded").to_dicts()
     comps = baseline.comparisons(camp, rule=rule, warmup_rounds=warmup_rounds)
     chk = checks(camp, rule)
+    if camp.runs_of("pd"):
+        from . import pd
+
+        rep = pd.analyse(camp.root).as_dict()
+        cells += rep["cells"]
+        comps += rep["comparisons"]
+        chk += rep["checks"]
+        camp.exclusions.extend(_Excl(**{k: e[k] for k in ("file", "sample", "reason")}) for e in rep["exclusions"])
     nz = baseline.noise(camp)
     # Each exclusion once, in the order found.
     seen, excl = set(), []
@@ -140,7 +154,7 @@ def run(args) -> int:
           f"{len(s['exclusions'])} exclusions")
     for c in s["comparisons"]:
         print(f"  {c['candidate']} vs {c['baseline']} {c['metric']} [{c['context']}]: "
-              f"{c['ratio']:.3f}x ({c['change_pct']:+.1f}%) {c['mark']} {c['verdict']}")
+              f"{c['ratio']:.3f}x ({c['change_pct']:+.1f}%) {c.get('mark', '')} {c['verdict']}")
     for c in s["checks"]:
         print(f"  [{c['status']}] {c['name']}: {c['detail']}")
     for e in s["exclusions"]:
