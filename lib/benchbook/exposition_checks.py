@@ -82,7 +82,10 @@ def check_families(families: Iterable, text: str, source: str | Path, openmetric
     from prometheus_client.validation import METRIC_NAME_RE
 
     families = list(families)
-    all_samples = [s for fam in families for s in fam.samples]
+    by_name: dict[str, list] = {}
+    for fam in families:
+        for s in fam.samples:
+            by_name.setdefault(s.name, []).append(s)
     declared_sample: dict = {}
     declared: dict[str, str] = {}  # family -> type, once it has had samples
     seen_series: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
@@ -122,7 +125,7 @@ def check_families(families: Iterable, text: str, source: str | Path, openmetric
                         f"counter {_describe(s)} has value {s.value:g}; a counter is never negative",
                     )
         elif fam.type in _HIST_TYPES:
-            _check_histogram(fam, all_samples, text, source, openmetrics)
+            _check_histogram(fam, by_name, text, source, openmetrics)
         elif fam.type == "summary":
             for s in fam.samples:
                 if "quantile" in s.labels:
@@ -139,13 +142,13 @@ def check_families(families: Iterable, text: str, source: str | Path, openmetric
                     )
 
 
-def _check_histogram(fam, all_samples: list, text: str, source, openmetrics: bool) -> None:
+def _check_histogram(fam, by_name: dict[str, list], text: str, source, openmetrics: bool) -> None:
     groups: dict[tuple, dict] = {}
     base = fam.name
     # Samples of the family wherever they are (prometheus_client splits a family whose lines
     # resume after another family's; their names still say where they belong).
-    names = {base + sfx for sfx in ("_bucket", "_gbucket", "_count", "_gcount", "_sum", "_gsum")}
-    for s in (x for x in all_samples if x.name in names):
+    names = [base + sfx for sfx in ("_bucket", "_gbucket", "_count", "_gcount", "_sum", "_gsum")]
+    for s in (x for n in names for x in by_name.get(n, ())):
         rest = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
         g = groups.setdefault(rest, {"buckets": [], "count": None, "sum": None})
         if s.name in (base + "_bucket", base + "_gbucket"):
