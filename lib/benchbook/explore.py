@@ -6,7 +6,7 @@ ladder, the phase split per arm, memory over time) is here, so the notebook stay
 
 Frames (all polars):
 
-``requests``       one row per whole request (warm-up included, ``scenario == "warmup"``)
+``requests``       one row per whole request (warm-up rows included, scenario warmup)
 ``ladder``         one row per (run, scenario, n) group: wall, aggregate rate, queue shape
 ``phase_samples``  one row per phase sample with its prefill/decode split
 ``phase_cells``    median [min–max] per (arm, prompt class, metric) after the warm-up discard
@@ -16,6 +16,7 @@ Frames (all polars):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,8 +107,8 @@ def overview(t: Tables) -> bd.Block:
     counts = t.counts()
     bd.record("rows", counts)
     bd.record("campaign", t.camp.name)
-    doc = {line.split()[0].strip("`"): line.split("  ", 1)[-1].strip()
-           for line in (__doc__ or "").splitlines() if line.startswith("``")}
+    doc = {name: m.group(2) for line in (__doc__ or "").splitlines()
+           if (m := re.match(r"^((?:``\w+``(?: / )?)+)\s+(.*)$", line)) for name in re.findall(r"``(\w+)``", m.group(1))}
     rows = [{"Frame": f"t.{name}", "Rows": counts[name], "Columns": ", ".join(getattr(t, name).columns),
              "Holds": doc.get(name, "")} for name in Tables.FRAMES]
     return bd.Block(str(bd.heading(f"Explore: {t.camp.title}", 1)) + str(bd.text(
