@@ -222,11 +222,11 @@ def lifecycle(page: Page) -> bd.Block:
     bars = base.mark_bar().encode(
         x=alt.X("seconds:Q", stack="zero", title="mean seconds per request (TTFT + time generating = E2E)"),
         color=alt.Color("phase:N", title=None, sort=["before first token (TTFT)", "generating (E2E − TTFT)"],
-                        legend=alt.Legend(orient="bottom")),
+                        legend=alt.Legend(orient="bottom", direction="vertical")),
         order=alt.Order("order:Q"))
     labels = base.mark_text(align="left", dx=3, color="white", fontSize=11).encode(
         x=alt.X("start:Q"), text="label:N").transform_filter("datum.order == 0").transform_calculate(start="0")
-    ch = (bars + labels).properties(width=520, height=36 * max(1, len(plot)))
+    ch = (bars + labels).properties(width=520, height=36 * max(1, len(plot)), padding={"left": 10, "top": 5, "right": 5, "bottom": 5})
     return bd.Block("<h2>Request lifecycle: waiting for the first token vs generating</h2>"
                     + str(bd.chart(ch, id="pd-lifecycle", caption=(
                         f"Mean TTFT and mean time generating per run ({_ctx(page)}). One run per arm: these are single "
@@ -263,23 +263,31 @@ def throughput(page: Page) -> bd.Block:
                "Verdict": bd.mark("fail" if c["verdict"] == pd.INVALID_WINDOW else "noise" if "not a result" in c["verdict"]
                                   or "unreplicated" in c["verdict"] else "result", c["verdict"]),
                "Why": c["reason"]} for c in gains]
+    bad = {c["name"].split(": ", 1)[-1] for c in page.report.checks
+           if c["name"].startswith("native window validity") and c["status"] != "pass"}
     d = pl.DataFrame([{"run": x["run"], "arm": x["arm"], "window": x["window"], "load": x["load"],
-                       "per_card": x["per_card"]} for x in rows])
+                       "per_card": x["per_card"],
+                       "window rule": "fails the window rule" if x["window"] == "native" and x["run"] in bad else "usable"}
+                      for x in rows])
     arms = list(page.camp.arms)
     pts = alt.Chart(d).mark_point(filled=True, size=90).encode(
-        x=alt.X("per_card:Q", title="output token/s per card", scale=alt.Scale(zero=False)),
+        x=alt.X("per_card:Q", title="output token/s per card", scale=alt.Scale(zero=False, padding=12)),
         y=alt.Y("window:N", sort=["whole", "native"], title=None),
-        color=alt.Color("arm:N", sort=arms, title="arm"), shape=alt.Shape("arm:N", sort=arms, title="arm"),
+        color=alt.Color("arm:N", sort=arms, title="arm"), shape=alt.Shape("arm:N", sort=arms, legend=None),
+        opacity=alt.Opacity("window rule:N", sort=["usable", "fails the window rule"],
+                            scale=alt.Scale(range=[1.0, 0.3])),
         tooltip=["run:N", "per_card:Q"])
     rule = alt.Chart(d).mark_rule(color="#a0aec0").encode(
         x="min(per_card):Q", x2="max(per_card):Q", y=alt.Y("window:N", sort=["whole", "native"]))
     ch = alt.layer(rule, pts).properties(width=420, height=70).facet(
-        row=alt.Row("load:N", title=None, sort=sorted(set(d["load"].to_list()), reverse=True)))
+        row=alt.Row("load:N", title=None, sort=sorted(set(d["load"].to_list()), reverse=True),
+                    header=alt.Header(labelAngle=0, labelOrient="top", labelAnchor="start", labelFontWeight="bold")))
     return bd.Block("<h2>Throughput per card: whole vs native window</h2>"
                     + str(bd.chart(ch, id="pd-throughput", caption=(
                         f"Output throughput per card per arm, by window and load ({_ctx(page)}). One run per arm: each "
                         "point is a single value, not a median; the grey line joins the arms and is the gain, not a "
-                        "noise range — no spread was measured.")))
+                        "noise range — no spread was measured. Faded points come from a native window that fails the "
+                        "window rule.")))
                     + str(bd.table(table, id="pd-throughput-table", caption=(
                         "Per card = system output token throughput / (prefill + decode cards).")))
                     + "<h3>Gains</h3>" + str(bd.table(gtable, id="pd-gains", caption=(
@@ -396,11 +404,12 @@ def batch_seam(page: Page) -> bd.Block:
                 x0 += p["new_tokens"]
             labels.append({"cap": f"prefill max requests {k[3:]}", "batch": i + 1, "end": x0, "label": fmt(b)})
     sd, ld = pl.DataFrame(segs), pl.DataFrame(labels)
-    xs = alt.Scale(domain=[0, int(chunk * 1.9)])
+    xs = alt.Scale(domain=[0, int(chunk * 1.6)])
     bars = alt.Chart(sd).mark_bar(stroke="white", strokeWidth=1).encode(
         y=alt.Y("batch:O", title="prefill batch"),
-        x=alt.X("x0:Q", scale=xs, title=f"new input tokens in the batch (budget {chunk})"), x2="x1:Q",
-        color=alt.Color("request:N", title="request"))
+        x=alt.X("x0:Q", scale=xs, title=f"new input tokens in the batch (budget {chunk})",
+                axis=alt.Axis(values=[0, chunk // 2, chunk])), x2="x1:Q",
+        color=alt.Color("request:N", title="request", legend=alt.Legend(orient="bottom", direction="horizontal")))
     txt = alt.Chart(ld).mark_text(align="left", dx=4, fontSize=11).encode(
         y=alt.Y("batch:O"), x=alt.X("end:Q", scale=xs), text="label:N")
     ch = alt.hconcat(*[alt.layer(bars.transform_filter(alt.datum.cap == c), txt.transform_filter(alt.datum.cap == c))
@@ -416,7 +425,7 @@ def batch_seam(page: Page) -> bd.Block:
                                   cut=cut[0].split(" = ")[1]))
                     + str(bd.chart(ch, id="pd-seam", caption=(
                         "Each bar is one prefill batch; segments are requests (letters A, B, C… in arrival order), "
-                        "labels give the first request's new tokens. Replayed on the CPU from the scheduler settings: "
+                        "labels give each request's new input tokens in that batch. Replayed on the CPU from the scheduler settings: "
                         "a mechanism, not a measurement.")))
                     + str(bd.table(table, id="pd-seam-table", caption=(
                         "Per batch: request letter and new input tokens it contributes. Tails are charged whole "
