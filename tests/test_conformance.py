@@ -179,3 +179,26 @@ def test_real_vllm_capture_passes_the_extra_checks():
         pytest.skip("shared real data not available")
     snap = prometheus.read(p)
     assert snap.types
+
+
+def test_openmetrics_snapshots_in_a_campaign(tmp_path, capsys):
+    """A phases run whose snapshots were scraped as OpenMetrics validates like the 0.0.4 one."""
+    import shutil
+
+    from benchbook.cli import main
+
+    mini = Path(__file__).parent / "fixtures" / "mini"
+    root = tmp_path / "mini"
+    shutil.copytree(mini, root)
+    for p in (root / "runs/phases-serial/metrics").glob("*.prom"):
+        text = p.read_text()
+        for fam in ("pocket_tokens", "pocket_requests"):
+            text = text.replace(f"# TYPE {fam}_total counter", f"# TYPE {fam} counter")
+            text = text.replace(f"# HELP {fam}_total ", f"# HELP {fam} ")
+        p.write_text(text + "# EOF\n")
+        assert prometheus.is_openmetrics(p.read_text())
+    assert main(["validate", str(mini)]) == 0
+    want = capsys.readouterr().out.replace(str(mini), "ROOT")
+    assert main(["validate", str(root)]) == 0
+    got = capsys.readouterr().out.replace(str(root), "ROOT")
+    assert got == want
