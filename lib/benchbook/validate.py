@@ -116,7 +116,7 @@ def validate_file(path: Path, out=print) -> list[InputError]:
         snap = _collect(lambda: prometheus.read(path), errors)
         if snap is not None:
             n = sum(len(v) for v in snap.values.values())
-            out(f"{path}: Prometheus text exposition: {len(snap.types)} families, {n} samples")
+            out(f"{path}: Prometheus text exposition: {len(snap.types)} families, {n} samples; {_engine_line(snap)}")
         return errors
     from .jsonfile import load_json, validate
 
@@ -152,6 +152,30 @@ def validate_file(path: Path, out=print) -> list[InputError]:
         for line in formats.describe(runs):
             out(f"{path}: {line}")
     return errors
+
+
+def _engine_line(snap) -> str:
+    """Which engine profile the names match, and what the common quantities read (per series)."""
+    from .errors import InputError as _IE
+    from .profiles import detect_profile
+
+    try:
+        prof = detect_profile(snap)
+    except _IE:
+        return "no LLM-engine profile matches its metric names"
+    parts = []
+    for q in ("requests_success", "generation_tokens", "running", "waiting"):
+        if not prof.has(q):
+            continue
+        ref = prof.ref(q)
+        series = snap.match(ref.name, ref.label_dict)
+        if series:
+            vals = sorted({f"{v:g}" for v in series.values()})
+            parts.append(f"{q}={'/'.join(vals[:4])}" + (f" ({len(series)} series)" if len(series) > 1 else ""))
+    ttft = snap.series(prof.ref("ttft").name + "_count") if prof.has("ttft") else {}
+    if ttft:
+        parts.append(f"ttft_count={'/'.join(sorted({f'{v:g}' for v in ttft.values()}))}")
+    return f"engine profile {prof.name}" + (": " + ", ".join(parts) if parts else "")
 
 
 def _looks_json(path: Path) -> bool:
