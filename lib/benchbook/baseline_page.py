@@ -314,6 +314,60 @@ def phase_chart(page: Page) -> bd.Block:
         "Overlapping bars are within noise."))
 
 
+# ---- engine gauges from a Prometheus server -------------------------------------------------------
+GAUGE_TITLES = {"running": "running requests", "waiting": "waiting requests", "kv_cache_usage": "KV-cache usage (fraction)",
+                "prompt_tokens_rate": "prompt tok/s (rate)", "generation_tokens_rate": "generated tok/s (rate)"}
+
+
+def engine_gauges(page: Page) -> bd.Block:
+    """Running/waiting requests, KV-cache usage and token rates over each run's window, from the
+    campaign's Prometheus source (``promsource.fetch_gauges``). Empty for capture-file campaigns."""
+    import altair as alt
+    import polars as pl
+
+    from . import promsource
+    from .promsource import DEFAULT_TIMEOUT_S
+
+    c = page.camp
+    frames, notes, spans = [], [], []
+    for r in c.runs:
+        windows = c.prometheus_windows(r) if r.arm in page.arms else []
+        if not windows:
+            continue
+        src = c.prometheus_source(r)
+        t0, t1 = min(w[0] for w in windows), max(w[1] for w in windows)
+        try:
+            g = promsource.fetch_gauges(src["url"], t0, t1, src["matchers"], c.profile, step=src.get("step_s"),
+                                        timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S))
+        except InputError as e:  # the server has none of these gauges for the run: say so, chart nothing
+            notes.append(f"{r.id}: no gauge series on the server for this run ({e.reason})")
+            continue
+        spans.append({"run": r.id, "t0": t0, "t1": t1})
+        frames.append(g.with_columns(pl.lit(r.id).alias("run"), (pl.col("t") - t0).alias("s")))
+    if not frames and not notes:
+        return bd.Block("")
+    d = pl.concat(frames) if frames else None
+    summary = [] if d is None else [
+        {"run": k[0], "quantity": k[1], "points": g.height, "min": g["value"].min(), "max": g["value"].max(),
+         "mean": g["value"].mean()}
+        for k, g in sorted(d.group_by(["run", "quantity"]), key=lambda kg: kg[0])
+    ]
+    bd.record("engine_gauges", {"spans": spans, "series": summary, "notes": notes})
+    out = ["<h2>Engine state over each run</h2>"]
+    if d is not None:
+        d = d.with_columns(pl.col("quantity").replace_strict(GAUGE_TITLES, default=pl.col("quantity")).alias("gauge"))
+        ch = alt.Chart(d.select("run", "gauge", "s", "value")).mark_line(interpolate="step-after").encode(
+            x=alt.X("s:Q", title="seconds since the run's first window"), y=alt.Y("value:Q", title=None),
+            color=alt.Color("run:N", title="run"),
+        ).properties(width=520, height=110).facet(row=alt.Row("gauge:N", title=None)).resolve_scale(y="independent")
+        src_names = sorted({promsource._public_url(c.prometheus_source(c.run(x["run"]))["url"]) for x in spans})
+        out.append(str(bd.chart(ch, id="engine-gauges", caption=(
+            f"Gauges and token rates from the Prometheus server ({', '.join(src_names)}) over each run's span, first "
+            "sample window to last. Rates are rate() over several scrape intervals: interval rates, not throughput."))))
+    out += [f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes]
+    return bd.Block("".join(out))
+
+
 # ---- comparisons and amortization -------------------------------------------------------------
 METRIC_NAMES = {**{k: v[3] for k, v in baseline.PHASE_METRICS.items()}, **{k: v[3] for k, v in baseline.WHOLE_METRICS.items()}}
 

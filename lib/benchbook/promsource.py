@@ -84,15 +84,50 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
-def selector(name: str, matchers: Mapping[str, str], extra: Iterable[tuple[str, str]] = ()) -> str:
-    """PromQL instant-vector selector ``name{k="v",…}`` (labels sorted, values escaped)."""
+def selector(
+    name: str,
+    matchers: Mapping[str, str],
+    extra: Iterable[tuple[str, str]] = (),
+    regex: Mapping[str, str] | None = None,
+) -> str:
+    """PromQL instant-vector selector ``name{k="v",…,r=~"a|b"}`` (labels sorted, values escaped).
+
+    ``regex`` adds ``=~`` matchers (a label whose series are summed on purpose, see ``_summed``).
+    """
     labels = dict(extra)
     labels.update(matchers)
-    for k in labels:
+    rx = dict(regex or {})
+    for k in list(labels) + list(rx):
         if not _LABEL_NAME.match(k):
             raise InputError("<matchers>", k, "not a valid Prometheus label name")
-    inner = ",".join(f'{k}="{_escape(str(v))}"' for k, v in sorted(labels.items()))
+    parts = [(k, f'{k}="{_escape(str(v))}"') for k, v in labels.items() if k not in rx]
+    parts += [(k, f'{k}=~"{_escape(v)}"') for k, v in rx.items()]
+    inner = ",".join(p for _k, p in sorted(parts))
     return f"{name}{{{inner}}}"
+
+
+def _sum_regex(ref: MetricRef) -> dict[str, str]:
+    """``{sum_label: "v1|v2"}`` for a quantity whose series are added up (vLLM's finished_reason)."""
+    if ref.sum_label is None:
+        return {}
+    return {ref.sum_label: "|".join(re.escape(v) for v in ref.sum_values)}
+
+
+def _summed(ref: MetricRef, expr: str) -> str:
+    """``sum without(label) (expr)`` when the quantity adds up the series of one label, else expr.
+
+    Mirrors ``enginemetrics._select``: only that label is summed away; every other label (model,
+    engine rank) still keeps series apart.
+    """
+    return f"sum without({ref.sum_label}) ({expr})" if ref.sum_label is not None else expr
+
+
+def _selects(ref: MetricRef, key: LabelKey) -> bool:
+    """Whether a series (label key) is one the quantity reads: its labels, and a summed value."""
+    d = dict(key)
+    if any(d.get(k) != v for k, v in ref.labels):
+        return False
+    return ref.sum_label is None or d.get(ref.sum_label) in ref.sum_values
 
 
 def sample_names(ref: MetricRef) -> list[str]:
@@ -268,10 +303,11 @@ class Window:
     resets: list[Reset] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
 
-    def reset_of(self, name: str, labels: Mapping[str, str] | None = None) -> Reset | None:
+    def reset_of(self, name: str, labels: Mapping[str, str] | None = None, ref: MetricRef | None = None) -> Reset | None:
+        """The first reset of ``name`` whose labels include ``labels`` (and that ``ref`` reads)."""
         want = (labels or {}).items()
         for r in self.resets:
-            if r.name == name and all(item in r.labels for item in want):
+            if r.name == name and all(item in r.labels for item in want) and (ref is None or _selects(ref, r.labels)):
                 return r
         return None
 
@@ -280,7 +316,7 @@ class Window:
         for q in quantities:
             ref = profile.ref(q)
             for name in sample_names(ref):
-                r = self.reset_of(name, ref.label_dict)
+                r = self.reset_of(name, ref.label_dict, ref)
                 if r is not None:
                     raise phases_mod.Excluded(r.describe())
 
@@ -383,14 +419,17 @@ def _fetch_window(
                     )
     for q in quantities:  # the series a quantity selects by label (type="prompt") must be there too
         ref = profile.ref(q)
-        if not ref.labels:
+        if not ref.labels and ref.sum_label is None:
             continue
         for snap, at in ((before, t0), (after, t1)):
-            if not snap.match(ref.name, ref.label_dict):
+            if not any(_selects(ref, k) for k in snap.series(ref.name)):
+                want = _fmt_labels(ref.labels) if ref.labels else "{}"
+                if ref.sum_label is not None:
+                    want += f" and {ref.sum_label} in {'/'.join(ref.sum_values)}"
                 raise InputError(
                     client.name,
                     f"query {selector(ref.name, matchers)!r} at {_fmt_t(at)}",
-                    f"has no series with {_fmt_labels(ref.labels)} (needed for {q}); "
+                    f"has no series with {want} (needed for {q}); "
                     f"it returned {', '.join(_fmt_labels(k) for k in snap.series(ref.name)) or 'nothing'}",
                 )
     win.queries = client.queries[first:]
@@ -442,11 +481,11 @@ def fetch_gauges(
             if not profile.has(q):
                 continue
             ref = profile.ref(q)
-            sel = selector(ref.name, matchers, ref.labels)
+            sel = selector(ref.name, matchers, ref.labels, _sum_regex(ref))
             if ref.kind == "gauge":
-                expr, label = sel, q
-            elif ref.kind == "counter":
-                expr, label = f"rate({sel}[{math.ceil(rw * 1000)}ms])", f"{q}_rate"
+                expr, label = _summed(ref, sel), q
+            elif ref.kind == "counter":  # rate per series first, then the sum (a reset stays per series)
+                expr, label = _summed(ref, f"rate({sel}[{math.ceil(rw * 1000)}ms])"), f"{q}_rate"
             else:
                 continue  # histograms are not charted as time series here
             asked.append(expr)
@@ -500,7 +539,7 @@ def check_source(
                 continue
             ref = profile.ref(q)
             for name in sample_names(ref):
-                sel = selector(name, matchers, ref.labels if ref.kind != "histogram" else ())
+                sel = selector(name, matchers, ref.labels if ref.kind != "histogram" else (), _sum_regex(ref))
                 if not client.series(sel, s, e):
                     problems.append(f"{client.name}: {sel}: no such series on the server (needed for {q})")
     except (SourceError, InputError) as err:

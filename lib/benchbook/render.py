@@ -27,7 +27,7 @@ from typing import Any
 
 from . import __version__
 from .display import VALUES_MIME
-from .errors import EXIT_BAD_INPUT, EXIT_RENDER, InputError, RenderError
+from .errors import EXIT_BAD_INPUT, EXIT_RENDER, InputError, RenderError, SourceError
 
 ROOT = Path(__file__).resolve().parents[2]
 # the checkout's notebooks/; an installed (non-editable) package ships them as benchbook/notebooks/
@@ -260,6 +260,9 @@ def render_page(
             parts = _first_line(e.evalue).split(": ", 2)
             if len(parts) == 3:
                 raise InputError(parts[0], parts[1], f"{parts[2]} (page {page}, {cell})") from None
+        if e.ename == "SourceError":  # a Prometheus server the campaign names did not answer: exit 4
+            src, _, reason = _first_line(e.evalue).partition(": ")
+            raise SourceError(src, f"{reason} (page {page}, {cell})") from None
         raise RenderError(page, f"{notebook.name} {cell}: {line}") from None
     except Exception as e:  # kernel died, timeout, bad notebook JSON: one line, exit 3
         raise RenderError(page, f"{notebook.name}: {type(e).__name__}: {_first_line(str(e))}") from None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from .errors import EXIT_BAD_INPUT, InputError, InputErrors
+from .errors import EXIT_BAD_INPUT, EXIT_SOURCE, InputError, InputErrors, SourceError
 
 
 def add_arguments(p) -> None:
@@ -23,6 +23,8 @@ def _collect(fn, errors: list[InputError]):
     except InputErrors as e:
         errors.extend(e.errors)
     except InputError as e:
+        errors.append(e)
+    except SourceError as e:  # an unreachable Prometheus server: listed like the rest, exit 4
         errors.append(e)
     return None
 
@@ -51,6 +53,8 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
         print(f"[{i}/{total}] {r.id}", file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
         # Each run is checked on its own so one bad run does not hide problems in the others.
         single = _single_run_campaign(camp, r)
+        if not _prometheus_ok(camp, r, i - 1, errors, out):
+            continue
         if r.harness == "requests":
             df = _collect(lambda: single.requests, errors)
             if df is not None:
@@ -94,6 +98,46 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
                 f"arm {arm!r} has no usable {what}: {n_excl} excluded, the rest warm-up (reasons listed above)",
             ))
     return errors
+
+
+def _prometheus_ok(camp, run, index: int, errors: list, out) -> bool:
+    """When the run names a Prometheus source: ``promsource.check_source`` over its windows.
+
+    An unreachable server is a SourceError (exit 4); series the phase split needs but the server
+    lacks are InputErrors (exit 2). False when the run's samples cannot be read from the source.
+    """
+    from . import phases, promsource
+
+    named = camp.manifest.get("prometheus") or any(r.get("prometheus") for r in camp.manifest["runs"] if r["id"] == run.id)
+    if not named:
+        return True
+    src = _collect(lambda: camp.prometheus_source(run), errors)
+    windows = _collect(lambda: camp.prometheus_windows(run), errors)
+    if src is None or windows is None:  # listed by _collect
+        return False
+    where = f"$.runs[{index}].prometheus"
+    mpath = camp.root / "campaign.json"
+    try:
+        client = promsource.PromClient(src["url"], src.get("timeout_s", promsource.DEFAULT_TIMEOUT_S))
+    except InputError as e:
+        errors.append(InputError(mpath, where, e.reason))
+        return False
+    with client:
+        try:
+            client.buildinfo()
+        except SourceError as e:
+            errors.append(e)
+            return False
+        start = min((t0 for t0, _ in windows), default=None)
+        end = max((t1 for _, t1 in windows), default=None)
+        quantities = phases.NEEDED if windows else []
+        problems = promsource.check_source(src["url"], src["matchers"], camp.profile, quantities,
+                                           start=start, end=end, client=client)
+    errors.extend(InputError(mpath, where, p) for p in problems)
+    span = f", {len(windows)} sample windows in [{start:.0f}, {end:.0f}]" if windows else ""
+    out(f"{mpath}: {where}: Prometheus {client.name} {src['matchers']}: "
+        + ("reachable, every needed series present" if not problems else f"{len(problems)} problem(s)") + span)
+    return not problems
 
 
 def _single_run_campaign(camp, run):
@@ -197,5 +241,6 @@ def run(args) -> int:
         print(str(e), file=sys.stderr)
     if errors:
         print(f"benchbook validate: {len(errors)} problem(s) found", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        # bad input first; only a source that could not be reached (and nothing else) is exit 4
+        return EXIT_SOURCE if all(isinstance(e, SourceError) for e in errors) else EXIT_BAD_INPUT
     return 0

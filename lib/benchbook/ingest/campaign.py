@@ -119,9 +119,22 @@ class Campaign:
                 files.add(r.server_log)
             if r.harness == "phases":
                 for s in self._phases_doc(r)["samples"]:
+                    if "window" in s:  # counters from a Prometheus server: no capture file
+                        continue
                     files.add((r.path / s["metrics_before"]).resolve())
                     files.add((r.path / s["metrics_after"]).resolve())
         return sorted(files)
+
+    # ---- Prometheus source (phase samples that give a window instead of capture files) ----
+    def prometheus_source(self, run: Run) -> dict[str, Any] | None:
+        """The run's Prometheus source: the campaign's ``prometheus`` with the run's merged over it."""
+        return prometheus_source(self.manifest, run.id, self.root / "campaign.json")
+
+    def prometheus_windows(self, run: Run) -> list[tuple[float, float]]:
+        """The ``window`` of every phase sample of a run that has one, in file order."""
+        if run.harness != "phases":
+            return []
+        return [(float(s["window"]["t0"]), float(s["window"]["t1"])) for s in self._phases_doc(run)["samples"] if "window" in s]
 
     # ---- tables -------------------------------------------------------------------------
     @cached_property
@@ -223,13 +236,16 @@ class Campaign:
                 seen[key] = i
                 if s["prompt_class"] not in self.prompt_classes and self.prompt_classes:
                     raise InputError(r.file, f"{where}.prompt_class", f"unknown prompt class {s['prompt_class']!r}")
-                if s["metrics_before"] == s["metrics_after"]:
-                    raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
-                before = snap(s["metrics_before"], f"{where}.metrics_before")
-                after = snap(s["metrics_after"], f"{where}.metrics_after")
                 label = f"{s['prompt_class']} repeat {s['repeat']}"
                 try:
-                    sp = phases_mod.split(before, after, profile, s["client_total_s"], s.get("first_event_s"))
+                    if "window" in s:
+                        sp = _window_split(self, r, s, f"{where}.window", profile)
+                    else:
+                        if s["metrics_before"] == s["metrics_after"]:
+                            raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
+                        before = snap(s["metrics_before"], f"{where}.metrics_before")
+                        after = snap(s["metrics_after"], f"{where}.metrics_after")
+                        sp = phases_mod.split(before, after, profile, s["client_total_s"], s.get("first_event_s"))
                 except phases_mod.Excluded as e:
                     self.exclusions.append(Exclusion(str(r.file), f"{where} ({label})", e.reason))
                     continue
@@ -320,6 +336,40 @@ class Campaign:
             ),
             pl.DataFrame(markers, schema={"run": pl.String, "arm": pl.String, "t": pl.Float64, "event": pl.String, "label": pl.String}),
         )
+
+
+def prometheus_source(manifest: dict[str, Any], run_id: str, mpath: Path | str = "campaign.json") -> dict[str, Any] | None:
+    """The campaign's ``prometheus`` with run ``run_id``'s merged over it (run matchers win per
+    label); None when neither names one. Keys: url, matchers, timeout_s?, step_s?."""
+    base = manifest.get("prometheus") or {}
+    i, own = next(((i, r.get("prometheus") or {}) for i, r in enumerate(manifest["runs"]) if r["id"] == run_id), (0, {}))
+    if not base and not own:
+        return None
+    merged = {**base, **own, "matchers": {**base.get("matchers", {}), **own.get("matchers", {})}}
+    if "url" not in merged:
+        raise InputError(mpath, f"$.runs[{i}].prometheus", "no url: give one here or in the campaign's prometheus")
+    return merged
+
+
+def _window_split(camp: Campaign, run: Run, sample: dict[str, Any], where: str, profile: EngineProfile) -> phases_mod.PhaseSplit:
+    """Phase split of a sample whose counters come from the run's Prometheus source.
+
+    ``promsource.fetch_window`` gives the same Snapshots as two capture files; a counter reset
+    inside the window raises ``phases.Excluded`` (the sample is listed, not used). An unreachable
+    server raises SourceError (exit 4); a query that returns nothing raises InputError (exit 2).
+    """
+    from .. import promsource
+    from ..promsource import DEFAULT_TIMEOUT_S
+
+    src = camp.prometheus_source(run)
+    if src is None:
+        raise InputError(run.file, where, "this sample gives a window but neither campaign.json nor its run names a prometheus source")
+    w = sample["window"]
+    if not w["t1"] > w["t0"]:
+        raise InputError(run.file, where, f"t1 {w['t1']} is not after t0 {w['t0']}")
+    win = promsource.fetch_window(src["url"], w["t0"], w["t1"], src["matchers"], profile,
+                                  timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S))
+    return win.split(profile, sample["client_total_s"], sample.get("first_event_s"))
 
 
 def _read_text(p: Path) -> str:

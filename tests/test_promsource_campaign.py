@@ -1,0 +1,326 @@
+"""A campaign whose phase samples are windows on a real Prometheus renders the same page as its twin
+made of capture files.
+
+The test builds two campaigns from one list of requests per run: the *files* twin writes the
+cumulative counters before and after each request as `/metrics` capture files; the *prometheus*
+twin gives each sample a `window: {t0, t1}` and names a Prometheus server (on 127.0.0.1, filled by
+``promtool tsdb create-blocks-from openmetrics`` with one sample per second of the same states).
+Both baseline pages are rendered with ``render_campaign``; their recorded phase cells, comparisons
+and exclusions must be identical. ``benchbook validate`` exits 0 on the Prometheus twin, 2 when its
+matchers pick nothing and 4 when the server cannot be reached (``render`` too).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from benchbook.cli import main
+from benchbook.ingest.campaign import load_campaign
+from benchbook.render import render_campaign
+
+pytestmark = pytest.mark.prometheus_server
+
+PROMETHEUS = Path("/usr/bin/prometheus")
+PROMTOOL = Path("/usr/bin/promtool")
+if not (PROMETHEUS.exists() and PROMTOOL.exists()):
+    pytest.skip(
+        "needs /usr/bin/prometheus and /usr/bin/promtool (Debian: apt-get install -y prometheus; CI installs it)",
+        allow_module_level=True,
+    )
+
+B = 1700100000  # Unix seconds of the first backfilled sample (2023; the server keeps 100y)
+SLOT = 10  # seconds per sample: window [k*SLOT + 2, k*SLOT + 9], the request lands at k*SLOT + 5
+JOB = "engine"
+TTFT_LE, DUR_LE = ("0.1", "1.0", "+Inf"), ("1.0", "10.0", "+Inf")
+PTOK = {"short": 16, "long": 64}
+GEN = 8
+
+# run id -> (arm, offset of its first second, speed factor). Each run is one engine instance.
+RUNS = {"ph-default": ("default", 0, 1.0), "ph-tuned": ("tuned", 200, 0.7)}
+
+
+def _requests(factor: float) -> list[dict]:
+    """Per sample, the requests that land in its window (one; two in the contaminated sample)."""
+    out = []
+    for pclass, base in (("short", 0.05), ("long", 0.2)):
+        for repeat in range(4):  # repeat 0 is the warm-up round
+            ttft = round(base * (1 + repeat / 10), 6)
+            dur = round(ttft + 0.8 * factor + 0.01 * repeat, 6)
+            out.append({"prompt_class": pclass, "repeat": repeat, "warmup": repeat == 0,
+                        "reqs": [(ttft, dur, PTOK[pclass], GEN)]})
+    out.append({"prompt_class": "short", "repeat": 4, "warmup": False,  # another client's request landed too
+                "reqs": [(0.05, 0.05 + 0.8 * factor, 16, GEN), (0.06, 0.9, 16, GEN)]})
+    return out
+
+
+def _zero() -> dict[str, dict[tuple, float]]:
+    s: dict[str, dict[tuple, float]] = {}
+    for fam, les in (("pocket_ttft_seconds", TTFT_LE), ("pocket_request_duration_seconds", DUR_LE)):
+        s[fam + "_bucket"] = {(("le", le),): 0.0 for le in les}
+        s[fam + "_sum"] = {(): 0.0}
+        s[fam + "_count"] = {(): 0.0}
+    s["pocket_tokens_total"] = {(("type", "prompt"),): 0.0, (("type", "generation"),): 0.0}
+    s["pocket_requests_total"] = {(("status", "success"),): 0.0, (("status", "error"),): 0.0}
+    s["pocket_requests_running"] = {(): 0.0}
+    s["pocket_requests_waiting"] = {(): 0.0}
+    return s
+
+
+def _observe(s, fam: str, les, v: float) -> None:
+    for (key,) in [(k,) for k in s[fam + "_bucket"]]:
+        le = float(key[0][1])
+        if v <= le:
+            s[fam + "_bucket"][key] += 1
+    s[fam + "_sum"][()] += v
+    s[fam + "_count"][()] += 1
+
+
+def _after(state, reqs) -> dict:
+    s = copy.deepcopy(state)
+    for ttft, dur, ptok, gen in reqs:
+        _observe(s, "pocket_ttft_seconds", TTFT_LE, ttft)
+        _observe(s, "pocket_request_duration_seconds", DUR_LE, dur)
+        s["pocket_tokens_total"][(("type", "prompt"),)] += ptok
+        s["pocket_tokens_total"][(("type", "generation"),)] += gen
+        s["pocket_requests_total"][(("status", "success"),)] += 1
+    return s
+
+
+def _text(state) -> str:
+    """A state as a /metrics capture (text exposition 0.0.4)."""
+    types = {"pocket_ttft_seconds": "histogram", "pocket_request_duration_seconds": "histogram",
+             "pocket_tokens_total": "counter", "pocket_requests_total": "counter",
+             "pocket_requests_running": "gauge", "pocket_requests_waiting": "gauge"}
+    lines = []
+    for fam, kind in types.items():
+        lines.append(f"# TYPE {fam} {kind}")
+        names = [fam + x for x in ("_bucket", "_sum", "_count")] if kind == "histogram" else [fam]
+        for name in names:
+            for key, v in state[name].items():
+                labels = ",".join(f'{k}="{val}"' for k, val in key)
+                lines.append(f"{name}{{{labels}}} {v!r}" if labels else f"{name} {v!r}")
+    return "\n".join(lines) + "\n"
+
+
+def _timeline(factor: float) -> tuple[list[dict], list[tuple[int, dict]]]:
+    """(samples with before/after states and window offsets, [(second, state)] for the backfill)."""
+    state, samples, seconds = _zero(), [], []
+    for k, smp in enumerate(_requests(factor)):
+        t0, land, t1 = k * SLOT + 2, k * SLOT + 5, k * SLOT + 9
+        before, after = state, _after(state, smp["reqs"])
+        busy = copy.deepcopy(before)
+        busy["pocket_requests_running"][()] = float(len(smp["reqs"]))
+        for t in range(k * SLOT, (k + 1) * SLOT):
+            seconds.append((t, busy if land - 2 <= t < land else (before if t < land else after)))
+        total = sum(r[1] for r in smp["reqs"])
+        samples.append({**smp, "t0": t0, "t1": t1, "before": before, "after": after, "client_total_s": round(total + 0.05, 6)})
+        state = after
+    return samples, seconds
+
+
+def _openmetrics() -> str:
+    series: dict[str, list[str]] = {}
+    for run, (_arm, off, factor) in RUNS.items():
+        _, seconds = _timeline(factor)
+        for t, state in seconds:
+            for name, vals in state.items():
+                for key, v in vals.items():
+                    labels = ",".join(f'{k}="{val}"' for k, val in sorted({**dict(key), "job": JOB, "instance": f"{run}:8000"}.items()))
+                    series.setdefault(name, []).append((labels, B + off + t, v))
+    # a restarted engine: one request, restart (zeros), then two requests — every edge delta +1
+    one, two = _after(_zero(), [(0.5, 4.0, 120, 32)]), _after(_zero(), [(0.25, 3.5, 120, 32), (0.5, 4.0, 120, 32)])
+    for t in range(0, 30):
+        state = one if t < 10 else (_zero() if t < 15 else two)
+        for name, vals in state.items():
+            for key, v in vals.items():
+                labels = ",".join(f'{k}="{val}"' for k, val in sorted({**dict(key), "job": JOB, "instance": "restart:8000"}.items()))
+                series.setdefault(name, []).append((labels, B + 500 + t, v))
+    lines = []
+    for name in sorted(series):
+        rows = sorted(series[name])  # by labels, then time
+        lines += [f"{name}{{{labels}}} {v!r} {t}" for labels, t, v in rows]
+    return "\n".join(lines + ["# EOF"]) + "\n"
+
+
+def _manifest(prometheus: dict | None) -> dict:
+    m = {
+        "format": "benchbook.campaign/1", "title": "promsource twin", "question": "does tuning help a toy engine?",
+        "date": "2023-11-16", "provenance": "synthetic",
+        "scope": {"measured": ["toy engine"], "outside": ["everything else"]},
+        "engine": {"name": "pocketllm", "profile": "pocket", "commit": "abc1234"},
+        "environments": {"default": {"description": "nothing set", "variables": {}},
+                         "tuned": {"description": "tuned", "variables": {"POCKET_FAST": "1"}}},
+        "prompt_classes": {"short": {"words": 12, "tokens": 16}, "long": {"words": 50, "tokens": 64}},
+        "generation_tokens": GEN,
+        "arms": {a: {"label": a, "mode": "serial", "environment": a, "server_args": {"max_batch_size": 1}, "series": "s1"}
+                 for a in ("default", "tuned")},
+        "runs": [{"id": run, "arm": arm, "harness": "phases", "path": f"runs/{run}"} for run, (arm, _o, _f) in RUNS.items()],
+    }
+    if prometheus:
+        m["prometheus"] = prometheus
+        for r in m["runs"]:
+            r["prometheus"] = {"matchers": {"instance": f"{r['id']}:8000"}}
+    return m
+
+
+def _write_campaign(root: Path, prometheus: dict | None) -> Path:
+    root.mkdir(parents=True)
+    (root / "campaign.json").write_text(json.dumps(_manifest(prometheus), indent=1))
+    for run, (_arm, off, factor) in RUNS.items():
+        folder = root / "runs" / run
+        (folder / "metrics").mkdir(parents=True)
+        samples, _ = _timeline(factor)
+        out = []
+        for s in samples:
+            row = {k: s[k] for k in ("prompt_class", "repeat", "warmup", "client_total_s")}
+            if prometheus:
+                row["window"] = {"t0": B + off + s["t0"], "t1": B + off + s["t1"]}
+            else:
+                stem = f"metrics/{s['prompt_class']}-{s['repeat']}"
+                for side in ("before", "after"):
+                    (folder / f"{stem}.{side}.prom").write_text(_text(s[side]))
+                row["metrics_before"], row["metrics_after"] = f"{stem}.before.prom", f"{stem}.after.prom"
+            out.append(row)
+        (folder / "phases.json").write_text(json.dumps({"format": "benchbook.phases/1", "run": run, "samples": out}, indent=1))
+    return root
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("prometheus")
+    data = tmp / "data"
+    (tmp / "backfill.om").write_text(_openmetrics())
+    subprocess.run([str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(tmp / "backfill.om"), str(data)],
+                   check=True, capture_output=True, timeout=60)
+    (tmp / "prometheus.yml").write_text("global: {scrape_interval: 1s}\nscrape_configs: []\n")
+    proc, log = None, tmp / "prometheus.log"
+    try:
+        for _attempt in range(3):  # the free port may be taken between choosing and binding
+            port = _free_port()
+            with log.open("wb") as out:
+                proc = subprocess.Popen(
+                    [str(PROMETHEUS), f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
+                     f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=100y"],
+                    stdout=out, stderr=subprocess.STDOUT)
+            url = f"http://127.0.0.1:{port}"
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and proc.poll() is None:
+                try:
+                    if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                time.sleep(0.05)
+            if proc.poll() is None:
+                break
+            proc = None
+        if proc is None:
+            pytest.fail(f"prometheus did not start; its log:\n{log.read_text()[-2000:]}")
+        yield url
+    finally:
+        if proc is not None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def twins(server, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("twins")
+    files = _write_campaign(tmp / "files", None)
+    prom = _write_campaign(tmp / "prom", {"url": server, "matchers": {"job": JOB}, "timeout_s": 5})
+    return files, prom
+
+
+@pytest.fixture(scope="module")
+def pages(twins, tmp_path_factory):
+    out = {}
+    for camp in twins:
+        dest = tmp_path_factory.mktemp(f"page-{camp.name}")
+        res = render_campaign(camp, dest, pages=["baseline"])
+        assert res.rendered and not res.failed
+        out[camp.name] = json.loads((dest / "baseline.values.json").read_text())
+    return out
+
+
+def test_prometheus_page_equals_the_capture_file_page(pages):
+    f, p = pages["files"], pages["prom"]
+    assert p["phase_cells"] == f["phase_cells"] and len(f["phase_cells"]) == 2 * 2 * 5  # arms x classes x metrics
+    assert p["comparisons"] == f["comparisons"] and len(f["comparisons"]) > 0
+    assert p["exclusions"] == f["exclusions"]
+    two = [e for e in f["exclusions"] if "moved by 2" in e["Reason"]]
+    assert len(two) == 2  # the contaminated sample of each run is listed, not used
+    prefill = {(c["arm"], c["prompt_class"]): c for c in f["phase_cells"] if c["metric"] == "prefill_s"}
+    assert prefill[("default", "short")]["median"] == pytest.approx(0.06) and prefill[("default", "short")]["n"] == 3
+
+
+def test_gauges_section_only_with_a_prometheus_source(pages):
+    assert "engine_gauges" not in pages["files"]
+    g = pages["prom"]["engine_gauges"]
+    assert [s["run"] for s in g["spans"]] == list(RUNS) and g["notes"] == []
+    got = {(s["run"], s["quantity"]): s for s in g["series"]}
+    assert got[("ph-default", "running")]["max"] == 2.0  # the contaminated sample had two in flight
+    assert got[("ph-tuned", "prompt_tokens_rate")]["max"] > 0
+
+
+def test_validate_passes_on_the_prometheus_twin(twins, capsys):
+    assert main(["validate", str(twins[1])]) == 0
+    assert "reachable, every needed series present" in capsys.readouterr().out
+
+
+def test_validate_names_missing_series_exit_2(twins, tmp_path, capsys):
+    camp = shutil.copytree(twins[1], tmp_path / "nope")
+    m = json.loads((camp / "campaign.json").read_text())
+    m["runs"][0]["prometheus"]["matchers"]["instance"] = "nope:1"
+    (camp / "campaign.json").write_text(json.dumps(m))
+    assert main(["validate", str(camp)]) == 2
+    err = capsys.readouterr().err
+    assert "$.runs[0].prometheus" in err and 'instance="nope:1"' in err and "no such series" in err
+
+
+def test_unreachable_server_is_exit_4(twins, tmp_path, capsys):
+    camp = shutil.copytree(twins[1], tmp_path / "down")
+    m = json.loads((camp / "campaign.json").read_text())
+    m["prometheus"]["url"] = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    (camp / "campaign.json").write_text(json.dumps(m))
+    assert main(["validate", str(camp)]) == 4
+    err = capsys.readouterr().err
+    assert "cannot reach the server" in err
+    assert main(["render", str(camp), "--out", str(tmp_path / "out"), "--page", "baseline"]) == 4
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert "cannot reach the server" in lines[-1] and "Traceback" not in "\n".join(lines)
+
+
+def test_counter_reset_inside_a_window_is_excluded_with_its_reason(twins, tmp_path):
+    camp = shutil.copytree(twins[1], tmp_path / "restart")
+    m = json.loads((camp / "campaign.json").read_text())
+    m["runs"][0]["prometheus"]["matchers"]["instance"] = "restart:8000"
+    (camp / "campaign.json").write_text(json.dumps(m))
+    ph = camp / "runs" / "ph-default" / "phases.json"
+    doc = json.loads(ph.read_text())
+    doc["samples"] = [{**doc["samples"][1], "window": {"t0": B + 505, "t1": B + 20 + 505}}]
+    ph.write_text(json.dumps(doc))
+    c = load_campaign(camp)
+    c.runs = [c.run("ph-default")]
+    assert c.phase_samples.height == 0
+    (e,) = c.exclusions
+    assert "counter reset inside the window" in e.reason and "short repeat 1" in e.sample
