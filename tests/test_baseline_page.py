@@ -95,3 +95,14 @@ def test_dsv_page_in_chromium(dsv_page, open_page):
                        screenshot="baseline-dsv4-163.png")
     assert report.ok, report.problems()
     assert report.charts >= 2
+
+
+def test_campaign_params_file_is_used_and_command_line_wins(tmp_path):
+    camp = tmp_path / "c"
+    shutil.copytree(MINI, camp)
+    (camp / "render.yml").write_text("baseline:\n  rule: strict\n  title: from the file\n")
+    out = tmp_path / "out"
+    render_campaign(camp, out, pages=["baseline"])
+    assert _values(out / "baseline.html")["title"] == "from the file"
+    render_campaign(camp, out, pages=["baseline"], overrides={"baseline": {"title": "from the command line"}})
+    assert _values(out / "baseline.html")["title"] == "from the command line"

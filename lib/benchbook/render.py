@@ -392,6 +392,7 @@ def render_campaign(campaign: Path, out_dir: Path, *, pages: Iterable[str] | Non
     if not campaign.is_dir():
         raise InputError(campaign, None, "campaign folder does not exist")
     manifest = read_manifest(campaign)
+    overrides = _merge_params(campaign_params(campaign), overrides or {})
     outcome = CampaignOutcome(campaign.name, manifest)
     wanted = list(pages) if pages is not None else [p for p in pages_for(manifest) if only is None or p in only]
     if not wanted:
@@ -478,6 +479,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help='JSON or YAML parameter overrides per page kind: {"baseline": {"warmup": 1}}')
     p.add_argument("--compare", nargs="+", type=Path, metavar="FILE",
                    help="render the compare page of these benchmark result files into OUT/compare.html")
+
+
+PARAMS_FILES = ("render.yml", "render.yaml", "render.json")
+
+
+def campaign_params(campaign: Path) -> dict[str, dict[str, Any]]:
+    """The campaign's own scheduled-run parameters: ``<campaign>/render.yml`` (or .yaml/.json),
+    ``{page kind: {parameter: value}}``. Command-line ``--params`` override them."""
+    for name in PARAMS_FILES:
+        f = Path(campaign) / name
+        if f.is_file():
+            return _load_params(f)
+    return {}
+
+
+def _merge_params(base: Mapping[str, Mapping[str, Any]], top: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {page: {**base.get(page, {}), **top.get(page, {})} for page in set(base) | set(top)}
 
 
 def _load_params(path: Path | None) -> dict[str, dict[str, Any]]:
