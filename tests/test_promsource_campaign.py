@@ -144,6 +144,17 @@ def _openmetrics() -> str:
             for key, v in vals.items():
                 labels = ",".join(f'{k}="{val}"' for k, val in sorted({**dict(key), "job": JOB, "instance": "restart:8000"}.items()))
                 series.setdefault(name, []).append((labels, B + 500 + t, v))
+    # a vLLM engine: request_success_total split by finished_reason; abort grows 3/s and resets at 10
+    for t in range(0, 30):
+        vllm = {"vllm:request_success_total": {(("finished_reason", "stop"),): float(t), (("finished_reason", "length"),): 2.0,
+                                               (("finished_reason", "abort"),): float(3 * (t if t < 10 else t - 10))},
+                "vllm:prompt_tokens_total": {(): 16.0 * t}, "vllm:generation_tokens_total": {(): 8.0 * t}}
+        for fam in ("vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds"):
+            vllm.update({fam + "_sum": {(): 0.1 * t}, fam + "_count": {(): float(t)}, fam + "_bucket": {(("le", "+Inf"),): float(t)}})
+        for name, vals in vllm.items():
+            for key, v in vals.items():
+                labels = ",".join(f'{k}="{val}"' for k, val in sorted({**dict(key), "job": JOB, "instance": "vllm:8000"}.items()))
+                series.setdefault(name, []).append((labels, B + 600 + t, v))
     lines = []
     for name in sorted(series):
         rows = sorted(series[name])  # by labels, then time
@@ -324,3 +335,19 @@ def test_counter_reset_inside_a_window_is_excluded_with_its_reason(twins, tmp_pa
     assert c.phase_samples.height == 0
     (e,) = c.exclusions
     assert "counter reset inside the window" in e.reason and "short repeat 1" in e.sample
+
+
+def test_vllm_finished_reason_series_are_summed_like_enginemetrics(server):
+    from benchbook import promsource
+    from benchbook.profiles import get_profile
+
+    vllm, who = get_profile("vllm"), {"instance": "vllm:8000"}
+    assert promsource.check_source(server, who, vllm, start=B + 600, end=B + 629) == []
+    g = promsource.fetch_gauges(server, B + 615, B + 625, who, vllm, quantities=["requests_success"], step=1)
+    assert g["series"].unique().to_list() == ['{job="engine"}']  # finished_reason summed away, job kept
+    assert g["value"].to_list() == pytest.approx([1.0] * g.height)  # stop + length only; abort (3/s) left out
+    w = promsource.fetch_window(server, B + 605, B + 615, who, vllm)
+    ref = vllm.ref("requests_success")
+    assert w.reset_of(ref.name) is not None  # the abort series reset at +610 ...
+    assert w.reset_of(ref.name, ref.label_dict, ref) is None  # ... but requests_success does not read it
+    w.check_resets(vllm, ["requests_success"])  # so it does not exclude the sample
