@@ -319,6 +319,9 @@ def test_unreachable_server_is_exit_4(twins, tmp_path, capsys):
     assert main(["render", str(camp), "--out", str(tmp_path / "out"), "--page", "baseline"]) == 4
     lines = capsys.readouterr().err.strip().splitlines()
     assert "cannot reach the server" in lines[-1] and "Traceback" not in "\n".join(lines)
+    data = tmp_path / "data"
+    shutil.copytree(camp, data / "down")
+    assert main(["render", "--all", str(data), "--out", str(tmp_path / "reports")]) == 4  # scheduled runs too
 
 
 def test_counter_reset_inside_a_window_is_excluded_with_its_reason(twins, tmp_path):

@@ -27,7 +27,7 @@ from typing import Any
 
 from . import __version__
 from .display import VALUES_MIME
-from .errors import EXIT_BAD_INPUT, EXIT_RENDER, InputError, RenderError, SourceError
+from .errors import EXIT_BAD_INPUT, EXIT_RENDER, EXIT_SOURCE, InputError, RenderError, SourceError
 
 ROOT = Path(__file__).resolve().parents[2]
 # the checkout's notebooks/; an installed (non-editable) package ships them as benchbook/notebooks/
@@ -567,5 +567,7 @@ def run(args: argparse.Namespace) -> int:
     if input_errors or failed:
         lines = input_errors + [line for _, line in failed]
         print(f"benchbook render: {len(lines)} failure(s); first: {lines[0]}", file=sys.stderr)
-        return EXIT_BAD_INPUT if input_errors or any(c == EXIT_BAD_INPUT for c, _ in failed) else EXIT_RENDER
+        if input_errors or any(c == EXIT_BAD_INPUT for c, _ in failed):
+            return EXIT_BAD_INPUT
+        return EXIT_SOURCE if any(c == EXIT_SOURCE for c, _ in failed) else EXIT_RENDER
     return 0
