@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from benchbook import baseline, ladder, stats
+from benchbook import baseline, stats
 from benchbook.ingest.campaign import load_campaign
 from benchbook.memory import memory_summaries
 from benchbook.summary import build

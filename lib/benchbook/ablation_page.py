@@ -15,10 +15,9 @@ value it already has in the baseline arm is not a variable and is dropped with a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from . import baseline, display as bd, stats
+from . import baseline, display as bd, sections, stats
 from .ablation import Ablation, AblationArm, ablate
 from .baseline_page import RULE_TEXT, _slug
 from .errors import InputError
@@ -497,25 +496,9 @@ def spread(page: Page) -> bd.Block:
 # ---- closing ------------------------------------------------------------------------------------
 def exclusions(page: Page) -> bd.Block:
     files = {str(r.file) for a in page.all_arms for r in page.camp.runs_of("phases", a)}
-    seen, rows = set(), []
-    for e in page.camp.exclusions:
-        if e.file not in files or (e.file, e.sample, e.reason) in seen:
-            continue
-        seen.add((e.file, e.sample, e.reason))
-        rows.append({"File": _rel(page, e.file), "Sample": e.sample, "Reason": e.reason})
-    bd.record("exclusions", rows)
-    if not rows:
-        return bd.Block("<h2>Exclusions</h2><p>No sample was excluded.</p>")
-    return bd.Block("<h2>Exclusions</h2>" + str(bd.table(rows, id="exclusions", caption=(
-        "Every phase sample of these arms left out of the statistics, with the reason."))))
+    return sections.exclusions(page.camp.root, ((e.file, e.sample, e.reason) for e in page.camp.exclusions if e.file in files),
+                               caption="Every phase sample of these arms left out of the statistics, with the reason.")
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
-    return bd.provenance(inputs=page.camp.input_files(), parameters=parameters)
-
-
-def _rel(page: Page, f: str) -> str:
-    try:
-        return str(Path(f).resolve().relative_to(page.camp.root.resolve()))
-    except ValueError:
-        return f
+    return sections.provenance(page.camp.input_files(), parameters)

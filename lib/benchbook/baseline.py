@@ -267,7 +267,6 @@ def comparison_pairs(camp: Campaign) -> list[tuple[str, str]]:
 def comparisons(camp: Campaign, rule: str = "seed", spread_override: float | None = None,
                 pairs: list[tuple[str, str]] | None = None, warmup_rounds: int | None = None) -> list[dict[str, Any]]:
     """Every comparison of the page: phase cells and whole-request figures, candidate vs baseline."""
-    import polars as pl
 
     nz = noise(camp)
     spread = spread_override if spread_override is not None else (nz.spread if nz else None)

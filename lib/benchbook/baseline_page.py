@@ -9,10 +9,9 @@ verdict is generated from computed verdicts. Each section also records the value
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from . import baseline, display as bd, stats
+from . import baseline, display as bd, sections, stats
 from .errors import InputError
 
 RULE_TEXT = {
@@ -91,7 +90,6 @@ def header(page: Page) -> bd.Block:
 
 
 def how_to_read(page: Page) -> bd.Block:
-    import polars as pl
 
     cells = baseline.phase_cells(page.camp, page.arms, page.warmup_rounds) if page.camp.runs_of("phases") else None
     ns = sorted(set(cells["n"].to_list())) if cells is not None and cells.height else []
@@ -489,29 +487,11 @@ def verdict(page: Page) -> bd.Block:
 
 
 def exclusions(page: Page) -> bd.Block:
-    seen, rows = set(), []
-    for e in page.camp.exclusions:
-        k = (e.file, e.sample, e.reason)
-        if k in seen:
-            continue
-        seen.add(k)
-        rows.append({"File": _rel(page, e.file), "Sample": e.sample, "Reason": e.reason})
-    bd.record("exclusions", rows)
-    if not rows:
-        return bd.Block("<h2>Exclusions</h2><p>No sample was excluded.</p>")
-    return bd.Block("<h2>Exclusions</h2>" + str(bd.table(rows, id="exclusions", caption=(
-        "Every sample left out of the statistics, with the reason. Nothing is dropped silently."))))
+    return sections.exclusions(page.camp.root, ((e.file, e.sample, e.reason) for e in page.camp.exclusions))
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
-    return bd.provenance(inputs=page.camp.input_files(), parameters=parameters)
-
-
-def _rel(page: Page, f: str) -> str:
-    try:
-        return str(Path(f).resolve().relative_to(page.camp.root.resolve()))
-    except ValueError:
-        return f
+    return sections.provenance(page.camp.input_files(), parameters)
 
 
 def _slug(s: str | None) -> str:

@@ -35,7 +35,6 @@ __all__ = [
     "Check",
     "PDReport",
     "per_card",
-    "per_card_table",
     "gain",
     "acceptance_length",
     "lifecycle",

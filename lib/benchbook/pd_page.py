@@ -10,10 +10,9 @@ tests assert on ``pd.values.json``, not on HTML.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from . import display as bd, pd, sim
+from . import display as bd, pd, sections, sim
 from .errors import InputError
 from .ingest.pd import PDCampaign, load_pd_campaign
 
@@ -569,24 +568,10 @@ def caveats(page: Page) -> bd.Block:
 
 
 def exclusions(page: Page) -> bd.Block:
-    rows = [{"File": _rel(page, e["file"]), "Where": e["sample"], "Reason": e["reason"]} for e in page.report.exclusions]
-    bd.record("exclusions", rows)
-    if not rows:
-        return bd.Block("<h2>Exclusions</h2><p>No record or log line was excluded.</p>")
-    return bd.Block("<h2>Exclusions</h2>" + str(bd.table(rows, id="pd-exclusions", caption=(
-        "Every record or log line left out, with the reason. Nothing is dropped silently."))))
+    return sections.exclusions(page.camp.root, ((e["file"], e["sample"], e["reason"]) for e in page.report.exclusions),
+                               id="pd-exclusions", where="Where", none="No record or log line was excluded.",
+                               caption="Every record or log line left out, with the reason. Nothing is dropped silently.")
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
-    files = page.camp.input_files()
-    readme = page.camp.root / "README.md"
-    if readme.is_file():
-        files = sorted(set(files) | {readme})
-    return bd.provenance(inputs=files, parameters=parameters)
-
-
-def _rel(page: Page, f: str) -> str:
-    try:
-        return str(Path(f).resolve().relative_to(page.camp.root.resolve()))
-    except ValueError:
-        return f
+    return sections.provenance(page.camp.input_files(), parameters, readme=page.camp.root / "README.md")

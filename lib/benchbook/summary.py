@@ -86,7 +86,6 @@ def _Excl(**kw):
 
 
 def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None = None) -> dict[str, Any]:
-    import polars as pl
 
     from . import baseline
     from .ingest.campaign import load_campaign
