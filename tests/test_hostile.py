@@ -211,7 +211,6 @@ def test_hostile_text_is_inert_and_visible(rendered, page, open_page, chromium):
     missing = [s for s in HOSTILE + [LONG] + ([f"{FILE_STEM} {LONG}", f"{FILE_STEM} 0"] if page == "compare" else [])
                if s not in text]
     assert missing == [], f"{page}: not shown as text: {missing}"
-    assert "49" not in text.split("{{7*7}}")[0][-3:]  # no template evaluated the braces
 
 
 def test_no_script_or_raw_tag_from_input(rendered):
