@@ -106,3 +106,13 @@ def test_campaign_params_file_is_used_and_command_line_wins(tmp_path):
     assert _values(out / "baseline.html")["title"] == "from the file"
     render_campaign(camp, out, pages=["baseline"], overrides={"baseline": {"title": "from the command line"}})
     assert _values(out / "baseline.html")["title"] == "from the command line"
+
+
+def test_a_parameter_of_the_wrong_type_is_bad_input_not_a_crash(tmp_path, capsys):
+    from benchbook.cli import main
+
+    params = tmp_path / "p.yml"
+    params.write_text("baseline:\n  warmup_rounds: x\n")
+    assert main(["render", str(MINI), "--out", str(tmp_path / "o"), "--page", "baseline", "--params", str(params)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "warmup_rounds: expected int" in err and "'x'" in err

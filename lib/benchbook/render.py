@@ -101,7 +101,27 @@ def declared_parameters(notebook: Path) -> dict[str, Any]:
     """The parameters a notebook's ``parameters`` cell declares (name -> papermill's description)."""
     import papermill
 
-    return dict(papermill.inspect_notebook(str(notebook)))
+    try:
+        return dict(papermill.inspect_notebook(str(notebook)))
+    except Exception as e:  # noqa: BLE001 - a broken page notebook is a render failure, not a crash
+        raise RenderError(Path(notebook).stem, f"cannot read the parameters of {notebook}: "
+                                                f"{type(e).__name__}: {_first_line(str(e))}") from None
+
+
+_TYPES = {"str": (str,), "int": (int,), "float": (int, float), "bool": (bool,), "list": (list, tuple), "dict": (dict,)}
+
+
+def check_parameter_types(params: Mapping[str, Any], declared: Mapping[str, Any], source: str = "parameters") -> None:
+    """A parameter whose value does not have the declared literal type is bad input (exit 2)."""
+    for name, value in params.items():
+        typ = (declared.get(name) or {}).get("inferred_type_name")
+        ok = _TYPES.get(typ)
+        if ok is None:
+            continue
+        if isinstance(value, bool) and typ in ("int", "float"):
+            ok = ()
+        if not isinstance(value, ok):
+            raise InputError(source, name, f"expected {typ} (as the notebook declares it), got {type(value).__name__} {value!r}")
 
 
 def _first_line(s: str) -> str:
@@ -236,6 +256,7 @@ def render_page(
     declared = declared_parameters(notebook)
     if "title" in declared and "title" not in params:
         params["title"] = title
+    check_parameter_types(params, declared, f"parameters of {page}")
     unknown = sorted(set(params) - set(declared))
     if unknown:
         raise RenderError(page, f"{notebook.name} does not declare parameter(s) {', '.join(unknown)}")
@@ -281,13 +302,16 @@ def render_page(
     ipynb_path = out_html.with_suffix(".ipynb")
     values_path = out_html.with_suffix(".values.json")
     html_bytes = body.encode("utf-8")
-    _atomic_writes(
-        {
-            ipynb_path: nbformat.writes(nb).encode("utf-8") + b"\n",
-            values_path: json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n",
-            out_html: html_bytes,
-        }
-    )
+    try:
+        _atomic_writes(
+            {
+                ipynb_path: nbformat.writes(nb).encode("utf-8") + b"\n",
+                values_path: json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n",
+                out_html: html_bytes,
+            }
+        )
+    except OSError as e:  # full disk, read-only folder: the previous page is intact, exit 3
+        raise RenderError(page, f"cannot write {e.filename or out_html}: {e.strerror or e}") from None
     return RenderResult(
         page=page,
         html=out_html,
@@ -560,7 +584,10 @@ def run(args: argparse.Namespace) -> int:
             input_errors.append(e.one_line())
             _log(f"{c.name}: FAILED: {e.one_line()}")
     index = Path(args.out) / "index.html"
-    _atomic_writes({index: index_html(outcomes, Path(args.out)).encode("utf-8")})
+    try:
+        _atomic_writes({index: index_html(outcomes, Path(args.out)).encode("utf-8")})
+    except OSError as e:
+        raise RenderError("index", f"cannot write {index}: {e.strerror or e}") from None
     n = sum(len(o.rendered) for o in outcomes)
     failed = [(code, line) for o in outcomes for code, line in o.failed.values()]
     _log(f"done: {n} page(s), index {index}, {time.perf_counter() - t0:.1f} s")
