@@ -237,6 +237,13 @@ def run(args) -> int:
         errors = [InputError(path, "-", "no campaign.json in this folder (an empty or non-campaign folder)")]
     else:
         errors = validate_file(path, out)
+    seen: set[str] = set()
+    unique = []
+    for e in errors:  # the same unreachable server named by several runs is one problem
+        if str(e) not in seen:
+            seen.add(str(e))
+            unique.append(e)
+    errors = unique
     for e in errors:
         print(str(e), file=sys.stderr)
     if errors:
