@@ -54,3 +54,23 @@ def test_nv_action_repeats_measure_spread(tmp_path, open_page):
     assert {c["status"] for c in v["checks"] if c["name"] == "minimum duration"} == {"warn"}  # not checked
     report = open_page(out / "compare.html", table_ids=["bb-compare-spreads", "bb-compare-latency"])
     assert report.ok, report.problems()
+
+
+def test_reconciliation_with_an_engine_window(tmp_path):
+    # The er0080 bench file (8 completed) against the same repository's idle/loaded vLLM scrapes (600
+    # finished): not the same window, so reconciliation must say so rather than pass.
+    real = ROOT / ".." / "shared" / "realdata"
+    bench = real / "vllm_bench_serving" / "er0080_bench_serve_v0.25.1.json"
+    idle = real / "prom_llm_servers" / "er0080_metrics_vllm_0_25_1_idle.txt"
+    loaded = real / "prom_llm_servers" / "er0080_metrics_vllm_0_25_1_loaded.txt"
+    if not all(p.is_file() for p in (bench, idle, loaded)):
+        pytest.skip("real captures absent")
+    params = tmp_path / "p.json"
+    params.write_text(json.dumps({"compare": {"engine_before": str(idle.resolve()), "engine_after": str(loaded.resolve())}}))
+    out = tmp_path / "c"
+    assert main(["render", "--compare", str(bench), "--params", str(params), "--out", str(out)]) == 0
+    v = json.loads((out / "compare.values.json").read_text())
+    st = {c["name"]: c["status"] for c in v["checks"] if c.get("kind") == "engine"}
+    assert st["successes: engine Δ vs client completed"] == "warn"  # 600 on the engine, 8 in the client
+    assert st["generation tokens: engine Δ vs client Σ output tokens"] == "fail"
+    assert st["TTFT count vs E2E count"] == "warn"  # 664 first tokens, 600 finished: requests in flight
