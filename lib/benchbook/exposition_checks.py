@@ -77,6 +77,28 @@ def check_metadata(text: str, source: str | Path, wanted=None) -> None:
         seen[key] = i
 
 
+def check_metadata_lines(lines: Iterable[tuple[int, str]], text: str, source: str | Path) -> None:
+    """``check_metadata`` on the kept lines of the narrow path: ``(offset in text, line)`` pairs.
+
+    Same rule and message; the line number is counted in ``text`` only when a line is rejected.
+    """
+    seen: dict[tuple[str, str], int] = {}
+    for off, line in lines:
+        if not line.startswith("#"):
+            continue
+        parts = line.split(None, 3)
+        if len(parts) < 4 or parts[1] not in ("TYPE", "HELP"):
+            continue
+        key = (parts[1], parts[2])
+        if key in seen:
+            first = text.count("\n", 0, seen[key]) + 1
+            raise InputError(
+                source, f"line {text.count(chr(10), 0, off) + 1}",
+                f"second # {parts[1]} line for {parts[2]} (first at line {first})",
+            )
+        seen[key] = off
+
+
 def check_families(families: Iterable, text: str, source: str | Path, openmetrics: bool = False) -> None:
     """Semantic checks on parsed families; raises InputError naming the line of the offence."""
     from prometheus_client.validation import METRIC_NAME_RE
@@ -89,6 +111,7 @@ def check_families(families: Iterable, text: str, source: str | Path, openmetric
     declared_sample: dict = {}
     declared: dict[str, str] = {}  # family -> type, once it has had samples
     seen_series: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    valid_names: set[str] = set()
     for fam in families:
         # prometheus_client starts a new family when samples of one family resume after another
         # family's lines; the reference parser merges them, so that alone is no error. A family
@@ -104,9 +127,12 @@ def check_families(families: Iterable, text: str, source: str | Path, openmetric
             declared.setdefault(fam.name, fam.type)
             declared_sample.setdefault(fam.name, fam.samples[0])
         for s in fam.samples:
-            if not METRIC_NAME_RE.match(s.name):
-                raise InputError(source, _where(text, s, openmetrics), f"invalid metric name {s.name!r}")
-            key = (s.name, tuple(sorted(s.labels.items())))
+            if s.name not in valid_names:
+                if not METRIC_NAME_RE.match(s.name):
+                    raise InputError(source, _where(text, s, openmetrics), f"invalid metric name {s.name!r}")
+                valid_names.add(s.name)
+            lab = s.labels
+            key = (s.name, tuple(sorted(lab.items())) if len(lab) > 1 else tuple(lab.items()))
             if key in seen_series:
                 raise InputError(
                     source,
@@ -148,10 +174,17 @@ def _check_histogram(fam, by_name: dict[str, list], text: str, source, openmetri
     # Samples of the family wherever they are (prometheus_client splits a family whose lines
     # resume after another family's; their names still say where they belong).
     names = [base + sfx for sfx in ("_bucket", "_gbucket", "_count", "_gcount", "_sum", "_gsum")]
+    bucket_names = (base + "_bucket", base + "_gbucket")
     for s in (x for n in names for x in by_name.get(n, ())):
-        rest = tuple(sorted((k, v) for k, v in s.labels.items() if k != "le"))
-        g = groups.setdefault(rest, {"buckets": [], "count": None, "sum": None})
-        if s.name in (base + "_bucket", base + "_gbucket"):
+        lab = s.labels
+        if len(lab) == 0 or (len(lab) == 1 and "le" in lab):
+            rest = ()
+        else:
+            rest = tuple(sorted((k, v) for k, v in lab.items() if k != "le"))
+        g = groups.get(rest)
+        if g is None:
+            g = groups[rest] = {"buckets": [], "count": None, "sum": None}
+        if s.name in bucket_names:
             le = _as_float(s.labels.get("le"))
             if le is None or math.isnan(le):
                 raise InputError(

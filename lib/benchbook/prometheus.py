@@ -1,10 +1,13 @@
 """Prometheus text exposition: parsing snapshots and taking deltas between two of them.
 
 Parsing is done by ``prometheus_client``'s maintained parser. For speed, a snapshot can be parsed
-for a few metric names only: the lines of other families are skipped *before* the parser sees them
-(a plain string-prefix test on each line, no regular expressions); the families that are kept are
-still parsed by ``prometheus_client``. ``tests/test_prometheus.py`` checks the narrow path against a
-full parse.
+for a few metric names only: the lines of other families are skipped *before* the parser sees them.
+Every line the narrow path keeps contains one of the wanted names, so the kept lines are found with
+``str.find`` on those names (no per-line work on the skipped lines, no regular expressions) and then
+each candidate line gets the same string-prefix test as before; the families that are kept are
+still parsed by ``prometheus_client``, and benchbook's extra checks (``exposition_checks``) run on
+those kept lines only. ``tests/test_prometheus.py`` and ``tests/test_prometheus_narrow.py`` check the
+narrow path against a full parse.
 """
 
 from __future__ import annotations
@@ -77,9 +80,94 @@ def _wanted_line(line: str, prefixes: tuple[str, ...], openmetrics: bool = False
     return line.startswith(prefixes)
 
 
+def _kept_lines(text: str, prefixes: tuple[str, ...], openmetrics: bool = False) -> tuple[str, list[tuple[int, str]]]:
+    """The kept text of the narrow path and its comment lines as ``(offset, line)`` pairs.
+
+    The kept text is every line of ``text`` that ``_wanted_line`` keeps, in file order, each
+    followed by a line feed: exactly ``"\\n".join(ln for ln in text.split("\\n") if _wanted_line(ln, …)) + "\\n"``.
+    In 0.0.4 text a kept line always contains one of ``prefixes`` (a sample line starts with one, a
+    ``# TYPE``/``# HELP`` line names a family that starts with one), so only lines holding an
+    occurrence found by ``str.find`` are looked at; every other line is skipped without Python-level
+    work. A line that *starts* with a prefix is a kept sample line; any other line holding one (a
+    comment, a label value) gets the per-line test. Families are contiguous, so after one kept line
+    the next one is tried first with ``startswith``. OpenMetrics text (kept lines may be ``# EOF`` or
+    a family named without its ``_total``) is scanned line by line.
+    """
+    if openmetrics:
+        lines, comments, pos = [], [], 0
+        for ln in text.split("\n"):
+            if _wanted_line(ln, prefixes, True):
+                lines.append(ln)
+                if ln.startswith("#"):
+                    comments.append((pos, ln))
+            pos += len(ln) + 1
+        return "\n".join(lines) + "\n", comments
+    n = len(text)
+    spans: dict[int, int] = {}  # line start -> line end (exclusive)
+    comments: list[tuple[int, str]] = []
+    find, rfind, startswith = text.find, text.rfind, text.startswith
+    for p in prefixes:
+        if not p:
+            continue
+        i = find(p)
+        while i != -1:
+            e = find("\n", i)
+            if e == -1:
+                e = n
+            if i == 0 or text[i - 1] == "\n":
+                if p[0] != "#":  # starts with a wanted name: a kept sample line
+                    spans[i] = e
+                elif _wanted_line(text[i:e], prefixes):
+                    spans[i] = e
+                    comments.append((i, text[i:e]))
+            else:
+                s = rfind("\n", 0, i) + 1
+                if s not in spans:
+                    ln = text[s:e]
+                    if _wanted_line(ln, prefixes):
+                        spans[s] = e
+                        if ln.startswith("#"):
+                            comments.append((s, ln))
+            if e >= n:
+                break
+            # families are contiguous: the next line usually starts with the same name
+            i = e + 1 if startswith(p, e + 1) else find(p, e + 1)
+    if not spans:
+        return "\n", comments
+    # adjacent kept lines are copied as one slice
+    parts = []
+    run_s = run_e = -2
+    for s in sorted(spans):
+        if s == run_e + 1:
+            run_e = spans[s]
+        else:
+            if run_s >= 0:
+                parts.append(text[run_s:run_e])
+            run_s, run_e = s, spans[s]
+    parts.append(text[run_s:run_e])
+    comments.sort()
+    return "\n".join(parts) + "\n", comments
+
+
 def is_openmetrics(text: str) -> bool:
     """OpenMetrics text ends with a `# EOF` line; 0.0.4 text has none (see docs/bad-input.md)."""
     return "# EOF" in text and any(ln == "# EOF" for ln in text.split("\n"))
+
+
+# Narrow-path memo: kept text (the lines of the wanted families) -> parsed values and types.
+# Consecutive scrapes around phase samples usually hold the same lines for the families the split
+# reads (they move only when a request finishes), so the snapshot after one sample is, for these
+# families, the one before the next. The key is the exact kept text, and only a kept text that
+# parsed and passed every check is stored, so a hit gives exactly what parsing it again would
+# (the whole-text check that depends on more than the kept lines, the final line feed, still runs).
+# The full path is not memoised: whole captures rarely repeat (CPU time, gauges).
+NARROW_MEMO = True
+_MEMO: dict[tuple[str, bool], tuple[dict[str, dict[LabelKey, float]], dict[str, str]]] = {}
+_MEMO_MAX = 64
+
+
+def _snapshot(source: str, values: dict[str, dict[LabelKey, float]], types: dict[str, str]) -> Snapshot:
+    return Snapshot(source=source, values={k: dict(v) for k, v in values.items()}, types=dict(types))
 
 
 def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | None = None) -> Snapshot:
@@ -105,13 +193,21 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
         def wanted(ln: str) -> bool:
             return _wanted_line(ln, prefixes, om)
 
-        lines = [ln for ln in text.split("\n") if wanted(ln)]
-        body = "\n".join(lines) + "\n"
+        body, kept_comments = _kept_lines(text, prefixes, om)
     else:
         body = text
     checks.check_unterminated(text, source, wanted)
+    memo_key = None
+    if names is not None and NARROW_MEMO:
+        memo_key = (body, om)
+        hit = _MEMO.get(memo_key)
+        if hit is not None:
+            return _snapshot(source, *hit)
     if not om:  # the OpenMetrics parser enforces metadata placement itself
-        checks.check_metadata(text, source, wanted)
+        if names is None:
+            checks.check_metadata(text, source)
+        else:
+            checks.check_metadata_lines(kept_comments, text, source)
     try:
         families = list(text_string_to_metric_families(body))
     except Exception as e:  # noqa: BLE001 - any failure of the third-party parser means it rejected the text
@@ -125,8 +221,18 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
     for fam in families:
         if fam.type != "unknown" or fam.name not in snap.types:  # resumed samples keep the declared type
             snap.types[fam.name] = fam.type
+        values = snap.values
         for s in fam.samples:
-            snap.values.setdefault(s.name, {})[_label_key(s.labels)] = float(s.value)
+            lab = s.labels
+            key = tuple(sorted(lab.items())) if len(lab) > 1 else tuple(lab.items())
+            series = values.get(s.name)
+            if series is None:
+                series = values[s.name] = {}
+            series[key] = float(s.value)
+    if memo_key is not None:
+        if len(_MEMO) >= _MEMO_MAX:
+            del _MEMO[next(iter(_MEMO))]  # oldest first
+        _MEMO[memo_key] = ({k: dict(v) for k, v in snap.values.items()}, dict(snap.types))
     return snap
 
 
