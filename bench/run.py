@@ -79,7 +79,7 @@ def _attribution(campaign: str, full: bool, results_path: str | None):
 
 def worker(name: str, args: list[str], repeats: int) -> dict:
     if name == "ingest-benchbook":
-        from benchbook.synth import read_requests_ndjson
+        from benchbook.ingest.requests_ndjson import read_requests_ndjson
 
         times, (df, excl) = _timed(lambda: read_requests_ndjson(args[0], 32, CLASSES), repeats, True)
         return {"times": times, "rows": df.height, "excluded": len(excl)}
@@ -88,7 +88,11 @@ def worker(name: str, args: list[str], repeats: int) -> dict:
 
         times, df = _timed(lambda: pl.read_ndjson(args[0]), repeats, True)
         return {"times": times, "rows": df.height}
-    if name in ("attr-benchbook", "attr-full"):
+    if name in ("attr-benchbook", "attr-full", "attr-nomemo"):
+        from benchbook import prometheus
+
+        if name == "attr-nomemo":
+            prometheus.NARROW_MEMO = False
         go = _attribution(args[0], name == "attr-full", args[1])
         times, out = _timed(go, repeats, False)
         Path(args[1]).write_text(json.dumps(out))
@@ -253,13 +257,20 @@ def main() -> int:
         for k, camp in pair_camp.items():
             print(f"attribution {k:,} pairs …", file=sys.stderr, flush=True)
             fast_out, full_out = Path(td) / "fast.json", Path(td) / "full.json"
+            nomemo_out = Path(td) / "nomemo.json"
             fast = run_worker("attr-benchbook", [str(camp), str(fast_out)], R)
             full = run_worker("attr-full", [str(camp), str(full_out)], R)
+            nomemo = run_worker("attr-nomemo", [str(camp), str(nomemo_out)], R)
             a_, b_ = json.loads(fast_out.read_text()), json.loads(full_out.read_text())
+            c_ = json.loads(nomemo_out.read_text())
             same = sum(x == y for x, y in zip(a_, b_)) if len(a_) == len(b_) else 0
+            same_nm = sum(x == y for x, y in zip(c_, b_)) if len(c_) == len(b_) else 0
             ratio = statistics.median(full["times"]) / statistics.median(fast["times"])
+            ratio_nm = statistics.median(full["times"]) / statistics.median(nomemo["times"])
             rows.append(row("phase attribution: benchbook (needed names)", f"{k:,} pairs", fast,
                             f"{ratio:.1f}x faster; {same}/{len(b_)} pairs identical; {fast['excluded']} excluded"))
+            rows.append(row("phase attribution: needed names, memo off", f"{k:,} pairs", nomemo,
+                            f"{ratio_nm:.1f}x faster; {same_nm}/{len(b_)} pairs identical"))
             rows.append(row("phase attribution: full prometheus_client parse", f"{k:,} pairs", full))
             if k == max(pair_camp):
                 target(f"attribution over {k:,} pairs >= 10x faster than full parse, identical results",
@@ -276,7 +287,7 @@ def main() -> int:
         try:
             res = run_command([BENCHBOOK, "summary", "--json", str(big)], R)
             med = statistics.median(res["times"])
-            reads = "requests.json round 0 only: summary does not read requests.ndjson yet"
+            reads = f"reads requests.ndjson: {sizes[-1]:,} records"
             rows.append(row("benchbook summary --json", label, res, reads))
             ok = med < 20 and res["rss_kib"] < 2 * 1024 * 1024
             target(f"summary on {label} < 20 s and < 2 GB" + ("" if not a.quick else " (quick sizes)"), ok,

@@ -127,13 +127,38 @@ def test_ndjson_holds_every_round_and_round0_is_requests_json(tmp_path):
     keys = doc["requests"][0].keys()
     assert [{k: r[k] for k in keys} for r in lines if r["round"] == 0] == doc["requests"]
     df, excl = read_requests_ndjson(run / "requests.ndjson", GENERATION_TOKENS, ["short", "long"])
-    assert df.height + len(excl) == n
+    assert df.height == n and df["excluded"].sum() == len(excl)  # marked, not removed
     assert df["itl"].list.len().max() == GENERATION_TOKENS - 1
+
+
+def test_campaign_requests_read_ndjson_rounds_and_aggregate_per_round(tmp_path):
+    from benchbook import baseline
+
+    n = ROUND0 + 40 * (ROUND0 - 1)
+    root = synthesize(tmp_path / "c", kind="serial", runs=2, seed=4, requests=n, snapshots=0, memory=False)
+    camp = load_campaign(root)
+    req = camp.requests
+    nd = [e for e in camp.exclusions if e.file.endswith("requests.ndjson")]
+    assert req.height + len(nd) == 2 * n
+    assert all(e.sample.startswith("line ") for e in nd)
+    assert req["round"].n_unique() == 41
+    wc = baseline.whole_request_cells(camp)
+    single = wc.filter((wc["run"] == "serial-1") & (wc["metric"] == "single_latency_s"))
+    assert single.height == 1 and single["n"][0] == 41  # one figure per round, summarised per run
+    assert single["min"][0] <= single["median"][0] <= single["max"][0]
+    lad = wc.filter((wc["run"] == "serial-1") & (wc["metric"] == "ladder_tok_s"))
+    assert sorted(lad["concurrency"].to_list()) == [2, 4, 8]
+    # round 0 alone (requests.json) is what the concurrency harness wrote; it still loads as before
+    (root / "runs" / "serial-1" / "requests.ndjson").unlink()
+    (root / "runs" / "serial-2" / "requests.ndjson").unlink()
+    one = load_campaign(root)
+    assert one.requests.height == 2 * ROUND0 and set(one.requests["round"].to_list()) == {0}
+    assert set(baseline.whole_request_cells(one)["n"].to_list()) == {1}
 
 
 def test_ndjson_reader_names_the_bad_line(tmp_path):
     p = tmp_path / "requests.ndjson"
-    good = {"scenario": "single", "n": 1, "index": 0, "prompt_class": "short", "start": 0.0, "end": 9.0,
+    good = {"round": 0, "scenario": "single", "n": 1, "index": 0, "prompt_class": "short", "start": 0.0, "end": 9.0,
             "prompt_tokens": 120, "completion_tokens": 32, "finish_reason": "length"}
     short = dict(good, completion_tokens=7, finish_reason="stop")
     p.write_text("\n".join(json.dumps(r) for r in [good, short, dict(good, scenario="nope")]) + "\n")
@@ -142,16 +167,31 @@ def test_ndjson_reader_names_the_bad_line(tmp_path):
     assert e.value.location == "line 3" and "scenario" in e.value.reason
     p.write_text("\n".join(json.dumps(r) for r in [good, short]) + "\n")
     df, excl = read_requests_ndjson(p, 32, ["short"])
-    assert df.height == 1 and excl[0][0] == "line 2" and "did not reach its budget" in excl[0][1]
+    assert df.filter(~df["excluded"]).height == 1 and excl[0][0] == "line 2" and "did not reach its budget" in excl[0][1]
+    # a blank line would shift every line number after it: rejected, with its line
+    p.write_text("\n".join(json.dumps(r) for r in [good, short]).replace("\n", "\n\n") + "\n")
+    with pytest.raises(InputError) as e:
+        read_requests_ndjson(p, 32, ["short"])
+    assert e.value.location == "line 2" and "blank line" in e.value.reason
+    p.write_text(json.dumps({k: v for k, v in good.items() if k != "round"}) + "\n")
+    with pytest.raises(InputError) as e:
+        read_requests_ndjson(p, 32, ["short"])
+    assert e.value.location == "line 1" and "round" in e.value.reason
 
 
 def test_pd_scheduler_log_is_the_admission_simulation(tmp_path):
     root = synthesize(tmp_path / "c", kind="pd", runs=1, seed=0, requests=320)
-    log = (root / "runs" / "pd-1" / "scheduler.log").read_text().splitlines()
+    log = (root / "runs" / "pd-1" / "prefill.log").read_text().splitlines()
     assert len(log) == 645  # the PD seed: 320 x 16388 tokens at cap 2
     assert "#new-token: 8192" in log[0]
     doc = json.loads((root / "runs" / "pd-1" / "pd.json").read_text())
-    assert doc["windows"]["whole"]["output_tokens"] == 320 * 2048
+    assert doc["windows"]["whole"]["common"]["Total Generated Tokens"] == 320 * 2048
+    from benchbook import pd
+
+    rep = pd.analyse(root)
+    assert [b for b in rep.batch_composition if b.get("reports") == 645]
+    little = [c for c in rep.checks if "Little" in c.get("name", "")]
+    assert little and all(c["status"] == "pass" for c in little)
 
 
 def test_cli_refuses_a_non_empty_folder(tmp_path, capsys):

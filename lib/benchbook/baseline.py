@@ -158,19 +158,39 @@ def whole_request_cells(camp: Campaign) -> pl.DataFrame:
             }
         )
 
-    for r in table.iter_rows(named=True):
-        run, arm, scen, n = r["run"], r["arm"], r["scenario"], r["n"]
+    # requests.ndjson repeats the protocol: each figure is per (run, round); a run's cell is the
+    # median [min–max] over its rounds, n = rounds (one round: the value itself, n = 1).
+    def over_rounds(frame, keys, cols):
+        if "round" not in frame.columns:
+            frame = frame.with_columns(pl.lit(0, pl.Int64).alias("round"))
+        return frame.group_by(keys, maintain_order=True).agg(
+            pl.col("round").n_unique().alias("_n"),
+            *[e for c in cols for e in (pl.col(c).median().alias(c), pl.col(c).min().alias(c + "_min"),
+                                        pl.col(c).max().alias(c + "_max"))],
+        )
+
+    def add_cell(r, metric, col, n, pclass="short"):
+        add(r["run"], r["arm"], metric, r[col], n, pclass)
+        rows[-1].update({"min": r[col + "_min"], "max": r[col + "_max"], "n": r["_n"]})
+
+    cols = ["wall_s", "rate_tok_s", "mean_latency_s", "worst_latency_s"]
+    for r in over_rounds(table, ["arm", "run", "scenario", "n"], cols).iter_rows(named=True):
+        scen, n = r["scenario"], r["n"]
         if scen == "single":
-            add(run, arm, "single_latency_s", r["wall_s"], 1)
-            add(run, arm, "single_tok_s", r["rate_tok_s"], 1)
+            add_cell(r, "single_latency_s", "wall_s", 1)
+            add_cell(r, "single_tok_s", "rate_tok_s", 1)
         elif scen == "ladder":
-            add(run, arm, "ladder_tok_s", r["rate_tok_s"], n)
-            add(run, arm, "ladder_wall_s", r["wall_s"], n)
-            add(run, arm, "mean_latency_s", r["mean_latency_s"], n)
-            add(run, arm, "worst_latency_s", r["worst_latency_s"], n)
+            add_cell(r, "ladder_tok_s", "rate_tok_s", n)
+            add_cell(r, "ladder_wall_s", "wall_s", n)
+            add_cell(r, "mean_latency_s", "mean_latency_s", n)
+            add_cell(r, "worst_latency_s", "worst_latency_s", n)
     inter = req.filter((pl.col("scenario") == "interleave") & (pl.col("prompt_class") == "short"))
-    for r in inter.iter_rows(named=True):
-        add(r["run"], r["arm"], "interleave_short_latency_s", r["latency"], r["n"])
+    if "round" in inter.columns and inter.select(pl.col("round").n_unique()).item() > 1:
+        for r in over_rounds(inter, ["arm", "run", "n"], ["latency"]).iter_rows(named=True):
+            add_cell(r, "interleave_short_latency_s", "latency", r["n"])
+    else:  # one round: every interleave short request as it is (as requests.json always was)
+        for r in inter.iter_rows(named=True):
+            add(r["run"], r["arm"], "interleave_short_latency_s", r["latency"], r["n"])
     return pl.DataFrame(rows, schema={**_CELL_SCHEMA(), "concurrency": pl.Int64})
 
 

@@ -43,15 +43,19 @@ def ladder_table(requests: pl.DataFrame) -> pl.DataFrame:
     ``requests`` is the loader's whole-request frame (needs ``run, scenario, n, start, end,
     completion_tokens``; ``arm`` is carried if present). Warm-up rows (``scenario == "warmup"``) are
     dropped; excluding requests that did not reach their budget is the caller's job (and the page
-    lists them). Output columns: ``[arm,] run, scenario, n, requests, tokens, wall_s, rate_tok_s,
-    mean_latency_s, worst_latency_s, best_latency_s``, sorted by run, scenario, n.
+    lists them). With a ``round`` column (``requests.ndjson``) a group is (round, scenario, n) and
+    ``round`` is carried. Output columns: ``[arm,] run, [round,] scenario, n, requests, tokens,
+    wall_s, rate_tok_s, mean_latency_s, worst_latency_s, best_latency_s``, sorted by run, scenario,
+    n[, round].
     """
     import polars as pl
 
     missing = [c for c in LADDER_COLUMNS if c not in requests.columns]
     if missing:
         raise InputError(None, "requests", f"frame lacks column(s) {', '.join(missing)}")
-    keys = (["arm"] if "arm" in requests.columns else []) + ["run", "scenario", "n"]
+    # a group is (round, scenario, n) within a run: requests.ndjson repeats the protocol
+    keys = (["arm"] if "arm" in requests.columns else []) + ["run"] + (
+        ["round"] if "round" in requests.columns else []) + ["scenario", "n"]
     lat = pl.col("end") - pl.col("start")
     out = (
         requests.filter(pl.col("scenario") != "warmup")
@@ -65,13 +69,14 @@ def ladder_table(requests: pl.DataFrame) -> pl.DataFrame:
             lat.min().alias("best_latency_s"),
         )
         .with_columns((pl.col("tokens") / pl.col("wall_s")).alias("rate_tok_s"))
-        .sort(["run", "scenario", "n"])
+        .sort(["run", "scenario", "n"] + (["round"] if "round" in keys else []))
     )
     bad = out.filter(pl.col("wall_s") <= 0)
     if bad.height:
         r = bad.row(0, named=True)
+        rnd = f" round {r['round']}" if "round" in r else ""
         raise InputError(
-            None, f"run {r['run']} {r['scenario']} n={r['n']}", "group wall time is not positive"
+            None, f"run {r['run']}{rnd} {r['scenario']} n={r['n']}", "group wall time is not positive"
         )
     cols = keys + [
         "requests", "tokens", "wall_s", "rate_tok_s",

@@ -17,8 +17,9 @@ arguments and seed give byte-identical files. The timing model (docs/bench.md ha
 
 Large campaigns also get ``runs/<id>/requests.ndjson`` (every round of the harness protocol, one
 request a line, with ``ttft`` and, with ``--itl``, the inter-token latencies); ``requests.json``
-keeps round 0, which is exactly what the concurrency harness writes. :func:`read_requests_ndjson`
-reads the NDJSON variant (proposed for the campaign format; see docs/bench.md).
+keeps round 0, which is exactly what the concurrency harness writes. The campaign loader reads
+``requests.ndjson`` instead of ``requests.json`` when it exists (data/README.md);
+:func:`read_requests_ndjson` is its reader, ``benchbook.ingest.requests_ndjson``.
 
 Only the standard library is imported at module level (the CLI must stay fast); orjson is used for
 writing NDJSON and polars for reading it, imported where used.
@@ -467,41 +468,63 @@ def _write_pd(m: Model, seed: int, run_dir: Path, run_id: str, n: int, itl: bool
             t += (m.pd_batch_fixed_s + p / m.pd_prefill_tok_s) * factor
             done_at[i] = t
     g = m.pd_generation_tokens
-    e2es, ttfts, ends = [], [], []
-    with open(run_dir / "requests.ndjson", "wb") as fh:
-        for i in range(n):
-            ttft = done_at[i] + m.pd_transfer_s
-            tpot = m.pd_tpot_s * factor * (1.0 + m.request_jitter * rng.gauss(0.0, 1.0))
-            gaps = [_r6(tpot * (1.0 + m.step_jitter * (2.0 * rng.random() - 1.0))) for _ in range(g - 1)]
-            end = ttft + sum(gaps)
-            rec = {"index": i, "start": 0.0, "ttft": _r6(ttft), "end": _r6(end), "prompt_tokens": lengths[i],
-                   "completion_tokens": g, "finish_reason": "length"}
-            if itl:
-                rec["itl"] = gaps
-            fh.write(orjson.dumps(rec) + b"\n")
-            e2es.append(end)
-            ttfts.append(ttft)
-            ends.append(end)
-    wall = max(ends)
+    recs, e2es, ttfts, tpots, itls = [], [], [], [], []
+    for i in range(n):
+        ttft = done_at[i] + m.pd_transfer_s
+        tpot = m.pd_tpot_s * factor * (1.0 + m.request_jitter * rng.gauss(0.0, 1.0))
+        gaps = [_r6(tpot * (1.0 + m.step_jitter * (2.0 * rng.random() - 1.0))) for _ in range(g - 1)]
+        end = _r6(ttft + sum(gaps))
+        recs.append({"id": str(i), "start": 0.0, "first_token": _r6(ttft), "end": end, "input_tokens": lengths[i],
+                     "output_tokens": g, "success": True})
+        e2es.append(end)
+        ttfts.append(_r6(ttft))
+        tpots.append((end - ttft) / (g - 1))
+        if itl:
+            itls.extend(gaps)
+    # benchbook.pd_requests/1: one record a line inside the JSON array (readable, diffable)
+    body = ",\n".join(orjson.dumps(r).decode() for r in recs)
+    (run_dir / "pd_requests.json").write_text(
+        f'{{"format": "benchbook.pd_requests/1", "run": {json.dumps(run_id)},\n "requests": [\n{body}\n]}}\n',
+        encoding="utf-8",
+    )
+    wall = max(e2es)
     out_tok = g * n
-    summary = {
-        "completed": n, "duration_s": _r6(wall), "output_tokens": out_tok,
-        "output_throughput_tok_s": _r6(out_tok / wall), "per_card_output_tok_s": _r6(out_tok / wall / m.pd_cards),
-        "request_rate_per_s": _r6(n / wall), "mean_e2e_s": _r6(sum(e2es) / n), "mean_ttft_s": _r6(sum(ttfts) / n),
-        "mean_concurrency": _r6(sum(e2es) / wall),
-        "verify_calls": int(round(out_tok / m.pd_accept_len)),
+    in_tok = sum(lengths)
+
+    def stats_ms(xs: list[float]) -> dict:
+        ys = sorted(x * 1000.0 for x in xs)
+
+        def q(p: float) -> float:
+            return _r6(ys[min(len(ys) - 1, max(0, math.ceil(p * len(ys)) - 1))])
+
+        return {"Average": _r6(sum(ys) / len(ys)), "Min": _r6(ys[0]), "Max": _r6(ys[-1]),
+                "Median": _r6((ys[(len(ys) - 1) // 2] + ys[len(ys) // 2]) / 2), "P75": q(0.75), "P90": q(0.90),
+                "P99": q(0.99), "N": len(ys)}
+
+    metrics = {"TTFT": stats_ms(ttfts), "TPOT": stats_ms(tpots), "E2EL": stats_ms(e2es)}
+    if itl:
+        metrics["ITL"] = stats_ms(itls)
+    common = {
+        "Benchmark Duration": _r6(wall * 1000.0), "Total Requests": n, "Failed Requests": 0, "Success Requests": n,
+        # AISBench's concurrency: sum of E2E over the duration (the Little's-law L of this window)
+        "Concurrency": _r6(sum(e2es) / wall), "Max Concurrency": n,
+        "Request Throughput": _r6(n / wall), "Total Input Tokens": in_tok, "Total Generated Tokens": out_tok,
+        "Input Token Throughput": _r6(in_tok / wall), "Output Token Throughput": _r6(out_tok / wall),
+        "Total Token Throughput": _r6((in_tok + out_tok) / wall),
     }
     doc = {
-        "format": "benchbook.pd/1", "run": run_id, "provisional": "format proposed by benchbook synth (issue 8)",
-        "cards": m.pd_cards,
-        "scheduler": {"global_chunked_prefill_size": m.pd_chunk * m.pd_dp, "dp": m.pd_dp,
-                      "page_size": m.pd_page, "max_requests_per_prefill_batch": m.pd_max_requests},
-        "requests": "requests.ndjson", "scheduler_log": "scheduler.log" if sim is not None else None,
-        "windows": {"whole": summary},
+        "format": "benchbook.pd/1", "run": run_id, "tool": "benchbook synth (AISBench field names)",
+        "windows": {"whole": {"metrics": metrics, "common": common, "start_s": 0.0, "end_s": _r6(wall)}},
+        "speculative": {"window": "whole", "verify_calls": int(round(out_tok / m.pd_accept_len)),
+                        "output_tokens": out_tok, "verify_width": math.ceil(m.pd_accept_len) + 1},
+        "requests": "pd_requests.json",
+        "notes": "SYNTHETIC: written by benchbook synth from its timing model; nothing was measured.",
     }
+    if sim is not None:
+        doc["prefill_log"] = "prefill.log"
     (run_dir / "pd.json").write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     if sim is not None:
-        (run_dir / "scheduler.log").write_text("\n".join(log_lines) + "\n", encoding="utf-8")
+        (run_dir / "prefill.log").write_text("\n".join(log_lines) + "\n", encoding="utf-8")
     return sim is not None
 
 
@@ -537,15 +560,19 @@ def synthesize(out: str | Path, kind: str = "serial", runs: int = 2, requests: i
     notes: list[str] = []
     if kind == "pd":
         arms["pd"] = {"label": "PD (synthetic)", "mode": "pd", "environment": "default", "series": "synthetic",
+                      "role": "baseline", "prefill_cards": m.pd_cards // 2, "decode_cards": m.pd_cards - m.pd_cards // 2,
+                      "scheduler": {"global_chunked_prefill_size": m.pd_chunk * m.pd_dp, "dp": m.pd_dp,
+                                    "page_size": m.pd_page, "prefill_max_requests": m.pd_max_requests},
                       "server_args": {"chunked_prefill_size": m.pd_chunk * m.pd_dp, "dp": m.pd_dp,
-                                      "page_size": m.pd_page, "max_prefill_requests": m.pd_max_requests}}
+                                      "page_size": m.pd_page, "prefill_max_requests": m.pd_max_requests}}
         for r in range(1, runs + 1):
             rid = f"pd-{r}"
             d = root / "runs" / rid
             d.mkdir(parents=True)
             if not _write_pd(m, seed, d, rid, requests, itl):
                 notes.append("benchbook.sim is not available: PD scheduler logs were not written")
-            run_list.append({"id": rid, "arm": "pd", "harness": "pd", "path": f"runs/{rid}", "date": DATE})
+            run_list.append({"id": rid, "arm": "pd", "harness": "pd", "path": f"runs/{rid}", "date": DATE,
+                             "load": {"requests": requests, "concurrency": requests, "prompt_class": "pd"}})
     else:
         widths = {"serial": 1} if kind == "serial" else {"serial": 1, "batch": 8}
         for arm, width in widths.items():
@@ -579,6 +606,7 @@ def synthesize(out: str | Path, kind: str = "serial", runs: int = 2, requests: i
 
     manifest = {
         "format": "benchbook.campaign/1",
+        **({"kind": "pd"} if kind == "pd" else {}),
         "title": f"Synthetic {kind} campaign (seed {seed})",
         "question": "None: synthetic data from benchbook's timing model, for tests, demos and benchmarks",
         "date": DATE,
@@ -588,7 +616,7 @@ def synthesize(out: str | Path, kind: str = "serial", runs: int = 2, requests: i
         "checkpoint": {"path": "none (synthetic)", "architecture": "synthetic"},
         "engine": {"name": "synthetic pocket engine", "profile": "pocket", "commit": "synthetic"},
         "environments": {"default": {"description": "nothing set", "variables": {}}},
-        "prompt_classes": PROMPT_CLASSES,
+        "prompt_classes": {"pd": {"tokens": m.pd_prompt_tokens}} if kind == "pd" else PROMPT_CLASSES,
         "generation_tokens": m.pd_generation_tokens if kind == "pd" else GENERATION_TOKENS,
         "arms": arms,
         "runs": run_list,
@@ -614,114 +642,12 @@ def synthesize(out: str | Path, kind: str = "serial", runs: int = 2, requests: i
 
 # ------------------------------------------------------------------------- reading requests.ndjson
 
-_NDJSON_REQUIRED = ("scenario", "n", "index", "prompt_class", "start", "end", "prompt_tokens",
-                    "completion_tokens", "finish_reason")  # fmt: skip
-_SCENARIOS = ("warmup", "single", "ladder", "interleave")
 
+def read_requests_ndjson(path, generation_tokens=None, prompt_classes=None, itl=None):
+    """``benchbook.ingest.requests_ndjson.read_requests_ndjson`` (the campaign loader's reader)."""
+    from .ingest.requests_ndjson import read_requests_ndjson as read
 
-def _ndjson_schema(with_itl: bool):
-    import polars as pl
-
-    s = {"round": pl.Int64, "scenario": pl.String, "n": pl.Int64, "index": pl.Int64, "prompt_class": pl.String,
-         "start": pl.Float64, "end": pl.Float64, "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64,
-         "finish_reason": pl.String, "stream": pl.Boolean, "ttft": pl.Float64}
-    if with_itl:
-        s["itl"] = pl.List(pl.Float64)
-    return s
-
-
-def _bad_line(path: Path, reason_for):
-    """Scan the file line by line (slow path, only after a failure) for the first bad record."""
-    import orjson
-
-    with open(path, "rb") as f:
-        for no, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = orjson.loads(line)
-            except orjson.JSONDecodeError as e:
-                return InputError(path, f"line {no}", f"not valid JSON: {e}")
-            reason = reason_for(rec)
-            if reason:
-                return InputError(path, f"line {no}", reason)
-    return None
-
-
-def read_requests_ndjson(path: str | Path, generation_tokens: int | None = None, prompt_classes=None,
-                         itl: bool | None = None):
-    """Read ``requests.ndjson`` (one request a line) into a polars DataFrame, checked.
-
-    Returns ``(table, exclusions)``; exclusions are ``(line, reason)`` pairs for records that are
-    valid input but unusable (end before start, fewer tokens than the budget outside warm-up). Bad
-    input raises InputError naming the file, ``line N`` and the reason. ``itl``: read the ``itl``
-    lists (default: if the first line has one). Columns: those of ``requests.json`` plus ``round``,
-    ``ttft``, ``latency`` (and ``itl``).
-    """
-    import polars as pl
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "-", "file not found")
-    if itl is None:
-        with open(path, "rb") as f:
-            itl = b'"itl"' in f.readline()
-    try:
-        df = pl.read_ndjson(path, schema=_ndjson_schema(itl))
-    except (pl.exceptions.ComputeError, pl.exceptions.PolarsError) as e:
-        err = _bad_line(path, lambda rec: _record_problem(rec))
-        if err is not None:
-            raise err from None
-        raise InputError(path, "-", f"not valid NDJSON request records: {str(e).splitlines()[0]}") from None
-    if df.height == 0:
-        raise InputError(path, "-", "no request records")
-    checks = [pl.col(c).is_null() for c in _NDJSON_REQUIRED] + [
-        ~pl.col("scenario").is_in(_SCENARIOS), pl.col("n") < 1, pl.col("index") < 0,
-        pl.col("prompt_tokens") < 0, pl.col("completion_tokens") < 0]
-    if prompt_classes:
-        checks.append(~pl.col("prompt_class").is_in(list(prompt_classes)))
-    budget = generation_tokens or 0
-    unusable = (pl.col("end") < pl.col("start")) | (
-        (pl.col("completion_tokens") < budget) & (pl.col("scenario") != "warmup"))
-    # one pass over the table: any invalid record? how many unusable ones?
-    bad, n_unusable = df.select(pl.any_horizontal(checks).any(), unusable.sum()).row(0)
-    if bad:
-        classes = set(prompt_classes or ())
-        err = _bad_line(path, lambda rec: _record_problem(rec, classes))
-        raise err or InputError(path, "-", "invalid request record")
-    exclusions = []
-    if n_unusable:
-        excl = (df.with_row_index("line", offset=1).filter(unusable)
-                .select("line", (pl.col("end") < pl.col("start")).alias("backwards"), "start", "end",
-                        "completion_tokens", "finish_reason"))
-        exclusions = [
-            (f"line {ln}", f"end {e} precedes start {s}" if back else
-             f"{c} of {budget} tokens generated (finish_reason {fr!r}): did not reach its budget")
-            for ln, back, s, e, c, fr in excl.iter_rows()
-        ]
-        df = df.filter(~unusable)
-    return df.with_columns(latency=pl.col("end") - pl.col("start")), exclusions
-
-
-def _record_problem(rec, classes=frozenset()) -> str | None:
-    if not isinstance(rec, dict):
-        return "a request record must be a JSON object"
-    for k in _NDJSON_REQUIRED:
-        if rec.get(k) is None:
-            return f"missing field {k!r}"
-    if rec["scenario"] not in _SCENARIOS:
-        return f"scenario {rec['scenario']!r} is not one of {', '.join(_SCENARIOS)}"
-    for k, lo in (("n", 1), ("index", 0), ("prompt_tokens", 0), ("completion_tokens", 0)):
-        if not isinstance(rec[k], int) or isinstance(rec[k], bool) or rec[k] < lo:
-            return f"{k} must be an integer >= {lo} (got {rec[k]!r})"
-    for k in ("start", "end", "ttft"):
-        if k in rec and rec[k] is not None and (isinstance(rec[k], bool) or not isinstance(rec[k], (int, float))):
-            return f"{k} must be a number (got {rec[k]!r})"
-    if classes and rec["prompt_class"] not in classes:
-        return f"unknown prompt class {rec['prompt_class']!r}"
-    if "itl" in rec and not (isinstance(rec["itl"], list) and all(isinstance(x, (int, float)) for x in rec["itl"])):
-        return "itl must be a list of numbers"
-    return None
+    return read(path, generation_tokens, prompt_classes, itl)
 
 
 # ----------------------------------------------------------------------------------------- CLI

@@ -22,6 +22,18 @@ from ..profiles import EngineProfile, get_profile
 HARNESS_FILES = {"requests": "requests.json", "phases": "phases.json", "memory": "memory.json", "pd": "pd.json"}
 
 
+def REQUEST_SCHEMA():
+    """Columns of ``Campaign.requests``."""
+    import polars as pl
+
+    return {
+        "run": pl.String, "arm": pl.String, "environment": pl.String, "round": pl.Int64, "scenario": pl.String,
+        "n": pl.Int64, "index": pl.Int64, "prompt_class": pl.String, "start": pl.Float64,
+        "end": pl.Float64, "latency": pl.Float64, "prompt_tokens": pl.Int64,
+        "completion_tokens": pl.Int64, "finish_reason": pl.String, "stream": pl.Boolean,
+    }
+
+
 @dataclass(frozen=True)
 class Run:
     id: str
@@ -115,6 +127,8 @@ class Campaign:
         files = {self.root / "campaign.json"}
         for r in self.runs:
             files.add(r.file)
+            if r.harness == "requests" and (r.path / "requests.ndjson").is_file():
+                files.add(r.path / "requests.ndjson")
             if r.server_log.exists():
                 files.add(r.server_log)
             if r.harness == "phases":
@@ -141,58 +155,84 @@ class Campaign:
     def requests(self):
         """Whole-request results of every `requests` run, one row per request.
 
-        Columns: run, arm, environment, scenario, n, index, prompt_class, start, end, latency,
-        prompt_tokens, completion_tokens, finish_reason, stream. Requests that did not reach the
-        campaign's token budget or whose end precedes their start are excluded (listed).
+        Columns: run, arm, environment, round, scenario, n, index, prompt_class, start, end,
+        latency, prompt_tokens, completion_tokens, finish_reason, stream. A run's
+        ``requests.ndjson`` (every round of the protocol, at scale) is read instead of its
+        ``requests.json`` when it exists; ``requests.json`` records are round 0. Requests that did
+        not reach the campaign's token budget or whose end does not follow their start are
+        excluded (listed).
         """
         import polars as pl
 
-        rows = []
-        for r in self.runs_of("requests"):
-            doc = load_json(r.file)
+        frames = [self._requests_of(r) for r in self.runs_of("requests")]
+        if not frames:
+            return pl.DataFrame(schema=REQUEST_SCHEMA())
+        return pl.concat(frames, how="vertical") if len(frames) > 1 else frames[0]
+
+    def requests_file(self, run: Run) -> Path:
+        """The file ``requests`` reads for a run: ``requests.ndjson`` if present, else ``requests.json``."""
+        nd = run.path / "requests.ndjson"
+        return nd if nd.is_file() else run.file
+
+    def _requests_of(self, r: Run):
+        import polars as pl
+
+        from .requests_ndjson import read_requests_ndjson
+
+        nd = self.requests_file(r)
+        if nd != r.file:
+            doc = load_json(r.file)  # still the harness's own file: it must be valid too
             validate(doc, "requests", r.file)
-            for i, q in enumerate(doc["requests"]):
-                where = f"$.requests[{i}]"
-                if q["prompt_class"] not in self.prompt_classes and self.prompt_classes:
-                    raise InputError(r.file, f"{where}.prompt_class", f"unknown prompt class {q['prompt_class']!r}")
-                reason = None
-                if q["end"] < q["start"]:
-                    reason = f"end {q['end']} precedes start {q['start']}"
-                elif q["end"] == q["start"]:  # a zero latency would divide by zero downstream
-                    reason = f"end {q['end']} equals start {q['start']}: zero latency"
-                elif self.generation_tokens and q["completion_tokens"] < self.generation_tokens and q["scenario"] != "warmup":
-                    reason = (
-                        f"{q['completion_tokens']} of {self.generation_tokens} tokens generated "
-                        f"(finish_reason {q['finish_reason']!r}): did not reach its budget"
-                    )
-                if reason:
-                    self.exclusions.append(Exclusion(str(r.file), where, reason))
-                    continue
-                rows.append(
-                    {
-                        "run": r.id,
-                        "arm": r.arm,
-                        "environment": self.arm_environment(r.arm),
-                        "scenario": q["scenario"],
-                        "n": q["n"],
-                        "index": q["index"],
-                        "prompt_class": q["prompt_class"],
-                        "start": float(q["start"]),
-                        "end": float(q["end"]),
-                        "latency": float(q["end"]) - float(q["start"]),
-                        "prompt_tokens": q["prompt_tokens"],
-                        "completion_tokens": q["completion_tokens"],
-                        "finish_reason": q["finish_reason"],
-                        "stream": bool(q.get("stream", False)),
-                    }
+            df, excl = read_requests_ndjson(nd, self.generation_tokens, self.prompt_classes, itl=False)
+            self.exclusions.extend(Exclusion(str(nd), line, reason) for line, reason in excl)
+            if excl:
+                df = df.filter(~pl.col("excluded"))
+            return df.select(
+                pl.lit(r.id).alias("run"), pl.lit(r.arm).alias("arm"),
+                pl.lit(self.arm_environment(r.arm)).alias("environment"),
+                "round", "scenario", "n", "index", "prompt_class", "start", "end", "latency", "prompt_tokens",
+                "completion_tokens", "finish_reason", pl.col("stream").fill_null(False),
+            )
+        rows = []
+        doc = load_json(r.file)
+        validate(doc, "requests", r.file)
+        for i, q in enumerate(doc["requests"]):
+            where = f"$.requests[{i}]"
+            if q["prompt_class"] not in self.prompt_classes and self.prompt_classes:
+                raise InputError(r.file, f"{where}.prompt_class", f"unknown prompt class {q['prompt_class']!r}")
+            reason = None
+            if q["end"] < q["start"]:
+                reason = f"end {q['end']} precedes start {q['start']}"
+            elif q["end"] == q["start"]:  # a zero latency would divide by zero downstream
+                reason = f"end {q['end']} equals start {q['start']}: zero latency"
+            elif self.generation_tokens and q["completion_tokens"] < self.generation_tokens and q["scenario"] != "warmup":
+                reason = (
+                    f"{q['completion_tokens']} of {self.generation_tokens} tokens generated "
+                    f"(finish_reason {q['finish_reason']!r}): did not reach its budget"
                 )
-        schema = {
-            "run": pl.String, "arm": pl.String, "environment": pl.String, "scenario": pl.String,
-            "n": pl.Int64, "index": pl.Int64, "prompt_class": pl.String, "start": pl.Float64,
-            "end": pl.Float64, "latency": pl.Float64, "prompt_tokens": pl.Int64,
-            "completion_tokens": pl.Int64, "finish_reason": pl.String, "stream": pl.Boolean,
-        }
-        return pl.DataFrame(rows, schema=schema)
+            if reason:
+                self.exclusions.append(Exclusion(str(r.file), where, reason))
+                continue
+            rows.append(
+                {
+                    "run": r.id,
+                    "arm": r.arm,
+                    "environment": self.arm_environment(r.arm),
+                    "round": 0,
+                    "scenario": q["scenario"],
+                    "n": q["n"],
+                    "index": q["index"],
+                    "prompt_class": q["prompt_class"],
+                    "start": float(q["start"]),
+                    "end": float(q["end"]),
+                    "latency": float(q["end"]) - float(q["start"]),
+                    "prompt_tokens": q["prompt_tokens"],
+                    "completion_tokens": q["completion_tokens"],
+                    "finish_reason": q["finish_reason"],
+                    "stream": bool(q.get("stream", False)),
+                }
+            )
+        return pl.DataFrame(rows, schema=REQUEST_SCHEMA())
 
     def _phases_doc(self, r: Run) -> dict[str, Any]:
         cache = self.__dict__.setdefault("_phase_docs", {})
