@@ -116,7 +116,20 @@ def _kept_lines(text: str, prefixes: tuple[str, ...], openmetrics: bool = False)
                 e = n
             if i == 0 or text[i - 1] == "\n":
                 if p[0] != "#":  # starts with a wanted name: a kept sample line
-                    spans[i] = e
+                    # the family's samples usually run up to the next comment line: take them as
+                    # one block if every line of it starts with the name (two str.count calls)
+                    j = find("\n#", e)
+                    if j == -1:
+                        j = n - 1 if text.endswith("\n") else n
+                    if j > e:
+                        block = text[i:j]
+                        if block.count("\n") == block.count("\n" + p):
+                            spans[i] = max(spans.get(i, -1), j)
+                            if j >= n - 1:
+                                break
+                            i = find(p, j + 1)
+                            continue
+                    spans[i] = max(spans.get(i, -1), e)
                 elif _wanted_line(text[i:e], prefixes):
                     spans[i] = e
                     comments.append((i, text[i:e]))
@@ -137,9 +150,9 @@ def _kept_lines(text: str, prefixes: tuple[str, ...], openmetrics: bool = False)
     # adjacent kept lines are copied as one slice
     parts = []
     run_s = run_e = -2
-    for s in sorted(spans):
-        if s == run_e + 1:
-            run_e = spans[s]
+    for s in sorted(spans):  # union of whole-line spans (a block may hold another name's lines)
+        if s <= run_e + 1:
+            run_e = max(run_e, spans[s])
         else:
             if run_s >= 0:
                 parts.append(text[run_s:run_e])

@@ -104,9 +104,9 @@ def read_requests_ndjson(path: str | Path, generation_tokens: int | None = None,
         if _line_count(path) != df.height:
             err = _bad_line(path, lambda rec: _record_problem(rec, classes, itl))
             raise err or InputError(path, "-", "blank lines between request records")
-        excl = (df.select("start", "end", "completion_tokens", "finish_reason", "excluded")
-                .with_row_index("line", offset=1).filter(pl.col("excluded")))
-        for ln, s, e, c, fr, _x in excl.iter_rows():
+        idx = df.get_column("excluded").arg_true()
+        excl = df.select("start", "end", "completion_tokens", "finish_reason")[idx]
+        for ln, (s, e, c, fr) in zip((idx + 1).to_list(), excl.iter_rows()):
             if e < s:
                 why = f"end {e} precedes start {s}"
             elif e == s:
