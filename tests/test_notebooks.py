@@ -44,3 +44,14 @@ def test_no_logic_in_notebooks(path):
         for node in ast.walk(ast.parse(c.source)):
             assert not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.For, ast.While, ast.Lambda)), (
                 f"{path.name}: logic belongs in lib/benchbook, not in a notebook cell:\n{c.source}")
+
+
+def test_defaults_work_where_jupyter_runs_the_kernel():
+    """`make lab` opens notebooks whose kernels run in notebooks/: default campaign paths resolve there."""
+    import papermill
+
+    for path in NOTEBOOKS:
+        params = papermill.inspect_notebook(str(path))
+        if "campaign" in params:
+            folder = (path.parent / ast.literal_eval(params["campaign"]["default"])).resolve()
+            assert (folder / "campaign.json").is_file(), f"{path.name}: default campaign {folder} does not exist"
