@@ -57,7 +57,7 @@ def _attribution(campaign: str, full: bool, results_path: str | None):
 
     camp = load_campaign(campaign)
     profile = camp.profile
-    names = None if full else phases.needed_names(profile)
+    names = None if full else phases.needed_samples(profile)  # what the loader hands the parser
     runs = [(r, json.loads(r.file.read_text())) for r in camp.runs_of("phases")]
 
     def go():
@@ -236,8 +236,11 @@ def main() -> int:
             f = str(ndjson(camps[(n, itl)]))
             label = f"{n:,} records" + (" + ITL" if itl else "")
             print(f"ingest {label} …", file=sys.stderr, flush=True)
-            bb = run_worker("ingest-benchbook", [f], R)
-            pl_ = run_worker("ingest-polars", [f], R)
+            # a 10k-record read takes milliseconds, and a few ms of scheduler noise would decide
+            # the median of 3: small files get more timed calls (the same number for both)
+            reps = max(R, min(25, 1_000_000 // n))
+            bb = run_worker("ingest-benchbook", [f], reps)
+            pl_ = run_worker("ingest-polars", [f], reps)
             ratio = statistics.median(bb["times"]) / statistics.median(pl_["times"])
             worst_ratio = max(worst_ratio, ratio)
             per_record[(itl, n)] = statistics.median(bb["times"]) / n * 1e6
@@ -274,7 +277,8 @@ def main() -> int:
             rows.append(row("phase attribution: full prometheus_client parse", f"{k:,} pairs", full))
             if k == max(pair_camp):
                 target(f"attribution over {k:,} pairs >= 10x faster than full parse, identical results",
-                       ratio >= 10 and same == len(b_), f"{ratio:.1f}x, {same}/{len(b_)} identical")
+                       ratio >= 10 and same == len(b_),
+                       f"{ratio:.1f}x, {same}/{len(b_)} identical (memo off: {ratio_nm:.1f}x, {same_nm} identical)")
 
     # 3. benchbook summary end to end
     big = camps[(sizes[-1], False)]

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from benchbook import prometheus
+from benchbook import phases, prometheus
 from benchbook.cli import main
 from benchbook.errors import EXIT_BAD_INPUT, InputError
+from benchbook.profiles import get_profile
 
 FIX = Path(__file__).parent / "fixtures"
 BAD = FIX / "bad"
@@ -122,14 +123,36 @@ def test_bad_prom_file(name, capsys):
     assert_rejected(path, capsys, path, re.escape(loc), reason)
 
 
+NEEDED = phases.needed_samples(get_profile("pocket"))  # what the phase split reads: no _bucket lines
+
+
 @pytest.mark.parametrize("name", ["duplicate_series.prom", "negative_counter.prom", "truncated_last_line.prom",
-                                  "buckets_not_cumulative.prom", "inf_not_count.prom"])
+                                  "negative_histogram_sum.prom"])
 def test_bad_prom_is_rejected_on_the_narrow_path_too(name):
-    """prometheus.read(names=…) (what the phase split uses) applies the same checks to the families it keeps."""
+    """prometheus.read(names=…) (what the phase split uses) applies the same checks to the lines it reads."""
     path = BAD / "prom" / name
     with pytest.raises(InputError) as ei:
-        prometheus.read(path, ["pocket_tokens_total", "pocket_ttft_seconds"])
+        prometheus.read(path, NEEDED)
     assert ei.value.location == PROM_CASES[name][0]
+
+
+BUCKET_CASES = ["buckets_not_cumulative.prom", "inf_not_count.prom", "no_inf_bucket.prom"]
+
+
+@pytest.mark.parametrize("name", BUCKET_CASES)
+def test_bucket_defects_are_caught_where_buckets_are_read(name, capsys):
+    """The split reads a histogram's _sum and _count, not its buckets: the narrow path returns
+    them; ``benchbook validate FILE`` (a full parse) and the whole-family parse ``benchbook validate
+    CAMPAIGN`` runs reject the file at the bucket's line (the campaign case: below)."""
+    path = BAD / "prom" / name
+    snap = prometheus.read(path, NEEDED)
+    assert snap.get("pocket_ttft_seconds_sum") == 1.0 and snap.get("pocket_ttft_seconds_count") in (2.0, 3.0)
+    assert snap.types["pocket_ttft_seconds"] == "histogram"
+    for names in (None, phases.needed_names(get_profile("pocket"))):
+        with pytest.raises(InputError) as ei:
+            prometheus.read(path, names)
+        assert ei.value.location == PROM_CASES[name][0]
+    assert_rejected(path, capsys, path, re.escape(PROM_CASES[name][0]), PROM_CASES[name][1])
 
 
 def test_narrow_path_ignores_defects_in_families_it_does_not_read(tmp_path):
@@ -381,6 +404,59 @@ def test_snapshot_nan_counter(camp, capsys):
     p = _prom(camp, 2)
     p.write_text(p.read_text().replace('{type="generation"} 16', '{type="generation"} NaN'))
     assert_rejected(camp, capsys, p.resolve(), r"pocket_tokens_total", "not a finite counter value")
+
+
+SNAPSHOT_BUCKET_DEFECTS = {
+    # s2.prom (after of sample 1, before of sample 2), one bucket defect each: (old, new, line, reason)
+    "not cumulative": ('pocket_ttft_seconds_bucket{le="1"} 2', 'pocket_ttft_seconds_bucket{le="1"} 1',
+                       "line 4", "buckets not cumulative"),
+    "+Inf differs from _count": ('pocket_request_duration_seconds_bucket{le="+Inf"} 2',
+                                 'pocket_request_duration_seconds_bucket{le="+Inf"} 3', "line 18",
+                                 r"_count = 2 but its \+Inf bucket is 3"),
+    "no +Inf bucket": ('pocket_ttft_seconds_bucket{le="+Inf"} 2\n', "", "line 6", r'no le="\+Inf" bucket'),
+    "le not a number": ('pocket_ttft_seconds_bucket{le="2.5"}', 'pocket_ttft_seconds_bucket{le="soon"}', "line 5",
+                        "is not a number"),
+    "negative bucket count": ('pocket_request_duration_seconds_bucket{le="0.5"} 0',
+                              'pocket_request_duration_seconds_bucket{le="0.5"} -1', "line 12", "never negative"),
+    "bucket line not exposition text": ('pocket_ttft_seconds_bucket{le="1"} 2', 'pocket_ttft_seconds_bucket{le="1" 2',
+                                        "line 4", "not valid Prometheus text exposition"),
+}
+
+
+def _phase_numbers(root: Path):
+    from benchbook.ingest.campaign import load_campaign
+
+    c = load_campaign(root)
+    return c.phase_samples.drop("file"), [(e.sample, e.reason) for e in c.exclusions]
+
+
+@pytest.mark.parametrize("defect", sorted(SNAPSHOT_BUCKET_DEFECTS))
+def test_snapshot_bucket_defect_validate_rejects_pages_read_sum_and_count(camp, capsys, defect):
+    """A bucket defect in a snapshot: the phase split does not read buckets, so the loader (what
+    render and summary use) gives the same phase numbers as without it; ``benchbook validate``
+    parses the whole histogram families and rejects the campaign with the file and line."""
+    old, new, line, reason = SNAPSHOT_BUCKET_DEFECTS[defect]
+    clean = _phase_numbers(camp)
+    p = _prom(camp, 2)
+    text = p.read_text()
+    assert old in text
+    p.write_text(text.replace(old, new, 1))
+    got = _phase_numbers(camp)
+    assert got[0].equals(clean[0]) and got[1] == clean[1]
+    assert_rejected(camp, capsys, p.resolve(), re.escape(line), reason)
+
+
+def test_snapshot_bucket_defect_summary_gives_the_clean_numbers(camp, capsys):
+    def summary() -> dict:
+        assert main(["summary", "--json", str(camp)]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    clean = summary()
+    p = _prom(camp, 3)
+    p.write_text(p.read_text().replace('pocket_ttft_seconds_bucket{le="+Inf"} 3', 'pocket_ttft_seconds_bucket{le="+Inf"} 7'))
+    assert summary() == clean
+    rc, _out, err = validate(camp, capsys)
+    assert rc == EXIT_BAD_INPUT and f"{p.resolve()}: line 9: " in err and "+Inf bucket is 7" in err  # the _count line
 
 
 def test_phases_duplicate_sample(camp, capsys):

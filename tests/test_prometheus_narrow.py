@@ -3,14 +3,22 @@
 Snapshots come from ``benchbook.synth``'s engine (about 280 lines, the phase-split families among
 queue, decode-step, per-rank and process families), plus rearranged variants the fast line finder
 must not be fooled by: families in another order, no ``# TYPE``/``# HELP`` lines, wanted names
-inside label values and help text, a family that resumes after another one. For each, the narrow
-parse keeps exactly the lines a line-by-line scan keeps, and either gives the full parse's values
-and types for the wanted families or rejects the text when (and only when) the defect is in them.
+inside label values and help text, a family that resumes after another one, metadata lines split
+by tabs. For each, the narrow parse keeps exactly the lines a line-by-line scan keeps, and either
+gives the full parse's values and types for the samples it returns or rejects the text when (and
+only when) the defect is in a line it reads.
+
+The phase split's names (``phases.needed_samples``) are a histogram's ``_sum`` and ``_count``
+with its ``# TYPE``/``# HELP`` lines, not its ``_bucket`` lines: a bucket defect is not seen there,
+and is rejected by the full parse and by the whole-family parse ``benchbook validate CAMPAIGN``
+runs (``phases.needed_names``), at the same line — ``BUCKET_DEFECTS`` below. Both name sets are
+compared with the full parse.
 """
 
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -20,7 +28,8 @@ from benchbook.profiles import get_profile
 from benchbook.synth import GENERATION_TOKENS, PROMPT_CLASSES, Model, _Engine, prefill_s, step_s
 
 POCKET = get_profile("pocket")
-NAMES = phases.needed_names(POCKET)
+NAMES = phases.needed_samples(POCKET)
+FAMILIES = phases.needed_names(POCKET)
 
 
 def _snapshots(k: int, seed: int = 5) -> list[str]:
@@ -61,11 +70,13 @@ def _variants(text: str, rng: random.Random) -> list[str]:
         noisy + text,
         text + noisy,
         text.replace("\r", "") + "pocket_tokens_total_extra 1\n",
+        text.replace("# TYPE pocket_ttft_seconds ", "#\tTYPE\tpocket_ttft_seconds\t").replace(
+            "# HELP pocket_request_duration_seconds ", "#  HELP  pocket_request_duration_seconds  "),
     ]
 
 
-def _line_scan(text: str) -> str:
-    return "\n".join(ln for ln in text.split("\n") if prometheus._wanted_line(ln, tuple(NAMES))) + "\n"
+def _line_scan(text: str, names=NAMES) -> str:
+    return "\n".join(ln for ln in text.split("\n") if prometheus._wanted_line(ln, tuple(names))) + "\n"
 
 
 def _outcome(text: str, names):
@@ -82,7 +93,8 @@ def no_memo(monkeypatch):
 
 
 @pytest.mark.parametrize("memo", [True, False])
-def test_narrow_equals_full_over_many_snapshots(memo, monkeypatch):
+@pytest.mark.parametrize("names", [NAMES, FAMILIES], ids=["needed_samples", "needed_names"])
+def test_narrow_equals_full_over_many_snapshots(memo, names, monkeypatch):
     monkeypatch.setattr(prometheus, "NARROW_MEMO", memo)
     prometheus._MEMO.clear()
     rng = random.Random(11)
@@ -90,17 +102,86 @@ def test_narrow_equals_full_over_many_snapshots(memo, monkeypatch):
     checked = 0
     for text in snaps:
         for v in _variants(text, rng):
-            assert prometheus._kept_lines(v, tuple(NAMES))[0] == _line_scan(v)
+            kept = prometheus._kept_lines(v, tuple(names))[0]
+            assert kept == _line_scan(v, names)
+            if names is NAMES:  # the split's names: no bucket line reaches the parser
+                assert not [ln for ln in kept.split("\n") if ln.split("{")[0].split(" ")[0].endswith("_bucket")]
             full = prometheus.parse(v, "m.prom")
-            narrow = prometheus.parse(v, "m.prom", NAMES)
-            wanted = {k for k in full.values if k.startswith(tuple(NAMES))}
+            narrow = prometheus.parse(v, "m.prom", names)
+            wanted = {k for k in full.values if k.startswith(tuple(names))}
             assert set(narrow.values) == wanted
             for k in wanted:
                 assert narrow.values[k] == full.values[k]
             for fam, typ in narrow.types.items():
                 assert full.types[fam] == typ
+            if v.startswith("#") and names is NAMES:  # typed text: the histograms keep their type
+                assert narrow.types["pocket_ttft_seconds"] == "histogram"
             checked += 1
-    assert checked == len(snaps) * 6
+    assert checked == len(snaps) * 7
+
+
+def _mutate(text: str, rng: random.Random) -> str:
+    lines = text.split("\n")
+    for _ in range(rng.randint(1, 3)):
+        i = rng.randrange(len(lines))
+        op = rng.choice(["drop", "dup", "swap", "insert", "cut"])
+        if op == "drop":
+            del lines[i]
+        elif op == "dup":
+            lines.insert(i, lines[i])
+        elif op == "swap" and i + 1 < len(lines):
+            lines[i], lines[i + 1] = lines[i + 1], lines[i]
+        elif op == "insert":
+            lines.insert(i, rng.choice(["", "#", "# TYPE pocket_ttft_seconds gauge", "# HELP pocket_ttft_seconds x",
+                                        "pocket_ttft_seconds_sum 1", 'pocket_ttft_seconds_bucket{le="+Inf"} 1',
+                                        "pocket_request_duration_seconds_count NaN", "pocket_ttft_seconds 3",
+                                        '# TYPE pocket_request_duration_seconds summary']))
+        elif op == "cut":
+            lines[i] = lines[i][: rng.randrange(len(lines[i]) + 1)]
+    return "\n".join(lines)
+
+
+def test_narrow_against_full_over_mutated_snapshots(no_memo):
+    """Lines dropped, doubled, swapped, cut, inserted: the kept lines are the line scan's; where both
+    parses succeed, the samples the narrow one returns are the full one's; the narrow parse rejects
+    only what the full one rejects too (it reads fewer lines, so it may accept more)."""
+    rng = random.Random(3)
+    base = _snapshots(6)
+    both_ok = 0
+    for k in range(1000):
+        text = _mutate(base[k % len(base)], rng)
+        assert prometheus._kept_lines(text, tuple(NAMES))[0] == _line_scan(text)
+        full, narrow = _outcome(text, None), _outcome(text, NAMES)
+        if narrow[0] == "error":
+            assert full[0] == "error", (text, narrow)
+        elif full[0] == "ok":
+            both_ok += 1
+            assert set(narrow[1]) == {n for n in full[1] if n.startswith(tuple(NAMES))}
+            assert all(narrow[1][n] == full[1][n] for n in narrow[1])
+            assert all(full[2][f] == t for f, t in narrow[2].items())
+    assert both_ok > 200
+
+
+def _openmetrics(text: str) -> str:
+    """The text as OpenMetrics: a counter family is named without its `_total`."""
+    text = re.sub(r"^# (TYPE|HELP) (\S+)_total ", r"# \1 \2 ", text, flags=re.M)
+    return text + "# EOF\n"
+
+
+def test_openmetrics_keeps_whole_histograms(no_memo):
+    """prometheus_client's OpenMetrics parser rejects a histogram without its +Inf bucket, so on
+    OpenMetrics text a `_sum`/`_count` name keeps the whole family; values equal the full parse."""
+    snaps = _snapshots(5)
+    for text in snaps:
+        om = _openmetrics(text)
+        kept = prometheus._kept_lines(om, prometheus._om_prefixes(tuple(NAMES)), True)[0]
+        assert 'pocket_ttft_seconds_bucket{le="+Inf"}' in kept and "process_" not in kept
+        full, narrow = prometheus.parse(om, "m.prom"), prometheus.parse(om, "m.prom", NAMES)
+        for k in NAMES:
+            assert narrow.values[k] == full.values[k] == prometheus.parse(text, "t.prom", NAMES).values[k]
+    for b, a in zip(snaps, snaps[1:]):
+        om = phases.split(prometheus.parse(_openmetrics(b), "b", NAMES), prometheus.parse(_openmetrics(a), "a", NAMES), POCKET)
+        assert om == phases.split(prometheus.parse(b, "b", NAMES), prometheus.parse(a, "a", NAMES), POCKET)
 
 
 def test_phase_splits_agree_over_consecutive_snapshots():
@@ -113,17 +194,33 @@ def test_phase_splits_agree_over_consecutive_snapshots():
 
 
 DEFECTS = {
-    # (old, new) applied once to a wanted family's line: the narrow path must reject as the full does
-    "non-cumulative bucket": ('pocket_ttft_seconds_bucket{le="+Inf"}', 'pocket_ttft_seconds_bucket{le="+Inf"} 0 #'),
+    # (old, new) applied once to a line the split reads: the narrow path must reject as the full does
     "duplicate series": ('pocket_requests_total{status="error"}', 'pocket_requests_total{status="success"}'),
     "negative counter": ('pocket_tokens_total{type="prompt"} ', 'pocket_tokens_total{type="prompt"} -'),
     "second TYPE": ("# TYPE pocket_tokens_total counter", "# TYPE pocket_tokens_total counter\n# TYPE pocket_tokens_total counter"),
+    "second histogram TYPE": ("# TYPE pocket_ttft_seconds histogram", "# TYPE pocket_ttft_seconds histogram\n# TYPE pocket_ttft_seconds histogram"),
     "bad value": ("pocket_request_duration_seconds_sum ", "pocket_request_duration_seconds_sum x"),
+    "negative histogram sum": ("pocket_ttft_seconds_sum ", "pocket_ttft_seconds_sum -"),
+    "negative histogram count": ("pocket_ttft_seconds_count ", "pocket_ttft_seconds_count -"),
+    "duplicate histogram count": ("pocket_ttft_seconds_count ", "pocket_ttft_seconds_count 1\npocket_ttft_seconds_count "),
+}
+
+BUCKET_DEFECTS = {
+    # (old, new, reason): a defect in a _bucket line, which the split does not read
+    "non-cumulative bucket": ('pocket_ttft_seconds_bucket{le="+Inf"}', 'pocket_ttft_seconds_bucket{le="+Inf"} 0 #',
+                              "buckets not cumulative"),
+    "+Inf differs from _count": ('pocket_request_duration_seconds_bucket{le="+Inf"} ',
+                                 'pocket_request_duration_seconds_bucket{le="+Inf"} 9', "but its \\+Inf bucket is"),
+    "no +Inf bucket": ('pocket_ttft_seconds_bucket{le="+Inf"}', 'pocket_ttft_seconds_bucket{le="1e9"}', "no le="),
+    "le not a number": ('pocket_ttft_seconds_bucket{le="0.1"}', 'pocket_ttft_seconds_bucket{le="fast"}', "is not a number"),
+    "negative bucket count": ('pocket_ttft_seconds_bucket{le="+Inf"} ', 'pocket_ttft_seconds_bucket{le="+Inf"} -', "never negative"),
+    "bucket line not exposition text": ('pocket_ttft_seconds_bucket{le="0.1"}', 'pocket_ttft_seconds_bucket{le="0.1"',
+                                        "not valid Prometheus text"),
 }
 
 
 @pytest.mark.parametrize("defect", sorted(DEFECTS))
-def test_defects_in_wanted_families_are_rejected_on_both_paths(defect, no_memo):
+def test_defects_in_read_lines_are_rejected_on_both_paths(defect, no_memo):
     old, new = DEFECTS[defect]
     for text in _snapshots(4)[1:]:
         bad = text.replace(old, new, 1)
@@ -131,6 +228,21 @@ def test_defects_in_wanted_families_are_rejected_on_both_paths(defect, no_memo):
         full, narrow = _outcome(bad, None), _outcome(bad, NAMES)
         assert full[0] == "error" and narrow[0] == "error", (defect, full, narrow)
         assert narrow[1] == full[1] or defect == "bad value"  # the same line named
+
+
+@pytest.mark.parametrize("defect", sorted(BUCKET_DEFECTS))
+def test_bucket_defects_are_found_where_buckets_are_read(defect, no_memo):
+    """The split's names skip the buckets and read the undamaged ``_sum``/``_count``; the full
+    parse and the whole-family parse (``benchbook validate CAMPAIGN``) reject, naming the same line."""
+    old, new, reason = BUCKET_DEFECTS[defect]
+    for text in _snapshots(4)[1:]:
+        bad = text.replace(old, new, 1)
+        assert bad != text
+        full, families, narrow = _outcome(bad, None), _outcome(bad, FAMILIES), _outcome(bad, NAMES)
+        assert full[0] == "error" and families[0] == "error", (defect, full, families)
+        assert families[1] == full[1] and families[1].startswith("line "), (full, families)
+        assert re.search(reason, families[2]), families[2]
+        assert narrow[0] == "ok" and narrow == _outcome(text, NAMES)  # what the undamaged text gives
 
 
 def test_defects_in_other_families_do_not_reach_the_narrow_path(no_memo):

@@ -17,9 +17,13 @@ computes, but some of it can, silently:
 * a file whose **last line has no line feed** (the format requires one) is what a capture cut off
   mid-write looks like: ``…_count 12`` may really have been ``…_count 127``.
 
-These checks run on the families ``prometheus.parse`` was asked for (all families on a full parse,
-only the consumed ones on the narrow path), after ``prometheus_client`` has parsed them: no values
-are parsed here. The line of an offending sample is found by re-parsing candidate lines with
+These checks run on the lines ``prometheus.parse`` was asked for (all families on a full parse,
+only the consumed lines on the narrow path), after ``prometheus_client`` has parsed them: no values
+are parsed here. The phase split's narrow path reads a histogram's ``_sum`` and ``_count`` but not
+its buckets, so the bucket rules (cumulative, ``+Inf`` present and equal to ``_count``, ``le`` a
+number, counts not negative) run where the buckets are read: a full parse and ``benchbook validate
+CAMPAIGN`` (whole families). Without buckets a negative ``_sum`` is still rejected (only buckets
+below 0 could make it valid, and a latency histogram has none). The line of an offending sample is found by re-parsing candidate lines with
 ``prometheus_client`` itself. ``tests/test_conformance.py`` lists, case by case, where the
 reference parsers and ``prometheus_client`` disagree and which of these checks closes the gap.
 """

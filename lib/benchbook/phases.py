@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from . import prometheus
 from .profiles import EngineProfile
 
-# The quantities the split needs; the parser is handed only these families.
+# The quantities the split needs. Of the two histograms it reads only `_sum` and `_count`.
 NEEDED = ["ttft", "e2e", "prompt_tokens", "generation_tokens", "requests_success"]
+HISTOGRAM_SAMPLES = ("_sum", "_count")
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,26 @@ class Excluded(Exception):
 
 
 def needed_names(profile: EngineProfile) -> list[str]:
+    """The whole families of the quantities the split reads, histogram buckets included: what
+    ``benchbook validate`` parses of each snapshot of a campaign (``Campaign.check_snapshots``),
+    so a bucket defect in them is found. The split itself reads ``needed_samples``."""
     return profile.sample_names(NEEDED)
+
+
+def needed_samples(profile: EngineProfile) -> list[str]:
+    """The sample names the split reads, to hand ``prometheus.read``: a counter's name, a
+    histogram's ``_sum`` and ``_count`` (its family's ``# TYPE``/``# HELP`` lines come with them; its
+    ``_bucket`` lines are not read, so their checks run where buckets are: ``needed_names``)."""
+    out: set[str] = set()
+    for q in NEEDED:
+        if not profile.has(q):
+            continue
+        ref = profile.ref(q)
+        if ref.kind == "histogram":
+            out.update(ref.sample(sfx) for sfx in HISTOGRAM_SAMPLES)
+        else:
+            out.add(ref.name)
+    return sorted(out)
 
 
 def _d(before: prometheus.Snapshot, after: prometheus.Snapshot, profile: EngineProfile, q: str, suffix: str = "") -> float:

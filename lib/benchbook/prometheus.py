@@ -1,17 +1,25 @@
 """Prometheus text exposition: parsing snapshots and taking deltas between two of them.
 
 Parsing is done by ``prometheus_client``'s maintained parser. For speed, a snapshot can be parsed
-for a few metric names only: the lines of other families are skipped *before* the parser sees them.
-Every line the narrow path keeps contains one of the wanted names, so the kept lines are found with
-``str.find`` on those names (no per-line work on the skipped lines, no regular expressions) and then
-each candidate line gets the same string-prefix test as before; the families that are kept are
-still parsed by ``prometheus_client``, and benchbook's extra checks (``exposition_checks``) run on
-those kept lines only. ``tests/test_prometheus.py`` and ``tests/test_prometheus_narrow.py`` check the
-narrow path against a full parse.
+for a few sample names only: the other lines are skipped *before* the parser sees them. Names are
+prefixes of sample names, so a consumer can ask for exactly the samples it reads: the phase split
+asks for a histogram's ``_sum`` and ``_count`` (with the family's ``# TYPE``/``# HELP`` lines) and
+never for its ``_bucket`` lines, which are most of a snapshot's kept lines otherwise. Every line the
+narrow path keeps contains one of the wanted names (or, for a metadata line, the family of one), so
+the kept lines are found with ``str.find`` (no per-line work on the skipped lines, no regular
+expressions) and then each candidate line gets the same string-prefix test as a line-by-line scan;
+the kept lines are still parsed by ``prometheus_client``, and benchbook's extra checks
+(``exposition_checks``) run on those kept lines only — so a rule about lines that were not kept
+(bucket validity: cumulative, ``+Inf`` equal to ``_count``, ``+Inf`` present) is checked where the
+buckets are read: a full parse (``benchbook validate FILE``, ``enginemetrics``) and ``benchbook
+validate CAMPAIGN``, which parses each snapshot's whole consumed families
+(``Campaign.check_snapshots``). ``tests/test_prometheus.py`` and ``tests/test_prometheus_narrow.py``
+check the narrow path against a full parse.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,6 +75,35 @@ def _fmt_labels(key: LabelKey) -> str:
     return "{" + ",".join(f'{k}="{v}"' for k, v in key) + "}"
 
 
+# A wanted name with one of these endings also keeps its family's ``# TYPE``/``# HELP`` lines (the
+# family is the name without the ending): a histogram or summary can be read for its ``_sum`` and
+# ``_count`` alone, typed as it is declared, without its ``_bucket`` lines.
+_SAMPLE_SUFFIXES = ("_sum", "_count", "_bucket")
+
+
+@functools.lru_cache(maxsize=64)
+def _meta_families(prefixes: tuple[str, ...]) -> frozenset[str]:
+    """Families whose metadata lines are kept for the sample names in ``prefixes``."""
+    return frozenset(p[: -len(sfx)] for p in prefixes for sfx in _SAMPLE_SUFFIXES if p.endswith(sfx) and len(p) > len(sfx))
+
+
+def _om_prefixes(prefixes: tuple[str, ...]) -> tuple[str, ...]:
+    """OpenMetrics: a ``_sum``/``_count``/``_bucket`` name keeps its whole family.
+
+    prometheus_client's OpenMetrics parser checks a histogram's buckets itself (it rejects a
+    histogram with ``_sum``/``_count`` and no ``+Inf`` bucket), so the buckets cannot be left out.
+    """
+    out = []
+    for p in prefixes:
+        for sfx in _SAMPLE_SUFFIXES:
+            if p.endswith(sfx) and len(p) > len(sfx):
+                p = p[: -len(sfx)]
+                break
+        if p not in out:
+            out.append(p)
+    return tuple(out)
+
+
 def _wanted_line(line: str, prefixes: tuple[str, ...], openmetrics: bool = False) -> bool:
     if line.startswith("#"):
         if openmetrics and line == "# EOF":
@@ -75,7 +112,8 @@ def _wanted_line(line: str, prefixes: tuple[str, ...], openmetrics: bool = False
         if len(parts) >= 3 and parts[1] in ("TYPE", "HELP", "UNIT"):
             # OpenMetrics names a counter family without its `_total`: keep `# TYPE a counter`
             # when `a_total` is wanted.
-            return parts[2].startswith(prefixes) or (openmetrics and any(p.startswith(parts[2]) for p in prefixes))
+            return (parts[2].startswith(prefixes) or parts[2] in _meta_families(prefixes)
+                    or (openmetrics and any(p.startswith(parts[2]) for p in prefixes)))
         return False
     return line.startswith(prefixes)
 
@@ -92,6 +130,11 @@ def _kept_lines(text: str, prefixes: tuple[str, ...], openmetrics: bool = False)
     comment, a label value) gets the per-line test. Families are contiguous, so after one kept line
     the next one is tried first with ``startswith``. OpenMetrics text (kept lines may be ``# EOF`` or
     a family named without its ``_total``) is scanned line by line.
+
+    A metadata line kept for a family of ``_meta_families`` (``# TYPE h histogram`` when
+    ``h_sum`` is wanted) holds the family name after whitespace, in a comment line: each
+    occurrence of the name is looked at only if its line starts with ``#``; an occurrence in a
+    sample line skips the run of sample lines up to the next comment line (``h_bucket`` lines).
     """
     if openmetrics:
         lines, comments, pos = [], [], 0
@@ -145,6 +188,29 @@ def _kept_lines(text: str, prefixes: tuple[str, ...], openmetrics: bool = False)
                 break
             # families are contiguous: the next line usually starts with the same name
             i = e + 1 if startswith(p, e + 1) else find(p, e + 1)
+    for f in _meta_families(prefixes):
+        if f.startswith(prefixes):
+            continue  # its metadata lines hold a wanted prefix: found above
+        i = find(f)
+        while i != -1:
+            s = rfind("\n", 0, i) + 1
+            if text.startswith("#", s):
+                e = find("\n", i)
+                if e == -1:
+                    e = n
+                if s not in spans:
+                    ln = text[s:e]
+                    if _wanted_line(ln, prefixes):
+                        spans[s] = e
+                        comments.append((s, ln))
+                if e >= n:
+                    break
+                i = find(f, e + 1)
+            else:  # a sample line: no kept metadata line before the next comment line
+                j = find("\n#", i)
+                if j == -1:
+                    break
+                i = find(f, j + 1)
     if not spans:
         return "\n", comments
     # adjacent kept lines are copied as one slice
@@ -187,9 +253,13 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
     """Parse exposition text with prometheus_client, then apply benchbook's own checks.
 
     Text holding a `# EOF` line is OpenMetrics and goes to prometheus_client's OpenMetrics parser;
-    anything else is text format 0.0.4. ``names``: if given, only families whose sample names start
-    with one of these are parsed and checked (e.g. ``["pocket_ttft_seconds", "pocket_tokens_total"]``).
-    The checks of ``exposition_checks`` run on the parsed families. Errors name the file and line.
+    anything else is text format 0.0.4. ``names``: if given, only samples whose names start with one
+    of these are parsed and checked, with the metadata lines of their families: a family name keeps
+    the whole family (``"pocket_ttft_seconds"``: buckets, ``_sum``, ``_count``); a name ending in
+    ``_sum``, ``_count`` or ``_bucket`` keeps those samples and the family's ``# TYPE``/``# HELP``
+    lines (``"pocket_ttft_seconds_sum"``). On OpenMetrics text such a name keeps its whole family
+    (its parser checks the buckets itself). The checks of ``exposition_checks`` run on the parsed
+    lines. Errors name the file and line.
     """
     from . import exposition_checks as checks
 
@@ -201,7 +271,7 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
         from prometheus_client.parser import text_string_to_metric_families
     wanted = None
     if names is not None:
-        prefixes = tuple(names)
+        prefixes = _om_prefixes(tuple(names)) if om else tuple(names)
 
         def wanted(ln: str) -> bool:
             return _wanted_line(ln, prefixes, om)

@@ -68,6 +68,12 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
                 u[1] += len(excl)
         elif r.harness == "phases":
             df = _collect(lambda: single.phase_samples, errors)
+            # The split reads a histogram's _sum and _count only; its buckets are checked here
+            # (each snapshot's whole consumed families, every check), so a campaign with broken
+            # buckets is still rejected with the file and line.
+            named = {e.file for e in errors}
+            if str(r.file) not in named:
+                errors.extend(_collect(lambda: single.check_snapshots(r, named), errors) or [])
             if df is not None:
                 excl = [e for e in single.exclusions if not e.reason.startswith("warm-up")]
                 warm = df.filter(df["warmup"]).height

@@ -242,6 +242,35 @@ class Campaign:
             cache[r.id] = doc
         return cache[r.id]
 
+    def check_snapshots(self, r: Run, skip: set[str] | frozenset[str] = frozenset()) -> list[InputError]:
+        """Every ``/metrics`` snapshot a phases run names, parsed with the whole families the split
+        reads (``phases.needed_names``: buckets included) and all of benchbook's checks on them.
+
+        ``phase_samples`` hands the parser only the lines the split reads (``phases.needed_samples``:
+        a histogram's ``_sum`` and ``_count``, not its ``_bucket`` lines), so a bucket defect — buckets
+        not cumulative, ``+Inf`` differing from ``_count``, no ``+Inf`` bucket — does not stop it;
+        ``benchbook validate`` calls this to reject such a campaign (file and line). Families the
+        split does not read are not checked (as on the narrow path). Files in ``skip`` (already
+        reported) and files that do not exist (``phase_samples`` reports them) are passed over.
+        Returns the problems, one per file at most.
+        """
+        names = phases_mod.needed_names(self.profile)
+        problems: list[InputError] = []
+        seen: set[Path] = set()
+        for s in self._phases_doc(r)["samples"]:
+            for key in ("metrics_before", "metrics_after"):
+                if key not in s:
+                    continue
+                p = (r.path / s[key]).resolve()
+                if p in seen or str(p) in skip or not p.is_file():
+                    continue
+                seen.add(p)
+                try:
+                    prometheus.read(p, names)
+                except InputError as e:
+                    problems.append(e)
+        return problems
+
     @cached_property
     def phase_samples(self):
         """One row per phase sample with its split; unattributable samples are excluded (listed).
@@ -253,7 +282,7 @@ class Campaign:
         import polars as pl
 
         profile = self.profile
-        names = phases_mod.needed_names(profile)
+        names = phases_mod.needed_samples(profile)  # _sum/_count of the histograms, no buckets
         rows = []
         for r in self.runs_of("phases"):
             doc = self._phases_doc(r)
