@@ -1,4 +1,4 @@
-"""Reading JSON input files with errors that name the file, the place and the reason."""
+"""Reading input files — bytes, UTF-8 text, JSON — with errors that name the file, the place and the reason."""
 
 from __future__ import annotations
 
@@ -9,6 +9,29 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+
+
+def read_bytes(path: str | Path, what: str = "file") -> bytes:
+    """The file's bytes; a directory, a missing file or an unreadable one is an InputError."""
+    path = Path(path)
+    try:
+        return path.read_bytes()
+    except IsADirectoryError:
+        raise InputError(path, "-", f"is a directory, expected a {what}") from None
+    except FileNotFoundError:
+        raise InputError(path, "-", "file not found") from None
+    except OSError as e:
+        raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
+
+
+def read_text(path: str | Path, what: str = "text file") -> str:
+    """The file as UTF-8 text; a bad byte is reported with its line and offset."""
+    raw = read_bytes(path, what)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise InputError(path, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
 
 
 def load_json(path: str | Path) -> Any:

@@ -355,18 +355,10 @@ def _locate_error(text: str, openmetrics: bool = False) -> tuple[int | None, str
 
 def read(path: str | Path, names: Iterable[str] | None = None) -> Snapshot:
     """Read and parse a `/metrics` capture file."""
+    from .jsonfile import read_text
+
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except IsADirectoryError:
-        raise InputError(path, "-", "is a directory, expected a /metrics text file") from None
-    except OSError as e:
-        raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise InputError(path, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
+    text = read_text(path, "/metrics text file")
     if not text.strip():
         raise InputError(path, "-", "empty /metrics capture: no samples (did the scrape fail?)")
     return parse(text, path, names)

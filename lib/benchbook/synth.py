@@ -35,7 +35,7 @@ import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .errors import InputError, UsageError
+from .errors import UsageError
 
 __all__ = ["Model", "prefill_s", "step_s", "single_service_s", "simulate_group", "synthesize",
            "read_requests_ndjson", "add_arguments", "run"]

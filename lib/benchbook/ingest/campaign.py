@@ -16,7 +16,7 @@ from typing import Any
 from .. import phases as phases_mod
 from .. import prometheus
 from ..errors import InputError, InputErrors
-from ..jsonfile import load_json, validate
+from ..jsonfile import load_json, read_text, validate
 from ..profiles import EngineProfile, get_profile
 
 HARNESS_FILES = {"requests": "requests.json", "phases": "phases.json", "memory": "memory.json", "pd": "pd.json"}
@@ -442,21 +442,11 @@ def _window_split(camp: Campaign, run: Run, sample: dict[str, Any], where: str, 
 
 
 def _read_text(p: Path) -> str:
-    try:
-        raw = p.read_bytes()
-    except IsADirectoryError:
-        raise InputError(p, "-", "is a directory, expected a text file") from None
-    except OSError as e:
-        raise InputError(p, "-", f"cannot read: {e.strerror or e}") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise InputError(p, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x})") from None
+    return read_text(p)
 
 
-def load_campaign(path: str | Path) -> Campaign:
-    """Load and cross-check a campaign manifest; tables load lazily (``.requests`` …)."""
+def open_manifest(path: str | Path) -> tuple[Path, Path, dict[str, Any]]:
+    """(campaign folder, its campaign.json, the manifest validated against the campaign schema)."""
     root = Path(path)
     if not root.exists():
         raise InputError(root, "-", "no such campaign folder")
@@ -467,6 +457,12 @@ def load_campaign(path: str | Path) -> Campaign:
         raise InputError(root, "-", "no campaign.json in this folder (an empty or non-campaign folder)")
     manifest = load_json(mpath)
     validate(manifest, "campaign", mpath)
+    return root, mpath, manifest
+
+
+def load_campaign(path: str | Path) -> Campaign:
+    """Load and cross-check a campaign manifest; tables load lazily (``.requests`` …)."""
+    root, mpath, manifest = open_manifest(path)
     try:
         get_profile(manifest["engine"]["profile"])
     except InputError as e:

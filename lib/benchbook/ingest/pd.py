@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, InputErrors
-from ..jsonfile import load_json, validate
+from ..jsonfile import load_json, read_text, validate
 
 WINDOWS = ("whole", "native")
 METRICS = ("TTFT", "TPOT", "ITL", "E2EL")  # AISBench per-request metrics, milliseconds
@@ -273,16 +273,9 @@ def load_pd_campaign(path: str | Path) -> PDCampaign:
     The PD page reads no ``/metrics``, so unlike the general loader this does not require the
     engine's metric-name profile to be known.
     """
-    root = Path(path)
-    if not root.exists():
-        raise InputError(root, "-", "no such campaign folder")
-    if root.is_file():
-        raise InputError(root, "-", "is a file; expected a campaign folder holding campaign.json")
-    mpath = root / "campaign.json"
-    if not mpath.exists():
-        raise InputError(root, "-", "no campaign.json in this folder")
-    manifest = load_json(mpath)
-    validate(manifest, "campaign", mpath)
+    from .campaign import open_manifest
+
+    root, mpath, manifest = open_manifest(path)
     validate(manifest, "pd_campaign", mpath)
     pd_arms = {n: a for n, a in manifest["arms"].items() if a.get("mode") == "pd"}
     if manifest.get("kind") != "pd" and not pd_arms:
@@ -480,13 +473,5 @@ def parse_prefill_log(text: str, file: str | Path = "<log>"):
 def read_prefill_log(file: str | Path):
     """Read a scheduler log file and parse it (see :func:`parse_prefill_log`)."""
     p = Path(file)
-    try:
-        raw = p.read_bytes()
-    except OSError as e:
-        raise InputError(p, "-", f"cannot read: {e.strerror or e}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise InputError(p, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x})") from None
+    text = read_text(p, "scheduler log")
     return parse_prefill_log(text, p)
