@@ -24,7 +24,8 @@ from typing import Any
 
 from . import littles
 from .errors import InputError
-from .ingest.pd import LogExclusion, PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
+from .findings import Check, Exclusion
+from .ingest.pd import PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
 
 MIN_WINDOW_S = 60.0
 NOT_A_RESULT = "within noise — not a result"
@@ -44,16 +45,6 @@ __all__ = [
     "analyse",
     "MIN_WINDOW_S",
 ]
-
-
-@dataclass(frozen=True)
-class Check:
-    name: str
-    status: str  # pass | warn | fail
-    detail: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"name": self.name, "status": self.status, "detail": self.detail}
 
 
 @dataclass
@@ -473,7 +464,7 @@ def _records(campaign: PDCampaign, r: PDRun, rep: PDReport, tolerance: float, fa
     df = load_pd_requests(r.requests_file)
     fname = str(r.requests_file)
     for row in df.filter(~df["success"]).iter_rows(named=True):
-        rep.exclusions.append(LogExclusion(fname, f"$.requests[{row['index']}]",
+        rep.exclusions.append(Exclusion(fname, f"$.requests[{row['index']}]",
                                            "failed request: excluded from completion rate and mean E2E, "
                                            "counted in the in-flight concurrency").as_dict())
     starts, ends, ok = df["start"].to_list(), df["end"].to_list(), df["success"].to_list()

@@ -9,25 +9,23 @@ that could not be made (status ``warn``, detail "not checked: ...").
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from . import findings
 
 if TYPE_CHECKING:  # pragma: no cover
     from .ingest.formats import BenchmarkRun
 
 
 @dataclass(frozen=True)
-class Check:
-    name: str
-    status: str  # "pass" | "warn" | "fail"
-    detail: str
+class Check(findings.Check):
+    """A check with the figures on both sides of it (engine vs client, or measured vs threshold)."""
+
     engine: float | None = None
     client: float | None = None
     gap: float | None = None  # engine − client (or measured − threshold for gates)
     gap_rel: float | None = None  # gap / client
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _not_checked(name: str, why: str) -> Check:

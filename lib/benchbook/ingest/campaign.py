@@ -16,6 +16,7 @@ from typing import Any
 from .. import phases as phases_mod
 from .. import prometheus
 from ..errors import InputError, InputErrors
+from ..findings import Exclusion  # noqa: F401 - also imported from here by readers
 from ..jsonfile import load_json, read_text, validate
 from ..profiles import EngineProfile, get_profile
 
@@ -49,16 +50,6 @@ class Run:
     @property
     def server_log(self) -> Path:
         return self.path / "server.log"
-
-
-@dataclass
-class Exclusion:
-    file: str
-    sample: str
-    reason: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"file": self.file, "sample": self.sample, "reason": self.reason}
 
 
 @dataclass

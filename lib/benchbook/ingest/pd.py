@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, InputErrors
+from ..findings import Exclusion
 from ..jsonfile import load_json, read_text, validate
 
 WINDOWS = ("whole", "native")
@@ -30,7 +31,6 @@ __all__ = [
     "Window",
     "PDRun",
     "PDCampaign",
-    "LogExclusion",
     "load_pd_campaign",
     "load_pd_run",
     "load_pd_requests",
@@ -162,16 +162,6 @@ class PDCampaign:
                 if p is not None:
                     files.add(p)
         return sorted(files)
-
-
-@dataclass(frozen=True)
-class LogExclusion:
-    file: str
-    sample: str
-    reason: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"file": self.file, "sample": self.sample, "reason": self.reason}
 
 
 # ------------------------------------------------------------------------------------ loading
@@ -455,7 +445,7 @@ def parse_prefill_log(text: str, file: str | Path = "<log>"):
         seq, tok = pairs.pop("new_seq", None), pairs.pop("new_token", None)
         bad = [n for n, v in (("#new-seq", seq), ("#new-token", tok)) if not isinstance(v, int) or v < 0]
         if bad:
-            excl.append(LogExclusion(str(file), f"line {lineno}",
+            excl.append(Exclusion(str(file), f"line {lineno}",
                                      f"prefill report without a usable {' and '.join(bad)}: {line.strip()[:120]!r}"))
             continue
         cached = pairs.pop("cached_token", None)
