@@ -71,13 +71,19 @@ def _ordered_arms(camp: Campaign, arms: list[str] | None) -> list[str]:
 def phase_cells(camp: Campaign, arms: list[str] | None = None, warmup_rounds: int | None = None) -> pl.DataFrame:
     """Median [min–max] and n per (arm, prompt class, metric) over non-warm-up samples.
 
+    Computed once per campaign and argument set.
+
     ``warmup_rounds``: None uses each sample's ``warmup`` flag; an integer discards that many
     leading repeats per (run, prompt class) instead (the notebook parameter).
     """
+    keep = _ordered_arms(camp, arms)
+    return camp.derived(("phase_cells", tuple(keep), warmup_rounds), lambda: _phase_cells(camp, keep, warmup_rounds))
+
+
+def _phase_cells(camp: Campaign, keep: list[str], warmup_rounds: int | None) -> pl.DataFrame:
     import polars as pl
 
     df = camp.phase_samples
-    keep = _ordered_arms(camp, arms)
     rows: list[dict[str, Any]] = []
     for arm in keep:
         sub = df.filter(pl.col("arm") == arm)
@@ -136,6 +142,10 @@ def cell_of(cells: pl.DataFrame, arm: str, prompt_class: str, metric: str) -> st
 # ---- whole requests ---------------------------------------------------------------------------
 def whole_request_cells(camp: Campaign) -> pl.DataFrame:
     """One row per (run, metric, n): single request, ladder rates and walls, interleave, queue shape."""
+    return camp.derived("whole_request_cells", lambda: _whole_request_cells(camp))
+
+
+def _whole_request_cells(camp: Campaign) -> pl.DataFrame:
     import polars as pl
 
     from .ladder import ladder_table
@@ -340,3 +350,57 @@ def _row(base, cand, metric, context, b, c, cmp, verdict, reason, mark, prompt_c
         "change_pct": (c.median / b.median - 1) * 100, "verdict": verdict, "is_result": bool(cmp and cmp.is_result),
         "mark": mark, "reason": reason,
     }
+
+
+# ---- checks -------------------------------------------------------------------------------------
+def checks(camp: Campaign) -> list[dict[str, Any]]:
+    """The whole-request checks: serialization (flat ladder), pure queueing, and batching amortization
+    for each serial → batch comparison (status pass|warn|fail)."""
+    import polars as pl
+
+    from . import ladder
+
+    out: list[dict[str, Any]] = []
+    nz = noise(camp)
+    # Without repeated runs there is no measured spread; fall back to the strict rule's 2 % floor.
+    spread = nz.spread if nz else 0.02
+    wc = whole_request_cells(camp)
+    req = camp.requests
+    for run in camp.runs_of("requests"):
+        c = wc.filter(pl.col("run") == run.id)
+        single = c.filter(pl.col("metric") == "single_tok_s")
+        lad = c.filter(pl.col("metric") == "ladder_tok_s")
+        if single.height and lad.height:
+            rates = {1: single["median"][0], **dict(zip(lad["concurrency"].to_list(), lad["median"].to_list()))}
+            f = ladder.flatness(rates, spread)
+            batch = camp.arms[run.arm]["mode"] == "batch"
+            out.append({"name": f"serialization: {run.id}", "status": "warn" if (f.flat and batch) else "pass",
+                        "detail": f.reason + (" — a batch arm that serializes: see the clamp check" if f.flat and batch else ""),
+                        "run": run.id, "flat": f.flat})
+        wall1 = c.filter(pl.col("metric") == "single_latency_s")
+        g = req.filter((pl.col("run") == run.id) & (pl.col("scenario") == "ladder"))
+        if g.height and "round" in g.columns:  # requests.ndjson: the queue of the first round
+            g = g.filter(pl.col("round") == g["round"].min())
+        if wall1.height and g.height:
+            nmax = g["n"].max()
+            grp = g.filter(pl.col("n") == nmax)
+            offs = (grp["end"] - grp["start"].min()).to_list()
+            q = ladder.queueing(wall1["median"][0], offs)
+            batch = camp.arms[run.arm]["mode"] == "batch"
+            out.append({"name": f"pure queueing at n={nmax}: {run.id}", "status": "warn" if (q.pure and batch) else "pass",
+                        "detail": q.reason, "run": run.id, "pure": q.pure})
+    for base, cand in comparison_pairs(camp):
+        A, B = camp.arms[base], camp.arms[cand]
+        if A["mode"] != "serial" or B["mode"] != "batch":
+            continue
+        def val(arm, metric, n):
+            f = wc.filter((pl.col("arm") == arm) & (pl.col("metric") == metric) & (pl.col("concurrency") == n))
+            return f["median"].median() if f.height else None
+        single, bw, sw = val(base, "single_latency_s", 1), val(cand, "ladder_wall_s", 8), val(base, "ladder_wall_s", 8)
+        if single and bw:
+            a = ladder.amortization(single, bw, 8, sw, decode_steps=camp.generation_tokens or 32)
+            out.append({"name": f"batching amortization: {cand} vs {base}",
+                        "status": "pass" if a.agree in (True, None) else "warn", "detail": a.explanation,
+                        "effective_width": a.effective_width, "speedup": a.speedup,
+                        "single_row_steps": a.single_row_steps, "step_cost_n_s": a.step_cost_n, "step_cost_1_s": a.step_cost_1})
+    return out

@@ -39,7 +39,6 @@ def load(campaign: str, *, arms: list[str] | None = None, warmup_rounds: int = -
     """Load a campaign and compute everything the page shows. ``warmup_rounds`` < 0 uses the samples'
     warm-up flags; ``noise_threshold`` < 0 uses the measured spread (else a fraction, e.g. 0.05)."""
     from .ingest.campaign import load_campaign
-    from .summary import checks
 
     if rule not in RULE_TEXT:
         raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
@@ -53,7 +52,7 @@ def load(campaign: str, *, arms: list[str] | None = None, warmup_rounds: int = -
     page = Page(camp, rule, wr, chosen, sp, title or camp.title)
     pairs = [(b, c) for b, c in baseline.comparison_pairs(camp) if b in chosen and c in chosen]
     page.comparisons = baseline.comparisons(camp, rule=rule, spread_override=sp, pairs=pairs, warmup_rounds=wr)
-    page.checks = [c for c in checks(camp, rule) if c.get("run") is None or camp.run(c["run"]).arm in chosen]
+    page.checks = [c for c in baseline.checks(camp) if c.get("run") is None or camp.run(c["run"]).arm in chosen]
     return page
 
 

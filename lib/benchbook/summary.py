@@ -14,9 +14,6 @@ from pathlib import Path
 from typing import Any
 
 SUMMARY_FORMAT = "benchbook.summary/1"
-CELL_KEYS = ("arm", "run", "environment", "prompt_class", "prompt_tokens", "generated_tokens", "metric", "unit",
-             "median", "min", "max", "n")
-COMPARISON_KEYS = ("baseline", "candidate", "metric", "context", "ratio", "change_pct", "verdict", "reason")
 
 
 def _clean(v: Any) -> Any:
@@ -29,67 +26,10 @@ def _clean(v: Any) -> Any:
     return v
 
 
-def checks(camp, rule: str = "seed") -> list[dict[str, Any]]:
-    """Serialization, queueing, amortization, clamps and memory checks (status pass|warn|fail)."""
-    import polars as pl
-
-    from . import baseline, ladder
-
-    out: list[dict[str, Any]] = []
-    nz = baseline.noise(camp)
-    # Without repeated runs there is no measured spread; fall back to the strict rule's 2 % floor.
-    spread = nz.spread if nz else 0.02
-    wc = baseline.whole_request_cells(camp)
-    req = camp.requests
-    for run in camp.runs_of("requests"):
-        c = wc.filter(pl.col("run") == run.id)
-        single = c.filter(pl.col("metric") == "single_tok_s")
-        lad = c.filter(pl.col("metric") == "ladder_tok_s")
-        if single.height and lad.height:
-            rates = {1: single["median"][0], **dict(zip(lad["concurrency"].to_list(), lad["median"].to_list()))}
-            f = ladder.flatness(rates, spread)
-            batch = camp.arms[run.arm]["mode"] == "batch"
-            out.append({"name": f"serialization: {run.id}", "status": "warn" if (f.flat and batch) else "pass",
-                        "detail": f.reason + (" — a batch arm that serializes: see the clamp check" if f.flat and batch else ""),
-                        "run": run.id, "flat": f.flat})
-        wall1 = c.filter(pl.col("metric") == "single_latency_s")
-        g = req.filter((pl.col("run") == run.id) & (pl.col("scenario") == "ladder"))
-        if g.height and "round" in g.columns:  # requests.ndjson: the queue of the first round
-            g = g.filter(pl.col("round") == g["round"].min())
-        if wall1.height and g.height:
-            nmax = g["n"].max()
-            grp = g.filter(pl.col("n") == nmax)
-            offs = (grp["end"] - grp["start"].min()).to_list()
-            q = ladder.queueing(wall1["median"][0], offs)
-            batch = camp.arms[run.arm]["mode"] == "batch"
-            out.append({"name": f"pure queueing at n={nmax}: {run.id}", "status": "warn" if (q.pure and batch) else "pass",
-                        "detail": q.reason, "run": run.id, "pure": q.pure})
-    for base, cand in baseline.comparison_pairs(camp):
-        A, B = camp.arms[base], camp.arms[cand]
-        if A["mode"] != "serial" or B["mode"] != "batch":
-            continue
-        def val(arm, metric, n):
-            f = wc.filter((pl.col("arm") == arm) & (pl.col("metric") == metric) & (pl.col("concurrency") == n))
-            return f["median"].median() if f.height else None
-        single, bw, sw = val(base, "single_latency_s", 1), val(cand, "ladder_wall_s", 8), val(base, "ladder_wall_s", 8)
-        if single and bw:
-            a = ladder.amortization(single, bw, 8, sw, decode_steps=camp.generation_tokens or 32)
-            out.append({"name": f"batching amortization: {cand} vs {base}",
-                        "status": "pass" if a.agree in (True, None) else "warn", "detail": a.explanation,
-                        "effective_width": a.effective_width, "speedup": a.speedup,
-                        "single_row_steps": a.single_row_steps, "step_cost_n_s": a.step_cost_n, "step_cost_1_s": a.step_cost_1})
-    return out
-
-
-def _Excl(**kw):
-    from .ingest.campaign import Exclusion
-
-    return Exclusion(**kw)
-
-
 def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None = None) -> dict[str, Any]:
 
     from . import baseline
+    from .findings import Exclusion
     from .ingest.campaign import load_campaign
 
     camp = load_campaign(campaign)
@@ -100,7 +40,7 @@ def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None
         wc = baseline.whole_request_cells(camp)
         cells += wc.drop("discarded").to_dicts()
     comps = baseline.comparisons(camp, rule=rule, warmup_rounds=warmup_rounds)
-    chk = checks(camp, rule)
+    chk = baseline.checks(camp)
     if camp.runs_of("pd"):
         from . import pd
 
@@ -108,7 +48,7 @@ def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None
         cells += rep["cells"]
         comps += rep["comparisons"]
         chk += rep["checks"]
-        camp.exclusions.extend(_Excl(**{k: e[k] for k in ("file", "sample", "reason")}) for e in rep["exclusions"])
+        camp.exclusions.extend(Exclusion(e["file"], e["sample"], e["reason"]) for e in rep["exclusions"])
     nz = baseline.noise(camp)
     # Each exclusion once, in the order found.
     seen, excl = set(), []

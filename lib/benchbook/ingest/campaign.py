@@ -58,6 +58,13 @@ class Campaign:
     manifest: dict[str, Any]
     runs: list[Run]
     exclusions: list[Exclusion] = field(default_factory=list)
+    _derived: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    def derived(self, key: Any, compute):
+        """A table computed from this campaign once (analyses ask for the same cells many times)."""
+        if key not in self._derived:
+            self._derived[key] = compute()
+        return self._derived[key]
 
     # ---- manifest accessors -------------------------------------------------------------
     @property
