@@ -15,13 +15,11 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-import socket
-import subprocess
-import time
 from pathlib import Path
 
-import httpx
 import pytest
+
+import promserver
 
 from benchbook.cli import main
 from benchbook.ingest.campaign import load_campaign
@@ -29,13 +27,8 @@ from benchbook.render import render_campaign
 
 pytestmark = pytest.mark.prometheus_server
 
-PROMETHEUS = Path("/usr/bin/prometheus")
-PROMTOOL = Path("/usr/bin/promtool")
-if not (PROMETHEUS.exists() and PROMTOOL.exists()):
-    pytest.skip(
-        "needs /usr/bin/prometheus and /usr/bin/promtool (Debian: apt-get install -y prometheus; CI installs it)",
-        allow_module_level=True,
-    )
+if not promserver.available():
+    pytest.skip(promserver.MISSING, allow_module_level=True)
 
 B = 1700100000  # Unix seconds of the first backfilled sample (2023; the server keeps 100y)
 SLOT = 10  # seconds per sample: window [k*SLOT + 2, k*SLOT + 9], the request lands at k*SLOT + 5
@@ -205,53 +198,10 @@ def _write_campaign(root: Path, prometheus: dict | None) -> Path:
     return root
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("prometheus")
-    data = tmp / "data"
-    (tmp / "backfill.om").write_text(_openmetrics())
-    subprocess.run([str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(tmp / "backfill.om"), str(data)],
-                   check=True, capture_output=True, timeout=60)
-    (tmp / "prometheus.yml").write_text("global: {scrape_interval: 1s}\nscrape_configs: []\n")
-    proc, log = None, tmp / "prometheus.log"
-    try:
-        for _attempt in range(3):  # the free port may be taken between choosing and binding
-            port = _free_port()
-            with log.open("wb") as out:
-                proc = subprocess.Popen(
-                    [str(PROMETHEUS), f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
-                     f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=100y"],
-                    stdout=out, stderr=subprocess.STDOUT)
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and proc.poll() is None:
-                try:
-                    if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.05)
-            if proc.poll() is None:
-                break
-            proc = None
-        if proc is None:
-            pytest.fail(f"prometheus did not start; its log:\n{log.read_text()[-2000:]}")
+    with promserver.running(tmp_path_factory.mktemp("prometheus"), _openmetrics()) as url:
         yield url
-    finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        shutil.rmtree(data, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -311,7 +261,7 @@ def test_validate_names_missing_series_exit_2(twins, tmp_path, capsys):
 def test_unreachable_server_is_exit_4(twins, tmp_path, capsys):
     camp = shutil.copytree(twins[1], tmp_path / "down")
     m = json.loads((camp / "campaign.json").read_text())
-    m["prometheus"]["url"] = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    m["prometheus"]["url"] = f"http://127.0.0.1:{promserver.free_port()}"  # nothing listens there
     (camp / "campaign.json").write_text(json.dumps(m))
     assert main(["validate", str(camp)]) == 4
     err = capsys.readouterr().err

@@ -14,14 +14,12 @@ The figures from the server must equal the ones the capture-file path gives on t
 from __future__ import annotations
 
 import json
-import shutil
-import socket
-import subprocess
 import time
 from pathlib import Path
 
-import httpx
 import pytest
+
+import promserver
 
 from benchbook import phases, prometheus, promsource
 from benchbook.errors import InputError, SourceError
@@ -29,8 +27,6 @@ from benchbook.profiles import EngineProfile, MetricRef, get_profile
 
 pytestmark = pytest.mark.prometheus_server
 
-PROMETHEUS = Path("/usr/bin/prometheus")
-PROMTOOL = Path("/usr/bin/promtool")
 FIX = Path(__file__).parent / "fixtures" / "promsource"
 TIMELINE = json.loads((FIX / "timeline.json").read_text())
 B = TIMELINE["base"]
@@ -39,17 +35,8 @@ A = {"job": "engine", "instance": "a:8000"}
 NAMES = phases.needed_names(POCKET)
 NEEDED_SAMPLES = [n for q in phases.NEEDED for n in promsource.sample_names(POCKET.ref(q))]
 
-if not (PROMETHEUS.exists() and PROMTOOL.exists()):
-    pytest.skip(
-        "needs /usr/bin/prometheus and /usr/bin/promtool (Debian: apt-get install -y prometheus; CI installs it)",
-        allow_module_level=True,
-    )
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+if not promserver.available():
+    pytest.skip(promserver.MISSING, allow_module_level=True)
 
 
 def _capture(name: str) -> prometheus.Snapshot:
@@ -107,59 +94,17 @@ class Live:
 def server(tmp_path_factory):
     from prometheus_client import start_http_server
 
-    tmp = tmp_path_factory.mktemp("prometheus")
-    data = tmp / "data"
-    (tmp / "backfill.om").write_text(_openmetrics())
-    subprocess.run(
-        [str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(tmp / "backfill.om"), str(data)],
-        check=True, capture_output=True, timeout=60,
-    )
     live = Live()
-    exporter_port = _free_port()
+    exporter_port = promserver.free_port()
     httpd, thread = start_http_server(exporter_port, addr="127.0.0.1", registry=live.registry)
-    (tmp / "prometheus.yml").write_text(
-        "global: {scrape_interval: 1s, scrape_timeout: 1s}\n"
-        "scrape_configs:\n"
-        f"  - job_name: live\n    static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]\n"
-    )
-    proc = None
-    log = tmp / "prometheus.log"
+    scrape = f"[{{job_name: live, static_configs: [{{targets: ['127.0.0.1:{exporter_port}']}}]}}]"
     try:
-        for _attempt in range(3):  # the free port may be taken between choosing and binding
-            port = _free_port()
-            with log.open("wb") as out:
-                proc = subprocess.Popen(
-                    [str(PROMETHEUS), f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
-                     f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=100y"],
-                    stdout=out, stderr=subprocess.STDOUT,
-                )
-            url = f"http://127.0.0.1:{port}"
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and proc.poll() is None:
-                try:
-                    if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.05)
-            if proc.poll() is None:
-                break
-            proc = None
-        if proc is None:
-            pytest.fail(f"prometheus did not start; its log:\n{log.read_text()[-2000:]}")
-        yield {"url": url, "live": live, "exporter": f"127.0.0.1:{exporter_port}"}
+        with promserver.running(tmp_path_factory.mktemp("prometheus"), _openmetrics(), scrape) as url:
+            yield {"url": url, "live": live, "exporter": f"127.0.0.1:{exporter_port}"}
     finally:
-        if proc is not None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
         httpd.shutdown()
         httpd.server_close()
         thread.join(timeout=5)
-        shutil.rmtree(data, ignore_errors=True)
 
 
 # ---- backfilled data: server figures equal capture-file figures ------------------------------
