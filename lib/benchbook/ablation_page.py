@@ -19,9 +19,8 @@ from typing import Any
 
 from . import baseline, display as bd, sections, stats
 from .ablation import Ablation, AblationArm, ablate
-from .baseline_page import RULE_TEXT, _slug
 from .errors import InputError
-from .verdict import Comparison, compare
+from .verdict import RULE_TEXT, Comparison, compare
 
 DEFAULT_METRICS = ["prefill_tok_s", "decode_tok_s"]
 # metric -> the phase name used in cell keys and sentences
@@ -311,7 +310,7 @@ def range_charts(page: Page) -> bd.Block:
         ch = alt.layer(band, rng, pts).properties(width=300, height=24 * len(page.all_arms), padding={"left": 30, "top": 5, "right": 5, "bottom": 5},
                                                   title=f"{cell_title(page, k)} ({_tokens(page, k[1])} prompt tok, "
                                                         f"{page.camp.generation_tokens} generated)")
-        parts.append(str(bd.chart(ch, id=f"range-{_slug(k[0])}-{_slug(k[1])}")))
+        parts.append(str(bd.chart(ch, id=f"range-{sections.slug(k[0])}-{sections.slug(k[1])}")))
     return bd.Block("<h2>Ranges per cell</h2>" + str(bd.text(
         "Dot = median, bar = min–max of the samples; the shaded band is the baseline arm's range (diamond). "
         "A bar that overlaps the band is within noise whatever its median says."))

@@ -13,13 +13,8 @@ from typing import Any
 
 from . import baseline, display as bd, sections, stats
 from .errors import InputError
+from .verdict import RULE_TEXT
 
-RULE_TEXT = {
-    "seed": ("a difference is a result only when the [min–max] ranges do not overlap AND it exceeds the "
-             "run-to-run spread measured between two identical runs; otherwise it is within noise — not a result"),
-    "strict": ("strict: a noise band of max(2 %, 2 × the measured spread); a result needs disjoint ranges and a "
-               "difference beyond the band; a side whose own range is wider than the band is unstable"),
-}
 
 
 @dataclass
@@ -179,7 +174,7 @@ def whole_request(page: Page) -> bd.Block:
             table.append(cmp_row)
         commit = page.camp.arms[sr[0]["arm"]].get("commit") or page.camp.manifest["engine"].get("commit", "unrecorded")
         out.append(str(bd.table(
-            table, id=f"whole-request-{_slug(series)}",
+            table, id=f"whole-request-{sections.slug(series)}",
             caption=(f"Series {series} (commit {commit}). Each row is one server process; {_ctx(page)}; the interleave "
                      "figure is the latency of a short request started while a long one is in flight. Ladder columns are "
                      "aggregate rates n × tokens / wall (output tok/s)."),
@@ -283,7 +278,7 @@ def phase_split(page: Page) -> bd.Block:
                              "Prefill tok/s": pts.fmt(1), "ctok": int(f["generated_tokens"]),
                              "Decode tok/s": dt.fmt(3), "Total": f"{tot.median:.3f} s", "n": pt.n})
         if rows:
-            out.append(str(bd.table(rows, id=f"phase-split-{_slug(series)}", caption=(
+            out.append(str(bd.table(rows, id=f"phase-split-{sections.slug(series)}", caption=(
                 f"Series {series}; {page.camp.generation_tokens} generated tokens per request; environment per row. "
                 "Median (min–max)."))))
     return bd.Block("".join(out))
@@ -491,9 +486,3 @@ def exclusions(page: Page) -> bd.Block:
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
     return sections.provenance(page.camp.input_files(), parameters)
-
-
-def _slug(s: str | None) -> str:
-    # ASCII only: table/chart ids must match [a-z][a-z0-9-]* ("é".isalnum() is true)
-    out = "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in (s or "all").lower()).strip("-")
-    return out if out and out[0].isalpha() else f"s-{out or 'all'}"

@@ -13,6 +13,13 @@ from typing import Any
 from . import display as bd
 
 
+def slug(s: str | None) -> str:
+    """An id fragment from a name: ASCII letters and digits, dashes elsewhere, starting with a letter
+    (table and chart ids must match [a-z][a-z0-9-]*; "é".isalnum() is true, hence ASCII only)."""
+    out = "".join(ch if ch.isascii() and ch.isalnum() else "-" for ch in (s or "all").lower()).strip("-")
+    return out if out and out[0].isalpha() else f"s-{out or 'all'}"
+
+
 def rel_path(root: Path, f: str | Path) -> str:
     """``f`` relative to the campaign root when it lies inside it, else as given."""
     try:

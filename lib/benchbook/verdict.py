@@ -29,6 +29,15 @@ Rule = Literal["seed", "strict"]
 RULES: tuple[str, ...] = ("seed", "strict")
 
 NOT_A_RESULT = "within noise — not a result"
+
+# How each rule reads on a page ("How to read this page").
+RULE_TEXT: dict[str, str] = {
+    "seed": ("a difference is a result only when the [min–max] ranges do not overlap AND it exceeds the "
+             "run-to-run spread measured between two identical runs; otherwise it is within noise — not a result"),
+    "strict": ("strict: a noise band of max(2 %, 2 × the measured spread); a result needs disjoint ranges and a "
+               "difference beyond the band; a side whose own range is wider than the band is unstable"),
+}
+
 STRICT_MIN_BAND = 0.02
 
 MARKS = {
