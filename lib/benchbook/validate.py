@@ -49,11 +49,12 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
     total = len(camp.runs)
     # (arm, harness) -> [usable samples, excluded samples, first file] over runs that loaded
     usable: dict[tuple[str, str], list] = {}
+    unreachable: set[str] = set()  # Prometheus servers that did not answer: listed once, not per run
     for i, r in enumerate(camp.runs, 1):
         print(f"[{i}/{total}] {r.id}", file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
         # Each run is checked on its own so one bad run does not hide problems in the others.
         single = _single_run_campaign(camp, r)
-        if not _prometheus_ok(camp, r, i - 1, errors, out):
+        if not _prometheus_ok(camp, r, i - 1, errors, out, unreachable):
             continue
         if r.harness == "requests":
             df = _collect(lambda: single.requests, errors)
@@ -106,11 +107,12 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
     return errors
 
 
-def _prometheus_ok(camp, run, index: int, errors: list, out) -> bool:
+def _prometheus_ok(camp, run, index: int, errors: list, out, unreachable: set[str]) -> bool:
     """When the run names a Prometheus source: ``promsource.check_source`` over its windows.
 
     An unreachable server is a SourceError (exit 4); series the phase split needs but the server
     lacks are InputErrors (exit 2). False when the run's samples cannot be read from the source.
+    A server found unreachable for one run (``unreachable``) is not probed again for the next.
     """
     from . import phases, promsource
 
@@ -120,6 +122,8 @@ def _prometheus_ok(camp, run, index: int, errors: list, out) -> bool:
     src = _collect(lambda: camp.prometheus_source(run), errors)
     windows = _collect(lambda: camp.prometheus_windows(run), errors)
     if src is None or windows is None:  # listed by _collect
+        return False
+    if src["url"] in unreachable:
         return False
     where = f"$.runs[{index}].prometheus"
     mpath = camp.root / "campaign.json"
@@ -133,6 +137,7 @@ def _prometheus_ok(camp, run, index: int, errors: list, out) -> bool:
             client.buildinfo()
         except SourceError as e:
             errors.append(e)
+            unreachable.add(src["url"])
             return False
         start = min((t0 for t0, _ in windows), default=None)
         end = max((t1 for _, t1 in windows), default=None)
@@ -243,13 +248,6 @@ def run(args) -> int:
         errors = [InputError(path, "-", "no campaign.json in this folder (an empty or non-campaign folder)")]
     else:
         errors = validate_file(path, out)
-    seen: set[str] = set()
-    unique = []
-    for e in errors:  # the same unreachable server named by several runs is one problem
-        if str(e) not in seen:
-            seen.add(str(e))
-            unique.append(e)
-    errors = unique
     for e in errors:
         print(str(e), file=sys.stderr)
     if errors:
