@@ -265,7 +265,7 @@ def test_unreachable_server_is_exit_4(twins, tmp_path, capsys):
     (camp / "campaign.json").write_text(json.dumps(m))
     assert main(["validate", str(camp)]) == 4
     err = capsys.readouterr().err
-    assert "cannot reach the server" in err
+    assert err.count("cannot reach the server") == 1  # one dead server is one problem, whatever the run count
     assert main(["render", str(camp), "--out", str(tmp_path / "out"), "--page", "baseline"]) == 4
     lines = capsys.readouterr().err.strip().splitlines()
     assert "cannot reach the server" in lines[-1] and "Traceback" not in "\n".join(lines)
