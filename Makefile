@@ -8,7 +8,7 @@ DATA ?= data
 REPORTS ?= reports
 
 .DEFAULT_GOAL := help
-.PHONY: help setup report test lab bench check-offline clean browser-deps prometheus-deps
+.PHONY: help setup report test lint lab bench check-offline clean browser-deps prometheus-deps
 
 help: ## list the targets
 	@echo "benchbook — make targets:"
@@ -39,7 +39,11 @@ prometheus-deps: ## install Debian's prometheus + promtool for the Prometheus-so
 	  $$SUDO systemctl disable --now prometheus 2>/dev/null || true; \
 	fi
 
-test: $(STAMP) browser-deps prometheus-deps ## run the whole test suite
+lint: $(STAMP) ## ruff: lint and format check (part of make test)
+	$(BIN)/ruff check lib tests bench
+	$(BIN)/ruff format --check lib tests bench
+
+test: $(STAMP) lint browser-deps prometheus-deps ## run the whole test suite (ruff first)
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 lab: $(STAMP) ## JupyterLab on the notebooks
@@ -50,7 +54,7 @@ bench: $(STAMP) ## measure speed and memory; prints a table, writes reports/benc
 	$(BIN)/python bench/run.py --out $(REPORTS)/bench.json
 
 check-offline: $(STAMP) ## fail if any rendered page references an outside URL
-	$(BIN)/python -m benchbook.offline $(REPORTS)
+	$(BIN)/python -m benchbook.pipeline.offline $(REPORTS)
 
 clean: ## remove rendered reports and caches (keeps .venv)
 	rm -rf $(REPORTS)/*/ $(REPORTS)/index.html .pytest_cache .hypothesis
