@@ -84,6 +84,14 @@ def test_reconciliation_with_an_engine_window(tmp_path):
     assert main(["render", "--compare", str(bench), "--params", str(params), "--out", str(out)]) == 0
     v = json.loads((out / "compare.values.json").read_text())
     st = {c["name"]: c["status"] for c in v["checks"] if c.get("kind") == "engine"}
-    assert st["successes: engine Δ vs client completed"] == "warn"  # 600 on the engine, 8 in the client
-    assert st["generation tokens: engine Δ vs client Σ output tokens"] == "fail"
+    # The window's only series serves opt-125m-tp2, the bench ran facebook/opt-125m: not comparable.
+    # Before the model check, mean TTFT "passed" (engine 133 ms ≤ client 216 ms) on another model's counters.
+    assert st["model: engine series vs client model"] == "fail"
+    for name in (
+        "successes: engine Δ vs client completed",
+        "generation tokens: engine Δ vs client Σ output tokens",
+        "mean TTFT: engine vs client",
+        "mean E2E: engine vs client",
+    ):
+        assert st[name] == "warn", name  # not checked: listed as not comparable, never passed
     assert st["TTFT count vs E2E count"] == "warn"  # 664 first tokens, 600 finished: requests in flight

@@ -1,0 +1,262 @@
+"""Results campaigns: what the compare page reads from a campaign of results runs, and each run's
+reconciliation against the engine's own counters over the same window.
+
+``campaign_inputs(path)`` loads the campaign, reads every result file of every results run
+(``benchbook.ingest.formats``) and, for a run that has engine ``/metrics`` (a before/after capture
+pair or a Prometheus window), the window's deltas (``enginemetrics.window``).
+
+``reconcile_run(bench, engine)`` first decides *which* engine series the client's requests went
+to. The series are split by labels that identify deployments (``model_name``, ``engine`` = DP rank);
+they are never added up. The client's model (``config.model``) must name the series' ``model_name``
+(exactly, or as the last path component: ``facebook/opt-125m`` ↔ ``opt-125m``); a window whose only
+series serves another model is **not comparable** and the model check fails — the figures of 600
+``opt-125m-tp2`` requests say nothing about a bench of 8 ``facebook/opt-125m`` requests. When the
+files cannot tell (a ``--served-model-name`` alias, several DP ranks), ``metrics_labels`` in
+campaign.json picks the series, and the check names that key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbook.analysis import enginemetrics
+from benchbook.analysis.reconcile import Check, reconcile
+from benchbook.errors import InputError
+from benchbook.ingest.formats import BenchmarkRun
+from benchbook.ingest.results_runs import ResultsRun
+
+MODEL_CHECK = "model: engine series vs client model"
+# what reconcile() reports, for the "not comparable" rows when the series cannot be chosen
+RECONCILE_CHECKS = (
+    "generation tokens: engine Δ vs client Σ output tokens",
+    "successes: engine Δ vs client completed",
+    "mean TTFT: engine vs client",
+    "mean E2E: engine vs client",
+)
+RECONCILE_QUANTITIES = ("ttft", "e2e", "generation_tokens", "prompt_tokens", "requests_success")
+
+
+@dataclass
+class EngineWindow:
+    """A results run's engine window and how to pick its series."""
+
+    run_id: str
+    window: enginemetrics.Window
+    labels: dict[str, str]
+    labels_key: str  # the campaign.json key that sets ``labels``
+    sources: list[str]
+
+
+@dataclass
+class CampaignInputs:
+    root: Path
+    title: str
+    runs: list[tuple[str, str, BenchmarkRun]]  # (page run id, results run id, run)
+    files: list[str]  # result files, in order
+    inputs: list[str]  # every file read (campaign.json, results.json, captures), for provenance
+    windows: dict[str, EngineWindow] = field(default_factory=dict)  # results run id -> window
+    todo: list[str] = field(default_factory=list)
+    incomplete: list[str] = field(default_factory=list)  # results runs whose capture stopped early
+
+    def engine_checks(self) -> list[tuple[str, list[Check]]]:
+        """(page run id, checks) for every run whose results run has an engine window: the window's own
+        checks and the reconciliation (model first). A results run holding several benchmark runs
+        shares one window among them: nothing is reconciled, and the row says why."""
+        out: list[tuple[str, list[Check]]] = []
+        per_rr: dict[str, list[tuple[str, BenchmarkRun]]] = {}
+        for pid, rid, run in self.runs:
+            per_rr.setdefault(rid, []).append((pid, run))
+        for rid, ew in self.windows.items():
+            members = per_rr.get(rid, [])
+            if len(members) == 1:
+                pid, run = members[0]
+                out.append((pid, [*ew.window.checks, *reconcile_run(run, ew)]))
+            else:
+                why = f"the window of run {rid!r} covers {len(members)} benchmark runs; split them into one results run each"
+                out.append((rid, [*ew.window.checks, Check(MODEL_CHECK, "warn", f"not checked: {why}")]))
+        return out
+
+
+def _model_matches(client: str | None, served: str) -> bool:
+    if not client:
+        return False
+    c = client.rstrip("/")
+    return c == served or c.split("/")[-1] == served.rstrip("/").split("/")[-1]
+
+
+def pick_series(run: BenchmarkRun, ew: EngineWindow) -> tuple[Check, tuple | None]:
+    """The model check and the one series the client's requests went to (None when there is none)."""
+    keys = [k for k in ew.window.series if all(item in k for item in ew.labels.items())]
+    client = run.config.get("model")
+    shown = ", ".join(enginemetrics.fmt_labels(k) for k in ew.window.series[:4]) or "none"
+    if ew.labels:
+        if len(keys) == 1:
+            served = dict(keys[0]).get("model_name")
+            return (
+                Check(
+                    MODEL_CHECK,
+                    "pass",
+                    f"series {enginemetrics.fmt_labels(keys[0])} picked by {ew.labels_key} in campaign.json "
+                    f"(client model {client!r}{'' if served is None else f', engine model_name {served!r}'})",
+                ),
+                keys[0],
+            )
+        return (
+            Check(
+                MODEL_CHECK,
+                "fail",
+                f"{ew.labels_key} {ew.labels} picks {len(keys)} of the window's series ({shown}); "
+                "it must pick exactly one",
+            ),
+            None,
+        )
+    with_model = [k for k in keys if "model_name" in dict(k)]
+    if not with_model:
+        if len(keys) == 1:
+            return (
+                Check(
+                    MODEL_CHECK,
+                    "warn",
+                    f"not checked: the engine's series carry no model_name label (client model {client!r})",
+                ),
+                keys[0],
+            )
+        return (
+            Check(
+                MODEL_CHECK,
+                "warn",
+                f"not checked: {len(keys)} series ({shown}) and no model_name label; set {ew.labels_key} "
+                "in campaign.json to the labels of the client's series",
+            ),
+            None,
+        )
+    match = [k for k in with_model if _model_matches(client, dict(k)["model_name"])]
+    served = sorted({dict(k)["model_name"] for k in with_model})
+    if not match:
+        return (
+            Check(
+                MODEL_CHECK,
+                "fail",
+                f"not comparable: the client ran model {client!r} but the engine window's series serve "
+                f"{', '.join(repr(s) for s in served)}; a different model's counters say nothing about this run. "
+                f"If it is the same deployment under another name (--served-model-name), set {ew.labels_key} "
+                f'in campaign.json (e.g. {{"model_name": "{served[0]}"}})',
+                None,
+                None,
+            ),
+            None,
+        )
+    if len(match) > 1:
+        return (
+            Check(
+                MODEL_CHECK,
+                "warn",
+                f"not checked: {len(match)} series serve {client!r} "
+                f"({', '.join(enginemetrics.fmt_labels(k) for k in match[:4])}: several engines/DP ranks, never added "
+                f'up); set {ew.labels_key} in campaign.json to pick one (e.g. {{"engine": "0"}})',
+            ),
+            None,
+        )
+    return (
+        Check(MODEL_CHECK, "pass", f"client model {client!r} is served by {enginemetrics.fmt_labels(match[0])}"),
+        match[0],
+    )
+
+
+def reconcile_run(run: BenchmarkRun, ew: EngineWindow) -> list[Check]:
+    """The model check, then ``reconcile.reconcile`` on the series it picked; when no series can be
+    picked, every reconciliation check is listed as not comparable (never passed)."""
+    model, key = pick_series(run, ew)
+    if key is None:
+        why = "not comparable: " + model.detail.split(": ", 1)[-1] if model.status == "fail" else model.detail
+        return [model, *(Check(name, "warn", f"not checked ({why})") for name in RECONCILE_CHECKS)]
+    return [model, *reconcile(run, ew.window.engine(key))]
+
+
+def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
+    """The results run's engine window (capture pair or Prometheus window); None without one."""
+    from benchbook.metrics import prometheus
+    from benchbook.metrics.profiles import detect_profile
+
+    if rr.metrics_before is not None and rr.metrics_after is not None:
+        before, after = prometheus.read(rr.metrics_before), prometheus.read(rr.metrics_after)
+        profile = camp.profile if camp.manifest.get("engine") else detect_profile(after)
+        w = enginemetrics.window(before, after, profile)
+        return EngineWindow(rr.id, w, rr.labels, rr.labels_key, [str(rr.metrics_before), str(rr.metrics_after)])
+    if rr.window is not None:
+        from benchbook.metrics import promsource
+        from benchbook.metrics.promsource import DEFAULT_TIMEOUT_S
+
+        src = camp.prometheus_source(camp.run(rr.id))
+        if not camp.manifest.get("engine"):
+            raise InputError(
+                camp.root / "campaign.json",
+                "$.engine.profile",
+                f"run {rr.id!r} reads its engine window from Prometheus: name the engine profile "
+                '(e.g. "engine": {"name": "vllm", "profile": "vllm"})',
+            )
+        profile = camp.profile
+        qs = [q for q in RECONCILE_QUANTITIES if profile.has(q)]
+        pw = promsource.fetch_window(
+            src["url"],
+            rr.window[0],
+            rr.window[1],
+            src["matchers"],
+            profile,
+            qs,
+            src.get("timeout_s", DEFAULT_TIMEOUT_S),
+        )
+        w = enginemetrics.window(pw.before, pw.after, profile)
+        return EngineWindow(
+            rr.id, w, rr.labels, rr.labels_key, [f"{src['url']} [{rr.window[0]:.0f}, {rr.window[1]:.0f}]"]
+        )
+    return None
+
+
+def campaign_inputs(path: str | Path) -> CampaignInputs:
+    """Every results run of a campaign, read: benchmark runs, engine windows, provenance inputs."""
+    from benchbook.ingest import formats
+    from benchbook.ingest.campaign import load_campaign
+
+    camp = load_campaign(path)
+    rruns = camp.results_runs
+    if not rruns:
+        raise InputError(camp.root / "campaign.json", "$.runs", 'no results run (harness "results") to compare')
+    runs: list[tuple[str, str, BenchmarkRun]] = []
+    files: list[str] = []
+    inputs = [str(camp.root / "campaign.json")]
+    windows: dict[str, EngineWindow] = {}
+    for rr in rruns:
+        got = [(f, r) for f in rr.files for r in formats.read(f)]
+        for f, r in got:
+            pid = rr.id
+            if len(got) > 1:
+                pid += "/" + f.stem + ("" if r.location == "$" else r.location)
+            runs.append((pid, rr.id, r))
+        files += [str(f) for f in rr.files]
+        inputs += [str(p) for p in rr.input_files()]
+        ew = engine_window(camp, rr)
+        if ew is not None:
+            windows[rr.id] = ew
+    return CampaignInputs(
+        root=camp.root,
+        title=camp.title,
+        runs=runs,
+        files=files,
+        inputs=sorted(dict.fromkeys(inputs)),
+        windows=windows,
+        todo=list(camp.manifest.get("todo", [])),
+        incomplete=[rr.id for rr in rruns if not rr.complete],
+    )
+
+
+def describe_inputs(inputs: CampaignInputs) -> dict[str, Any]:
+    """What ``summary``/tests read: run ids per results run and which have an engine window."""
+    return {
+        "runs": [pid for pid, _, _ in inputs.runs],
+        "windows": sorted(inputs.windows),
+        "todo": inputs.todo,
+        "incomplete": inputs.incomplete,
+    }
