@@ -416,14 +416,14 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
         manifest["environments"] = {
             "default": {"description": "as captured: TODO name the server's settings", "variables": {}}
         }
-        pcs, gen = _phase_facts(phases, todo)
-        manifest["prompt_classes"] = pcs
-        if gen:
-            manifest["generation_tokens"] = gen
         if engine is None:
             raise InputError(
                 phases[0].source, "-", "no /metrics capture in the phases run: cannot name the engine profile"
             )
+        pcs, gen = _phase_facts(phases, todo, engine["profile"])
+        manifest["prompt_classes"] = pcs
+        if gen:
+            manifest["generation_tokens"] = gen
     manifest["arms"] = arms
     manifest["runs"] = entries
     notes = [f"date: {date_from}"]
@@ -455,8 +455,31 @@ def _arm_description(r: PlannedRun) -> str:
     return ", ".join(bits)
 
 
-def _phase_facts(phases: list[PlannedRun], todo: list[str]) -> tuple[dict[str, Any], int | None]:
-    """prompt_classes and generation_tokens from the phases runs' capture.json (or their samples)."""
+def _counted(r: PlannedRun, profile_name: str) -> tuple[dict[str, int], int | None]:
+    """Prompt tokens per class and the most generated tokens, as the engine counted them: the phase
+    split of each sample that can be attributed to one request (the others say nothing here)."""
+    from benchbook.metrics import phases, prometheus
+    from benchbook.metrics.profiles import get_profile
+
+    prof = get_profile(profile_name)
+    prompt: dict[str, int] = {}
+    gen: int | None = None
+    for s in (r.phases_doc or {}).get("samples", []):
+        if "metrics_before" not in s or "metrics_after" not in s:
+            continue
+        try:
+            before = prometheus.read(r.source / s["metrics_before"])
+            sp = phases.split(before, prometheus.read(r.source / s["metrics_after"]), prof)
+        except (phases.Excluded, InputError):
+            continue
+        prompt.setdefault(s["prompt_class"], int(sp.prompt_tokens))
+        gen = max(gen or 0, int(sp.generated_tokens))
+    return prompt, gen
+
+
+def _phase_facts(phases: list[PlannedRun], todo: list[str], profile: str) -> tuple[dict[str, Any], int | None]:
+    """prompt_classes and generation_tokens from the phases runs' capture.json, else as the engine
+    counted them (``_counted``: the prompt tokens of a class, the most tokens generated)."""
     pcs: dict[str, Any] = {}
     gen = None
     for r in phases:
@@ -477,15 +500,25 @@ def _phase_facts(phases: list[PlannedRun], todo: list[str]) -> tuple[dict[str, A
                 pcs[name] = {"tokens": tokens, **({"words": words} if isinstance(words, int) and words >= 1 else {})}
         if isinstance(cap.get("generation_tokens"), int) and cap["generation_tokens"] >= 1:
             gen = cap["generation_tokens"]
+        counted, most = _counted(r, profile)
+        for name, tokens in counted.items():
+            pcs.setdefault(name, {"tokens": tokens})
+        gen = gen or most
     classes = {s["prompt_class"] for r in phases for s in (r.phases_doc or {}).get("samples", [])}
     missing = sorted(classes - set(pcs))
     if missing:
         todo.append(
-            f"prompt_classes: token counts of {', '.join(missing)} unknown (no capture.json says them); "
+            f"prompt_classes: token counts of {', '.join(missing)} unknown (no capture.json or attributable "
+            "sample says them); "
             "pages show these classes without a prompt length"
         )
     if gen is None:
         todo.append("generation_tokens: the --max-tokens of the phase requests is not recorded; add it")
+    elif not any(isinstance((r.capture or {}).get("generation_tokens"), int) for r in phases):
+        todo.append(
+            f"generation_tokens: {gen} is the most tokens the engine counted for one request, "
+            "not a recorded --max-tokens; correct it if the budget was larger"
+        )
     return pcs, gen
 
 
