@@ -70,12 +70,9 @@ def test_nv_action_repeats_measure_spread(tmp_path, open_page):
 def test_reconciliation_with_an_engine_window(tmp_path):
     # The er0080 bench file (8 completed) against the same repository's idle/loaded vLLM scrapes (600
     # finished): not the same window, so reconciliation must say so rather than pass.
-    real = ROOT / ".." / "shared" / "realdata"
-    bench = real / "vllm_bench_serving" / "er0080_bench_serve_v0.25.1.json"
-    idle = real / "prom_llm_servers" / "er0080_metrics_vllm_0_25_1_idle.txt"
-    loaded = real / "prom_llm_servers" / "er0080_metrics_vllm_0_25_1_loaded.txt"
-    if not all(p.is_file() for p in (bench, idle, loaded)):
-        pytest.skip("real captures absent")
+    bench = FIX / "er0080_bench_serve_v0.25.1.json"
+    idle = ROOT / "tests" / "fixtures" / "vllm_captures" / "idle.prom"  # copies of the real scrapes
+    loaded = ROOT / "tests" / "fixtures" / "vllm_captures" / "loaded.prom"
     params = tmp_path / "p.json"
     params.write_text(
         json.dumps({"compare": {"engine_before": str(idle.resolve()), "engine_after": str(loaded.resolve())}})
