@@ -170,3 +170,11 @@ def test_render_all_renders_a_results_campaign(tmp_path, open_page):
     assert "mine/compare.html" in (out / "index.html").read_text()
     report = open_page(page, table_ids=["bb-compare-checks", "bb-compare-runs"], screenshot="results-campaign.png")
     assert report.ok, report.problems()
+
+
+def test_summary_json_carries_the_reconciliation_and_todo(tmp_path, capsys):
+    camp = make_campaign(tmp_path / "c", {"c2": (BENCH, "idle.prom", "loaded.prom")}, todo=["scope: say it"])
+    assert main(["summary", str(camp), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    st = {c["name"]: c["status"] for c in s["checks"]}
+    assert st[f"c2: {results.MODEL_CHECK}"] == "fail" and s["todo"] == ["scope: say it"]
