@@ -178,3 +178,32 @@ def test_summary_json_carries_the_reconciliation_and_todo(tmp_path, capsys):
     s = json.loads(capsys.readouterr().out)
     st = {c["name"]: c["status"] for c in s["checks"]}
     assert st[f"c2: {results.MODEL_CHECK}"] == "fail" and s["todo"] == ["scope: say it"]
+
+
+def _snapshot(path: Path, running: float, waiting: float) -> None:
+    text = (CAPS / "idle.prom").read_text()
+    for name, v in (("running", running), ("waiting", waiting)):
+        line = f'vllm:num_requests_{name}{{engine="0",model_name="opt-125m-tp2"}} '
+        assert line + "0.0" in text
+        text = text.replace(line + "0.0", line + repr(float(v)))
+    path.write_text(text)
+
+
+@pytest.mark.parametrize(("values", "status"), [([(1, 0), (0, 1), (1, 0)], "pass"), ([(2, 1), (3, 0), (2, 1)], "fail")])
+def test_littles_law_from_periodic_snapshots(tmp_path, values, status):
+    # ONE: 2.0 req/s × 0.5 s mean E2E = 1.0 in flight by the client's figures. The engine's own
+    # running + waiting, time-averaged over snapshots at t = 100, 101, 102 s: 1.0 (pass) or 3.0 (fail).
+    camp = make_campaign(tmp_path / "c", {"one": (ONE, "idle.prom", "one_request.prom")})
+    run = camp / "runs" / "one"
+    snaps = []
+    for i, (r, w) in enumerate(values):
+        _snapshot(run / "metrics" / f"during-{i}.prom", r, w)
+        snaps.append({"file": f"metrics/during-{i}.prom", "unix_s": 100.0 + i})
+    doc = json.loads((run / "results.json").read_text()) | {"snapshots": snaps}
+    (run / "results.json").write_text(json.dumps(doc))
+    ((_, checks),) = results.campaign_inputs(camp).engine_checks()
+    (little,) = [c for c in checks if c.name == results.LITTLE_CHECK]
+    assert little.status == status
+    assert little.client == pytest.approx(1.0)  # λ × W
+    assert little.engine == pytest.approx(sum(r + w for r, w in values) / len(values))  # equal steps: the mean
+    assert "time-averaged over 3 snapshots (2.0 s)" in little.detail

@@ -36,6 +36,11 @@ RECONCILE_CHECKS = (
     "mean E2E: engine vs client",
 )
 RECONCILE_QUANTITIES = ("ttft", "e2e", "generation_tokens", "prompt_tokens", "requests_success")
+LITTLE_CHECK = "Little's law: engine in-flight (running + waiting) vs client λ × W"
+# The engine's in-flight count is sampled every few seconds and time-averaged between samples, and
+# its window is the snapshots' span, not the client's: a gap of 10 % passes, beyond 30 % fails.
+SNAPSHOT_TOLERANCE = 0.10
+SNAPSHOT_FAIL_TOLERANCE = 0.30
 
 
 @dataclass
@@ -47,6 +52,7 @@ class EngineWindow:
     labels: dict[str, str]
     labels_key: str  # the campaign.json key that sets ``labels``
     sources: list[str]
+    snapshots: list[tuple[Path, float | None]] = field(default_factory=list)  # periodic, (file, unix_s)
 
 
 @dataclass
@@ -172,7 +178,62 @@ def reconcile_run(run: BenchmarkRun, ew: EngineWindow) -> list[Check]:
     if key is None:
         why = "not comparable: " + model.detail.split(": ", 1)[-1] if model.status == "fail" else model.detail
         return [model, *(Check(name, "warn", f"not checked ({why})") for name in RECONCILE_CHECKS)]
-    return [model, *reconcile(run, ew.window.engine(key))]
+    out = [model, *reconcile(run, ew.window.engine(key))]
+    if ew.snapshots:
+        out.append(littles_law(run, ew, key))
+    return out
+
+
+def engine_in_flight(ew: EngineWindow, key: tuple) -> tuple[float, int, float] | None:
+    """Time-averaged running + waiting of series ``key`` over the periodic snapshots that carry a
+    time (trapezoids between samples): (mean in flight, snapshots used, span in seconds); None with
+    fewer than two timed snapshots. A concurrency measured by the engine, independent of the client."""
+    from benchbook.metrics import prometheus
+
+    prof = ew.window.profile
+    if not (prof.has("running") and prof.has("waiting")):
+        return None
+    names = prof.sample_names(["running", "waiting"])
+    pts = []
+    for path, t in ew.snapshots:
+        if t is None:
+            continue
+        snap = prometheus.read(path, names)
+        n = sum(enginemetrics.values(snap, prof, q).get(key, 0.0) for q in ("running", "waiting"))
+        pts.append((float(t), n))
+    pts.sort()
+    if len(pts) < 2 or pts[-1][0] <= pts[0][0]:
+        return None
+    area = sum((n0 + n1) / 2 * (t1 - t0) for (t0, n0), (t1, n1) in zip(pts, pts[1:], strict=False))
+    span = pts[-1][0] - pts[0][0]
+    return area / span, len(pts), span
+
+
+def littles_law(run: BenchmarkRun, ew: EngineWindow, key: tuple) -> Check:
+    """The engine's own in-flight count against the client's completion rate × mean E2E."""
+    from benchbook.analysis import littles
+
+    lam, w_ms = run.summary.get("request_throughput"), run.summary.get("mean_e2el_ms")
+    if lam is None or w_ms is None:
+        return Check(LITTLE_CHECK, "warn", "not checked: the client file records no request throughput or mean E2E")
+    got = engine_in_flight(ew, key)
+    if got is None:
+        return Check(
+            LITTLE_CHECK,
+            "warn",
+            "not checked: fewer than two periodic snapshots with a time (unix_s), or no running/waiting gauges",
+        )
+    L, n, span = got
+    c = littles.check(
+        float(lam),
+        float(w_ms) / 1000,
+        L,
+        tolerance=SNAPSHOT_TOLERANCE,
+        fail_tolerance=SNAPSHOT_FAIL_TOLERANCE,
+        concurrency_source=f"engine running + waiting, time-averaged over {n} snapshots ({span:.1f} s)",
+    )
+    rel = (L - c.implied) / c.implied if c.implied else None
+    return Check(LITTLE_CHECK, c.status, c.detail, L, c.implied, L - c.implied, rel)
 
 
 def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
@@ -184,7 +245,9 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
         before, after = prometheus.read(rr.metrics_before), prometheus.read(rr.metrics_after)
         profile = camp.profile if camp.manifest.get("engine") else detect_profile(after)
         w = enginemetrics.window(before, after, profile)
-        return EngineWindow(rr.id, w, rr.labels, rr.labels_key, [str(rr.metrics_before), str(rr.metrics_after)])
+        return EngineWindow(
+            rr.id, w, rr.labels, rr.labels_key, [str(rr.metrics_before), str(rr.metrics_after)], rr.snapshots
+        )
     if rr.window is not None:
         from benchbook.metrics import promsource
         from benchbook.metrics.promsource import DEFAULT_TIMEOUT_S
@@ -209,9 +272,8 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
             src.get("timeout_s", DEFAULT_TIMEOUT_S),
         )
         w = enginemetrics.window(pw.before, pw.after, profile)
-        return EngineWindow(
-            rr.id, w, rr.labels, rr.labels_key, [f"{src['url']} [{rr.window[0]:.0f}, {rr.window[1]:.0f}]"]
-        )
+        where = f"{src['url']} [{rr.window[0]:.0f}, {rr.window[1]:.0f}]"
+        return EngineWindow(rr.id, w, rr.labels, rr.labels_key, [where], rr.snapshots)
     return None
 
 
