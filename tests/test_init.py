@@ -73,10 +73,14 @@ def test_init_from_a_capture_run_and_loose_files_then_render(tmp_path, capsys):
     # what a person must decide, marked
     assert m["question"].startswith("TODO:") and any(t.startswith("question:") for t in m["todo"])
     assert any("treated as repeats" in t for t in m["todo"])
-    # the capture's snapshots: before/after are the window, the one in between a periodic snapshot
+    # the capture's snapshots: before/after are the window; every timed scrape is a snapshot
     rj = json.loads((camp / "runs" / "conc2" / "results.json").read_text())
     assert rj["metrics_before"] == "metrics/before.prom" and rj["metrics_after"] == "metrics/after.prom"
-    assert rj["snapshots"] == [{"file": "metrics/during-0001.prom", "unix_s": 1755360531.0}]
+    assert [(s["file"], s["unix_s"]) for s in rj["snapshots"]] == [
+        ("metrics/before.prom", 1755360530.0),
+        ("metrics/during-0001.prom", 1755360531.0),
+        ("metrics/after.prom", 1755360532.0),
+    ]
     assert rj["command"][:3] == ["vllm", "bench", "serve"]
     # raw files unchanged, copies identical
     assert {p: sha(p) for p in before} == before

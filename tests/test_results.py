@@ -191,14 +191,15 @@ def _snapshot(path: Path, running: float, waiting: float) -> None:
 
 @pytest.mark.parametrize(("values", "status"), [([(1, 0), (0, 1), (1, 0)], "pass"), ([(2, 1), (3, 0), (2, 1)], "fail")])
 def test_littles_law_from_periodic_snapshots(tmp_path, values, status):
-    # ONE: 2.0 req/s × 0.5 s mean E2E = 1.0 in flight by the client's figures. The engine's own
-    # running + waiting, time-averaged over snapshots at t = 100, 101, 102 s: 1.0 (pass) or 3.0 (fail).
+    # ONE: 1 request completed, mean E2E 0.5 s. Snapshots at t = 100, 100.25, 100.5 s span 0.5 s, so
+    # λ × W = (1 / 0.5 s) × 0.5 s = 1.0 in flight by the client's figures. The engine's own running +
+    # waiting, time-averaged over the snapshots: 1.0 (pass) or 3.0 (fail).
     camp = make_campaign(tmp_path / "c", {"one": (ONE, "idle.prom", "one_request.prom")})
     run = camp / "runs" / "one"
     snaps = []
     for i, (r, w) in enumerate(values):
         _snapshot(run / "metrics" / f"during-{i}.prom", r, w)
-        snaps.append({"file": f"metrics/during-{i}.prom", "unix_s": 100.0 + i})
+        snaps.append({"file": f"metrics/during-{i}.prom", "unix_s": 100.0 + i / 4})
     doc = json.loads((run / "results.json").read_text()) | {"snapshots": snaps}
     (run / "results.json").write_text(json.dumps(doc))
     ((_, checks),) = results.campaign_inputs(camp).engine_checks()
@@ -206,4 +207,4 @@ def test_littles_law_from_periodic_snapshots(tmp_path, values, status):
     assert little.status == status
     assert little.client == pytest.approx(1.0)  # λ × W
     assert little.engine == pytest.approx(sum(r + w for r, w in values) / len(values))  # equal steps: the mean
-    assert "time-averaged over 3 snapshots (2.0 s)" in little.detail
+    assert "time-averaged over 3 snapshots (0.5 s, largest gap 0.25 s)" in little.detail

@@ -234,8 +234,8 @@ def _from_capture_run(r: PlannedRun, src: Path, cap: dict[str, Any]) -> None:
             r.before = p
         elif phase == "after":
             r.after = p
-        else:
-            r.snapshots.append((p, s.get("unix_s")))
+        # every timed scrape, the window's ends included: Little's law averages over their span
+        r.snapshots.append((p, s.get("unix_s")))
     if r.before is None or r.after is None:
         r.before = r.after = None  # no window without both ends; the snapshots still go in
 
