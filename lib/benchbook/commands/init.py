@@ -354,6 +354,9 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
             for k in ("started_at", "ended_at"):
                 if isinstance(cap.get(k), str):
                     doc[k] = cap[k]
+            status = (cap.get("command") or {}).get("exit_status") if isinstance(cap.get("command"), dict) else None
+            if isinstance(status, int) and status != 0:
+                todo.append(f"run {r.id}: the benchmark command exited with status {status}; are its results whole?")
             if cap.get("complete") is False:
                 doc["complete"] = False
                 todo.append(f"run {r.id}: its capture did not complete ({cap.get('stopped') or 'no reason given'})")
