@@ -65,6 +65,9 @@ class CampaignInputs:
     windows: dict[str, EngineWindow] = field(default_factory=dict)  # results run id -> window
     todo: list[str] = field(default_factory=list)
     incomplete: list[str] = field(default_factory=list)  # results runs whose capture stopped early
+    # page run id -> configuration label, for runs whose campaign.json entry names an arm: the arm's
+    # label is the configuration (two arms are two configurations even where the files look alike)
+    configs: dict[str, str] = field(default_factory=dict)
 
     def engine_checks(self) -> list[tuple[str, list[Check]]]:
         """(page run id, checks) for every run whose results run has an engine window: the window's own
@@ -299,6 +302,8 @@ def campaign_inputs(path: str | Path) -> CampaignInputs:
     files: list[str] = []
     inputs = [str(camp.root / "campaign.json")]
     windows: dict[str, EngineWindow] = {}
+    configs: dict[str, str] = {}
+    named = {r["id"] for r in camp.manifest["runs"] if "arm" in r}
     for rr in rruns:
         got = [(f, r) for f in rr.files for r in formats.read(f)]
         for f, r in got:
@@ -306,6 +311,8 @@ def campaign_inputs(path: str | Path) -> CampaignInputs:
             if len(got) > 1:
                 pid += "/" + f.stem + ("" if r.location == "$" else r.location)
             runs.append((pid, rr.id, r))
+            if rr.id in named:
+                configs[pid] = camp.arm_label(rr.arm)
         files += [str(f) for f in rr.files]
         inputs += [str(p) for p in rr.input_files()]
         ew = engine_window(camp, rr)
@@ -320,6 +327,7 @@ def campaign_inputs(path: str | Path) -> CampaignInputs:
         windows=windows,
         todo=list(camp.manifest.get("todo", [])),
         incomplete=[rr.id for rr in rruns if not rr.complete],
+        configs=configs,
     )
 
 

@@ -129,11 +129,13 @@ def load(
         if inputs is not None
         else [(Path(f).stem + ("" if r.location == "$" else r.location), r) for f in files for r in formats.read(f)]
     )
+    arm_of = inputs.configs if inputs is not None else {}  # a campaign's arms are its configurations
     for rid, r in read:
+        label = arm_of.get(rid) or config_label(r.config)
         while rid in seen:
             rid += "'"
         seen.add(rid)
-        runs.append(Run(rid, r, config_label(r.config)))
+        runs.append(Run(rid, r, label))
     configs = list(dict.fromkeys(r.config for r in runs))
     base = configs[0]
     if baseline:

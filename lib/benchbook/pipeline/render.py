@@ -618,7 +618,8 @@ def run(args: argparse.Namespace) -> int:
         for f in args.compare:
             if not f.is_file():
                 raise InputError(f, None, "result file does not exist")
-        params = {**overrides.get("compare", {}), "files": [str(f.resolve()) for f in args.compare]}
+        files = [str(f.resolve()) for f in args.compare]
+        params = {**overrides.get("compare", {}), "campaign": "", "files": files}  # files, not the default campaign
         res = render_page(
             notebook_for("compare", args.notebooks),
             params,
