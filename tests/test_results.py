@@ -16,6 +16,7 @@ from benchbook.pipeline.render import pages_for
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 CAPS = FIX / "vllm_captures"
+BUNDLED = Path(__file__).resolve().parents[1] / "data" / "er0080-opt125m"
 BENCH = FIX / "realdata" / "vllm_bench_serving" / "er0080_bench_serve_v0.25.1.json"  # 8 requests, facebook/opt-125m
 
 # A vLLM bench result for the one request of one_request.prom (hand-written, served model name):
@@ -156,8 +157,18 @@ def test_render_all_renders_a_results_campaign(tmp_path, open_page):
         {"c2": (BENCH, "idle.prom", "loaded.prom"), "one": (ONE, "idle.prom", "one_request.prom")},
         todo=["question: say what this campaign answers"],
     )
+    shutil.copytree(BUNDLED, data / BUNDLED.name)
     out = tmp_path / "reports"
     assert main(["render", "--all", str(data), "--out", str(out)]) == 0
+    # the bundled results campaign: two configurations, the sweep's repeats measure the spread
+    b = json.loads((out / BUNDLED.name / "compare.values.json").read_text())
+    assert b["repeats"] == {
+        "opt-125m, rate inf, concurrency 2, 8 prompts (bench serve)": 1,
+        "opt-125m, rate inf, concurrency 2, 8 prompts (sweep, --max-num-seqs 4)": 2,
+    }
+    assert b["spreads"] and b["verdicts"]
+    st = {c["name"]: c["status"] for c in b["checks"] if c["kind"] == "engine"}
+    assert st[results.MODEL_CHECK] == "fail"  # opt-125m-tp2's scrapes are not this bench's window
     page = out / "mine" / "compare.html"
     assert scan([page]) == []
     v = json.loads(page.with_suffix(".values.json").read_text())
@@ -208,3 +219,15 @@ def test_littles_law_from_periodic_snapshots(tmp_path, values, status):
     assert little.client == pytest.approx(1.0)  # λ × W
     assert little.engine == pytest.approx(sum(r + w for r, w in values) / len(values))  # equal steps: the mean
     assert "time-averaged over 3 snapshots (0.5 s, largest gap 0.25 s)" in little.detail
+
+
+def test_an_incomplete_capture_is_listed_once(tmp_path):
+    camp = make_campaign(tmp_path / "c", {"r": (BENCH, None, None)})
+    doc = json.loads((camp / "runs" / "r" / "results.json").read_text()) | {"complete": False}
+    (camp / "runs" / "r" / "results.json").write_text(json.dumps(doc))
+    assert results.campaign_inputs(camp).open_items() == [
+        "run r: its capture stopped before the end (results.json complete: false)"
+    ]
+    m = json.loads((camp / "campaign.json").read_text()) | {"todo": ["run r: its capture did not complete (Ctrl-C)"]}
+    (camp / "campaign.json").write_text(json.dumps(m))
+    assert results.campaign_inputs(camp).open_items() == ["run r: its capture did not complete (Ctrl-C)"]

@@ -69,6 +69,15 @@ class CampaignInputs:
     # label is the configuration (two arms are two configurations even where the files look alike)
     configs: dict[str, str] = field(default_factory=dict)
 
+    def open_items(self) -> list[str]:
+        """The campaign's ``todo`` and, for a run whose capture stopped early that no todo line
+        names, a line saying so: what the page lists under its title."""
+        out = list(self.todo)
+        for rid in self.incomplete:
+            if not any(t.startswith(f"run {rid}:") for t in self.todo):
+                out.append(f"run {rid}: its capture stopped before the end (results.json complete: false)")
+        return out
+
     def engine_checks(self) -> list[tuple[str, list[Check]]]:
         """(page run id, checks) for every run whose results run has an engine window: the window's own
         checks and the reconciliation (model first). A results run holding several benchmark runs

@@ -233,7 +233,7 @@ def validate_file(path: Path, out=print) -> list[InputError]:
         fmt = doc.get("format") if isinstance(doc, dict) else None
         if isinstance(fmt, str) and fmt.startswith("benchbook."):
             kind = fmt.split("/")[0].split(".", 1)[1]
-            if kind not in ("campaign", "requests", "phases", "memory"):
+            if kind not in ("campaign", "requests", "phases", "memory", "results"):
                 try:
                     from benchbook.ingest import pd_runs as pd_ingest  # PD formats are read by the PD reader
 
@@ -245,7 +245,13 @@ def validate_file(path: Path, out=print) -> list[InputError]:
                     return [InputError(path, "$.format", f"unknown benchbook format {fmt!r}")]
             _collect(lambda: validate(doc, kind, path), errors)
             if not errors:
-                what = {"campaign": "runs", "requests": "requests", "phases": "samples", "memory": "samples"}[kind]
+                what = {
+                    "campaign": "runs",
+                    "requests": "requests",
+                    "phases": "samples",
+                    "memory": "samples",
+                    "results": "files",
+                }[kind]
                 out(f"{path}: benchbook {kind} file, {len(doc.get(what, []))} {what}, valid")
             return errors
     # Formats people already have (vLLM, SGLang, GuideLLM, AIPerf, llmperf …).

@@ -163,9 +163,7 @@ def load(
     page.inputs = inputs.inputs if inputs is not None else list(files)
     if inputs is not None:
         page.engine_checks = inputs.engine_checks()
-        page.todo = inputs.todo + [
-            f"run {r!r}: its capture stopped before the end (complete: false)" for r in inputs.incomplete
-        ]
+        page.todo = inputs.open_items()
     if engine_before or engine_after:
         if not (engine_before and engine_after):
             raise InputError("parameters", "engine_before", "give both engine_before and engine_after, or neither")
