@@ -14,6 +14,7 @@ EXIT_INTERNAL = 1  # a bug in benchbook: please report it
 EXIT_BAD_INPUT = 2  # the input files are wrong; the message names file, place and reason
 EXIT_RENDER = 3  # input was fine but a page failed to render; the previous page is kept
 EXIT_SOURCE = 4  # a remote source (Prometheus server) could not be reached or queried
+EXIT_LOCKED = 5  # another benchbook render is writing into the same output folder
 
 
 class BenchbookError(Exception):
@@ -75,3 +76,14 @@ class UsageError(BenchbookError):
     """Bad command-line arguments."""
 
     exit_code = EXIT_BAD_INPUT
+
+
+class LockedError(BenchbookError):
+    """Another ``benchbook render`` holds the output folder's lock; nothing was written."""
+
+    exit_code = EXIT_LOCKED
+
+    def __init__(self, folder: str | Path, reason: str):
+        self.folder = str(folder)
+        self.reason = reason
+        super().__init__(f"{self.folder}: {reason}")
