@@ -11,6 +11,7 @@ and the reason, and with the input limits (docs/bad-input.md) enforced before an
 from __future__ import annotations
 
 import json
+import os
 import re
 from functools import cache
 from importlib import resources
@@ -285,3 +286,48 @@ def _check_number_range(doc: Any, path: str | Path) -> None:
             stack.extend((x, at + (i,)) for i, x in enumerate(v))
         elif isinstance(v, (int, float)) and not isinstance(v, bool) and not -_LIMIT <= v < _LIMIT:
             raise InputError(path, json_path(at), f"number {v} is out of range (beyond ±2**63)")
+
+
+# --------------------------------------------------------------------------- containment
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def control_chars(s: str) -> str | None:
+    """The first C0 control character (or DEL) in ``s``, escaped (``\\x00``), or None."""
+    m = _CONTROL.search(s)
+    return None if m is None else repr(m.group())[1:-1]
+
+
+def inside(root: str | Path, path: str | Path, named_by: str | Path, location: str, what: str = "file") -> Path:
+    """``path`` (a file or folder a campaign reads), checked to resolve — after following every
+    symlink — inside the campaign folder ``root``; else bad input naming the document and the place
+    that referred to it. Nothing is read. Returns ``path`` unchanged."""
+    root_real = Path(root).resolve()
+    real = Path(path).resolve()
+    if real != root_real and not real.is_relative_to(root_real):
+        lexical = Path(os.path.normpath(Path(path).absolute()))
+        out_by_name = not lexical.is_relative_to(Path(os.path.normpath(Path(root).absolute())))
+        how = "leads outside" if out_by_name else "is a symlink out of"
+        raise InputError(
+            named_by, location, f"{what} {str(path)!r} {how} the campaign folder: a campaign reads only its own files"
+        )
+    return Path(path)
+
+
+def join_inside(
+    root: str | Path, base: str | Path, rel: Any, named_by: str | Path, location: str, what: str = "file"
+) -> Path:
+    """``base / rel`` for a path a campaign's document names (a run ``path``, a snapshot name …):
+    ``rel`` must be a relative path without control characters that stays, after symlinks, inside
+    ``root`` (:func:`inside`). An absolute path or a ``../`` leaving the folder is bad input."""
+    if not isinstance(rel, str) or not rel:
+        raise InputError(named_by, location, f"{what} must be a non-empty relative path, got {rel!r}")
+    bad = control_chars(rel)
+    if bad is not None:
+        raise InputError(named_by, location, f"{what} {rel!r} contains the control character {bad}")
+    if os.path.isabs(rel):
+        raise InputError(
+            named_by, location, f"{what} {rel!r} is an absolute path: name files relative to the campaign folder"
+        )
+    return inside(root, Path(base) / rel, named_by, location, what)

@@ -8,6 +8,7 @@ and listed with the reason — never silently dropped.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 from benchbook.errors import InputError, InputErrors
 from benchbook.findings import Exclusion  # noqa: F401 - also imported from here by readers
-from benchbook.jsonfile import load_json, read_text, validate
+from benchbook.jsonfile import MAX_MANIFEST_BYTES, inside, join_inside, load_json, read_text, validate
 from benchbook.metrics import phases as phases_mod
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, get_profile
@@ -129,7 +130,16 @@ class Campaign:
         p = run.server_log
         if not p.exists():
             return None
-        return _read_text(p)
+        return _read_text(self.inside(p, p, "-", "server log"))
+
+    def inside(self, path: Path, named_by: str | Path, location: str, what: str = "file") -> Path:
+        """``path`` checked to resolve inside the campaign folder (``jsonfile.inside``)."""
+        return inside(self.root, path, named_by, location, what)
+
+    def snapshot_path(self, r: Run, rel: str, where: str) -> Path:
+        """The ``/metrics`` capture a phase sample names, resolved and checked to lie inside the
+        campaign folder (an absolute name, a ``../`` or a symlink leaving it is bad input)."""
+        return join_inside(self.root, r.path, rel, r.file, where, "snapshot").resolve()
 
     def input_files(self) -> list[Path]:
         """Every raw file this campaign reads, for provenance hashes (sorted, stable)."""
@@ -141,11 +151,11 @@ class Campaign:
             if r.server_log.exists():
                 files.add(r.server_log)
             if r.harness == "phases":
-                for s in self._phases_doc(r)["samples"]:
+                for i, s in enumerate(self._phases_doc(r)["samples"]):
                     if "window" in s:  # counters from a Prometheus server: no capture file
                         continue
-                    files.add((r.path / s["metrics_before"]).resolve())
-                    files.add((r.path / s["metrics_after"]).resolve())
+                    for key in ("metrics_before", "metrics_after"):
+                        files.add(self.snapshot_path(r, s[key], f"$.samples[{i}].{key}"))
         return sorted(files)
 
     # ---- Prometheus source (phase samples that give a window instead of capture files) ----
@@ -185,7 +195,7 @@ class Campaign:
     def requests_file(self, run: Run) -> Path:
         """The file ``requests`` reads for a run: ``requests.ndjson`` if present, else ``requests.json``."""
         nd = run.path / "requests.ndjson"
-        return nd if nd.is_file() else run.file
+        return self.inside(nd, nd, "-", "request log") if nd.is_file() else run.file
 
     def _requests_of(self, r: Run):
         import polars as pl
@@ -283,11 +293,11 @@ class Campaign:
         names = phases_mod.needed_names(self.profile)
         problems: list[InputError] = []
         seen: set[Path] = set()
-        for s in self._phases_doc(r)["samples"]:
+        for i, s in enumerate(self._phases_doc(r)["samples"]):
             for key in ("metrics_before", "metrics_after"):
                 if key not in s:
                     continue
-                p = (r.path / s[key]).resolve()
+                p = self.snapshot_path(r, s[key], f"$.samples[{i}].{key}")
                 if p in seen or str(p) in skip or not p.is_file():
                     continue
                 seen.add(p)
@@ -315,7 +325,7 @@ class Campaign:
             snaps: dict[str, prometheus.Snapshot] = {}
 
             def snap(rel: str, where: str) -> prometheus.Snapshot:
-                p = (r.path / rel).resolve()
+                p = self.snapshot_path(r, rel, where)
                 if not p.exists():
                     raise InputError(r.file, where, f"references {rel!r}, which does not exist")
                 if rel not in snaps:
@@ -527,7 +537,8 @@ def open_manifest(path: str | Path) -> tuple[Path, Path, dict[str, Any]]:
     mpath = root / "campaign.json"
     if not mpath.exists():
         raise InputError(root, "-", "no campaign.json in this folder (an empty or non-campaign folder)")
-    manifest = load_json(mpath)
+    inside(root, mpath, mpath, "-", "campaign.json")
+    manifest = load_json(mpath, MAX_MANIFEST_BYTES)
     validate(manifest, "campaign", mpath)
     return root, mpath, manifest
 
@@ -567,7 +578,15 @@ def load_campaign(path: str | Path) -> Campaign:
         if r["arm"] not in arms:
             errors.append(InputError(mpath, f"{where}.arm", f"unknown arm {r['arm']!r}"))
             continue
-        run = Run(r["id"], r["arm"], r["harness"], (root / r["path"]), r.get("date"))
+        try:
+            path = join_inside(root, root, r["path"], mpath, f"{where}.path", "run folder")
+            run = Run(r["id"], r["arm"], r["harness"], path, r.get("date"))
+            for f in (run.file, run.server_log, run.path / "requests.ndjson"):  # the files it reads by name
+                if os.path.lexists(f):
+                    inside(root, f, mpath, f"{where}.path", f"run file {f.name}")
+        except InputError as e:
+            errors.append(e)
+            continue
         if not run.path.is_dir():
             errors.append(InputError(mpath, f"{where}.path", f"run folder {r['path']!r} does not exist"))
             continue
