@@ -269,21 +269,44 @@ def validate(doc: Any, schema_name: str, path: str | Path) -> None:
         if len(msg) > 200:
             msg = msg[:200] + "…"
         raise InputError(path, json_path(err.absolute_path), msg)
-    _check_number_range(doc, path)
+    _check_values(doc, path)
 
 
 _LIMIT = 2.0**63  # tables hold Int64/Float64; no time, token count or memory size comes near this
 
 
-def _check_number_range(doc: Any, path: str | Path) -> None:
-    """Reject numbers beyond ±2**63 (they overflow the Int64 columns the tables use)."""
-    stack: list[tuple[Any, tuple]] = [(doc, ())]
+# fields holding an id or a name (shown in tables, chart labels, element ids, terminal lines): no
+# control character at all; other strings (descriptions, notes) may hold tabs and line breaks only
+NAME_FIELDS = frozenset(
+    {"id", "run", "arm", "label", "title", "name", "environment", "prompt_class", "harness", "scenario", "profile"}
+    | {"reference_arm", "baseline", "candidate", "series", "role", "mode", "finish_reason", "format"}
+)
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _control_error(path: str | Path, at: tuple, s: str, what: str) -> InputError:
+    ch = (_ANY_CONTROL.search(s) or _TEXT_CONTROL.search(s)).group()
+    return InputError(path, json_path(at), f"{what} contains the control character \\x{ord(ch):02x}")
+
+
+def _check_values(doc: Any, path: str | Path) -> None:
+    """Reject numbers beyond ±2**63 (they overflow the Int64 columns the tables use) and control
+    characters in names (any C0 character or DEL in a key or a name field; in other text, any but
+    tab, line feed and carriage return): a NUL in an arm name would reach a chart renderer."""
+    stack: list[tuple[Any, tuple, bool]] = [(doc, (), False)]
     while stack:
-        v, at = stack.pop()
+        v, at, is_name = stack.pop()
         if isinstance(v, dict):
-            stack.extend((x, at + (k,)) for k, x in v.items())
+            for k, x in v.items():
+                if _ANY_CONTROL.search(k):
+                    raise _control_error(path, at + (k,), k, "key")
+                stack.append((x, at + (k,), k in NAME_FIELDS))
         elif isinstance(v, list):
-            stack.extend((x, at + (i,)) for i, x in enumerate(v))
+            stack.extend((x, at + (i,), is_name) for i, x in enumerate(v))
+        elif isinstance(v, str):
+            if (_ANY_CONTROL if is_name else _TEXT_CONTROL).search(v):
+                raise _control_error(path, at, v, "name" if is_name else "text")
         elif isinstance(v, (int, float)) and not isinstance(v, bool) and not -_LIMIT <= v < _LIMIT:
             raise InputError(path, json_path(at), f"number {v} is out of range (beyond ±2**63)")
 
@@ -299,7 +322,14 @@ def control_chars(s: str) -> str | None:
     return None if m is None else repr(m.group())[1:-1]
 
 
-def inside(root: str | Path, path: str | Path, named_by: str | Path, location: str, what: str = "file") -> Path:
+def inside(
+    root: str | Path,
+    path: str | Path,
+    named_by: str | Path,
+    location: str,
+    what: str = "file",
+    shown: str | None = None,
+) -> Path:
     """``path`` (a file or folder a campaign reads), checked to resolve — after following every
     symlink — inside the campaign folder ``root``; else bad input naming the document and the place
     that referred to it. Nothing is read. Returns ``path`` unchanged."""
@@ -310,7 +340,9 @@ def inside(root: str | Path, path: str | Path, named_by: str | Path, location: s
         out_by_name = not lexical.is_relative_to(Path(os.path.normpath(Path(root).absolute())))
         how = "leads outside" if out_by_name else "is a symlink out of"
         raise InputError(
-            named_by, location, f"{what} {str(path)!r} {how} the campaign folder: a campaign reads only its own files"
+            named_by,
+            location,
+            f"{what} {shown or repr(str(path))} {how} the campaign folder: a campaign reads only its own files",
         )
     return Path(path)
 
@@ -330,4 +362,4 @@ def join_inside(
         raise InputError(
             named_by, location, f"{what} {rel!r} is an absolute path: name files relative to the campaign folder"
         )
-    return inside(root, Path(base) / rel, named_by, location, what)
+    return inside(root, Path(base) / rel, named_by, location, what, repr(rel))

@@ -302,7 +302,9 @@ class Campaign:
                     continue
                 seen.add(p)
                 try:
-                    prometheus.read(p, names)
+                    text = prometheus.read_capture(p)
+                    prometheus.parse(text, p, names)
+                    prometheus.parse(text, p, phases_mod.counter_families(text))  # what the restart check reads
                 except InputError as e:
                     problems.append(e)
         return problems
@@ -322,14 +324,17 @@ class Campaign:
         rows = []
         for r in self.runs_of("phases"):
             doc = self._phases_doc(r)
-            snaps: dict[str, prometheus.Snapshot] = {}
+            snaps: dict[str, tuple[prometheus.Snapshot, prometheus.Snapshot]] = {}
 
-            def snap(rel: str, where: str) -> prometheus.Snapshot:
+            def snap(rel: str, where: str) -> tuple[prometheus.Snapshot, prometheus.Snapshot]:
+                """(the split's samples, every counter family + process start time) of a capture."""
                 p = self.snapshot_path(r, rel, where)
                 if not p.exists():
                     raise InputError(r.file, where, f"references {rel!r}, which does not exist")
                 if rel not in snaps:
-                    snaps[rel] = prometheus.read(p, names)
+                    text = prometheus.read_capture(p)
+                    counters = prometheus.parse(text, p, phases_mod.counter_families(text))
+                    snaps[rel] = (prometheus.parse(text, p, names), counters)
                 return snaps[rel]
 
             seen: dict[tuple[str, int], int] = {}
@@ -350,8 +355,11 @@ class Campaign:
                     else:
                         if s["metrics_before"] == s["metrics_after"]:
                             raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
-                        before = snap(s["metrics_before"], f"{where}.metrics_before")
-                        after = snap(s["metrics_after"], f"{where}.metrics_after")
+                        before, before_counters = snap(s["metrics_before"], f"{where}.metrics_before")
+                        after, after_counters = snap(s["metrics_after"], f"{where}.metrics_after")
+                        restarted = phases_mod.restart(before_counters, after_counters)
+                        if restarted:
+                            raise phases_mod.Excluded(restarted)
                         sp = phases_mod.split(before, after, profile, s["client_total_s"], s.get("first_event_s"))
                 except phases_mod.Excluded as e:
                     self.exclusions.append(Exclusion(str(r.file), f"{where} ({label})", e.reason))

@@ -215,6 +215,7 @@ def render_page(
     title: str,
     page: str | None = None,
     timeout: int = 600,
+    cwd: Path | None = None,
 ) -> RenderResult:
     """Execute ``notebook`` with ``parameters`` and write ``out_html`` (+ ``.ipynb``, ``.values.json``).
 
@@ -222,7 +223,9 @@ def render_page(
     parameters cell declares one and ``parameters`` does not set it. Raises :class:`RenderError`
     (exit 3) naming the page and the failing cell's error line; an ``InputError`` raised inside the
     notebook (a loader rejecting a file) is re-raised as :class:`InputError` (exit 2).
-    Nothing is written unless everything succeeded.
+    Nothing is written unless everything succeeded. The kernel runs in ``cwd`` (default: the
+    notebook's folder); a campaign page runs in the campaign's parent folder with ``campaign`` set
+    to the folder's name, so no absolute path of this machine enters the page or its notebook.
     """
     import nbformat
     import papermill
@@ -251,7 +254,7 @@ def render_page(
             kernel_name="python3",
             progress_bar=False,
             request_save_on_cell_execute=False,
-            cwd=str(notebook.parent),
+            cwd=str(cwd or notebook.parent),
             execution_timeout=timeout,
             kernel_manager_class=_kernel_manager_class(),
         )
@@ -261,7 +264,8 @@ def render_page(
         if e.ename in ("InputError", "InputErrors"):
             parts = _first_line(e.evalue).split(": ", 2)
             if len(parts) == 3:
-                raise InputError(parts[0], parts[1], f"{parts[2]} (page {page}, {cell})") from None
+                file = parts[0] if cwd is None or os.path.isabs(parts[0]) else str(Path(cwd) / parts[0])
+                raise InputError(file, parts[1], f"{parts[2]} (page {page}, {cell})") from None
         if e.ename == "SourceError":  # a Prometheus server the campaign names did not answer: exit 4
             src, _, reason = _first_line(e.evalue).partition(": ")
             raise SourceError(src, f"{reason} (page {page}, {cell})") from None
@@ -375,14 +379,14 @@ def check_overrides(overrides: Mapping[str, Mapping[str, Any]], source: str, all
 def page_parameters(
     campaign: Path, manifest: Mapping[str, Any], page: str, notebook: Path, overrides: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Parameters for one page: ``campaign`` (absolute path) and ``title`` when the notebook
-    declares them, then the overrides (from ``--params``); an override the notebook does not
+    """Parameters for one page: ``campaign`` (the folder's name: the kernel runs in its parent folder,
+    see :func:`render_page`) and ``title`` when the notebook declares them, then the overrides (from ``--params``); an override the notebook does not
     declare, or one that names an input (:data:`INPUT_PARAMETERS`), is an input error."""
     declared = declared_parameters(notebook)
     check_overrides({page: overrides or {}}, "--params")
     params: dict[str, Any] = {}
     if "campaign" in declared:
-        params["campaign"] = str(Path(campaign).resolve())
+        params["campaign"] = Path(campaign).resolve().name
     if "title" in declared:
         params["title"] = page_title(manifest, campaign, page)
     for k, v in (overrides or {}).items():
@@ -467,6 +471,7 @@ def render_campaign(
                 Path(out_dir) / f"{page}.html",
                 title=page_title(manifest, campaign, page),
                 page=f"{campaign.name}/{page}",
+                cwd=campaign.resolve().parent,
             )
         except BenchbookError as e:
             if not keep_going:
@@ -656,17 +661,23 @@ def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, 
     for f in args.compare:
         if not f.is_file():
             raise InputError(f, None, "result file does not exist")
-    params = {**overrides.get("compare", {}), "files": [str(f.resolve()) for f in args.compare]}
-    reads = [str(f) for f in args.compare] + [
-        str(params[k]) for k in ("engine_before", "engine_after") if params.get(k)
-    ]
-    _log(f"compare: reading {len(reads)} file(s): {', '.join(reads)}")
+    params = dict(overrides.get("compare", {}))
+    engine = [k for k in ("engine_before", "engine_after") if params.get(k)]
+    given = [f.resolve() for f in args.compare] + [Path(params[k]).resolve() for k in engine]
+    named = [str(f) for f in args.compare] + [str(params[k]) for k in engine]
+    _log(f"compare: reading {len(named)} file(s): {', '.join(named)}")
+    # the kernel runs in the files' common folder and gets them relative to it: no absolute path of
+    # this machine in the page or its notebook
+    cwd = Path(os.path.commonpath([str(f.parent) for f in given]))
+    params["files"] = [os.path.relpath(f, cwd) for f in given[: len(args.compare)]]
+    params.update({k: os.path.relpath(f, cwd) for k, f in zip(engine, given[len(args.compare) :], strict=True)})
     res = render_page(
         notebook_for("compare", args.notebooks),
         params,
         Path(args.out) / "compare.html",
         title=params.get("title") or f"Comparison of {len(args.compare)} result file(s)",
         page="compare",
+        cwd=cwd,
     )
     _log(f"compare: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
     return 0
