@@ -267,6 +267,8 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
     from benchbook.metrics import exposition_checks as checks
 
     source = str(source)
+    if "\r\n" in text:  # CRLF line endings are read as LF (docs/bad-input.md), OpenMetrics included
+        text = text.replace("\r\n", "\n")
     om = is_openmetrics(text)
     if om:
         from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -289,15 +291,16 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
         hit = _MEMO.get(memo_key)
         if hit is not None:
             return _snapshot(source, *hit)
-    if not om:  # the OpenMetrics parser enforces metadata placement itself
+    if not om:  # the OpenMetrics parser enforces metadata placement and trailing tokens itself
         if names is None:
             checks.check_metadata(text, source)
         else:
             checks.check_metadata_lines(kept_comments, text, source)
+        checks.check_trailing_tokens(body, text, source)
     try:
         families = list(text_string_to_metric_families(body))
     except Exception as e:  # noqa: BLE001 - any failure of the third-party parser means it rejected the text
-        line_no, line = _locate_error(text, om)
+        line_no, line = _locate_error(text, om, str(e))
         where = f"line {line_no}" if line_no else "-"
         shown = f" in {line[:120]!r}" if line else ""
         kind = "OpenMetrics text" if om else "Prometheus text exposition"
@@ -322,8 +325,12 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
     return snap
 
 
-def _locate_error(text: str, openmetrics: bool = False) -> tuple[int | None, str | None]:
-    """Find the first line at which the full parser fails (bisection over prefixes)."""
+def _locate_error(text: str, openmetrics: bool = False, message: str | None = None) -> tuple[int | None, str | None]:
+    """Find the first line at which the full parser fails (bisection over prefixes).
+
+    With ``message`` (the full parse's error), a prefix counts as failing only when it fails with
+    that same error: an OpenMetrics prefix that ends inside a histogram fails as an incomplete
+    family one line before the real fault (a bad exemplar), which must not be blamed."""
     if openmetrics:
         from prometheus_client.openmetrics.parser import text_string_to_metric_families
     else:
@@ -339,9 +346,11 @@ def _locate_error(text: str, openmetrics: bool = False) -> tuple[int | None, str
         try:
             list(text_string_to_metric_families(body))
             return False
-        except Exception:  # noqa: BLE001 - any parser failure counts as "fails" here
-            return True
+        except Exception as e:  # noqa: BLE001 - any parser failure counts as "fails" here
+            return message is None or str(e) == message
 
+    if message is not None and not fails(len(lines)):
+        message = None  # the whole text fails differently once cut to lines: any failure counts
     if not fails(len(lines)):
         # The prefixes all parse (e.g. OpenMetrics text without `# EOF`): blame the last line.
         last = len(lines) - 1 if len(lines) > 1 and lines[-1] == "" else len(lines)
