@@ -239,6 +239,11 @@ class Campaign:
                 reason = f"end {q['end']} precedes start {q['start']}"
             elif q["end"] == q["start"]:  # a zero latency would divide by zero downstream
                 reason = f"end {q['end']} equals start {q['start']}: zero latency"
+            elif q["end"] - q["start"] < phases_mod.MIN_DURATION_S:  # a denormal: the rate would be meaningless
+                reason = (
+                    f"latency {q['end'] - q['start']:g} s (start {q['start']}, end {q['end']}) is below "
+                    f"{phases_mod.MIN_DURATION_S:g} s: no rate can be taken from it"
+                )
             elif (
                 self.generation_tokens and q["completion_tokens"] < self.generation_tokens and q["scenario"] != "warmup"
             ):

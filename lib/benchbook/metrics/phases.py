@@ -130,7 +130,7 @@ def restart(before: prometheus.Snapshot, after: prometheus.Snapshot) -> str | No
         for key in sorted(set(b) & set(a)):
             moved = a[key] != b[key] if name.endswith("_created") else a[key] < b[key]
             if moved:
-                shown = prometheus.Delta(name, key, b[key], a[key]).describe()
+                shown = prometheus.Delta(name, key, b[key], a[key]).describe().removesuffix("{}")
                 return f"engine restarted between the snapshots: counter {shown} went from {b[key]:g} to {a[key]:g}"
     return None
 

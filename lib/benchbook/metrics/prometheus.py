@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -365,6 +366,10 @@ def _locate_error(text: str, openmetrics: bool = False, message: str | None = No
     return hi, lines[hi - 1]
 
 
+_FIRST_SAMPLE = re.compile(r"^[ \t]*([^#\s])", re.M)  # the first line that is not blank or a comment
+_NAME_START = re.compile(r"[a-zA-Z_:]")  # a metric name's first character
+
+
 def read_capture(path: str | Path) -> str:
     """A `/metrics` capture file's text: not empty, not gzip (a compressed scrape saved as-is), UTF-8."""
     from benchbook.jsonfile import read_bytes
@@ -380,6 +385,22 @@ def read_capture(path: str | Path) -> str:
         raise InputError(path, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
     if not text.strip():
         raise InputError(path, "-", "empty /metrics capture: no samples (did the scrape fail?)")
+    # what a capture must look like before any family is picked out of it, so a campaign (whose
+    # split parses a few families) rejects what a full parse of the file rejects
+    first = _FIRST_SAMPLE.search(text)
+    if first is None:
+        parse(text, path)  # a faulty metadata line is named first (cheap: there are no samples)
+        raise InputError(path, "-", "holds only comments and blank lines: no samples (did the scrape fail?)")
+    if not _NAME_START.match(first.group(1)):
+        line_no = text.count("\n", 0, first.start(1)) + 1
+        end = text.find("\n", first.start(1))
+        shown = text[first.start(1) : end if end >= 0 else len(text)][:120]
+        what = (
+            "an HTML page (an error page saved as the scrape?)"
+            if shown.lstrip().startswith("<")
+            else "not /metrics text"
+        )
+        raise InputError(path, f"line {line_no}", f"{what}: {shown!r}")
     return text
 
 
