@@ -17,7 +17,6 @@ import argparse
 import dataclasses
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -56,7 +55,15 @@ class RenderResult:
     bytes: int  # size of the HTML
 
 
+QUIET = False  # --quiet: progress lines off, errors still printed (see _error)
+
+
 def _log(msg: str) -> None:
+    if not QUIET:
+        print(f"benchbook render: {msg}", file=sys.stderr, flush=True)
+
+
+def _error(msg: str) -> None:
     print(f"benchbook render: {msg}", file=sys.stderr, flush=True)
 
 
@@ -64,37 +71,11 @@ def _log(msg: str) -> None:
 
 
 def _kernel_manager_class():
-    """A KernelManager that runs the kernel on *this* interpreter, whatever kernelspecs exist
-    (a user-level ``python3`` kernelspec pointing at another Python would lack benchbook)."""
-    from jupyter_client.kernelspec import KernelSpec
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets import default
+    """A KernelManager that runs the kernel on *this* interpreter (see :mod:`benchbook.pipeline.kernels`;
+    its stdout/stderr go to a log file, not to the renderer's stderr)."""
+    from benchbook.pipeline.kernels import kernel_manager_class
 
-    class ThisPythonKernelManager(AsyncKernelManager):
-        # IPC sockets (a private temp folder) rather than TCP on localhost: nothing listens on a port
-        @default("transport")
-        def _transport_default(self):
-            return "ipc"
-
-        @default("ip")
-        def _ip_default(self):
-            return os.path.join(tempfile.mkdtemp(prefix="benchbook-kernel-"), "kernel")
-
-        async def _async_cleanup_resources(self, restart: bool = False) -> None:
-            await super()._async_cleanup_resources(restart=restart)
-            if not restart:
-                shutil.rmtree(os.path.dirname(self.ip), ignore_errors=True)
-
-        @property
-        def kernel_spec(self):  # type: ignore[override]
-            return KernelSpec(
-                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                display_name="benchbook (this Python)",
-                language="python",
-                env={"PYTHONHASHSEED": "0"},
-            )
-
-    return ThisPythonKernelManager
+    return kernel_manager_class()
 
 
 def declared_parameters(notebook: Path) -> dict[str, Any]:
@@ -237,6 +218,7 @@ def render_page(
     title: str,
     page: str | None = None,
     timeout: int = 600,
+    kernel: Any = None,
 ) -> RenderResult:
     """Execute ``notebook`` with ``parameters`` and write ``out_html`` (+ ``.ipynb``, ``.values.json``).
 
@@ -244,7 +226,9 @@ def render_page(
     parameters cell declares one and ``parameters`` does not set it. Raises :class:`RenderError`
     (exit 3) naming the page and the failing cell's error line; an ``InputError`` raised inside the
     notebook (a loader rejecting a file) is re-raised as :class:`InputError` (exit 2).
-    Nothing is written unless everything succeeded.
+    Nothing is written unless everything succeeded. ``kernel``: a
+    :class:`benchbook.pipeline.kernels.WorkerKernel` to execute in (reset first) instead of a new
+    kernel for this page.
     """
     import nbformat
     import papermill
@@ -266,17 +250,20 @@ def render_page(
 
     t0 = time.perf_counter()
     try:
-        nb = papermill.execute_notebook(
-            str(notebook),
-            None,  # papermill writes nothing; we write atomically below
-            parameters=params,
-            kernel_name="python3",
-            progress_bar=False,
-            request_save_on_cell_execute=False,
-            cwd=str(notebook.parent),
-            execution_timeout=timeout,
-            kernel_manager_class=_kernel_manager_class(),
-        )
+        if kernel is not None:
+            nb = kernel.execute(notebook, params, timeout)
+        else:
+            nb = papermill.execute_notebook(
+                str(notebook),
+                None,  # papermill writes nothing; we write atomically below
+                parameters=params,
+                kernel_name="python3",
+                progress_bar=False,
+                request_save_on_cell_execute=False,
+                cwd=str(notebook.parent),
+                execution_timeout=timeout,
+                kernel_manager_class=_kernel_manager_class(),
+            )
     except PapermillExecutionError as e:
         cell = _source_cell(notebook, e.cell_index)
         line = f"{e.ename}: {_first_line(e.evalue)}"
@@ -403,6 +390,10 @@ class CampaignOutcome:
     rendered: list[RenderResult] = dataclasses.field(default_factory=list)
     skipped: list[str] = dataclasses.field(default_factory=list)  # page kinds without a notebook
     failed: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)  # page -> (exit code, reason)
+    # render --all (pipeline.schedule): pages rendered, unchanged (key matched), kept from earlier renders
+    rendered_pages: list[str] = dataclasses.field(default_factory=list)
+    unchanged: list[str] = dataclasses.field(default_factory=list)
+    kept: list[str] = dataclasses.field(default_factory=list)
 
 
 def render_campaign(
@@ -457,7 +448,7 @@ def render_campaign(
             if not keep_going:
                 raise
             outcome.failed[page] = (e.exit_code, e.one_line())
-            _log(f"{campaign.name}/{page}: FAILED: {e.one_line()}")
+            _error(f"{campaign.name}/{page}: FAILED: {e.one_line()}")
             continue
         outcome.rendered.append(res)
         _log(f"{campaign.name}/{page}: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
@@ -476,7 +467,8 @@ def find_campaigns(data_dir: Path) -> list[Path]:
 
 
 def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
-    """The index page: every campaign (newest first) with its title, date, provenance and pages."""
+    """The index page: every campaign (newest first) with its title, date, provenance and pages
+    (rendered now, unchanged, or kept from an earlier render), and the history page when there is one."""
     import jinja2
 
     env = jinja2.Environment(
@@ -485,7 +477,8 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
     rows = []
     for o in sorted(outcomes, key=lambda o: (str(o.manifest.get("date") or ""), o.name), reverse=True):
         links = []
-        done = {r.page.rsplit("/", 1)[-1] for r in o.rendered}
+        done = {r.page.rsplit("/", 1)[-1] for r in o.rendered} | set(o.rendered_pages) | set(o.unchanged)
+        done |= set(o.kept)
         for page in PAGES:
             if page in done:
                 links.append({"label": PAGES[page][1], "href": f"{o.name}/{page}.html", "status": "ok"})
@@ -511,7 +504,10 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
             }
         )
     css = (TEMPLATES / TEMPLATE_NAME / "page.css").read_text(encoding="utf-8")
-    return env.get_template("reports_index.html.j2").render(campaigns=rows, css=css, version=__version__)
+    history = "history.html" if (reports / "history.html").is_file() else None
+    return env.get_template("reports_index.html.j2").render(
+        campaigns=rows, css=css, version=__version__, history=history
+    )
 
 
 # --------------------------------------------------------------------------- CLI
@@ -535,10 +531,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--page",
         action="append",
-        choices=list(PAGES),
+        choices=[*PAGES, "history"],
         help="render only this page kind (repeatable); default: the pages the campaign calls for. "
-        "With --all, only campaigns that call for it get it",
+        "With --all, only campaigns that call for it get it; every other page keeps its link in the index "
+        "(--page history: only the history page)",
     )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --all: render on N worker processes, each reusing one kernel (default: the number of cores)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --all: render every page even when its inputs, parameters, notebook and benchbook are unchanged",
+    )
+    p.add_argument("--quiet", action="store_true", help="print errors only (for cron); exit codes are unchanged")
     p.add_argument(
         "--notebooks",
         type=Path,
@@ -607,6 +618,11 @@ def _load_params(path: Path | None) -> dict[str, dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     from benchbook.errors import UsageError
 
+    global QUIET
+    QUIET = bool(getattr(args, "quiet", False))
+    if getattr(args, "jobs", None) is not None and args.jobs < 1:
+        raise UsageError("-j/--jobs must be at least 1")
+
     overrides = _load_params(args.params)
     if args.notebooks is not None and not args.notebooks.is_dir():
         raise InputError(args.notebooks, None, "notebooks folder does not exist")
@@ -636,32 +652,32 @@ def run(args: argparse.Namespace) -> int:
         _log(f"done: {len(outcome.rendered)} page(s) in {time.perf_counter() - t0:.1f} s")
         return 0
 
-    outcomes: list[CampaignOutcome] = []
-    input_errors: list[str] = []
+    from benchbook.pipeline import schedule
+
     campaigns = find_campaigns(args.data_dir)
     _log(f"{len(campaigns)} campaign(s) under {args.data_dir}")
-    for c in campaigns:
-        try:
-            outcomes.append(
-                render_campaign(
-                    c, args.out / c.name, only=args.page, overrides=overrides, notebooks=args.notebooks, keep_going=True
-                )
-            )
-        except InputError as e:
-            input_errors.append(e.one_line())
-            _log(f"{c.name}: FAILED: {e.one_line()}")
+    outcomes, summary = schedule.render_all(
+        campaigns,
+        Path(args.out),
+        only=args.page,
+        overrides=overrides,
+        notebooks=args.notebooks,
+        force=getattr(args, "force", False),
+        workers=getattr(args, "jobs", None),
+        log=_log,
+        error=_error,
+    )
     index = Path(args.out) / "index.html"
     try:
         _atomic_writes({index: index_html(outcomes, Path(args.out)).encode("utf-8")})
     except OSError as e:
         raise RenderError("index", f"cannot write {index}: {e.strerror or e}") from None
-    n = sum(len(o.rendered) for o in outcomes)
-    failed = [(code, line) for o in outcomes for code, line in o.failed.values()]
-    _log(f"done: {n} page(s), index {index}, {time.perf_counter() - t0:.1f} s")
-    if input_errors or failed:
-        lines = input_errors + [line for _, line in failed]
-        print(f"benchbook render: {len(lines)} failure(s); first: {lines[0]}", file=sys.stderr)
-        if input_errors or any(c == EXIT_BAD_INPUT for c, _ in failed):
+    summary.seconds = time.perf_counter() - t0
+    _log(f"done: {summary.line()}; index {index}")
+    failed = summary.failed
+    if failed:
+        _error(f"{len(failed)} failure(s); first: {failed[0][1]}")
+        if any(c == EXIT_BAD_INPUT for c, _ in failed):
             return EXIT_BAD_INPUT
         return EXIT_SOURCE if any(c == EXIT_SOURCE for c, _ in failed) else EXIT_RENDER
     return 0

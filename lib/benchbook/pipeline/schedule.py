@@ -1,0 +1,505 @@
+"""Scheduled rendering at scale: only what changed, on N workers, then the history page and the index.
+
+``benchbook render --all DATA --out REPORTS`` plans every page of every campaign, then:
+
+* **Incremental.** Each page has a *render key*: SHA-256 over the campaign folder's files (paths
+  and bytes), the page's parameters, the notebook's bytes and the benchbook code (version plus every
+  file of the installed package, so an edited checkout counts as a new version). The key is written
+  beside the page as ``<page>.key`` after the page itself; a page whose HTML exists and whose key
+  matches is *unchanged* and not rendered (no kernel is started for it). ``--force`` renders all.
+  Each campaign's headline figures (``headline.json``, read by the history page) carry their own
+  key the same way.
+* **Parallel.** ``-j N`` workers (default: the number of cores), each a process with one kernel it
+  reuses page after page (:class:`benchbook.pipeline.kernels.WorkerKernel`: started and warmed once,
+  reset to a fresh namespace before each notebook). Pages are independent files, so the output does
+  not depend on N or on the order pages finish in.
+* **History.** After the campaigns: every campaign's ``headline.json`` becomes one tidy table,
+  ``REPORTS/history.parquet`` (polars), and ``notebooks/history.ipynb`` renders it to
+  ``REPORTS/history.html`` — again only when the table, the notebook or the code changed.
+
+The index is written once, at the end, by the caller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from benchbook import __version__
+
+KEY_SUFFIX = ".key"
+HEADLINE = "headline.json"
+HISTORY_TABLE = "history.parquet"
+HISTORY_PAGE = "history"
+
+
+# ----------------------------------------------------------------------------------- render keys
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """benchbook's version plus a hash of every file of the package (code, templates, schemas)."""
+    pkg = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256(f"benchbook {__version__}\n".encode())
+    for p in sorted(pkg.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".j2", ".css", ".json", ".tpl"):
+            h.update(str(p.relative_to(pkg)).encode() + b"\0")
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def folder_digest(folder: Path) -> str:
+    """SHA-256 over every file under ``folder``: relative path and bytes (a symlink: its target text)."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in filenames:
+            entries.append(Path(dirpath) / name)
+    for p in sorted(entries, key=lambda q: q.relative_to(folder).as_posix()):
+        rel = p.relative_to(folder).as_posix()
+        h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+        try:
+            data = os.readlink(p).encode("utf-8", "surrogateescape") if p.is_symlink() else p.read_bytes()
+        except OSError as e:  # unreadable: part of the key, so a later fix re-renders
+            data = f"unreadable: {e.strerror}".encode()
+        h.update(hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+def render_key(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(json.dumps(part, sort_keys=True, default=str, ensure_ascii=False).encode() + b"\0")
+    return h.hexdigest()
+
+
+def key_path(target: Path) -> Path:
+    return Path(target).with_suffix(KEY_SUFFIX)
+
+
+def is_current(target: Path, key: str) -> bool:
+    """True when ``target`` exists and the key recorded beside it is ``key``."""
+    kp = key_path(target)
+    try:
+        return Path(target).is_file() and kp.read_text(encoding="utf-8").strip() == key
+    except OSError:
+        return False
+
+
+def write_key(target: Path, key: str) -> None:
+    _write_atomic(key_path(target), (key + "\n").encode())
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+# ----------------------------------------------------------------------------------- jobs
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One unit of work: a page (``page`` set) or a campaign's headline figures (``page`` None)."""
+
+    campaign: str  # campaign folder name ("" for the history page)
+    source: str  # campaign folder (absolute) or the history table
+    target: str  # the page's HTML or headline.json
+    key: str
+    page: str | None = None
+    notebook: str | None = None
+    params: Mapping[str, Any] | None = None  # campaign pages: the overrides (render.yml, --params)
+    title: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.campaign}/{self.page}" if self.page and self.campaign else (self.page or f"{self.campaign}")
+
+
+@dataclasses.dataclass
+class Done:
+    job: Job
+    ok: bool
+    seconds: float
+    bytes: int = 0
+    exit_code: int = 0
+    error: str = ""
+    values: dict[str, Any] | None = None
+
+
+def run_job(job: Job, kernel: Any = None) -> Done:
+    """Execute one job in this process (pages in ``kernel`` when given); never raises a BenchbookError."""
+    from benchbook.errors import BenchbookError, InputError
+
+    t0 = time.perf_counter()
+    try:
+        if job.page is None:
+            from benchbook.analysis.history import headline
+
+            data = json.dumps(headline(job.source), indent=1, sort_keys=True, ensure_ascii=False).encode() + b"\n"
+            _write_atomic(Path(job.target), data)
+            write_key(Path(job.target), job.key)
+            return Done(job, True, time.perf_counter() - t0, len(data))
+        from benchbook.pipeline import render
+
+        params = dict(job.params or {})
+        if job.campaign:  # a campaign page: resolve its parameters against the notebook now
+            manifest = render.read_manifest(Path(job.source))
+            params = render.page_parameters(Path(job.source), manifest, job.page, Path(job.notebook), params)
+        res = render.render_page(
+            Path(job.notebook),
+            params,
+            Path(job.target),
+            title=job.title,
+            page=job.label,
+            kernel=kernel,
+        )
+        write_key(Path(job.target), job.key)
+        return Done(job, True, time.perf_counter() - t0, res.bytes, values=None)
+    except BenchbookError as e:
+        return Done(job, False, time.perf_counter() - t0, exit_code=e.exit_code, error=e.one_line())
+    except Exception as e:  # noqa: BLE001 - a headline that cannot be computed is that campaign's input problem
+        err = InputError(job.source, None, f"headline figures: {type(e).__name__}: {e}")
+        return Done(job, False, time.perf_counter() - t0, exit_code=err.exit_code, error=err.one_line())
+
+
+# a worker process's kernel, started by the pool initializer
+_KERNEL: Any = None
+
+
+def _worker_init(notebooks: str) -> None:
+    import multiprocessing.util
+
+    global _KERNEL
+    _KERNEL = _LazyKernel(notebooks)
+    multiprocessing.util.Finalize(None, _KERNEL.close, exitpriority=10)
+
+
+class _LazyKernel:
+    """A worker's kernel, started on its first page (a worker that only computes headlines starts none)."""
+
+    def __init__(self, cwd: str):
+        self.cwd = cwd
+        self.kernel = None
+
+    def get(self):
+        from benchbook.pipeline.kernels import WorkerKernel
+
+        if self.kernel is not None and not self.kernel.alive():
+            self.kernel.close()
+            self.kernel = None
+        if self.kernel is None:
+            self.kernel = WorkerKernel(self.cwd)
+        return self.kernel
+
+    def close(self) -> None:
+        if self.kernel is not None:
+            self.kernel.close()
+            self.kernel = None
+
+
+def _worker_run(job: Job) -> Done:
+    kernel = _KERNEL.get() if job.page is not None else None
+    return run_job(job, kernel)
+
+
+def run_jobs(
+    jobs: list[Job], workers: int, notebooks: Path, on_done: Callable[[Done], None] | None = None
+) -> list[Done]:
+    """Run ``jobs`` on ``workers`` processes (1: in this process), each with one reused kernel.
+    Returns the results in job order; ``on_done`` is called as each finishes."""
+    if not jobs:
+        return []
+    results: dict[int, Done] = {}
+    if workers <= 1 or len(jobs) == 1:
+        lazy = _LazyKernel(str(notebooks))
+        try:
+            for i, job in enumerate(jobs):
+                results[i] = run_job(job, lazy.get() if job.page is not None else None)
+                if on_done:
+                    on_done(results[i])
+        finally:
+            lazy.close()
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        ctx = multiprocessing.get_context("spawn" if sys.platform == "darwin" else "forkserver")
+        with ProcessPoolExecutor(
+            max_workers=min(workers, len(jobs)), mp_context=ctx, initializer=_worker_init, initargs=(str(notebooks),)
+        ) as pool:
+            futs = {pool.submit(_worker_run, job): i for i, job in enumerate(jobs)}
+            for fut in as_completed(futs):
+                i = futs[fut]
+                try:
+                    results[i] = fut.result()
+                except Exception as e:  # noqa: BLE001 - a worker process died: that job failed
+                    from benchbook.errors import RenderError
+
+                    err = RenderError(jobs[i].label, f"render worker died: {type(e).__name__}: {e}")
+                    results[i] = Done(jobs[i], False, 0.0, exit_code=err.exit_code, error=err.one_line())
+                if on_done:
+                    on_done(results[i])
+    return [results[i] for i in range(len(jobs))]
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# ----------------------------------------------------------------------------------- history
+
+
+def history_jobs(out: Path, campaigns: list[str], notebooks: Path, force: bool) -> list[Job]:
+    """The history page's job, unless it is current. Its key covers every campaign's headline key,
+    the notebook and the code, so a warm run decides without reading a table; when it must render,
+    ``OUT/history.parquet`` is rewritten first from the campaigns' ``headline.json``."""
+    out = Path(out)
+    nb = Path(notebooks) / "history.ipynb"
+    html = out / f"{HISTORY_PAGE}.html"
+    table = out / HISTORY_TABLE
+    heads = []
+    for name in sorted(campaigns):
+        f = out / name / HEADLINE
+        try:
+            heads.append((name, key_path(f).read_text(encoding="utf-8").strip() if f.is_file() else ""))
+        except OSError:
+            heads.append((name, ""))
+    nb_hash = hashlib.sha256(nb.read_bytes()).hexdigest()
+    key = render_key("history", heads, nb_hash, str(table.resolve()), code_fingerprint())
+    if not force and is_current(html, key) and table.is_file():
+        return []
+    import io
+
+    from benchbook.analysis.history import history_table
+
+    docs = [json.loads((out / n / HEADLINE).read_text(encoding="utf-8")) for n, k in heads if k]
+    buf = io.BytesIO()
+    history_table(docs).write_parquet(buf, statistics=False)
+    _write_atomic(table, buf.getvalue())
+    params: dict[str, Any] = {"table": str(table.resolve())}
+    return [
+        Job(
+            "",
+            str(table.resolve()),
+            str(html.resolve()),
+            key,
+            HISTORY_PAGE,
+            str(nb),
+            params,
+            "History across campaigns",
+        )
+    ]
+
+
+# ----------------------------------------------------------------------------------- planning
+
+
+@dataclasses.dataclass
+class Plan:
+    """What ``render --all`` will do for one campaign."""
+
+    name: str
+    manifest: dict[str, Any]
+    jobs: list[Job] = dataclasses.field(default_factory=list)
+    unchanged: list[str] = dataclasses.field(default_factory=list)  # page kinds whose key matched
+    skipped: list[str] = dataclasses.field(default_factory=list)  # page kinds without a notebook yet
+
+
+def plan_campaign(
+    campaign: Path,
+    out_dir: Path,
+    *,
+    only: list[str] | None,
+    overrides: Mapping[str, Mapping[str, Any]],
+    notebooks: Path | None,
+    force: bool,
+    log: Callable[[str], None],
+) -> Plan:
+    """The jobs one campaign needs: its pages (unless current) and its headline figures (unless
+    current). Raises ``InputError`` for a campaign the renderer cannot read at all."""
+    from benchbook.pipeline import render
+
+    campaign = Path(campaign).resolve()
+    manifest = render.read_manifest(campaign)
+    params_all = render._merge_params(render.campaign_params(campaign), overrides or {})
+    plan = Plan(campaign.name, manifest)
+    digest = folder_digest(campaign)
+    code = code_fingerprint()
+    applies = render.pages_for(manifest)
+    wanted = [p for p in applies if only is None or p in only]
+    if not applies:
+        log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
+    for page in wanted:
+        nb = render.notebook_for(page, notebooks)
+        if not nb.is_file():
+            log(f"{campaign.name}/{page}: skipped, {nb} does not exist yet")
+            plan.skipped.append(page)
+            continue
+        # the key covers what decides the parameters (campaign folder, overrides) rather than the
+        # resolved parameters, so checking it needs no papermill: a warm run only hashes
+        overrides_page = dict(params_all.get(page) or {})
+        target = Path(out_dir) / f"{page}.html"
+        nb_hash = hashlib.sha256(nb.read_bytes()).hexdigest()
+        key = render_key("page", page, str(campaign), digest, nb_hash, overrides_page, code)
+        if not force and is_current(target, key):
+            plan.unchanged.append(page)
+            continue
+        plan.jobs.append(
+            Job(
+                campaign.name,
+                str(campaign),
+                str(target.resolve()),
+                key,
+                page,
+                str(nb),
+                overrides_page,
+                render.page_title(manifest, campaign, page),
+            )
+        )
+    head = Path(out_dir) / HEADLINE
+    hkey = render_key("headline", digest, code)
+    if force or not is_current(head, hkey):
+        plan.jobs.append(Job(campaign.name, str(campaign), str(head.resolve()), hkey))
+    return plan
+
+
+# ----------------------------------------------------------------------------------- render --all
+
+
+@dataclasses.dataclass
+class Summary:
+    rendered: int = 0
+    unchanged: int = 0
+    failed: list[tuple[int, str]] = dataclasses.field(default_factory=list)  # (exit code, one line)
+    history: str = "not rendered"
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        return (
+            f"{self.rendered} page(s) rendered, {self.unchanged} unchanged, {len(self.failed)} failed; "
+            f"history {self.history}; {self.seconds:.1f} s"
+        )
+
+
+def render_all(
+    campaigns: list[Path],
+    out: Path,
+    *,
+    only: list[str] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    notebooks: Path | None = None,
+    force: bool = False,
+    workers: int | None = None,
+    log: Callable[[str], None] = lambda m: None,
+    error: Callable[[str], None] = lambda m: None,
+) -> tuple[list[Any], Summary]:
+    """Plan, render what changed on ``workers`` processes, then the history page.
+
+    Returns the campaigns' outcomes (``render.CampaignOutcome``, for the index) and the summary.
+    A campaign that cannot be planned (unreadable campaign.json, bad render.yml) is a failure of
+    that campaign only; the others render."""
+    from benchbook.errors import BenchbookError
+    from benchbook.pipeline import render
+
+    t0 = time.perf_counter()
+    out = Path(out)
+    nbdir = Path(notebooks) if notebooks is not None else render.NOTEBOOKS
+    summary = Summary()
+    plans: list[Plan] = []
+    outcomes: dict[str, Any] = {}
+    for c in campaigns:
+        try:
+            plan = plan_campaign(
+                c, out / c.name, only=only, overrides=overrides or {}, notebooks=notebooks, force=force, log=log
+            )
+        except BenchbookError as e:
+            summary.failed.append((e.exit_code, e.one_line()))
+            error(f"{c.name}: FAILED: {e.one_line()}")
+            continue
+        plans.append(plan)
+        o = render.CampaignOutcome(plan.name, plan.manifest)
+        o.skipped = list(plan.skipped)
+        o.unchanged = list(plan.unchanged)
+        o.kept = [
+            p for p in render.PAGES if p not in plan.unchanged and (out / c.name / f"{p}.html").is_file()
+        ]  # pages of earlier renders (e.g. outside --page): still linked
+        outcomes[plan.name] = o
+        summary.unchanged += len(plan.unchanged)
+        for p in plan.unchanged:
+            log(f"{plan.name}/{p}: unchanged")
+    jobs = [j for p in plans for j in p.jobs]
+    workers = default_workers() if workers is None else workers
+    pages = sum(1 for j in jobs if j.page)
+    if pages:
+        log(f"rendering {pages} page(s) on {min(workers, len(jobs))} worker(s)")
+
+    def done(d: Done) -> None:
+        if d.job.page is None:
+            if not d.ok:
+                error(f"{d.job.campaign}: left out of the history: {d.error}")
+            return
+        if d.ok:
+            log(f"{d.job.label}: wrote {d.job.target} ({d.bytes / 1024:.0f} KiB, {d.seconds:.1f} s)")
+        else:
+            error(f"{d.job.label}: FAILED: {d.error}")
+
+    for d in run_jobs(jobs, workers, nbdir, done):
+        o = outcomes.get(d.job.campaign)
+        if d.job.page is None:
+            if not d.ok:  # stale figures must not stand for input that no longer reads
+                for f in (Path(d.job.target), key_path(Path(d.job.target))):
+                    f.unlink(missing_ok=True)
+            continue
+        if d.ok:
+            summary.rendered += 1
+            o.rendered_pages.append(d.job.page)
+            if d.job.page in o.kept:
+                o.kept.remove(d.job.page)
+        else:
+            summary.failed.append((d.exit_code, d.error))
+            o.failed[d.job.page] = (d.exit_code, d.error)
+    if only is None or HISTORY_PAGE in (only or []):
+        try:
+            hjobs = history_jobs(out, [p.name for p in plans], nbdir, force)
+        except BenchbookError as e:
+            hjobs = []
+            summary.failed.append((e.exit_code, e.one_line()))
+            error(f"history: FAILED: {e.one_line()}")
+        if not hjobs:
+            summary.history = "unchanged" if (out / f"{HISTORY_PAGE}.html").is_file() else "not rendered"
+        for d in run_jobs(hjobs, 1, nbdir):
+            if d.ok:
+                summary.history = "rendered"
+                log(f"history: wrote {d.job.target} ({d.bytes / 1024:.0f} KiB, {d.seconds:.1f} s)")
+            else:
+                summary.history = "FAILED"
+                summary.failed.append((d.exit_code, d.error))
+                error(f"history: FAILED: {d.error}")
+    elif (out / f"{HISTORY_PAGE}.html").is_file():
+        summary.history = "kept"
+    summary.seconds = time.perf_counter() - t0
+    return [outcomes[p.name] for p in plans], summary
