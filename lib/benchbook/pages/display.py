@@ -376,6 +376,8 @@ def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str]:
 
 
 def _display_path(p: Path) -> str:
+    if not Path(p).is_absolute():  # given relative (e.g. the history table beside the pages): as given
+        return str(p)
     root = Path(__file__).resolve().parents[2]
     try:
         return str(p.resolve().relative_to(root))

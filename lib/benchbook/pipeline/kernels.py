@@ -160,12 +160,13 @@ class WorkerKernel:
 
         run_sync(go)()
 
-    def execute(self, notebook: Path, parameters: dict[str, Any], timeout: int):
-        """Execute ``notebook`` with papermill in this kernel, after a silent reset."""
+    def execute(self, notebook: Path, parameters: dict[str, Any], timeout: int, cwd: str | Path | None = None):
+        """Execute ``notebook`` with papermill in this kernel, after a silent reset (working
+        directory ``cwd``, default the notebook's folder)."""
         import papermill
 
-        cwd = str(Path(notebook).parent)
-        if self.pages:
+        cwd = str(cwd or Path(notebook).parent)
+        if self.pages or cwd != self.cwd:
             self._silent(_RESET.format(cwd=cwd))
         self.pages += 1
         return papermill.execute_notebook(

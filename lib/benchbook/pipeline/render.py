@@ -219,6 +219,7 @@ def render_page(
     page: str | None = None,
     timeout: int = 600,
     kernel: Any = None,
+    cwd: Path | None = None,
 ) -> RenderResult:
     """Execute ``notebook`` with ``parameters`` and write ``out_html`` (+ ``.ipynb``, ``.values.json``).
 
@@ -228,7 +229,7 @@ def render_page(
     notebook (a loader rejecting a file) is re-raised as :class:`InputError` (exit 2).
     Nothing is written unless everything succeeded. ``kernel``: a
     :class:`benchbook.pipeline.kernels.WorkerKernel` to execute in (reset first) instead of a new
-    kernel for this page.
+    kernel for this page. ``cwd``: the kernel's working directory (default: the notebook's folder).
     """
     import nbformat
     import papermill
@@ -251,7 +252,7 @@ def render_page(
     t0 = time.perf_counter()
     try:
         if kernel is not None:
-            nb = kernel.execute(notebook, params, timeout)
+            nb = kernel.execute(notebook, params, timeout, cwd=cwd)
         else:
             nb = papermill.execute_notebook(
                 str(notebook),
@@ -260,7 +261,7 @@ def render_page(
                 kernel_name="python3",
                 progress_bar=False,
                 request_save_on_cell_execute=False,
-                cwd=str(notebook.parent),
+                cwd=str(cwd or notebook.parent),
                 execution_timeout=timeout,
                 kernel_manager_class=_kernel_manager_class(),
             )

@@ -123,7 +123,7 @@ class Job:
     """One unit of work: a page (``page`` set) or a campaign's headline figures (``page`` None)."""
 
     campaign: str  # campaign folder name ("" for the history page)
-    source: str  # campaign folder (absolute) or the history table
+    source: str  # campaign folder (absolute), or the reports folder for the history page
     target: str  # the page's HTML or headline.json
     key: str
     page: str | None = None
@@ -170,6 +170,7 @@ def run_job(job: Job, kernel: Any = None) -> Done:
             Path(job.notebook),
             params,
             Path(job.target),
+            cwd=None if job.campaign else Path(job.source),
             title=job.title,
             page=job.label,
             kernel=kernel,
@@ -181,18 +182,6 @@ def run_job(job: Job, kernel: Any = None) -> Done:
     except Exception as e:  # noqa: BLE001 - a headline that cannot be computed is that campaign's input problem
         err = InputError(job.source, None, f"headline figures: {type(e).__name__}: {e}")
         return Done(job, False, time.perf_counter() - t0, exit_code=err.exit_code, error=err.one_line())
-
-
-# a worker process's kernel, started by the pool initializer
-_KERNEL: Any = None
-
-
-def _worker_init(notebooks: str) -> None:
-    import multiprocessing.util
-
-    global _KERNEL
-    _KERNEL = _LazyKernel(notebooks)
-    multiprocessing.util.Finalize(None, _KERNEL.close, exitpriority=10)
 
 
 class _LazyKernel:
@@ -218,16 +207,78 @@ class _LazyKernel:
             self.kernel = None
 
 
-def _worker_run(job: Job) -> Done:
-    kernel = _KERNEL.get() if job.page is not None else None
-    return run_job(job, kernel)
+def _job_to_json(job: Job) -> str:
+    return json.dumps(dataclasses.asdict(job), sort_keys=True)
+
+
+def _worker_main(notebooks: str) -> int:
+    """``python -m benchbook.pipeline.schedule --worker NOTEBOOKS``: read one job (JSON) per line on
+    stdin, run it in this process with one reused kernel, answer one result (JSON) per line."""
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything printed by libraries goes to stderr, never into the protocol
+    lazy = _LazyKernel(notebooks)
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            job = Job(**json.loads(line))
+            d = run_job(job, lazy.get() if job.page is not None else None)
+            out = {k: v for k, v in dataclasses.asdict(d).items() if k != "job"}
+            proto.write(json.dumps(out) + "\n")
+            proto.flush()
+    finally:
+        lazy.close()
+    return 0
+
+
+class _Worker:
+    """One worker process (a fresh Python running :func:`_worker_main`), its stderr in a file."""
+
+    def __init__(self, notebooks: Path):
+        import subprocess
+        import tempfile
+
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchbook.pipeline.schedule", "--worker", str(notebooks)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            text=True,
+            encoding="utf-8",
+        )
+
+    def run(self, job: Job) -> Done:
+        from benchbook.errors import RenderError
+
+        try:
+            self.proc.stdin.write(_job_to_json(job) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except OSError:
+            line = ""
+        if not line:
+            self.err.seek(0)
+            tail = self.err.read().decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            err = RenderError(job.label, f"render worker died: {tail[0][:300]}")
+            return Done(job, False, 0.0, exit_code=err.exit_code, error=err.one_line())
+        return Done(job, **json.loads(line))
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=120)
+        except Exception:  # noqa: BLE001 - a worker that will not stop is killed
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
 
 
 def run_jobs(
     jobs: list[Job], workers: int, notebooks: Path, on_done: Callable[[Done], None] | None = None
 ) -> list[Done]:
-    """Run ``jobs`` on ``workers`` processes (1: in this process), each with one reused kernel.
-    Returns the results in job order; ``on_done`` is called as each finishes."""
+    """Run ``jobs`` on ``workers`` worker processes (1: in this process), each with one reused
+    kernel. Returns the results in job order; ``on_done`` is called as each finishes."""
     if not jobs:
         return []
     results: dict[int, Done] = {}
@@ -240,26 +291,40 @@ def run_jobs(
                     on_done(results[i])
         finally:
             lazy.close()
-    else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        return [results[i] for i in range(len(jobs))]
 
-        ctx = multiprocessing.get_context("spawn" if sys.platform == "darwin" else "forkserver")
-        with ProcessPoolExecutor(
-            max_workers=min(workers, len(jobs)), mp_context=ctx, initializer=_worker_init, initargs=(str(notebooks),)
-        ) as pool:
-            futs = {pool.submit(_worker_run, job): i for i, job in enumerate(jobs)}
-            for fut in as_completed(futs):
-                i = futs[fut]
+    import queue
+    import threading
+
+    todo: queue.Queue = queue.Queue()
+    for i, job in enumerate(jobs):
+        todo.put((i, job))
+    lock = threading.Lock()
+
+    def drive() -> None:
+        w = _Worker(notebooks)
+        try:
+            while True:
                 try:
-                    results[i] = fut.result()
-                except Exception as e:  # noqa: BLE001 - a worker process died: that job failed
-                    from benchbook.errors import RenderError
+                    i, job = todo.get_nowait()
+                except queue.Empty:
+                    return
+                d = w.run(job)
+                if not d.ok and "render worker died" in d.error:  # start a new worker for the rest
+                    w.close()
+                    w = _Worker(notebooks)
+                with lock:
+                    results[i] = d
+                    if on_done:
+                        on_done(d)
+        finally:
+            w.close()
 
-                    err = RenderError(jobs[i].label, f"render worker died: {type(e).__name__}: {e}")
-                    results[i] = Done(jobs[i], False, 0.0, exit_code=err.exit_code, error=err.one_line())
-                if on_done:
-                    on_done(results[i])
+    threads = [threading.Thread(target=drive, daemon=True) for _ in range(min(workers, len(jobs)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     return [results[i] for i in range(len(jobs))]
 
 
@@ -289,7 +354,7 @@ def history_jobs(out: Path, campaigns: list[str], notebooks: Path, force: bool) 
         except OSError:
             heads.append((name, ""))
     nb_hash = hashlib.sha256(nb.read_bytes()).hexdigest()
-    key = render_key("history", heads, nb_hash, str(table.resolve()), code_fingerprint())
+    key = render_key("history", heads, nb_hash, code_fingerprint())
     if not force and is_current(html, key) and table.is_file():
         return []
     import io
@@ -300,18 +365,11 @@ def history_jobs(out: Path, campaigns: list[str], notebooks: Path, force: bool) 
     buf = io.BytesIO()
     history_table(docs).write_parquet(buf, statistics=False)
     _write_atomic(table, buf.getvalue())
-    params: dict[str, Any] = {"table": str(table.resolve())}
+    # executed with the reports folder as working directory, so the page names its input
+    # "history.parquet" wherever the reports are (two renders into two folders give the same page)
+    params: dict[str, Any] = {"table": HISTORY_TABLE}
     return [
-        Job(
-            "",
-            str(table.resolve()),
-            str(html.resolve()),
-            key,
-            HISTORY_PAGE,
-            str(nb),
-            params,
-            "History across campaigns",
-        )
+        Job("", str(out.resolve()), str(html.resolve()), key, HISTORY_PAGE, str(nb), params, "History across campaigns")
     ]
 
 
@@ -503,3 +561,9 @@ def render_all(
         summary.history = "kept"
     summary.seconds = time.perf_counter() - t0
     return [outcomes[p.name] for p in plans], summary
+
+
+if __name__ == "__main__":  # a render worker: see _worker_main
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        sys.exit(_worker_main(sys.argv[2]))
+    sys.exit("usage: python -m benchbook.pipeline.schedule --worker NOTEBOOKS (started by benchbook render)")
