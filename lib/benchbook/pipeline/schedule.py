@@ -344,6 +344,8 @@ def history_jobs(out: Path, campaigns: list[str], notebooks: Path, force: bool) 
     ``OUT/history.parquet`` is rewritten first from the campaigns' ``headline.json``."""
     out = Path(out)
     nb = Path(notebooks) / "history.ipynb"
+    if not nb.is_file():
+        return []
     html = out / f"{HISTORY_PAGE}.html"
     table = out / HISTORY_TABLE
     heads = []
@@ -518,7 +520,9 @@ def render_all(
     def done(d: Done) -> None:
         if d.job.page is None:
             if not d.ok:
-                error(f"{d.job.campaign}: left out of the history: {d.error}")
+                error(
+                    f"{d.job.campaign}: headline figures not updated (the history keeps the previous ones): {d.error}"
+                )
             return
         if d.ok:
             log(f"{d.job.label}: wrote {d.job.target} ({d.bytes / 1024:.0f} KiB, {d.seconds:.1f} s)")
@@ -527,10 +531,7 @@ def render_all(
 
     for d in run_jobs(jobs, workers, nbdir, done):
         o = outcomes.get(d.job.campaign)
-        if d.job.page is None:
-            if not d.ok:  # stale figures must not stand for input that no longer reads
-                for f in (Path(d.job.target), key_path(Path(d.job.target))):
-                    f.unlink(missing_ok=True)
+        if d.job.page is None:  # a failed headline keeps the previous one, as a failed page does
             continue
         if d.ok:
             summary.rendered += 1
