@@ -356,15 +356,27 @@ def _locate_error(text: str, openmetrics: bool = False) -> tuple[int | None, str
     return hi, lines[hi - 1]
 
 
-def read(path: str | Path, names: Iterable[str] | None = None) -> Snapshot:
-    """Read and parse a `/metrics` capture file."""
-    from benchbook.jsonfile import read_text
+def read_capture(path: str | Path) -> str:
+    """A `/metrics` capture file's text: not empty, not gzip (a compressed scrape saved as-is), UTF-8."""
+    from benchbook.jsonfile import read_bytes
 
     path = Path(path)
-    text = read_text(path, "/metrics text file")
+    raw = read_bytes(path, "/metrics text file")
+    if raw[:2] == b"\x1f\x8b":
+        raise InputError(path, "-", "this is gzip-compressed data, not /metrics text: decompress it (gunzip) first")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise InputError(path, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
     if not text.strip():
         raise InputError(path, "-", "empty /metrics capture: no samples (did the scrape fail?)")
-    return parse(text, path, names)
+    return text
+
+
+def read(path: str | Path, names: Iterable[str] | None = None) -> Snapshot:
+    """Read and parse a `/metrics` capture file."""
+    return parse(read_capture(path), Path(path), names)
 
 
 @dataclass(frozen=True)

@@ -282,4 +282,5 @@ def _change_text(c: dict[str, Any]) -> str:
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
-    return bd.provenance(inputs=[page.table_path], parameters=parameters)
+    # named from the table itself ("history.parquet"): the page does not depend on where the reports are
+    return bd.provenance(inputs=[page.table_path], parameters=parameters, root=page.table_path)

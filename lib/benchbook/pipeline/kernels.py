@@ -26,8 +26,6 @@ before shutdown, which is noise on a successful render.
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +64,9 @@ def kernel_manager_class():
 
         @default("ip")
         def _ip_default(self):
-            return os.path.join(tempfile.mkdtemp(prefix="benchbook-kernel-"), "kernel")
+            from benchbook.pipeline import writes
+
+            return os.path.join(writes.make_kernel_dir(), "kernel")  # owned: a later render can tell a dead one
 
         async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
             log = open(os.path.join(os.path.dirname(self.ip), "kernel.log"), "ab")  # noqa: SIM115 - the kernel owns it
@@ -80,7 +80,9 @@ def kernel_manager_class():
         async def _async_cleanup_resources(self, restart: bool = False) -> None:
             await super()._async_cleanup_resources(restart=restart)
             if not restart:
-                shutil.rmtree(os.path.dirname(self.ip), ignore_errors=True)
+                from benchbook.pipeline import writes
+
+                writes.remove_kernel_dir(os.path.dirname(self.ip))
 
         @property
         def kernel_spec(self):  # type: ignore[override]

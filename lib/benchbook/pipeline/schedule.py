@@ -97,22 +97,15 @@ def is_current(target: Path, key: str) -> bool:
 
 
 def write_key(target: Path, key: str) -> None:
+    """Record ``key`` beside ``target`` — after the target was published, so a render killed in
+    between only renders that page again."""
     _write_atomic(key_path(target), (key + "\n").encode())
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    import tempfile
+    from benchbook.pipeline import writes
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    writes.write_atomic(path, data)
 
 
 # ----------------------------------------------------------------------------------- jobs
@@ -149,7 +142,7 @@ class Done:
 
 def run_job(job: Job, kernel: Any = None) -> Done:
     """Execute one job in this process (pages in ``kernel`` when given); never raises a BenchbookError."""
-    from benchbook.errors import BenchbookError, InputError
+    from benchbook.errors import BenchbookError, InputError, RenderError
 
     t0 = time.perf_counter()
     try:
@@ -166,11 +159,13 @@ def run_job(job: Job, kernel: Any = None) -> Done:
         if job.campaign:  # a campaign page: resolve its parameters against the notebook now
             manifest = render.read_manifest(Path(job.source))
             params = render.page_parameters(Path(job.source), manifest, job.page, Path(job.notebook), params)
+        # a campaign page runs in the campaign's parent folder (``campaign`` is the folder's name),
+        # the history page in the reports folder: no absolute path of this machine enters a page
         res = render.render_page(
             Path(job.notebook),
             params,
             Path(job.target),
-            cwd=None if job.campaign else Path(job.source),
+            cwd=Path(job.source).parent if job.campaign else Path(job.source),
             title=job.title,
             page=job.label,
             kernel=kernel,
@@ -179,8 +174,11 @@ def run_job(job: Job, kernel: Any = None) -> Done:
         return Done(job, True, time.perf_counter() - t0, res.bytes, values=None)
     except BenchbookError as e:
         return Done(job, False, time.perf_counter() - t0, exit_code=e.exit_code, error=e.one_line())
-    except Exception as e:  # noqa: BLE001 - a headline that cannot be computed is that campaign's input problem
-        err = InputError(job.source, None, f"headline figures: {type(e).__name__}: {e}")
+    except Exception as e:  # noqa: BLE001 - one job's failure of any kind is that job's, never the batch's
+        if job.page is None:  # headline figures that cannot be computed: that campaign's input
+            err = InputError(job.source, None, f"headline figures: {type(e).__name__}: {e}")
+        else:
+            err = RenderError(job.label, f"{type(e).__name__}: {e}")
         return Done(job, False, time.perf_counter() - t0, exit_code=err.exit_code, error=err.one_line())
 
 
@@ -401,11 +399,19 @@ def plan_campaign(
 ) -> Plan:
     """The jobs one campaign needs: its pages (unless current) and its headline figures (unless
     current). Raises ``InputError`` for a campaign the renderer cannot read at all."""
-    from benchbook.pipeline import render
+    from benchbook.pipeline import render, writes
 
     campaign = Path(campaign).resolve()
+    if not campaign.is_dir():
+        from benchbook.errors import InputError
+
+        raise InputError(campaign, None, "campaign folder does not exist")
     manifest = render.read_manifest(campaign)
-    params_all = render._merge_params(render.campaign_params(campaign), overrides or {})
+    own = render.campaign_params(campaign)
+    render.check_overrides(own, str(render._params_file(campaign)))
+    params_all = render._merge_params(own, overrides or {})
+    if Path(out_dir).is_dir():
+        writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
     plan = Plan(campaign.name, manifest)
     digest = folder_digest(campaign)
     code = code_fingerprint()
@@ -454,13 +460,15 @@ def plan_campaign(
 class Summary:
     rendered: int = 0
     unchanged: int = 0
-    failed: list[tuple[int, str]] = dataclasses.field(default_factory=list)  # (exit code, one line)
+    failed: int = 0  # pages and campaigns (their lines are in the outcomes)
+    other_failures: list[str] = dataclasses.field(default_factory=list)  # the history page's
     history: str = "not rendered"
     seconds: float = 0.0
 
     def line(self) -> str:
+        failed = self.failed + len(self.other_failures)
         return (
-            f"{self.rendered} page(s) rendered, {self.unchanged} unchanged, {len(self.failed)} failed; "
+            f"{self.rendered} page(s) rendered, {self.unchanged} unchanged, {failed} failed; "
             f"history {self.history}; {self.seconds:.1f} s"
         )
 
@@ -491,14 +499,19 @@ def render_all(
     summary = Summary()
     plans: list[Plan] = []
     outcomes: dict[str, Any] = {}
+    failed_campaigns: list[Any] = []
     for c in campaigns:
         try:
             plan = plan_campaign(
                 c, out / c.name, only=only, overrides=overrides or {}, notebooks=notebooks, force=force, log=log
             )
-        except BenchbookError as e:
-            summary.failed.append((e.exit_code, e.one_line()))
-            error(f"{c.name}: FAILED: {e.one_line()}")
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 - one campaign's failure of any kind is that campaign's
+            o = render.campaign_failure(c, e)
+            failed_campaigns.append(o)
+            summary.failed += 1
+            error(f"{c.name}: FAILED: {o.error[1]}")
             continue
         plans.append(plan)
         o = render.CampaignOutcome(plan.name, plan.manifest)
@@ -539,15 +552,20 @@ def render_all(
             if d.job.page in o.kept:
                 o.kept.remove(d.job.page)
         else:
-            summary.failed.append((d.exit_code, d.error))
+            summary.failed += 1
             o.failed[d.job.page] = (d.exit_code, d.error)
     if only is None or HISTORY_PAGE in (only or []):
         try:
             hjobs = history_jobs(out, [p.name for p in plans], nbdir, force)
-        except BenchbookError as e:
+        except Exception as e:  # noqa: BLE001 - the history's failure is not the campaigns'
+            from benchbook.errors import RenderError
+
+            line = (
+                e if isinstance(e, BenchbookError) else RenderError("history", f"{type(e).__name__}: {e}")
+            ).one_line()
             hjobs = []
-            summary.failed.append((e.exit_code, e.one_line()))
-            error(f"history: FAILED: {e.one_line()}")
+            summary.other_failures.append(line)
+            error(f"history: FAILED: {line}")
         if not hjobs:
             summary.history = "unchanged" if (out / f"{HISTORY_PAGE}.html").is_file() else "not rendered"
         for d in run_jobs(hjobs, 1, nbdir):
@@ -556,12 +574,12 @@ def render_all(
                 log(f"history: wrote {d.job.target} ({d.bytes / 1024:.0f} KiB, {d.seconds:.1f} s)")
             else:
                 summary.history = "FAILED"
-                summary.failed.append((d.exit_code, d.error))
+                summary.other_failures.append(d.error)
                 error(f"history: FAILED: {d.error}")
     elif (out / f"{HISTORY_PAGE}.html").is_file():
         summary.history = "kept"
     summary.seconds = time.perf_counter() - t0
-    return [outcomes[p.name] for p in plans], summary
+    return [outcomes[p.name] for p in plans] + failed_campaigns, summary
 
 
 if __name__ == "__main__":  # a render worker: see _worker_main
