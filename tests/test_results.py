@@ -146,8 +146,9 @@ def test_results_paths_stay_inside_the_run_folder(tmp_path):
     with pytest.raises(InputError) as e:
         load_campaign(camp).results_runs
     text = str(e.value)
-    assert "$.files[0]" in text and "leaves the run folder" in text
-    assert "$.files[1]" in text and "$.files[2]" in text and "does not exist" in text  # all three at once
+    assert "$.files[0]" in text and "leads outside the campaign folder" in text
+    assert "$.files[1]" in text and "is an absolute path" in text
+    assert "$.files[2]" in text and "does not exist" in text  # all three at once
 
 
 def test_render_all_renders_a_results_campaign(tmp_path, open_page):

@@ -9,8 +9,9 @@ A results run folder holds ``results.json`` (schema ``benchbook.results/1``, dat
   ``window`` (``{t0, t1}``, Unix seconds, read from the run's Prometheus source);
 * optionally ``snapshots``: periodic captures taken during the run.
 
-Every path is relative to the run folder and must stay inside it: no ``..``, no absolute path, no
-symlink (a page shows nothing from outside its own campaign folder).
+Every path is relative to the run folder and must stay inside the campaign folder: no absolute
+path, no ``../`` or symlink leading out (``jsonfile.join_inside``; a page shows nothing from outside
+its own campaign folder).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbook.errors import InputError
-from benchbook.jsonfile import load_json, validate
+from benchbook.jsonfile import join_inside, load_json, validate
 
 if TYPE_CHECKING:  # pragma: no cover
     from benchbook.ingest.campaign import Campaign, Run
@@ -56,19 +57,10 @@ class ResultsRun:
         return out
 
 
-def inside(folder: Path, rel: str, file: Path, where: str) -> Path:
-    """``folder / rel`` when it is a relative path that stays inside ``folder`` and is no symlink."""
-    p = Path(rel)
-    if p.is_absolute() or ".." in p.parts:
-        raise InputError(file, where, f"{rel!r} leaves the run folder; give a path inside it (copy the file in)")
-    full = folder / p
-    cur = folder
-    for part in p.parts:
-        cur = cur / part
-        if cur.is_symlink():
-            raise InputError(
-                file, where, f"{rel!r} is (or passes through) a symlink; copy the file into the run folder"
-            )
+def in_run(camp_root: Path, run_path: Path, rel: Any, file: Path, where: str, what: str) -> Path:
+    """``run_path / rel``, checked to stay inside the campaign folder (``jsonfile.join_inside``:
+    relative, no ``../`` out, no symlink out) and to exist."""
+    full = join_inside(camp_root, run_path, rel, file, where, what)
     if not full.is_file():
         raise InputError(file, where, f"references {rel!r}, which does not exist in the run folder")
     return full
@@ -91,19 +83,19 @@ def read_results_run(camp: Campaign, run: Run) -> ResultsRun:
     validate(doc, "results", run.file)
     errors: list[InputError] = []
 
-    def resolve(rel: str, where: str) -> Path | None:
+    def resolve(rel: str, where: str, what: str) -> Path | None:
         try:
-            return inside(run.path, rel, run.file, where)
+            return in_run(camp.root, run.path, rel, run.file, where, what)
         except InputError as e:
             errors.append(e)
             return None
 
-    files = [resolve(f, f"$.files[{i}]") for i, f in enumerate(doc["files"])]
-    before = resolve(doc["metrics_before"], "$.metrics_before") if "metrics_before" in doc else None
-    after = resolve(doc["metrics_after"], "$.metrics_after") if "metrics_after" in doc else None
+    files = [resolve(f, f"$.files[{i}]", "result file") for i, f in enumerate(doc["files"])]
+    before = resolve(doc["metrics_before"], "$.metrics_before", "capture") if "metrics_before" in doc else None
+    after = resolve(doc["metrics_after"], "$.metrics_after", "capture") if "metrics_after" in doc else None
     snaps = []
     for i, s in enumerate(doc.get("snapshots", [])):
-        p = resolve(s["file"], f"$.snapshots[{i}].file")
+        p = resolve(s["file"], f"$.snapshots[{i}].file", "snapshot")
         snaps.append((p, s.get("unix_s")))
     window = None
     if "window" in doc:
