@@ -351,11 +351,13 @@ def _aiperf_records(ld: Loaded) -> bool:
 
 def _aiperf_json(ld: Loaded) -> bool:
     d = ld.doc
-    return (
-        ld.kind == "json"
-        and _is_dict(d)
-        and _is_dict(d.get("records"))
-        and ("input_config" in d or "error_summary" in d)
+    if ld.kind != "json" or not _is_dict(d):
+        return False
+    if _is_dict(d.get("records")) and ("input_config" in d or "error_summary" in d):
+        return True  # before 0.13: metrics under "records"
+    # 0.13+: metrics at the top level, each {unit, avg, p50, ...}, beside aiperf_version/schema_version
+    return ("aiperf_version" in d or "schema_version" in d or "input_config" in d) and any(
+        _is_dict(d.get(k)) and "unit" in d[k] for k in ("request_count", "request_latency", "time_to_first_token")
     )
 
 

@@ -150,35 +150,36 @@ def _timeline_chart(vs: list[pr.RequestViews]) -> bd.Block:
 
     frames = []
     for v in vs:
-        t = v.timeline.with_columns(pl.lit(v.run_id).alias("run"), pl.lit(v.timeline_axis).alias("axis"))
+        axis = "start s" if v.timeline_axis == "start" else "request order"
+        t = v.timeline.with_columns(pl.lit(v.run_id).alias("run"))
         frames.append(
-            t.unpivot(index=["x", "status", "run", "axis"], on=["ttft_ms", "e2e_ms"], variable_name="metric")
+            t.unpivot(index=["x", "status", "run"], on=["ttft_ms", "e2e_ms"], variable_name="metric")
             .drop_nulls("value")
-            .with_columns(pl.col("metric").replace({"ttft_ms": "TTFT ms", "e2e_ms": "E2E ms"}))
+            .with_columns(
+                (
+                    pl.col("run")
+                    + " — "
+                    + pl.col("metric").replace({"ttft_ms": "TTFT ms", "e2e_ms": "E2E ms"})
+                    + f" vs {axis}"
+                ).alias("panel")
+            )
         )
     if not frames:
         return bd.Block("")
     df = pl.concat(frames)
-    axes = set(df["axis"].to_list())
-    x_title = (
-        "seconds since the run's first request start"
-        if axes == {"start"}
-        else "request order"
-        if axes == {"order"}
-        else "start s, or request order where the file has no start times"
-    )
+    panels = list(dict.fromkeys(df["panel"].to_list()))
     ch = (
         alt.Chart(df)
         .mark_circle(size=14, opacity=0.7)
         .encode(
-            x=alt.X("x:Q", title=x_title),
+            x=alt.X("x:Q", title=None),
             y=alt.Y("value:Q", title=None),
             color=alt.Color(
                 "status:N", title="outcome", scale=alt.Scale(domain=["successful", "incomplete", "errored"])
             ),
         )
         .properties(width=260, height=150)
-        .facet(row=alt.Row("run:N", title=None), column=alt.Column("metric:N", title=None, sort=["TTFT ms", "E2E ms"]))
+        .facet(facet=alt.Facet("panel:N", title=None, sort=panels, header=alt.Header(labelLimit=330)), columns=2)
         .resolve_scale(x="independent", y="independent")
     )
     steps = [f"{v.run_id}: every {v.timeline_step}th request" for v in vs if v.timeline_step > 1]
@@ -186,8 +187,9 @@ def _timeline_chart(vs: list[pr.RequestViews]) -> bd.Block:
         ch,
         id="request-timeline",
         caption=(
-            "TTFT and E2E of each request against when it started: a rising band is queue build-up, early outliers are "
-            "warm-up. " + ("Sampled: " + "; ".join(steps) + "." if steps else "Every request drawn.")
+            "TTFT and E2E of each request against when it started (seconds since the run's first request start), or "
+            "against request order where the file keeps no start times: a rising band is queue build-up, early "
+            "outliers are warm-up. " + ("Sampled: " + "; ".join(steps) + "." if steps else "Every request drawn.")
         ),
     )
 
