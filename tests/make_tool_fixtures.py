@@ -118,7 +118,9 @@ def run_tool(name: str, venv: Path, argv: list[str], url: str, dest: Path, comma
     commands.append(f"{name}: {shown}")
     print(f"make_tool_fixtures: {shown}", flush=True)
     with (WORK / f"{name}.log").open("wb") as log:
-        subprocess.run(argv, check=True, env=env_for(venv), cwd=WORK, stdout=log, stderr=subprocess.STDOUT, timeout=1800)
+        subprocess.run(
+            argv, check=True, env=env_for(venv), cwd=WORK, stdout=log, stderr=subprocess.STDOUT, timeout=1800
+        )
     scrape(url, dest / "metrics_after.prom")
 
 

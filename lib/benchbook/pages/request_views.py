@@ -48,7 +48,7 @@ def _outcomes(vs: list[pr.RequestViews]) -> bd.Block:
                 "Successful": _pct(v.shares["successful"], v.total),
                 "Incomplete": _pct(v.shares["incomplete"], v.total),
                 "Errored": _pct(v.shares["errored"], v.total),
-                "Saturation": bd.mark("fail", "saturated")
+                "Saturation": bd.mark("note", "saturated")
                 if v.saturation.status == "saturated"
                 else v.saturation.status,
                 "Why": v.saturation.detail,
