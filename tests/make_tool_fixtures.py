@@ -69,6 +69,25 @@ def version(venv: Path, dist: str) -> str:
     return out.stdout.strip()
 
 
+def hf_cache_alias(model_dir: Path, repo: str) -> str:
+    """Expose the local tokenizer as ``repo`` in the offline Hugging Face cache (HF_HOME/hub).
+
+    AIPerf 0.13 in offline mode resolves ``--tokenizer`` through the hub cache only, so a plain
+    folder path is refused ("Repo id must be in the form ..."); a cache entry needs no network."""
+    org, name = repo.split("/")
+    root = ROOT / ".cache" / "hf" / "hub" / f"models--{org}--{name}"
+    rev = "0" * 40
+    snap = root / "snapshots" / rev
+    shutil.rmtree(root, ignore_errors=True)
+    snap.mkdir(parents=True)
+    (root / "refs").mkdir()
+    (root / "refs" / "main").write_text(rev)
+    for f in model_dir.iterdir():
+        if f.is_file() and f.suffix in (".json", ".txt", ".model"):
+            shutil.copy2(f, snap / f.name)
+    return repo
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -164,7 +183,7 @@ def main() -> None:
         # AIPerf: records export level (per-request JSONL + aggregate JSON/CSV)
         run_tool("aiperf", AIPERF, [
             str(AIPERF / "bin" / "aiperf"), "profile", "--model", MODEL, "--url", url, "--endpoint-type",
-            "completions", "--streaming", "--tokenizer", str(MODEL_DIR), "--isl", str(ISL), "--isl-stddev", "0",
+            "completions", "--streaming", "--tokenizer", hf_cache_alias(MODEL_DIR, "local/tiny-llama"), "--isl", str(ISL), "--isl-stddev", "0",
             "--osl", str(OSL), "--extra-inputs", "ignore_eos:true", "--extra-inputs", f"min_tokens:{OSL}",
             "--request-count", str(N), "--concurrency", str(CONC), "--random-seed", "0", "--ui", "none",
             "--export-level", "records", "--artifact-dir", str(WORK / "aiperf-artifacts"),

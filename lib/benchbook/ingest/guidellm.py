@@ -232,11 +232,14 @@ def _run_new(ld: Loaded, where: str, b: Any) -> BenchmarkRun:
         summary[f"p90_{name}_ms"] = stat(metric, "p90", factor)
         summary[f"p95_{name}_ms"] = stat(metric, "p95", factor)
     model = backend.get("model") or _scenario_model(scenario)
+    mr = (cfg.get("constraints") or {}).get("max_requests") or {}
+    max_requests = mr.get("count", (mr.get("args") or {}).get("count"))
     config = make_config(
         model=model,
         backend=backend.get("type_") or backend.get("kind") or backend.get("type"),
         request_rate=rate,
         max_concurrency=conc,
+        num_prompts=max_requests if isinstance(max_requests, int) else None,
         strategy=strategy.get("type_"),
         run_id=cfg.get("run_id"),
         id=cfg.get("id_"),
