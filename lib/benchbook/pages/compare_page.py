@@ -265,7 +265,7 @@ def runs_table(page: Page) -> bd.Block:
         rows.append(
             {
                 "Run": r.id,
-                "Format": r.run.format,
+                "Format": r.run.format + (f" — {r.run.tool_version}" if r.run.tool_version else ""),
                 "Configuration": r.config,
                 "Rate": _rate(c.get("request_rate")),
                 "Concurrency": c.get("max_concurrency") if c.get("max_concurrency") is not None else "—",
@@ -559,6 +559,13 @@ def sweep_chart(page: Page) -> bd.Block:
             "requests sent at once). One point per run."
         ),
     )
+
+
+def request_views(page: Page) -> bd.Block:
+    """Per-request distributions, time course and outcome shares (benchbook.pages.request_views)."""
+    from benchbook.pages import request_views as rv
+
+    return rv.section((r.id, r.config, r.run) for r in page.runs)
 
 
 def notes(page: Page) -> bd.Block:
