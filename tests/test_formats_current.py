@@ -166,7 +166,7 @@ def test_compare_page_shows_per_request_views_for_every_tool(tmp_path, open_page
         assert r["saturation"]["status"] in ("saturated", "not saturated")
     report = open_page(
         html,
-        table_ids=["bb-request-outcomes", "bb-request-percentiles", "bb-request-definitions"],
+        table_ids=["bb-request-outcomes", "bb-request-saturation", "bb-request-percentiles", "bb-request-definitions"],
         screenshot="request-views-tools.png",
     )
     assert report.ok, report.problems()
