@@ -42,13 +42,19 @@ def _raw() -> dict[str, str]:
     return {f"{c.name}/{k}": v for c in R.find_campaigns(DATA) for k, v in _tree(c).items()}
 
 
-def _tree(root: Path) -> dict[str, str]:
-    """sha256 of every file under root (hidden files included), by relative path."""
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+def _visible(root: Path) -> list[Path]:
+    """Every file under root as readers open it: not inside hidden folders (a page's generation
+    folders, ``.pages/``, which its names link to) and not the lock files."""
+    return [
+        p
         for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    ]
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """sha256 of every file under root as readers see it, by relative path."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in _visible(root)}
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +87,7 @@ def test_every_bundled_page_is_byte_identical_with_source_date_epoch(bundled):
     a, b = _tree(base / "a"), _tree(base / "b")
     assert set(BUNDLED) <= set(a)
     assert a == b  # pages, executed notebooks, values JSON and the index
-    assert not [p for p in a if Path(p).name.startswith(".")]  # no temporary files
+    assert not [p for p in (base / "a").rglob("*") if p.name.endswith(".tmp")]  # no temporary files
 
 
 def test_without_source_date_epoch_only_the_timestamp_differs(bundled):
@@ -102,7 +108,7 @@ def test_without_source_date_epoch_only_the_timestamp_differs(bundled):
 
 
 def _outputs(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    return {str(p.relative_to(out)): p.read_bytes() for p in _visible(out)}
 
 
 def test_failed_renders_keep_the_previous_pages_and_index(tmp_path, monkeypatch, capsys):
