@@ -55,7 +55,15 @@ class RenderResult:
     bytes: int  # size of the HTML
 
 
+QUIET = False  # --quiet: progress lines off, errors still printed (see _error)
+
+
 def _log(msg: str) -> None:
+    if not QUIET:
+        print(f"benchbook render: {msg}", file=sys.stderr, flush=True)
+
+
+def _error(msg: str) -> None:
     print(f"benchbook render: {msg}", file=sys.stderr, flush=True)
 
 
@@ -63,37 +71,11 @@ def _log(msg: str) -> None:
 
 
 def _kernel_manager_class():
-    """A KernelManager that runs the kernel on *this* interpreter, whatever kernelspecs exist
-    (a user-level ``python3`` kernelspec pointing at another Python would lack benchbook)."""
-    from jupyter_client.kernelspec import KernelSpec
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets import default
+    """A KernelManager that runs the kernel on *this* interpreter (see :mod:`benchbook.pipeline.kernels`;
+    its stdout/stderr go to a log file, not to the renderer's stderr)."""
+    from benchbook.pipeline.kernels import kernel_manager_class
 
-    class ThisPythonKernelManager(AsyncKernelManager):
-        # IPC sockets (a private temp folder) rather than TCP on localhost: nothing listens on a port
-        @default("transport")
-        def _transport_default(self):
-            return "ipc"
-
-        @default("ip")
-        def _ip_default(self):
-            return os.path.join(writes.make_kernel_dir(), "kernel")
-
-        async def _async_cleanup_resources(self, restart: bool = False) -> None:
-            await super()._async_cleanup_resources(restart=restart)
-            if not restart:
-                writes.remove_kernel_dir(os.path.dirname(self.ip))
-
-        @property
-        def kernel_spec(self):  # type: ignore[override]
-            return KernelSpec(
-                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                display_name="benchbook (this Python)",
-                language="python",
-                env={"PYTHONHASHSEED": "0"},
-            )
-
-    return ThisPythonKernelManager
+    return kernel_manager_class()
 
 
 def declared_parameters(notebook: Path) -> dict[str, Any]:
@@ -216,6 +198,7 @@ def render_page(
     page: str | None = None,
     timeout: int = 600,
     cwd: Path | None = None,
+    kernel: Any = None,
 ) -> RenderResult:
     """Execute ``notebook`` with ``parameters`` and write ``out_html`` (+ ``.ipynb``, ``.values.json``).
 
@@ -226,6 +209,8 @@ def render_page(
     Nothing is written unless everything succeeded. The kernel runs in ``cwd`` (default: the
     notebook's folder); a campaign page runs in the campaign's parent folder with ``campaign`` set
     to the folder's name, so no absolute path of this machine enters the page or its notebook.
+    ``kernel``: a :class:`benchbook.pipeline.kernels.WorkerKernel` to execute in (reset first)
+    instead of a new kernel for this page.
     """
     import nbformat
     import papermill
@@ -247,17 +232,20 @@ def render_page(
 
     t0 = time.perf_counter()
     try:
-        nb = papermill.execute_notebook(
-            str(notebook),
-            None,  # papermill writes nothing; we write atomically below
-            parameters=params,
-            kernel_name="python3",
-            progress_bar=False,
-            request_save_on_cell_execute=False,
-            cwd=str(cwd or notebook.parent),
-            execution_timeout=timeout,
-            kernel_manager_class=_kernel_manager_class(),
-        )
+        if kernel is not None:
+            nb = kernel.execute(notebook, params, timeout, cwd=cwd)
+        else:
+            nb = papermill.execute_notebook(
+                str(notebook),
+                None,  # papermill writes nothing; we write atomically below
+                parameters=params,
+                kernel_name="python3",
+                progress_bar=False,
+                request_save_on_cell_execute=False,
+                cwd=str(cwd or notebook.parent),
+                execution_timeout=timeout,
+                kernel_manager_class=_kernel_manager_class(),
+            )
     except PapermillExecutionError as e:
         cell = _source_cell(notebook, e.cell_index)
         line = f"{e.ename}: {_first_line(e.evalue)}"
@@ -333,8 +321,8 @@ def read_manifest(campaign: Path) -> dict[str, Any]:
 
 def pages_for(manifest: Mapping[str, Any]) -> list[str]:
     """Which pages a campaign gets: ``baseline`` when it has requests/phases runs, ``ablation`` when
-    any arm has role "ablation", ``pd`` when any arm has mode "pd". (``compare`` is only rendered
-    when asked for with ``--page compare``.)"""
+    any arm has role "ablation", ``pd`` when any arm has mode "pd", ``compare`` when it has results
+    runs (benchmark-tool result files; the page reads them from the campaign)."""
     arms = manifest.get("arms") or {}
     runs = manifest.get("runs") or []
     pages = []
@@ -344,6 +332,8 @@ def pages_for(manifest: Mapping[str, Any]) -> list[str]:
         pages.append("ablation")
     if any(isinstance(a, dict) and a.get("mode") == "pd" for a in arms.values()):
         pages.append("pd")
+    if any(isinstance(r, dict) and r.get("harness") == "results" for r in runs):
+        pages.append("compare")
     return pages
 
 
@@ -404,6 +394,10 @@ class CampaignOutcome:
     skipped: list[str] = dataclasses.field(default_factory=list)  # page kinds without a notebook
     failed: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)  # page -> (exit code, reason)
     error: tuple[int, str] | None = None  # the whole campaign failed (manifest unreadable …): (exit code, reason)
+    # render --all (pipeline.schedule): pages rendered, unchanged (key matched), kept from earlier renders
+    rendered_pages: list[str] = dataclasses.field(default_factory=list)
+    unchanged: list[str] = dataclasses.field(default_factory=list)
+    kept: list[str] = dataclasses.field(default_factory=list)
 
 
 def campaign_failure(campaign: Path, exc: BaseException) -> CampaignOutcome:
@@ -449,7 +443,7 @@ def render_campaign(
     writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
     wanted = list(pages) if pages is not None else [p for p in pages_for(manifest) if only is None or p in only]
     if not wanted:
-        _log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
+        _log(f"{campaign.name}: no page applies (no requests/phases/results runs, no ablation or pd arms)")
     for page in wanted:
         nb = notebook_for(page, notebooks)
         if not nb.is_file():
@@ -477,7 +471,7 @@ def render_campaign(
             if not keep_going:
                 raise
             outcome.failed[page] = (e.exit_code, e.one_line())
-            _log(f"{campaign.name}/{page}: FAILED: {e.one_line()}")
+            _error(f"{campaign.name}/{page}: FAILED: {e.one_line()}")
             continue
         outcome.rendered.append(res)
         _log(f"{campaign.name}/{page}: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
@@ -505,7 +499,8 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
     rows = []
     for o in sorted(outcomes, key=lambda o: (str(o.manifest.get("date") or ""), o.name), reverse=True):
         links = []
-        done = {r.page.rsplit("/", 1)[-1] for r in o.rendered}
+        done = {r.page.rsplit("/", 1)[-1] for r in o.rendered} | set(o.rendered_pages) | set(o.unchanged)
+        done |= set(o.kept)
         failed = dict(o.failed)
         if o.error is not None:  # the whole campaign failed: every page it had is marked, and kept
             failed.update({p: o.error for p in PAGES if (reports / o.name / f"{p}.html").exists()})
@@ -535,7 +530,10 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
             }
         )
     css = (TEMPLATES / TEMPLATE_NAME / "page.css").read_text(encoding="utf-8")
-    return env.get_template("reports_index.html.j2").render(campaigns=rows, css=css, version=__version__)
+    history = "history.html" if (reports / "history.html").is_file() else None
+    return env.get_template("reports_index.html.j2").render(
+        campaigns=rows, css=css, version=__version__, history=history
+    )
 
 
 # --------------------------------------------------------------------------- CLI
@@ -559,10 +557,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--page",
         action="append",
-        choices=list(PAGES),
+        choices=[*PAGES, "history"],
         help="render only this page kind (repeatable); default: the pages the campaign calls for. "
-        "With --all, only campaigns that call for it get it",
+        "With --all, only campaigns that call for it get it; every other page keeps its link in the index "
+        "(--page history: only the history page)",
     )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --all: render on N worker processes, each reusing one kernel (default: the number of cores)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --all: render every page even when its inputs, parameters, notebook and benchbook are unchanged",
+    )
+    p.add_argument("--quiet", action="store_true", help="print errors only (for cron); exit codes are unchanged")
     p.add_argument(
         "--notebooks",
         type=Path,
@@ -628,6 +641,11 @@ def _load_params(path: Path | None) -> dict[str, dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     from benchbook.errors import UsageError
 
+    global QUIET
+    QUIET = bool(getattr(args, "quiet", False))
+    if getattr(args, "jobs", None) is not None and args.jobs < 1:
+        raise UsageError("-j/--jobs must be at least 1")
+
     overrides = _load_params(args.params)
     if args.notebooks is not None and not args.notebooks.is_dir():
         raise InputError(args.notebooks, None, "notebooks folder does not exist")
@@ -669,6 +687,7 @@ def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, 
     # the kernel runs in the files' common folder and gets them relative to it: no absolute path of
     # this machine in the page or its notebook
     cwd = Path(os.path.commonpath([str(f.parent) for f in given]))
+    params["campaign"] = ""  # the files, not the notebook's default campaign
     params["files"] = [os.path.relpath(f, cwd) for f in given[: len(args.compare)]]
     params.update({k: os.path.relpath(f, cwd) for k, f in zip(engine, given[len(args.compare) :], strict=True)})
     res = render_page(
@@ -692,7 +711,7 @@ def render_one_of_many(campaign: Path, out: Path, **kw: Any) -> CampaignOutcome:
         raise
     except BaseException as e:  # noqa: BLE001 - isolation is the point: recorded, logged, exit code kept
         outcome = campaign_failure(campaign, e)
-        _log(f"{campaign.name}: FAILED: {outcome.error[1]}")
+        _error(f"{campaign.name}: FAILED: {outcome.error[1]}")
         return outcome
 
 
@@ -708,22 +727,37 @@ def batch_exit_code(outcomes: list[CampaignOutcome]) -> int:
 
 
 def _run_all(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]]) -> int:
+    """Every campaign under DATA_DIR: planned, rendered where something changed (on ``-j`` workers),
+    then the history page, then the index, written once (:mod:`benchbook.pipeline.schedule`)."""
+    from benchbook.pipeline import schedule
+
     t0 = time.perf_counter()
     out = Path(args.out)
     campaigns = find_campaigns(args.data_dir)
     _log(f"{len(campaigns)} campaign(s) under {args.data_dir}")
-    outcomes = [
-        render_one_of_many(c, out / c.name, only=args.page, overrides=overrides, notebooks=args.notebooks)
-        for c in campaigns
-    ]
+    outcomes, summary = schedule.render_all(
+        campaigns,
+        out,
+        only=args.page,
+        overrides=overrides,
+        notebooks=args.notebooks,
+        force=getattr(args, "force", False),
+        workers=getattr(args, "jobs", None),
+        log=_log,
+        error=_error,
+    )
     index = out / "index.html"
     try:
         writes.write_atomic(index, index_html(outcomes, out).encode("utf-8"))
     except OSError as e:
         raise RenderError("index", f"cannot write {index}: {e.strerror or e}") from None
-    n = sum(len(o.rendered) for o in outcomes)
-    _log(f"done: {n} page(s), index {index}, {time.perf_counter() - t0:.1f} s")
+    summary.seconds = time.perf_counter() - t0
+    _log(f"done: {summary.line()}; index {index}")
     lines = [line for o in outcomes for _, line in [*([o.error] if o.error else []), *o.failed.values()]]
+    lines += summary.other_failures
     if lines:
-        print(f"benchbook render: {len(lines)} failure(s); first: {lines[0]}", file=sys.stderr)
-    return batch_exit_code(outcomes)
+        _error(f"{len(lines)} failure(s); first: {lines[0]}")
+    code = batch_exit_code(outcomes)
+    if code == 0 and summary.other_failures:
+        code = EXIT_RENDER
+    return code
