@@ -702,19 +702,6 @@ def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, 
     return 0
 
 
-def render_one_of_many(campaign: Path, out: Path, **kw: Any) -> CampaignOutcome:
-    """One campaign of ``render --all``: whatever goes wrong (bad bytes, a nesting bomb, a
-    RecursionError, a dead kernel, a bug) is this campaign's failure, never the batch's."""
-    try:
-        return render_campaign(campaign, out, keep_going=True, **kw)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as e:  # noqa: BLE001 - isolation is the point: recorded, logged, exit code kept
-        outcome = campaign_failure(campaign, e)
-        _error(f"{campaign.name}: FAILED: {outcome.error[1]}")
-        return outcome
-
-
 def batch_exit_code(outcomes: list[CampaignOutcome]) -> int:
     """0 when every page rendered; else 2 if any input was bad, 4 if a source failed, 3 otherwise."""
     codes = [c for o in outcomes for c, _ in [*o.failed.values(), *([o.error] if o.error else [])]]
