@@ -309,3 +309,16 @@ def test_request_log_faults(camp, edit, says, capsys):
     code, out, err = _validate(camp, capsys)
     assert code == 2 and re.search(re.escape(f"{p}: ") + says, err), err
     assert not RAW_CONTROL.search(out + err.replace("\n", ""))
+
+
+@pytest.mark.parametrize("ms", [5e-324, 1e-9])
+def test_a_pd_window_too_short_for_a_rate_is_bad_input(tmp_path, ms, capsys):
+    c = tmp_path / "pd"
+    shutil.copytree(PD, c)
+    path = c / "runs" / "cap1-n320" / "pd.json"
+    doc = json.loads(path.read_text())
+    doc["windows"]["whole"]["common"]["Benchmark Duration"] = ms
+    path.write_text(json.dumps(doc))
+    code, _, err = _validate(c, capsys)
+    assert code == 2, err
+    assert f"{path}: $.windows.whole.common.Benchmark Duration: " in err and "is below 1e-06 s" in err
