@@ -505,7 +505,7 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
         if o.error is not None:  # the whole campaign failed: every page it had is marked, and kept
             failed.update({p: o.error for p in PAGES if (reports / o.name / f"{p}.html").exists()})
         for page in PAGES:
-            if page in done:
+            if page in done and page not in failed:  # a kept page whose render failed now is marked
                 links.append({"label": PAGES[page][1], "href": f"{o.name}/{page}.html", "status": "ok"})
             elif page in failed:
                 kept = (reports / o.name / f"{page}.html").exists()
