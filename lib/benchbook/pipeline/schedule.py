@@ -542,9 +542,12 @@ def render_all(
         o = render.CampaignOutcome(plan.name, plan.manifest)
         o.skipped = list(plan.skipped)
         o.unchanged = list(plan.unchanged)
-        o.kept = [
-            p for p in render.PAGES if p not in plan.unchanged and (out / c.name / f"{p}.html").is_file()
-        ]  # pages of earlier renders (e.g. outside --page): still linked
+        planned = {j.page for j in plan.jobs}
+        o.kept = [  # pages of earlier renders not rendered now (e.g. outside --page): still linked
+            p
+            for p in render.PAGES
+            if p not in plan.unchanged and p not in planned and (out / c.name / f"{p}.html").is_file()
+        ]
         outcomes[plan.name] = o
         summary.unchanged += len(plan.unchanged)
         for p in plan.unchanged:
@@ -574,8 +577,6 @@ def render_all(
         if d.ok:
             summary.rendered += 1
             o.rendered_pages.append(d.job.page)
-            if d.job.page in o.kept:
-                o.kept.remove(d.job.page)
         else:
             summary.failed += 1
             o.failed[d.job.page] = (d.exit_code, d.error)
