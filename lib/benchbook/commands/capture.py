@@ -6,7 +6,7 @@
 Exit codes: 0 done; 2 bad arguments, a non-empty --out folder, or an endpoint that does not answer
 Prometheus text; 4 the server cannot be reached (after bounded retries); 130 Ctrl-C (the run folder
 is kept, valid, and marked incomplete in capture.json). ``capture run`` exits with the command's
-own status when the command failed.
+own status when the command failed (128 + N when a signal N ended it, e.g. 143 after --time-limit).
 """
 
 from __future__ import annotations
@@ -79,4 +79,6 @@ def run(args: argparse.Namespace) -> int:
         time_limit_s=args.time_limit, scrape_timeout_s=args.scrape_timeout, retries=args.retries, echo=not args.quiet,
     )
     rc = folder.doc["command"]["exit_status"]
-    return rc if isinstance(rc, int) and rc > 0 else 0
+    if not isinstance(rc, int) or rc == 0:
+        return 0
+    return rc if rc > 0 else 128 - rc  # killed by a signal: as a shell reports it (SIGTERM: 143)
