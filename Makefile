@@ -8,7 +8,7 @@ DATA ?= data
 REPORTS ?= reports
 
 .DEFAULT_GOAL := help
-.PHONY: help setup report test lab bench check-offline clean browser-deps prometheus-deps engine
+.PHONY: help setup report test lint lab bench check-offline clean browser-deps prometheus-deps engine
 
 help: ## list the targets
 	@echo "benchbook — make targets:"
@@ -53,7 +53,11 @@ engine: ## build .venv-engine: vLLM's CPU build for the engine tests (~3.4 GiB; 
 	  echo "make engine: vLLM's CPU build could not be installed; the engine tests will skip (reason in $(ENGINE_VENV).error)" >&2; \
 	fi
 
-test: $(STAMP) browser-deps prometheus-deps engine ## run the whole test suite (the engine tests too)
+lint: $(STAMP) ## ruff: lint and format check (part of make test)
+	$(BIN)/ruff check lib tests bench
+	$(BIN)/ruff format --check lib tests bench
+
+test: $(STAMP) lint browser-deps prometheus-deps engine ## run the whole test suite (ruff first; the engine tests too)
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
 lab: $(STAMP) ## JupyterLab on the notebooks
@@ -64,7 +68,7 @@ bench: $(STAMP) ## measure speed and memory; prints a table, writes reports/benc
 	$(BIN)/python bench/run.py --out $(REPORTS)/bench.json
 
 check-offline: $(STAMP) ## fail if any rendered page references an outside URL
-	$(BIN)/python -m benchbook.offline $(REPORTS)
+	$(BIN)/python -m benchbook.pipeline.offline $(REPORTS)
 
 clean: ## remove rendered reports and caches (keeps .venv)
 	rm -rf $(REPORTS)/*/ $(REPORTS)/index.html .pytest_cache .hypothesis

@@ -52,8 +52,8 @@ def _timed(fn, repeats: int, warmup: bool):
 
 def _attribution(campaign: str, full: bool, results_path: str | None):
     """Every pair of every phases run: read both snapshots, split (or the exclusion reason)."""
-    from benchbook import phases, prometheus
     from benchbook.ingest.campaign import load_campaign
+    from benchbook.metrics import phases, prometheus
 
     camp = load_campaign(campaign)
     profile = camp.profile
@@ -68,8 +68,16 @@ def _attribution(campaign: str, full: bool, results_path: str | None):
                 a = prometheus.read(r.path / s["metrics_after"], names)
                 try:
                     sp = phases.split(b, a, profile, s["client_total_s"], s.get("first_event_s"))
-                    out.append([sp.prompt_tokens, sp.generated_tokens, sp.prefill_s, sp.decode_tokens, sp.decode_s,
-                                sp.engine_total_s])
+                    out.append(
+                        [
+                            sp.prompt_tokens,
+                            sp.generated_tokens,
+                            sp.prefill_s,
+                            sp.decode_tokens,
+                            sp.decode_s,
+                            sp.engine_total_s,
+                        ]
+                    )
                 except phases.Excluded as e:
                     out.append(e.reason)
         return out
@@ -89,7 +97,7 @@ def worker(name: str, args: list[str], repeats: int) -> dict:
         times, df = _timed(lambda: pl.read_ndjson(args[0]), repeats, True)
         return {"times": times, "rows": df.height}
     if name in ("attr-benchbook", "attr-full", "attr-nomemo"):
-        from benchbook import prometheus
+        from benchbook.metrics import prometheus
 
         if name == "attr-nomemo":
             prometheus.NARROW_MEMO = False
@@ -146,8 +154,26 @@ def campaign(cache: Path, requests: int, snapshots: int, itl: bool) -> Path:
     stamp = root / ".bench-stamp"
     if stamp.exists() and stamp.read_text() == _synth_hash():
         return root
-    cmd = [PY, "-m", "benchbook.cli", "synth", "--out", str(root), "--kind", "serial", "--runs", "1",
-           "--requests", str(requests), "--snapshots", str(snapshots), "--seed", "8", "--no-memory", "--force"]
+    cmd = [
+        PY,
+        "-m",
+        "benchbook.commands.cli",
+        "synth",
+        "--out",
+        str(root),
+        "--kind",
+        "serial",
+        "--runs",
+        "1",
+        "--requests",
+        str(requests),
+        "--snapshots",
+        str(snapshots),
+        "--seed",
+        "8",
+        "--no-memory",
+        "--force",
+    ]
     if itl:
         cmd.append("--itl")
     print(f"  generating {name} …", file=sys.stderr, flush=True)
@@ -164,26 +190,57 @@ def ndjson(root: Path) -> Path:
 
 def row(case: str, size: str, res: dict | None, note: str = "") -> dict:
     if res is None:
-        return {"case": case, "size": size, "median_s": None, "min_s": None, "max_s": None, "n": 0,
-                "peak_rss_mib": None, "note": note}
+        return {
+            "case": case,
+            "size": size,
+            "median_s": None,
+            "min_s": None,
+            "max_s": None,
+            "n": 0,
+            "peak_rss_mib": None,
+            "note": note,
+        }
     t = res["times"]
-    return {"case": case, "size": size, "median_s": statistics.median(t), "min_s": min(t), "max_s": max(t),
-            "n": len(t), "peak_rss_mib": round(res["rss_kib"] / 1024, 1), "note": note}
+    return {
+        "case": case,
+        "size": size,
+        "median_s": statistics.median(t),
+        "min_s": min(t),
+        "max_s": max(t),
+        "n": len(t),
+        "peak_rss_mib": round(res["rss_kib"] / 1024, 1),
+        "note": note,
+    }
 
 
 def _empty_notebook_cmd(tmp: Path) -> list[str]:
     """Execute (papermill) and export (nbconvert) a notebook holding only the page's imports."""
     nb = tmp / "empty.ipynb"
-    nb.write_text(json.dumps({
-        "cells": [
-            {"cell_type": "code", "metadata": {"tags": ["parameters"]}, "source": ["campaign = ''"],
-             "outputs": [], "execution_count": None},
-            {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
-             "source": ["import benchbook, polars, pandas, altair, scipy.stats"]},
-        ],
-        "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-        "nbformat": 4, "nbformat_minor": 5,
-    }))
+    nb.write_text(
+        json.dumps(
+            {
+                "cells": [
+                    {
+                        "cell_type": "code",
+                        "metadata": {"tags": ["parameters"]},
+                        "source": ["campaign = ''"],
+                        "outputs": [],
+                        "execution_count": None,
+                    },
+                    {
+                        "cell_type": "code",
+                        "metadata": {},
+                        "outputs": [],
+                        "execution_count": None,
+                        "source": ["import benchbook, polars, pandas, altair, scipy.stats"],
+                    },
+                ],
+                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
     script = (
         "import papermill, nbconvert, nbformat, sys;"
         f"papermill.execute_notebook({str(nb)!r}, {str(tmp / 'out.ipynb')!r}, parameters={{'campaign': 'x'}}, "
@@ -208,15 +265,15 @@ def main() -> int:
         return 0
     R = max(3, a.repeats)
     sizes = [10_000, 100_000] if a.quick else [10_000, 100_000, 1_000_000]
-    pairs = [1_000] if a.quick else [1_000, 10_000]
     a.cache.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     rows: list[dict] = []
     targets: list[dict] = []
 
     def target(name: str, ok: bool | None, figure: str) -> None:
-        targets.append({"target": name, "result": "PASS" if ok else ("pending" if ok is None else "FAIL"),
-                        "figure": figure})
+        targets.append(
+            {"target": name, "result": "PASS" if ok else ("pending" if ok is None else "FAIL"), "figure": figure}
+        )
 
     print("generating campaigns (cached in .cache/bench) …", file=sys.stderr)
     camps = {}
@@ -244,16 +301,25 @@ def main() -> int:
             ratio = statistics.median(bb["times"]) / statistics.median(pl_["times"])
             worst_ratio = max(worst_ratio, ratio)
             per_record[(itl, n)] = statistics.median(bb["times"]) / n * 1e6
-            rows.append(row("ingest: benchbook read_requests_ndjson", label, bb,
-                            f"{ratio:.2f}x polars; {per_record[(itl, n)]:.2f} us/record; {bb['excluded']} excluded"))
+            rows.append(
+                row(
+                    "ingest: benchbook read_requests_ndjson",
+                    label,
+                    bb,
+                    f"{ratio:.2f}x polars; {per_record[(itl, n)]:.2f} us/record; {bb['excluded']} excluded",
+                )
+            )
             rows.append(row("ingest: polars.read_ndjson (floor)", label, pl_))
     target("ingest <= 1.5x polars.read_ndjson (worst size)", worst_ratio <= 1.5, f"{worst_ratio:.2f}x")
     grow = []
     for itl in (False, True):
         for small, big in zip(sizes, sizes[1:]):
             grow.append(per_record[(itl, big)] / per_record[(itl, small)])
-    target("per-record ingest cost does not grow with size (each step <= 1.2x)", max(grow) <= 1.2,
-           "steps " + ", ".join(f"{g:.2f}x" for g in grow))
+    target(
+        "per-record ingest cost does not grow with size (each step <= 1.2x)",
+        max(grow) <= 1.2,
+        "steps " + ", ".join(f"{g:.2f}x" for g in grow),
+    )
 
     # 2. phase attribution vs a full prometheus_client parse of every snapshot
     with tempfile.TemporaryDirectory() as td:
@@ -270,21 +336,35 @@ def main() -> int:
             same_nm = sum(x == y for x, y in zip(c_, b_)) if len(c_) == len(b_) else 0
             ratio = statistics.median(full["times"]) / statistics.median(fast["times"])
             ratio_nm = statistics.median(full["times"]) / statistics.median(nomemo["times"])
-            rows.append(row("phase attribution: benchbook (needed names)", f"{k:,} pairs", fast,
-                            f"{ratio:.1f}x faster; {same}/{len(b_)} pairs identical; {fast['excluded']} excluded"))
-            rows.append(row("phase attribution: needed names, memo off", f"{k:,} pairs", nomemo,
-                            f"{ratio_nm:.1f}x faster; {same_nm}/{len(b_)} pairs identical"))
+            rows.append(
+                row(
+                    "phase attribution: benchbook (needed names)",
+                    f"{k:,} pairs",
+                    fast,
+                    f"{ratio:.1f}x faster; {same}/{len(b_)} pairs identical; {fast['excluded']} excluded",
+                )
+            )
+            rows.append(
+                row(
+                    "phase attribution: needed names, memo off",
+                    f"{k:,} pairs",
+                    nomemo,
+                    f"{ratio_nm:.1f}x faster; {same_nm}/{len(b_)} pairs identical",
+                )
+            )
             rows.append(row("phase attribution: full prometheus_client parse", f"{k:,} pairs", full))
             if k == max(pair_camp):
-                target(f"attribution over {k:,} pairs >= 10x faster than full parse, identical results",
-                       ratio >= 10 and same == len(b_),
-                       f"{ratio:.1f}x, {same}/{len(b_)} identical (memo off: {ratio_nm:.1f}x, {same_nm} identical)")
+                target(
+                    f"attribution over {k:,} pairs >= 10x faster than full parse, identical results",
+                    ratio >= 10 and same == len(b_),
+                    f"{ratio:.1f}x, {same}/{len(b_)} identical (memo off: {ratio_nm:.1f}x, {same_nm} identical)",
+                )
 
     # 3. benchbook summary end to end
     big = camps[(sizes[-1], False)]
     label = f"{sizes[-1]:,} records + {max(pair_camp):,} pairs"
-    if importlib.util.find_spec("benchbook.summary") is None:
-        rows.append(row("benchbook summary --json", label, None, "pending: no benchbook.summary"))
+    if importlib.util.find_spec("benchbook.commands.summary") is None:
+        rows.append(row("benchbook summary --json", label, None, "pending: no benchbook.commands.summary"))
         target("summary on 1M records + 10k pairs < 20 s and < 2 GB", None, "pending")
     else:
         print("summary …", file=sys.stderr, flush=True)
@@ -294,8 +374,11 @@ def main() -> int:
             reads = f"reads requests.ndjson: {sizes[-1]:,} records"
             rows.append(row("benchbook summary --json", label, res, reads))
             ok = med < 20 and res["rss_kib"] < 2 * 1024 * 1024
-            target(f"summary on {label} < 20 s and < 2 GB" + ("" if not a.quick else " (quick sizes)"), ok,
-                   f"{med:.2f} s, {res['rss_kib'] / 1024:.0f} MiB ({reads})")
+            target(
+                f"summary on {label} < 20 s and < 2 GB" + ("" if not a.quick else " (quick sizes)"),
+                ok,
+                f"{med:.2f} s, {res['rss_kib'] / 1024:.0f} MiB ({reads})",
+            )
         except RuntimeError as e:
             rows.append(row("benchbook summary --json", label, None, f"failed: {e}"))
             target("summary on 1M records + 10k pairs < 20 s and < 2 GB", False, f"failed: {str(e)[:200]}")
@@ -306,13 +389,16 @@ def main() -> int:
         empty = run_command(_empty_notebook_cmd(Path(td)), R)
         rows.append(row("empty notebook: papermill + nbconvert (floor)", "imports only", empty))
         small = campaign(a.cache, 18, 6, False)
-        if importlib.util.find_spec("benchbook.render") is None:
-            rows.append(row("benchbook render (one page)", "baseline page", None, "pending: no benchbook.render"))
+        if importlib.util.find_spec("benchbook.pipeline.render") is None:
+            rows.append(
+                row("benchbook render (one page)", "baseline page", None, "pending: no benchbook.pipeline.render")
+            )
             target("page render <= 2x empty notebook", None, "pending")
         else:
             try:
-                res = run_command([BENCHBOOK, "render", str(small), "--out", str(Path(td) / "out"),
-                                   "--page", "baseline"], R)
+                res = run_command(
+                    [BENCHBOOK, "render", str(small), "--out", str(Path(td) / "out"), "--page", "baseline"], R
+                )
                 ratio = statistics.median(res["times"]) / statistics.median(empty["times"])
                 rows.append(row("benchbook render (one page)", "baseline page, synthetic", res, f"{ratio:.2f}x empty"))
                 target("page render <= 2x empty notebook", ratio <= 2, f"{ratio:.2f}x")
@@ -331,7 +417,11 @@ def main() -> int:
     doc = {
         "format": "benchbook.bench/1",
         "machine": {"python": platform.python_version(), "platform": platform.platform(), "cpus": os.cpu_count()},
-        "quick": a.quick, "repeats": R, "total_s": round(total, 1), "rows": rows, "targets": targets,
+        "quick": a.quick,
+        "repeats": R,
+        "total_s": round(total, 1),
+        "rows": rows,
+        "targets": targets,
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     tmp = a.out.with_suffix(".tmp")

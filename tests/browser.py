@@ -49,9 +49,17 @@ class PageReport:
         return not (self.console_errors or self.page_errors or self.requests or self.dialogs or self.missing_tables)
 
     def problems(self) -> str:
-        parts = [f"{k}={v}" for k, v in (("console_errors", self.console_errors), ("page_errors", self.page_errors),
-                                         ("requests", self.requests), ("dialogs", self.dialogs),
-                                         ("missing_tables", self.missing_tables)) if v]
+        parts = [
+            f"{k}={v}"
+            for k, v in (
+                ("console_errors", self.console_errors),
+                ("page_errors", self.page_errors),
+                ("requests", self.requests),
+                ("dialogs", self.dialogs),
+                ("missing_tables", self.missing_tables),
+            )
+            if v
+        ]
         return "; ".join(parts) or "none"
 
 
@@ -68,8 +76,15 @@ def launch() -> Iterator[object]:
         browser = pw.chromium.launch(
             executable_path=CHROMIUM,
             headless=True,
-            args=["--no-sandbox", "--disable-background-networking", "--disable-component-update",
-                  "--disable-default-apps", "--disable-sync", "--no-first-run", "--disable-gpu"],
+            args=[
+                "--no-sandbox",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-default-apps",
+                "--disable-sync",
+                "--no-first-run",
+                "--disable-gpu",
+            ],
         )
         try:
             yield browser
@@ -90,9 +105,11 @@ def open_page(
     path = Path(path).resolve()
     url = path.as_uri()
     report = PageReport(url=url)
-    context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
-                                  java_script_enabled=True, service_workers="block")
+    context = browser.new_context(
+        viewport={"width": viewport[0], "height": viewport[1]}, java_script_enabled=True, service_workers="block"
+    )
     try:
+
         def note(req) -> None:
             line = f"{req.resource_type} {req.url}"
             if line not in report.requests:

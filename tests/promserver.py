@@ -40,20 +40,32 @@ def running(tmp: Path, backfill: str, scrape_configs: str = "[]", scrape_interva
     and yield its base URL; ``scrape_configs`` is YAML for the config's scrape_configs key."""
     data = tmp / "data"
     (tmp / "backfill.om").write_text(backfill)
-    subprocess.run([str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(tmp / "backfill.om"), str(data)],
-                   check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [str(PROMTOOL), "tsdb", "create-blocks-from", "openmetrics", str(tmp / "backfill.om"), str(data)],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     (tmp / "prometheus.yml").write_text(
         f"global: {{scrape_interval: {scrape_interval}, scrape_timeout: {scrape_interval}}}\n"
-        f"scrape_configs: {scrape_configs}\n")
+        f"scrape_configs: {scrape_configs}\n"
+    )
     proc, log = None, tmp / "prometheus.log"
     try:
         for _attempt in range(3):  # the free port may be taken between choosing and binding
             port = free_port()
             with log.open("wb") as out:
                 proc = subprocess.Popen(
-                    [str(PROMETHEUS), f"--config.file={tmp / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
-                     f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=100y"],
-                    stdout=out, stderr=subprocess.STDOUT)
+                    [
+                        str(PROMETHEUS),
+                        f"--config.file={tmp / 'prometheus.yml'}",
+                        f"--storage.tsdb.path={data}",
+                        f"--web.listen-address=127.0.0.1:{port}",
+                        "--storage.tsdb.retention.time=100y",
+                    ],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                )
             url = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and proc.poll() is None:

@@ -2,9 +2,9 @@
 
 import pytest
 
-from benchbook.ablation import AblationArm, ablate
+from benchbook.analysis.ablation import AblationArm, ablate
+from benchbook.analysis.stats import Cell, fmt_pct, run_spread
 from benchbook.errors import InputError
-from benchbook.stats import Cell, fmt_pct, run_spread
 
 SPREAD = run_spread([3.430, 3.686])
 SPARSE, PREFETCH, CACHED, ATTN = (
@@ -23,16 +23,31 @@ def row(*triples):
 
 DEFAULT = row((46.5, 46.2, 46.7), (244.5, 244.0, 245.9), (3.554, 3.529, 3.571), (3.328, 3.248, 3.387))
 ARMS = [
-    AblationArm("sparse", {SPARSE: "12"},
-                row((45.2, 44.5, 45.5), (241.4, 241.0, 244.2), (3.598, 3.592, 3.602), (3.420, 3.356, 3.435))),
-    AblationArm("prefetch", {PREFETCH: "1"},
-                row((45.2, 43.6, 45.3), (263.3, 259.0, 273.5), (3.428, 3.416, 3.442), (3.296, 3.295, 3.304))),
-    AblationArm("cached", {CACHED: "43"},
-                row((46.6, 45.8, 46.8), (228.4, 221.6, 239.7), (3.577, 3.573, 3.577), (3.352, 3.328, 3.359))),
-    AblationArm("sparse+cached", {SPARSE: "12", CACHED: "43"},
-                row((42.6, 38.2, 43.3), (212.2, 211.4, 218.8), (5.104, 4.751, 5.239), (4.925, 4.876, 4.932))),
-    AblationArm("tuned", {SPARSE: "12", CACHED: "43", PREFETCH: "1", ATTN: "1"},
-                row((44.5, 43.0, 44.7), (281.4, 276.2, 284.3), (5.248, 5.205, 5.371), (4.868, 4.785, 4.936))),
+    AblationArm(
+        "sparse",
+        {SPARSE: "12"},
+        row((45.2, 44.5, 45.5), (241.4, 241.0, 244.2), (3.598, 3.592, 3.602), (3.420, 3.356, 3.435)),
+    ),
+    AblationArm(
+        "prefetch",
+        {PREFETCH: "1"},
+        row((45.2, 43.6, 45.3), (263.3, 259.0, 273.5), (3.428, 3.416, 3.442), (3.296, 3.295, 3.304)),
+    ),
+    AblationArm(
+        "cached",
+        {CACHED: "43"},
+        row((46.6, 45.8, 46.8), (228.4, 221.6, 239.7), (3.577, 3.573, 3.577), (3.352, 3.328, 3.359)),
+    ),
+    AblationArm(
+        "sparse+cached",
+        {SPARSE: "12", CACHED: "43"},
+        row((42.6, 38.2, 43.3), (212.2, 211.4, 218.8), (5.104, 4.751, 5.239), (4.925, 4.876, 4.932)),
+    ),
+    AblationArm(
+        "tuned",
+        {SPARSE: "12", CACHED: "43", PREFETCH: "1", ATTN: "1"},
+        row((44.5, 43.0, 44.7), (281.4, 276.2, 284.3), (5.248, 5.205, 5.371), (4.868, 4.785, 4.936)),
+    ),
 ]
 
 

@@ -7,18 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from benchbook import baseline
+from benchbook.analysis import baseline
+from benchbook.analysis.stats import fmt_pct
+from benchbook.analysis.verdict import compare
 from benchbook.ingest.campaign import load_campaign
-from benchbook.render import render_campaign
-from benchbook.stats import fmt_pct
-from benchbook.verdict import compare
+from benchbook.pipeline.render import render_campaign
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGN = ROOT / "data" / "dsv4-163"
-SPARSE, PREFETCH, CACHED = ("POCKETLLM_CPP_DECODE_SPARSE_ARENA", "POCKETLLM_CPP_PREFILL_MOE_PREFETCH",
-                            "DEEPSEEK_GPU_PREFILL_MOE_MAX_CACHED_LAYERS")
+SPARSE, PREFETCH, CACHED = (
+    "POCKETLLM_CPP_DECODE_SPARSE_ARENA",
+    "POCKETLLM_CPP_PREFILL_MOE_PREFETCH",
+    "DEEPSEEK_GPU_PREFILL_MOE_MAX_CACHED_LAYERS",
+)
 
 # The seed's "Environment ablation" table: (median, min, max) for short/long prefill, short/long decode
 SEED = {
@@ -37,8 +40,9 @@ def pages(tmp_path_factory):
     """Default page and the baseline_arm="tuned" page, rendered through the campaign renderer."""
     out = tmp_path_factory.mktemp("ablation")
     default = render_campaign(CAMPAIGN, out / "default", pages=["ablation"]).rendered[0]
-    tuned = render_campaign(CAMPAIGN, out / "tuned", pages=["ablation"],
-                            overrides={"ablation": {"baseline_arm": "tuned"}}).rendered[0]
+    tuned = render_campaign(
+        CAMPAIGN, out / "tuned", pages=["ablation"], overrides={"ablation": {"baseline_arm": "tuned"}}
+    ).rendered[0]
     return default, tuned
 
 
@@ -87,7 +91,8 @@ def test_seed_conclusions(pages):
     assert lp["is_result"] and lp["direction"] == "regression" and round(lp["median"], 1) == 212.2
     repair = [s for s in v["steps"] if s["repairs"]]
     assert [(s["from"], s["to"], s["added"], s["prompt_class"]) for s in repair] == [
-        ("sparse+cached", "tuned", f"{PREFETCH}=1", "long")]
+        ("sparse+cached", "tuned", f"{PREFETCH}=1", "long")
+    ]
     # ATTN=1 is the built-in default, not a variable
     assert v["switches"]["tuned"] == [f"{CACHED}=43", f"{SPARSE}=12", f"{PREFETCH}=1"]
     assert any("BATCHED_ATTN=1 is the built-in default" in n for n in v["notes"])
@@ -119,8 +124,11 @@ def test_baseline_arm_tuned_compares_everything_against_tuned(pages):
             assert r["verdict"] == "baseline" and r["change"] is None
             continue
         m = metric[r["phase"]]
-        c = compare(baseline.cell_of(cells, "tuned", r["prompt_class"], m),
-                    baseline.cell_of(cells, r["arm"], r["prompt_class"], m), spread=spread)
+        c = compare(
+            baseline.cell_of(cells, "tuned", r["prompt_class"], m),
+            baseline.cell_of(cells, r["arm"], r["prompt_class"], m),
+            spread=spread,
+        )
         assert r["change"] == pytest.approx(c.change) and r["is_result"] == c.is_result
         assert r["direction"] == c.direction and r["reason"] == c.reason
         checked += 1
@@ -134,8 +142,9 @@ def test_baseline_arm_tuned_compares_everything_against_tuned(pages):
 
 def test_page_in_browser(pages, open_page):
     res = pages[0]
-    rep = open_page(res.html, table_ids=["bb-ablation", "bb-ablation-spread", "bb-ablation-phases"],
-                    screenshot="ablation.png")
+    rep = open_page(
+        res.html, table_ids=["bb-ablation", "bb-ablation-spread", "bb-ablation-phases"], screenshot="ablation.png"
+    )
     assert rep.ok, rep.problems()
     assert rep.charts >= 4  # one range chart per cell
     assert res.bytes < 1_000_000 and res.seconds < 120

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from benchbook import phases, prometheus
-from benchbook.cli import main
+from benchbook.commands.cli import main
 from benchbook.errors import EXIT_BAD_INPUT, InputError
-from benchbook.profiles import get_profile
+from benchbook.metrics import phases, prometheus
+from benchbook.metrics.profiles import get_profile
 
 FIX = Path(__file__).parent / "fixtures"
 BAD = FIX / "bad"
@@ -126,8 +126,10 @@ def test_bad_prom_file(name, capsys):
 NEEDED = phases.needed_samples(get_profile("pocket"))  # what the phase split reads: no _bucket lines
 
 
-@pytest.mark.parametrize("name", ["duplicate_series.prom", "negative_counter.prom", "truncated_last_line.prom",
-                                  "negative_histogram_sum.prom"])
+@pytest.mark.parametrize(
+    "name",
+    ["duplicate_series.prom", "negative_counter.prom", "truncated_last_line.prom", "negative_histogram_sum.prom"],
+)
 def test_bad_prom_is_rejected_on_the_narrow_path_too(name):
     """prometheus.read(names=…) (what the phase split uses) applies the same checks to the lines it reads."""
     path = BAD / "prom" / name
@@ -180,8 +182,20 @@ def test_very_long_bad_line_gives_a_short_message(tmp_path, capsys):
 
 def test_very_long_json_line(tmp_path, capsys):
     p = tmp_path / "requests.json"
-    reqs = [{"scenario": "single", "n": 1, "index": i, "prompt_class": "short", "start": 0.0, "end": 1.0,
-             "prompt_tokens": 1, "completion_tokens": 1, "finish_reason": "length"} for i in range(20000)]
+    reqs = [
+        {
+            "scenario": "single",
+            "n": 1,
+            "index": i,
+            "prompt_class": "short",
+            "start": 0.0,
+            "end": 1.0,
+            "prompt_tokens": 1,
+            "completion_tokens": 1,
+            "finish_reason": "length",
+        }
+        for i in range(20000)
+    ]
     reqs[19999]["end"] = "late"
     p.write_text(json.dumps({"format": "benchbook.requests/1", "requests": reqs}))  # one line
     err = assert_rejected(p, capsys, p, r"\$\.requests\[19999\]\.end", "not of type 'number'")
@@ -189,6 +203,7 @@ def test_very_long_json_line(tmp_path, capsys):
 
 
 # ---- folders and paths ----------------------------------------------------------------------
+
 
 def test_empty_campaign_folder(tmp_path, capsys):
     d = tmp_path / "empty"
@@ -230,6 +245,7 @@ def test_run_folder_missing(camp, capsys):
 
 
 # ---- manifest -------------------------------------------------------------------------------
+
 
 def test_duplicate_run_ids(camp, capsys):
     edit_json(camp / "campaign.json", lambda d: d["runs"][1].update(id="req-serial"))
@@ -279,6 +295,7 @@ def test_manifest_truncated(camp, capsys):
 
 # ---- requests -------------------------------------------------------------------------------
 
+
 def test_requests_unknown_prompt_class(camp, capsys):
     edit_json(camp / REQ, lambda d: d["requests"][2].update(prompt_class="huge"))
     assert_rejected(camp, capsys, camp / REQ, r"\$\.requests\[2\]\.prompt_class", "unknown prompt class")
@@ -312,14 +329,15 @@ def test_requests_zero_completion_tokens_excluded_and_listed(camp, capsys):
 
 
 def test_arm_with_no_usable_requests(camp, capsys):
-    edit_json(camp / "runs/req-batch/requests.json",
-              lambda d: [q.update(completion_tokens=3) for q in d["requests"]])
-    err = assert_rejected(camp, capsys, camp / "runs/req-batch/requests.json", "-",
-                          "arm 'batch' has no usable requests")
+    edit_json(camp / "runs/req-batch/requests.json", lambda d: [q.update(completion_tokens=3) for q in d["requests"]])
+    err = assert_rejected(
+        camp, capsys, camp / "runs/req-batch/requests.json", "-", "arm 'batch' has no usable requests"
+    )
     assert "10 excluded" in err or "9 excluded" in err
 
 
 # ---- phases ---------------------------------------------------------------------------------
+
 
 def _prom(camp, i) -> Path:
     return camp / METRICS / f"s{i}.prom"
@@ -331,7 +349,10 @@ def test_counter_reset_is_excluded_and_listed(camp, capsys):
     p.write_text(p.read_text().replace('{type="prompt"} 48', '{type="prompt"} 5'))
     rc, out, err = validate(camp, capsys)
     assert rc == 0, err
-    assert re.search(r"excluded \$\.samples\[2\] \(short repeat 2\): counter reset: pocket_tokens_total\{type=\"prompt\"\} went from 32 to 5", out), out
+    assert re.search(
+        r"excluded \$\.samples\[2\] \(short repeat 2\): counter reset: pocket_tokens_total\{type=\"prompt\"\} went from 32 to 5",
+        out,
+    ), out
     assert "1 excluded" in out
 
 
@@ -342,16 +363,24 @@ def test_counters_moved_by_two_are_excluded_and_listed(camp, capsys):
     for name in ("pocket_ttft_seconds_count", "pocket_request_duration_seconds_count"):
         text = text.replace(f"{name} 1\n", f"{name} 0\n")
     text = text.replace('pocket_ttft_seconds_bucket{le="+Inf"} 1', 'pocket_ttft_seconds_bucket{le="+Inf"} 0')
-    text = text.replace('pocket_request_duration_seconds_bucket{le="+Inf"} 1', 'pocket_request_duration_seconds_bucket{le="+Inf"} 0')
+    text = text.replace(
+        'pocket_request_duration_seconds_bucket{le="+Inf"} 1', 'pocket_request_duration_seconds_bucket{le="+Inf"} 0'
+    )
     for le in ("0.5", "1", "2.5", "5"):
         text = text.replace(f'pocket_ttft_seconds_bucket{{le="{le}"}} 1', f'pocket_ttft_seconds_bucket{{le="{le}"}} 0')
-        text = text.replace(f'pocket_request_duration_seconds_bucket{{le="{le}"}} 1', f'pocket_request_duration_seconds_bucket{{le="{le}"}} 0')
+        text = text.replace(
+            f'pocket_request_duration_seconds_bucket{{le="{le}"}} 1',
+            f'pocket_request_duration_seconds_bucket{{le="{le}"}} 0',
+        )
     text = text.replace('{status="success"} 1', '{status="success"} 0')
     p.write_text(text)
     rc, out, err = validate(camp, capsys)
     assert rc == 0, err
-    assert re.search(r"excluded \$\.samples\[1\] \(short repeat 1\): not attributable to one request: "
-                     r"TTFT count moved by 2, duration count moved by 2, success count moved by 2", out), out
+    assert re.search(
+        r"excluded \$\.samples\[1\] \(short repeat 1\): not attributable to one request: "
+        r"TTFT count moved by 2, duration count moved by 2, success count moved by 2",
+        out,
+    ), out
 
 
 def test_non_streamed_path_excluded(camp, capsys):
@@ -408,18 +437,37 @@ def test_snapshot_nan_counter(camp, capsys):
 
 SNAPSHOT_BUCKET_DEFECTS = {
     # s2.prom (after of sample 1, before of sample 2), one bucket defect each: (old, new, line, reason)
-    "not cumulative": ('pocket_ttft_seconds_bucket{le="1"} 2', 'pocket_ttft_seconds_bucket{le="1"} 1',
-                       "line 4", "buckets not cumulative"),
-    "+Inf differs from _count": ('pocket_request_duration_seconds_bucket{le="+Inf"} 2',
-                                 'pocket_request_duration_seconds_bucket{le="+Inf"} 3', "line 18",
-                                 r"_count = 2 but its \+Inf bucket is 3"),
+    "not cumulative": (
+        'pocket_ttft_seconds_bucket{le="1"} 2',
+        'pocket_ttft_seconds_bucket{le="1"} 1',
+        "line 4",
+        "buckets not cumulative",
+    ),
+    "+Inf differs from _count": (
+        'pocket_request_duration_seconds_bucket{le="+Inf"} 2',
+        'pocket_request_duration_seconds_bucket{le="+Inf"} 3',
+        "line 18",
+        r"_count = 2 but its \+Inf bucket is 3",
+    ),
     "no +Inf bucket": ('pocket_ttft_seconds_bucket{le="+Inf"} 2\n', "", "line 6", r'no le="\+Inf" bucket'),
-    "le not a number": ('pocket_ttft_seconds_bucket{le="2.5"}', 'pocket_ttft_seconds_bucket{le="soon"}', "line 5",
-                        "is not a number"),
-    "negative bucket count": ('pocket_request_duration_seconds_bucket{le="0.5"} 0',
-                              'pocket_request_duration_seconds_bucket{le="0.5"} -1', "line 12", "never negative"),
-    "bucket line not exposition text": ('pocket_ttft_seconds_bucket{le="1"} 2', 'pocket_ttft_seconds_bucket{le="1" 2',
-                                        "line 4", "not valid Prometheus text exposition"),
+    "le not a number": (
+        'pocket_ttft_seconds_bucket{le="2.5"}',
+        'pocket_ttft_seconds_bucket{le="soon"}',
+        "line 5",
+        "is not a number",
+    ),
+    "negative bucket count": (
+        'pocket_request_duration_seconds_bucket{le="0.5"} 0',
+        'pocket_request_duration_seconds_bucket{le="0.5"} -1',
+        "line 12",
+        "never negative",
+    ),
+    "bucket line not exposition text": (
+        'pocket_ttft_seconds_bucket{le="1"} 2',
+        'pocket_ttft_seconds_bucket{le="1" 2',
+        "line 4",
+        "not valid Prometheus text exposition",
+    ),
 }
 
 
@@ -453,7 +501,9 @@ def test_snapshot_bucket_defect_summary_gives_the_clean_numbers(camp, capsys):
 
     clean = summary()
     p = _prom(camp, 3)
-    p.write_text(p.read_text().replace('pocket_ttft_seconds_bucket{le="+Inf"} 3', 'pocket_ttft_seconds_bucket{le="+Inf"} 7'))
+    p.write_text(
+        p.read_text().replace('pocket_ttft_seconds_bucket{le="+Inf"} 3', 'pocket_ttft_seconds_bucket{le="+Inf"} 7')
+    )
     assert summary() == clean
     rc, _out, err = validate(camp, capsys)
     assert rc == EXIT_BAD_INPUT and f"{p.resolve()}: line 9: " in err and "+Inf bucket is 7" in err  # the _count line
@@ -490,6 +540,7 @@ def test_arm_with_no_usable_phase_samples(camp, capsys):
 
 # ---- memory ---------------------------------------------------------------------------------
 
+
 def test_memory_time_goes_back(camp, capsys):
     edit_json(camp / MEM, lambda d: d["samples"][4].update(t=1.0))
     assert_rejected(camp, capsys, camp / MEM, r"\$\.samples\[4\]\.t", "does not increase")
@@ -511,6 +562,7 @@ def test_memory_unknown_version(camp, capsys):
 
 
 # ---- server.log -----------------------------------------------------------------------------
+
 
 def test_server_log_non_utf8(camp, capsys):
     p = camp / "runs/req-serial/server.log"

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from benchbook import baseline
+from benchbook.analysis import baseline
 from benchbook.ingest.campaign import load_campaign
-from benchbook.offline import scan_html
-from benchbook.render import render_campaign, render_page
+from benchbook.pipeline.offline import scan_html
+from benchbook.pipeline.render import render_campaign, render_page
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "baseline.ipynb"
@@ -54,11 +54,19 @@ def test_dsv_page_records_the_seed_verdicts(dsv_page):
     clamps = {c["arm"]: c for c in v["clamps"]}
     assert clamps["batch"]["clamped"] and not clamps["tuned"]["clamped"]
     assert {(c["setting"], c["requested"], c["ran"]) for c in clamps["batch"]["clamps"]} == {
-        ("max_batch_size", 8, 1), ("prefill_token_budget", 4096, 0)}
+        ("max_batch_size", 8, 1),
+        ("prefill_token_budget", 4096, 0),
+    }
     sentences = " ".join(v["verdict_sentences"])
     assert "7.5%" in sentences and "serial, serial2, tuned, tuned2, batch, serial-ccb339d" in sentences
     assert "batched vs serial" in sentences and "1.62x" in sentences
-    assert {r["run"] for r in v["memory"]} == {"memory-default", "memory-tuned", "memory-batch", "memory-serial", "memory-batched"}
+    assert {r["run"] for r in v["memory"]} == {
+        "memory-default",
+        "memory-tuned",
+        "memory-batch",
+        "memory-serial",
+        "memory-batched",
+    }
 
 
 def test_dsv_page_is_self_contained(dsv_page):
@@ -75,7 +83,7 @@ def test_rendering_twice_is_identical_with_source_date_epoch(tmp_path, monkeypat
 
 
 def test_bad_input_inside_the_notebook_is_exit_2_and_keeps_the_last_page(tmp_path):
-    from benchbook.cli import main
+    from benchbook.commands.cli import main
 
     camp = tmp_path / "c"
     shutil.copytree(MINI, camp)
@@ -83,16 +91,24 @@ def test_bad_input_inside_the_notebook_is_exit_2_and_keeps_the_last_page(tmp_pat
     assert main(["render", str(camp), "--out", str(out), "--page", "baseline"]) == 0
     good = (out / "baseline.html").read_bytes()
     snap = next((camp / "runs" / "phases-serial" / "metrics").glob("*.prom"))
-    snap.write_text("pocket_tokens_total{type=\"prompt\" 12\n")
+    snap.write_text('pocket_tokens_total{type="prompt" 12\n')
     assert main(["render", str(camp), "--out", str(out), "--page", "baseline"]) == 2
     assert (out / "baseline.html").read_bytes() == good
 
 
 @pytest.mark.browser
 def test_dsv_page_in_chromium(dsv_page, open_page):
-    report = open_page(dsv_page, table_ids=["bb-whole-request-s-1536681", "bb-phase-split-s-1536681", "bb-memory",
-                                            "bb-clamps", "bb-comparisons"],
-                       screenshot="baseline-dsv4-163.png")
+    report = open_page(
+        dsv_page,
+        table_ids=[
+            "bb-whole-request-s-1536681",
+            "bb-phase-split-s-1536681",
+            "bb-memory",
+            "bb-clamps",
+            "bb-comparisons",
+        ],
+        screenshot="baseline-dsv4-163.png",
+    )
     assert report.ok, report.problems()
     assert report.charts >= 2
 
@@ -109,7 +125,7 @@ def test_campaign_params_file_is_used_and_command_line_wins(tmp_path):
 
 
 def test_a_parameter_of_the_wrong_type_is_bad_input_not_a_crash(tmp_path, capsys):
-    from benchbook.cli import main
+    from benchbook.commands.cli import main
 
     params = tmp_path / "p.yml"
     params.write_text("baseline:\n  warmup_rounds: x\n")

@@ -11,9 +11,9 @@ import shutil
 
 import pytest
 
-from benchbook.cli import main
-from benchbook.offline import scan
-from benchbook.render import render_page
+from benchbook.commands.cli import main
+from benchbook.pipeline.offline import scan
+from benchbook.pipeline.render import render_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,9 +45,17 @@ def test_hostile_strings_render_inert(tmp_path, smoke_notebook, open_page):
 def test_index_page_opens_offline(tmp_path, smoke_notebook, open_page):
     data = tmp_path / "data" / "alpha"
     data.mkdir(parents=True)
-    (data / "campaign.json").write_text(json.dumps({
-        "title": XSS_TITLE, "date": "2026-01-02", "provenance": "synthetic",
-        "arms": {"a": {"mode": "serial"}}, "runs": [{"id": "r", "arm": "a", "harness": "requests"}]}))
+    (data / "campaign.json").write_text(
+        json.dumps(
+            {
+                "title": XSS_TITLE,
+                "date": "2026-01-02",
+                "provenance": "synthetic",
+                "arms": {"a": {"mode": "serial"}},
+                "runs": [{"id": "r", "arm": "a", "harness": "requests"}],
+            }
+        )
+    )
     nbs = tmp_path / "nb"
     nbs.mkdir()
     shutil.copy(smoke_notebook, nbs / "baseline.ipynb")

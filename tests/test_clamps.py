@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchbook.clamps import detect_clamps, parse_startup_line
+from benchbook.analysis.clamps import detect_clamps, parse_startup_line
 from benchbook.errors import InputError
 
 CLAMPED = "[server] batch width 1 (engine declares max_slots=8, continuous_batching=no), prefill budget 0"
@@ -17,8 +17,10 @@ def test_parse_the_seed_line_inside_a_log():
 
 
 def test_parse_is_tolerant_of_spacing_case_and_spellings():
-    s = parse_startup_line("2026-09-14T10:00 INFO Batch Width: 8 ( engine declares max_slots = 8 , "
-                           "continuous_batching = TRUE ) prefill token budget 4096")
+    s = parse_startup_line(
+        "2026-09-14T10:00 INFO Batch Width: 8 ( engine declares max_slots = 8 , "
+        "continuous_batching = TRUE ) prefill token budget 4096"
+    )
     assert (s.batch_width, s.max_slots, s.continuous_batching, s.prefill_budget) == (8, 8, True, 4096)
 
 
@@ -57,8 +59,12 @@ def test_ccb339d_batched_arm_runs_width_8_but_budget_still_zeroed():
 
 
 def test_serial_arm_asked_for_what_it_got():
-    assert detect_clamps({"max_batch_size": 1, "prefill_token_budget": 0, "max_context": 8192},
-                         parse_startup_line(CLAMPED)) == []
+    assert (
+        detect_clamps(
+            {"max_batch_size": 1, "prefill_token_budget": 0, "max_context": 8192}, parse_startup_line(CLAMPED)
+        )
+        == []
+    )
 
 
 def test_non_integer_server_arg():

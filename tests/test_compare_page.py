@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.cli import main
-from benchbook.offline import scan
+from benchbook.commands.cli import main
+from benchbook.pipeline.offline import scan
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / ".." / "shared" / "realdata" / "vllm_bench_serving"
 FIX = ROOT / "tests" / "fixtures" / "realdata" / "vllm_bench_serving"
-SWEEP = [REAL / f"serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_{q}.json" for q in ("01", "04", "16", "inf")]
+SWEEP = [
+    REAL / f"serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_{q}.json" for q in ("01", "04", "16", "inf")
+]
 NV = [FIX / "nv-action_serving_llama8B_tp1_1.json", FIX / "nv-action_serving_llama8B_tp1_2.json"]
 
 
@@ -37,8 +39,17 @@ def test_llama70b_rate_sweep(tmp_path, open_page):
     assert v["spreads"] == {} and v["verdicts"] == []  # no repeats: nothing is called a result
     dur = {c["run"][-3:]: c["status"] for c in v["checks"] if c["name"] == "minimum duration"}
     assert dur == {"_01": "pass", "_04": "pass", "_16": "fail", "inf": "fail"}  # 205.2, 63.0, 31.6, 23.8 s vs 60 s
-    report = open_page(out / "compare.html", table_ids=["bb-compare-runs", "bb-compare-latency", "bb-compare-ratios",
-                                                        "bb-compare-checks", "bb-provenance-summary"], screenshot="compare-sweep.png")
+    report = open_page(
+        out / "compare.html",
+        table_ids=[
+            "bb-compare-runs",
+            "bb-compare-latency",
+            "bb-compare-ratios",
+            "bb-compare-checks",
+            "bb-provenance-summary",
+        ],
+        screenshot="compare-sweep.png",
+    )
     assert report.ok, report.problems()
     assert report.requests == [] and report.charts == 1
 
@@ -66,7 +77,9 @@ def test_reconciliation_with_an_engine_window(tmp_path):
     if not all(p.is_file() for p in (bench, idle, loaded)):
         pytest.skip("real captures absent")
     params = tmp_path / "p.json"
-    params.write_text(json.dumps({"compare": {"engine_before": str(idle.resolve()), "engine_after": str(loaded.resolve())}}))
+    params.write_text(
+        json.dumps({"compare": {"engine_before": str(idle.resolve()), "engine_after": str(loaded.resolve())}})
+    )
     out = tmp_path / "c"
     assert main(["render", "--compare", str(bench), "--params", str(params), "--out", str(out)]) == 0
     v = json.loads((out / "compare.values.json").read_text())

@@ -7,7 +7,7 @@ from /work/shared/realdata. Validity comes from the file-name prefix and MANIFES
 How benchbook reads exposition text (docs/bad-input.md):
 * text holding a ``# EOF`` line is OpenMetrics → ``prometheus_client.openmetrics.parser``;
 * anything else is 0.0.4 text → ``prometheus_client.parser``;
-* then ``benchbook.exposition_checks`` adds the checks prometheus_client's 0.0.4 parser lacks.
+* then ``benchbook.metrics.exposition_checks`` adds the checks prometheus_client's 0.0.4 parser lacks.
 
 Every valid case loads; every invalid case is rejected naming the file and the line — except the
 cases in ``DIFFERENCES``, where benchbook deliberately disagrees with the reference, each with the
@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from benchbook import prometheus
 from benchbook.errors import InputError
+from benchbook.metrics import prometheus
 
 HERE = Path(__file__).parent / "fixtures" / "conformance"
 SUITES = {"openmetrics": HERE / "openmetrics", "text004": HERE / "text004"}
@@ -60,26 +60,36 @@ DIFFERENCES: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 # Invalid by the reference, accepted by prometheus_client's parser, rejected by benchbook's own
-# checks (lib/benchbook/exposition_checks.py). suite/file -> (check, what is wrong).
+# checks (lib/benchbook/metrics/exposition_checks.py). suite/file -> (check, what is wrong).
 CLOSED_BY_BENCHBOOK: dict[tuple[str, str], tuple[str, str]] = {
     ("text004", "invalid__from_test_parse_error_0.txt"): (
-        "check_unterminated", "last line `bla 3.14` has no line feed (a truncated capture looks like this)"),
+        "check_unterminated",
+        "last line `bla 3.14` has no line feed (a truncated capture looks like this)",
+    ),
     ("text004", "invalid__from_test_parse_error_1.txt"): (
-        "check_unterminated", "`\\t` is not a valid escape; also no final line feed. The escape itself is "
+        "check_unterminated",
+        "`\\t` is not a valid escape; also no final line feed. The escape itself is "
         "not checked: a label value benchbook reads that is mis-escaped simply does not match, and "
-        "the sample is excluded as 'missing'"),
-    ("text004", "invalid__from_test_parse_error_7.txt"): (
-        "check_families/summary", "quantile=\"bla\" is not a number"),
-    ("text004", "invalid__from_test_parse_error_12.txt"): (
-        "check_metadata", "second # HELP line for one family"),
+        "the sample is excluded as 'missing'",
+    ),
+    ("text004", "invalid__from_test_parse_error_7.txt"): ("check_families/summary", 'quantile="bla" is not a number'),
+    ("text004", "invalid__from_test_parse_error_12.txt"): ("check_metadata", "second # HELP line for one family"),
     ("text004", "invalid__from_test_parse_error_13.txt"): (
-        "check_metadata", "second # TYPE line for one family (counter, then untyped)"),
+        "check_metadata",
+        "second # TYPE line for one family (counter, then untyped)",
+    ),
     ("text004", "invalid__from_test_parse_error_14.txt"): (
-        "check_families/grouping", "# TYPE after the family's samples"),
+        "check_families/grouping",
+        "# TYPE after the family's samples",
+    ),
     ("text004", "invalid__from_test_parse_error_17.txt"): (
-        "check_unterminated + metric name", "`@invalidmetric` is not a metric name (and no final line feed)"),
+        "check_unterminated + metric name",
+        "`@invalidmetric` is not a metric name (and no final line feed)",
+    ),
     ("text004", "invalid__from_test_parse_error_19.txt"): (
-        "check_families/histogram", "bucket le=\"bla\" is not a number"),
+        "check_families/histogram",
+        'bucket le="bla" is not a number',
+    ),
 }
 
 
@@ -185,7 +195,7 @@ def test_openmetrics_snapshots_in_a_campaign(tmp_path, capsys):
     """A phases run whose snapshots were scraped as OpenMetrics validates like the 0.0.4 one."""
     import shutil
 
-    from benchbook.cli import main
+    from benchbook.commands.cli import main
 
     mini = Path(__file__).parent / "fixtures" / "mini"
     root = tmp_path / "mini"

@@ -5,6 +5,7 @@
     no import of the generator - gives the seed's printed figures at their printed precision.
 The expected figures below are typed from the seed page, not imported from the generator.
 """
+
 from __future__ import annotations
 
 import json
@@ -37,8 +38,7 @@ PHASES = {
     ("phases-cached", "short"): (None, (45.8, 46.6, 46.8), (3.573, 3.577, 3.577), None),
     ("phases-cached", "long"): (None, (221.6, 228.4, 239.7), (3.328, 3.352, 3.359), None),
     ("phases-sparse+cached", "short"): (None, (38.2, 42.6, 43.3), (4.751, 5.104, 5.239), None),
-    ("phases-sparse+cached", "long"): (None, (211.4, 212.2, 218.8), (4.876, 4.925, 4.932),
-                                       None),
+    ("phases-sparse+cached", "long"): (None, (211.4, 212.2, 218.8), (4.876, 4.925, 4.932), None),
     ("phases-serial", "short"): (2.716, (44.0, 44.2, 44.4), (5.314, 5.370, 5.423), 8.489),
     ("phases-serial", "long"): (5.163, (279.8, 280.1, 282.0), (4.442, 4.685, 4.872), 11.780),
     ("phases-batched", "short"): (2.739, (43.4, 43.8, 44.8), (5.199, 5.422, 5.450), 8.482),
@@ -58,15 +58,17 @@ SERIAL_TABLE = {
 # seed "Batch mode after the batched forward": single s / tok/s, (wall, rate) per n, interleave,
 # n=8 (mean, worst) latency
 CCB_TABLE = {
-    "serial-ccb339d": (8.656, 3.697, ((17.734, 3.609), (34.760, 3.682), (69.495, 3.684)),
-                       19.660, (39.113, 69.490)),
-    "batched-ccb339d": (8.978, 3.564, ((16.581, 3.860), (27.624, 4.634), (42.927, 5.964)),
-                        18.538, (42.830, 42.925)),
+    "serial-ccb339d": (8.656, 3.697, ((17.734, 3.609), (34.760, 3.682), (69.495, 3.684)), 19.660, (39.113, 69.490)),
+    "batched-ccb339d": (8.978, 3.564, ((16.581, 3.860), (27.624, 4.634), (42.927, 5.964)), 18.538, (42.830, 42.925)),
 }
 # seed "Peak memory" tables: GiB per rank, 2 dp
-MEMORY = {"memory-default": (8.19, 6.29), "memory-tuned": (15.57, 8.15),
-          "memory-batch": (16.42, 9.73), "memory-serial": (15.90, None),
-          "memory-batched": (17.52, None)}
+MEMORY = {
+    "memory-default": (8.19, 6.29),
+    "memory-tuned": (15.57, 8.15),
+    "memory-batch": (16.42, 9.73),
+    "memory-serial": (15.90, None),
+    "memory-batched": (17.52, None),
+}
 
 
 def r(x: float, dp: int) -> float:
@@ -91,11 +93,15 @@ def run_path(run_id: str) -> Path:
 
 def test_reconstruction_is_deterministic_and_committed(tmp_path):
     script = CAMPAIGN / "reconstruct.py"
-    subprocess.run([sys.executable, "-B", str(script), "--out", str(tmp_path)], check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-B", str(script), "--out", str(tmp_path)], check=True, capture_output=True, text=True
+    )
     generated = {p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file()}
-    committed = {p.relative_to(CAMPAIGN).as_posix() for p in CAMPAIGN.rglob("*")
-                 if p.is_file() and p.name not in NOT_GENERATED and "__pycache__" not in p.parts}
+    committed = {
+        p.relative_to(CAMPAIGN).as_posix()
+        for p in CAMPAIGN.rglob("*")
+        if p.is_file() and p.name not in NOT_GENERATED and "__pycache__" not in p.parts
+    }
     assert generated == committed, "stale or missing files: rerun data/dsv4-163/reconstruct.py"
     for rel in sorted(generated):
         assert (tmp_path / rel).read_bytes() == (CAMPAIGN / rel).read_bytes(), rel
@@ -104,14 +110,22 @@ def test_reconstruction_is_deterministic_and_committed(tmp_path):
 def test_manifest_names_everything():
     m = manifest()
     assert m["provenance"] == "reconstructed"
-    assert set(m["arms"]) == {"default", "tuned", "batch", "sparse", "prefetch", "cached",
-                              "sparse+cached", "serial", "batched"}
+    assert set(m["arms"]) == {
+        "default",
+        "tuned",
+        "batch",
+        "sparse",
+        "prefetch",
+        "cached",
+        "sparse+cached",
+        "serial",
+        "batched",
+    }
     for arm in m["arms"].values():
         assert arm["environment"] in m["environments"] and arm["label"] and arm["description"]
     for run in m["runs"]:
         assert run["arm"] in m["arms"]
-        harness_file = {"requests": "requests.json", "phases": "phases.json",
-                        "memory": "memory.json"}[run["harness"]]
+        harness_file = {"requests": "requests.json", "phases": "phases.json", "memory": "memory.json"}[run["harness"]]
         assert (CAMPAIGN / run["path"] / harness_file).is_file(), run["id"]
         assert (CAMPAIGN / run["path"] / "server.log").is_file(), run["id"]
 
@@ -145,8 +159,7 @@ def phase_samples(run_id: str):
             return a[key] - b[key]
 
         for hist in ("pocket_ttft_seconds", "pocket_request_duration_seconds"):
-            buckets = sorted((float(dict(k[1])["le"]), v) for k, v in a.items()
-                             if k[0] == hist + "_bucket")
+            buckets = sorted((float(dict(k[1])["le"]), v) for k, v in a.items() if k[0] == hist + "_bucket")
             counts = [v for _, v in buckets]
             assert counts == sorted(counts) and counts[-1] == a[(hist + "_count", ())]
         assert delta("pocket_ttft_seconds_count") == 1
@@ -159,8 +172,7 @@ def phase_samples(run_id: str):
         assert ptok == PTOK[sample["prompt_class"]] and ctok == 32
         assert 0.001 <= sample["client_total_s"] - total <= 0.003 + 1e-9
         assert 0 < sample["first_event_s"] < 0.01 < prefill < total
-        out.append(dict(sample, prefill=prefill, total=total, ptok=ptok,
-                        decode_rate=(ctok - 1) / (total - prefill)))
+        out.append(dict(sample, prefill=prefill, total=total, ptok=ptok, decode_rate=(ctok - 1) / (total - prefill)))
     return out
 
 
@@ -185,8 +197,7 @@ def test_phase_cells_match_seed(run_id):
 
 
 def test_tuned_short_engine_vs_client_sample():
-    kept = [s for s in phase_samples("phases-tuned")
-            if s["prompt_class"] == "short" and not s["warmup"]]
+    kept = [s for s in phase_samples("phases-tuned") if s["prompt_class"] == "short" and not s["warmup"]]
     fastest = max(kept, key=lambda s: s["ptok"] / s["prefill"])
     assert (r(fastest["total"], 3), r(fastest["client_total_s"], 3)) == (8.640, 8.641)
 
@@ -252,8 +263,7 @@ def test_batched_forward_table(run_id):
 
 def memory(run_id: str):
     doc = json.loads((run_path(run_id) / "memory.json").read_text(encoding="utf-8"))
-    marks = {m["event"]: m["t"] for m in doc["markers"] if m["event"] in
-             ("load_start", "load_end", "stop")}
+    marks = {m["event"]: m["t"] for m in doc["markers"] if m["event"] in ("load_start", "load_end", "stop")}
     return doc["samples"], marks
 
 
@@ -266,7 +276,7 @@ def test_memory_peak_and_steady(run_id):
     assert r(max(per_rank_peak) / 1024, 2) == peak
     assert all(r(p / 1024, 2) == peak for p in per_rank_peak)  # ranks a few MiB apart
     loaded = [s for s in samples if marks["load_end"] <= s["t"] <= marks["stop"]]
-    second = loaded[len(loaded) // 2:]
+    second = loaded[len(loaded) // 2 :]
     if steady is not None:
         for k in ranks:
             assert r(median(s["gpu_used_mib"][k] for s in second) / 1024, 2) == steady
@@ -299,14 +309,10 @@ def test_host_memory_1536681():
 # ---------------------------------------------------------------- server logs
 
 WIDTH_LINE = {
-    ("1536681", 1): "batch width 1 (engine declares max_slots=1, continuous_batching=no), "
-                    "prefill budget 0",
-    ("1536681", 8): "batch width 1 (engine declares max_slots=8, continuous_batching=no), "
-                    "prefill budget 0",
-    ("ccb339d", 1): "batch width 1 (engine declares max_slots=1, continuous_batching=no), "
-                    "prefill budget 0",
-    ("ccb339d", 8): "batch width 8 (engine declares max_slots=8, continuous_batching=yes), "
-                    "prefill budget 0",
+    ("1536681", 1): "batch width 1 (engine declares max_slots=1, continuous_batching=no), prefill budget 0",
+    ("1536681", 8): "batch width 1 (engine declares max_slots=8, continuous_batching=no), prefill budget 0",
+    ("ccb339d", 1): "batch width 1 (engine declares max_slots=1, continuous_batching=no), prefill budget 0",
+    ("ccb339d", 8): "batch width 8 (engine declares max_slots=8, continuous_batching=yes), prefill budget 0",
 }
 
 

@@ -17,11 +17,12 @@ from pathlib import Path
 import pytest
 
 import engine as eng
-from benchbook import enginemetrics, prometheus
-from benchbook.engine_concurrency import engine_concurrency, samples_from_snapshots
+from benchbook.analysis import enginemetrics
+from benchbook.analysis.engine_concurrency import engine_concurrency, samples_from_snapshots
 from benchbook.ingest import formats
 from benchbook.jsonfile import validate
-from benchbook.profiles import PROFILES
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import PROFILES
 
 pytestmark = pytest.mark.engine
 VLLM = PROFILES["vllm"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from benchbook import prometheus
-from benchbook.engine_concurrency import GaugeSample, engine_concurrency, in_flight, samples_from_snapshots, time_average
+from benchbook.analysis.engine_concurrency import GaugeSample, engine_concurrency, in_flight, samples_from_snapshots, time_average
 from benchbook.errors import InputError
-from benchbook.profiles import PROFILES
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import PROFILES
 
 
 def _vllm(running: float, waiting: float, engines: int = 1) -> prometheus.Snapshot:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchbook import enginemetrics as em, prometheus
-from benchbook.profiles import PROFILES
+from benchbook.analysis import enginemetrics as em
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import PROFILES
 
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "realdata" / "prom_llm_servers"
 INF = math.inf
@@ -80,5 +81,13 @@ def test_real_vllm_idle_loaded_window():
     chk = {c.name: c for c in w.checks}["TTFT count vs E2E count"]
     assert chk.status == "warn" and chk.gap == 64
     assert "still in flight" in chk.detail and "running gauge reads 64" in chk.detail
-    assert w.engine() == pytest.approx({"generation_tokens": 165293, "successes": 600, "ttft_sum": 88.24499082565308,
-                                        "ttft_count": 664, "e2e_sum": 999.2306158542633, "e2e_count": 600})
+    assert w.engine() == pytest.approx(
+        {
+            "generation_tokens": 165293,
+            "successes": 600,
+            "ttft_sum": 88.24499082565308,
+            "ttft_count": 664,
+            "e2e_sum": 999.2306158542633,
+            "e2e_count": 600,
+        }
+    )

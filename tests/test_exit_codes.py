@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from benchbook.cli import main
+from benchbook.commands.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "fixtures" / "mini"
@@ -61,8 +61,21 @@ def ws(tmp_path_factory) -> Path:
     return w
 
 
-SIM = ["prefill-sim", "--prompt-tokens", "16388", "--requests", "2", "--global-chunk-size", "131072", "--dp", "16",
-       "--page-size", "128", "--max-requests", "1"]
+SIM = [
+    "prefill-sim",
+    "--prompt-tokens",
+    "16388",
+    "--requests",
+    "2",
+    "--global-chunk-size",
+    "131072",
+    "--dp",
+    "16",
+    "--page-size",
+    "128",
+    "--max-requests",
+    "1",
+]
 
 # (case id, argv with {w} for the workspace, exit code, text the last stderr line holds)
 CASES = [
@@ -71,29 +84,51 @@ CASES = [
     ("prefill-sim-ok", SIM, 0, None),
     ("render-missing-campaign", ["render", "{w}/nowhere", "--out", "{w}/o"], 2, "campaign folder does not exist"),
     ("render-bad-manifest", ["render", "{w}/broken", "--out", "{w}/o"], 2, "campaign.json: line 2: not valid JSON"),
-    ("render-all-bad-params", ["render", "--all", "{w}/data", "--out", "{w}/o", "--params", "{w}/params.json"], 2,
-     "params.json: $.nope: unknown page kind"),
+    (
+        "render-all-bad-params",
+        ["render", "--all", "{w}/data", "--out", "{w}/o", "--params", "{w}/params.json"],
+        2,
+        "params.json: $.nope: unknown page kind",
+    ),
     ("render-neither-campaign-nor-all", ["render", "--out", "{w}/o"], 2, "give either CAMPAIGN or --all"),
     ("validate-nan", ["validate", "-q", "{w}/nan"], 2, "problem(s) found"),
     ("summary-empty-folder", ["summary", "{w}/empty", "--json"], 2, "campaign.json"),
-    ("prefill-sim-bad-number", ["prefill-sim", "--prompt-tokens", "x", "--requests", "2", "--chunk-size", "5"], 2,
-     "--prompt-tokens must be a positive integer"),
-    ("render-cell-raises", ["render", "{w}/data/mini", "--out", "{w}/o3", "--page", "baseline",
-                            "--notebooks", "{w}/raising-notebooks"], 3,
-     "mini/baseline: render failed: baseline.ipynb cell 2 `1 / 0`: ZeroDivisionError: division by zero"),
-    ("render-page-notebook-missing", ["render", "{w}/data/mini", "--out", "{w}/o3", "--page", "baseline",
-                                      "--notebooks", "{w}/no-notebooks"], 3, "baseline.ipynb does not exist"),
+    (
+        "prefill-sim-bad-number",
+        ["prefill-sim", "--prompt-tokens", "x", "--requests", "2", "--chunk-size", "5"],
+        2,
+        "--prompt-tokens must be a positive integer",
+    ),
+    (
+        "render-cell-raises",
+        ["render", "{w}/data/mini", "--out", "{w}/o3", "--page", "baseline", "--notebooks", "{w}/raising-notebooks"],
+        3,
+        "mini/baseline: render failed: baseline.ipynb cell 2 `1 / 0`: ZeroDivisionError: division by zero",
+    ),
+    (
+        "render-page-notebook-missing",
+        ["render", "{w}/data/mini", "--out", "{w}/o3", "--page", "baseline", "--notebooks", "{w}/no-notebooks"],
+        3,
+        "baseline.ipynb does not exist",
+    ),
     ("validate-prometheus-unreachable", ["validate", "-q", "{w}/prom"], 4, "problem(s) found"),
     ("summary-prometheus-unreachable", ["summary", "{w}/prom", "--json"], 4, "127.0.0.1:9"),
-    ("render-prometheus-unreachable", ["render", "{w}/prom", "--out", "{w}/o4", "--page", "baseline"], 4, "127.0.0.1:9"),
+    (
+        "render-prometheus-unreachable",
+        ["render", "{w}/prom", "--out", "{w}/o4", "--page", "baseline"],
+        4,
+        "127.0.0.1:9",
+    ),
 ]
 
 
 EXECUTES = {"render-ok", "render-cell-raises", "render-prometheus-unreachable"}  # start a kernel
 
 
-@pytest.mark.parametrize("argv,code,says", [
-    pytest.param(*c[1:], id=c[0], marks=[pytest.mark.slow] if c[0] in EXECUTES else []) for c in CASES])
+@pytest.mark.parametrize(
+    "argv,code,says",
+    [pytest.param(*c[1:], id=c[0], marks=[pytest.mark.slow] if c[0] in EXECUTES else []) for c in CASES],
+)
 def test_exit_code(ws, argv, code, says, capsys):
     argv = [a.format(w=ws) for a in argv]
     assert main(argv) == code, capsys.readouterr().err
@@ -109,10 +144,10 @@ def test_exit_code(ws, argv, code, says, capsys):
 
 # an unexpected exception deep inside a command: (argv, dotted function made to raise)
 INTERNAL = [
-    (["render", "--all", "{w}/data", "--out", "{w}/o"], "benchbook.render.find_campaigns"),
+    (["render", "--all", "{w}/data", "--out", "{w}/o"], "benchbook.pipeline.render.find_campaigns"),
     (["validate", "{w}/data/mini"], "benchbook.ingest.campaign.load_campaign"),
     (["summary", "{w}/data/mini"], "benchbook.ingest.campaign.load_campaign"),
-    (SIM, "benchbook.sim.simulate"),
+    (SIM, "benchbook.analysis.admission.simulate"),
 ]
 
 
@@ -128,8 +163,10 @@ def test_internal_error_is_exit_1_in_one_line(ws, argv, target, monkeypatch, cap
     monkeypatch.delenv("BENCHBOOK_DEBUG", raising=False)
     assert main(argv) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"benchbook {argv[0]}: internal error: RuntimeError: unexpected state "
-                   "(a bug in benchbook; rerun with BENCHBOOK_DEBUG=1 for the traceback)"]
+    assert err == [
+        f"benchbook {argv[0]}: internal error: RuntimeError: unexpected state "
+        "(a bug in benchbook; rerun with BENCHBOOK_DEBUG=1 for the traceback)"
+    ]
     monkeypatch.setenv("BENCHBOOK_DEBUG", "1")
     with pytest.raises(RuntimeError, match="unexpected state"):
         main(argv)
@@ -137,7 +174,10 @@ def test_internal_error_is_exit_1_in_one_line(ws, argv, target, monkeypatch, cap
 
 def test_the_process_exit_status_is_the_code(ws):
     """What cron sees: the console script's status and one stderr line."""
-    r = subprocess.run([sys.executable, "-m", "benchbook.cli", "validate", str(ws / "nowhere")],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "benchbook.commands.cli", "validate", str(ws / "nowhere")],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) <= 2 and "Traceback" not in r.stderr
     assert str(ws / "nowhere") in r.stderr

@@ -17,11 +17,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from benchbook import phases, prometheus
-from benchbook.cli import main
+from benchbook.commands.cli import main
 from benchbook.errors import InputError
 from benchbook.ingest.campaign import load_campaign
-from benchbook.profiles import get_profile
+from benchbook.metrics import phases, prometheus
+from benchbook.metrics.profiles import get_profile
 
 MINI = Path(__file__).parent / "fixtures" / "mini"
 JSON_FILES = [
@@ -62,6 +62,7 @@ class _Mutated:
     def __exit__(self, *exc):
         self.path.write_bytes(self.orig)
 
+
 # ---- JSON ----------------------------------------------------------------------------------
 
 odd_values = st.one_of(
@@ -70,8 +71,22 @@ odd_values = st.one_of(
     st.sampled_from([0, -1, 1, 2**63, -(2**63), 10**30]),
     st.sampled_from([0.0, -0.0, -1.5, 1e-300, 1e308, 0.5]),
     st.text(max_size=8),
-    st.sampled_from(["", "../../etc/passwd", "metrics/s1.prom", "metrics", "benchbook.requests/1", "short",
-                     "serial", "warmup", "load_end", "stop", "nosuch", "\udcff".encode("utf-8", "surrogatepass").decode("latin-1")]),
+    st.sampled_from(
+        [
+            "",
+            "../../etc/passwd",
+            "metrics/s1.prom",
+            "metrics",
+            "benchbook.requests/1",
+            "short",
+            "serial",
+            "warmup",
+            "load_end",
+            "stop",
+            "nosuch",
+            "\udcff".encode("utf-8", "surrogatepass").decode("latin-1"),
+        ]
+    ),
     st.just([]),
     st.just({}),
     st.lists(st.integers(-2, 3), max_size=3),
@@ -156,6 +171,7 @@ def test_damaged_campaign_file_bytes(which, cut, flip, at):
 
 # ---- exposition text -----------------------------------------------------------------------
 
+
 def _om(text: str) -> str:
     """The mini snapshot as OpenMetrics (counter families named without `_total`)."""
     text = text.replace("# TYPE pocket_tokens_total counter", "# TYPE pocket_tokens counter")
@@ -166,8 +182,9 @@ def _om(text: str) -> str:
 
 
 line_ops = st.lists(
-    st.tuples(st.sampled_from(["drop", "dup", "swap", "flip", "cut", "insert"]), st.integers(0, 10_000),
-              st.integers(0, 255)),
+    st.tuples(
+        st.sampled_from(["drop", "dup", "swap", "flip", "cut", "insert"]), st.integers(0, 10_000), st.integers(0, 255)
+    ),
     min_size=1,
     max_size=4,
 )
@@ -186,8 +203,21 @@ def _mutate_text(text: str, ops) -> bytes:
             j = (i + 1) % len(lines)
             lines[i], lines[j] = lines[j], lines[i]
         elif op == "insert":
-            lines.insert(i, ["", "#", "# TYPE", "# HELP x", "x", "{}", 'x{le="+Inf"} 1', "x NaN", "# EOF",
-                             'pocket_tokens_total{type="prompt"} -1'][b % 10])
+            lines.insert(
+                i,
+                [
+                    "",
+                    "#",
+                    "# TYPE",
+                    "# HELP x",
+                    "x",
+                    "{}",
+                    'x{le="+Inf"} 1',
+                    "x NaN",
+                    "# EOF",
+                    'pocket_tokens_total{type="prompt"} -1',
+                ][b % 10],
+            )
         elif op == "cut":
             joined = "\n".join(lines)
             lines = joined[: k % (len(joined) + 1)].split("\n")
@@ -210,8 +240,9 @@ def _parse_all_ways(data: bytes, tmp: Path) -> None:
         except InputError as e:
             assert e.file == str(p)
             continue
-        before = prometheus.parse(SNAP_BEFORE if not prometheus.is_openmetrics(data.decode()) else _om(SNAP_BEFORE),
-                                  "before", names)
+        before = prometheus.parse(
+            SNAP_BEFORE if not prometheus.is_openmetrics(data.decode()) else _om(SNAP_BEFORE), "before", names
+        )
         try:
             phases.split(before, snap, POCKET, 10.0, 0.01)
         except (phases.Excluded, InputError):

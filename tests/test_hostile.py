@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.cli import main
+from benchbook.commands.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -57,8 +57,12 @@ def _hostile_mini(dest: Path) -> None:
     m = json.loads((dest / "campaign.json").read_text())
     s_arm, b_arm, a_arm = h("serial"), h("batch"), h("ablate")
     env, short, series = h("tuned-env"), h("short-ü"), h("série")
-    ids = {"req-serial": h("req-serial"), "req-batch": h("req-batch"),
-           "phases-serial": h("phases-serial"), "mem-serial": h("mem-serial")}
+    ids = {
+        "req-serial": h("req-serial"),
+        "req-batch": h("req-batch"),
+        "phases-serial": h("phases-serial"),
+        "mem-serial": h("mem-serial"),
+    }
     m["title"] = h("Hostile title")
     m["question"] = h("question") + " " + LONG
     m["scope"] = {"measured": HOSTILE + [LONG], "outside": [h("outside")]}
@@ -66,14 +70,21 @@ def _hostile_mini(dest: Path) -> None:
     m["checkpoint"] = {"path": "javascript:alert(3)", "layers": 2, "architecture": h("arch")}
     m["engine"]["name"] = h("engine")
     m["engine"]["commit"] = h("commit")
-    m["environments"] = {"default": {"description": h("nothing set"), "variables": {}},
-                         env: {"description": h("env-desc"), "variables": {"POCKET_BATCH": h("value")}}}
+    m["environments"] = {
+        "default": {"description": h("nothing set"), "variables": {}},
+        env: {"description": h("env-desc"), "variables": {"POCKET_BATCH": h("value")}},
+    }
     m["prompt_classes"] = {short: m["prompt_classes"]["short"], "long": m["prompt_classes"]["long"]}
     m["arms"] = {
         s_arm: {**m["arms"]["serial"], "label": h("serial-label"), "role": "baseline", "description": h("desc")},
         b_arm: {**m["arms"]["batch"], "label": h("batch-label"), "environment": env},
-        a_arm: {**m["arms"]["serial"], "label": h("ablate-label"), "environment": env, "role": "ablation",
-                "switches": {"POCKET_BATCH": h("switch")}},
+        a_arm: {
+            **m["arms"]["serial"],
+            "label": h("ablate-label"),
+            "environment": env,
+            "role": "ablation",
+            "switches": {"POCKET_BATCH": h("switch")},
+        },
     }
     for a in m["arms"].values():
         a["series"] = series
@@ -84,15 +95,35 @@ def _hostile_mini(dest: Path) -> None:
     shutil.copytree(dest / "runs" / "phases-serial", dest / "runs" / "phases-ablate")
     shutil.copytree(dest / "runs" / "req-serial", dest / "runs" / "req-serial2")  # a measured spread
     ids["phases-ablate"], ids["req-serial2"] = h("phases-ablate"), h("req-serial2")
-    m["runs"].append({"id": ids["req-serial2"], "arm": s_arm, "harness": "requests", "path": "runs/req-serial2",
-                      "date": "2026-01-02"})
-    m["runs"].append({"id": ids["phases-ablate"], "arm": a_arm, "harness": "phases", "path": "runs/phases-ablate",
-                      "date": "2026-01-02"})
+    m["runs"].append(
+        {
+            "id": ids["req-serial2"],
+            "arm": s_arm,
+            "harness": "requests",
+            "path": "runs/req-serial2",
+            "date": "2026-01-02",
+        }
+    )
+    m["runs"].append(
+        {
+            "id": ids["phases-ablate"],
+            "arm": a_arm,
+            "harness": "phases",
+            "path": "runs/phases-ablate",
+            "date": "2026-01-02",
+        }
+    )
     m["noise"]["reference_arm"] = s_arm
     _write(dest / "campaign.json", m)
 
-    for folder, run_id in [("req-serial", "req-serial"), ("req-batch", "req-batch"), ("phases-serial", "phases-serial"),
-                           ("phases-ablate", "phases-ablate"), ("req-serial2", "req-serial2"), ("mem-serial", "mem-serial")]:
+    for folder, run_id in [
+        ("req-serial", "req-serial"),
+        ("req-batch", "req-batch"),
+        ("phases-serial", "phases-serial"),
+        ("phases-ablate", "phases-ablate"),
+        ("req-serial2", "req-serial2"),
+        ("mem-serial", "mem-serial"),
+    ]:
         run = dest / "runs" / folder
         for name in ("requests.json", "phases.json", "memory.json"):
             f = run / name
@@ -208,19 +239,30 @@ def test_hostile_text_is_inert_and_visible(rendered, page, open_page, chromium):
     assert report.dialogs == [] and report.requests == [], report.problems()
     assert report.console_errors == [] and report.page_errors == [], report.problems()
     text = _inner_text(chromium, html)
-    missing = [s for s in HOSTILE + [LONG] + ([f"{FILE_STEM} {LONG}", f"{FILE_STEM} 0"] if page == "compare" else [])
-               if s not in text]
+    missing = [
+        s
+        for s in HOSTILE + [LONG] + ([f"{FILE_STEM} {LONG}", f"{FILE_STEM} 0"] if page == "compare" else [])
+        if s not in text
+    ]
     assert missing == [], f"{page}: not shown as text: {missing}"
 
 
 def test_no_script_or_raw_tag_from_input(rendered):
     for rel in PAGES.values():
         src = (rendered / rel).read_text(encoding="utf-8")
-        for raw in ("<script>alert", "<img src=x", '<a href="javascript:', 'href="javascript:alert(5)',
-                    "</style><script>", 'src="http://example.com'):
+        for raw in (
+            "<script>alert",
+            "<img src=x",
+            '<a href="javascript:',
+            'href="javascript:alert(5)',
+            "</style><script>",
+            'src="http://example.com',
+        ):
             assert raw not in src, f"{rel}: raw {raw!r} in the HTML"
 
 
 def test_offline_checker_finds_nothing(rendered):
-    r = subprocess.run([sys.executable, "-m", "benchbook.offline", str(rendered)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "benchbook.pipeline.offline", str(rendered)], capture_output=True, text=True
+    )
     assert r.returncode == 0, r.stdout + r.stderr

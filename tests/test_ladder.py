@@ -3,8 +3,7 @@
 import polars as pl
 import pytest
 
-from benchbook.errors import InputError
-from benchbook.ladder import (
+from benchbook.analysis.ladder import (
     QueueShape,
     aggregate_rate,
     amortization,
@@ -15,16 +14,26 @@ from benchbook.ladder import (
     queue_shape,
     queueing,
 )
-from benchbook.stats import fmt_ratio, run_spread
+from benchbook.analysis.stats import fmt_ratio, run_spread
+from benchbook.errors import InputError
 
 SPREAD = run_spread([3.430, 3.686])
 
 
 def _req(run, scenario, n, index, start, end, tokens=32):
     return {
-        "run": run, "arm": "serial", "scenario": scenario, "n": n, "index": index,
-        "prompt_class": "short", "start": start, "end": end, "prompt_tokens": 120,
-        "completion_tokens": tokens, "finish_reason": "length", "stream": False,
+        "run": run,
+        "arm": "serial",
+        "scenario": scenario,
+        "n": n,
+        "index": index,
+        "prompt_class": "short",
+        "start": start,
+        "end": end,
+        "prompt_tokens": 120,
+        "completion_tokens": tokens,
+        "finish_reason": "length",
+        "stream": False,
     }
 
 

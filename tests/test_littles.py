@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchbook import littles
+from benchbook.analysis import littles
 
 # Hand-checkable records: (start, end, success)
 #   r0 0..10 ok, r1 2..6 ok, r2 4..12 ok, r3 5..7 FAILED

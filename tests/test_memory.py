@@ -3,8 +3,7 @@
 import polars as pl
 import pytest
 
-from benchbook.errors import InputError
-from benchbook.memory import (
+from benchbook.analysis.memory import (
     PSS_NOTE,
     fmt_gib,
     loaded_window,
@@ -14,6 +13,7 @@ from benchbook.memory import (
     steady_of,
     summarize_memory,
 )
+from benchbook.errors import InputError
 
 GIB_MIB = 1024.0
 GIB_KIB = 1024.0 * 1024.0
@@ -111,8 +111,16 @@ def test_frames_from_the_loader():
             for rank, v in enumerate(row):
                 gpu_rows.append({"run": run, "arm": run, "t": t, "rank": rank, "gpu_used_mib": v})
         for i, t in enumerate(T):
-            host_rows.append({"run": run, "arm": run, "t": t, "shmem_kib": shmem[i],
-                              "mem_available_kib": avail[i], "pss_kib_sum": pss[i]})
+            host_rows.append(
+                {
+                    "run": run,
+                    "arm": run,
+                    "t": t,
+                    "shmem_kib": shmem[i],
+                    "mem_available_kib": avail[i],
+                    "pss_kib_sum": pss[i],
+                }
+            )
         for t, e in MARKERS:
             marker_rows.append({"run": run, "arm": run, "t": t, "event": e, "label": None})
     sums = memory_summaries(pl.DataFrame(gpu_rows), pl.DataFrame(host_rows), pl.DataFrame(marker_rows))

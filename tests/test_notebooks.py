@@ -14,7 +14,9 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_stored_without_outputs(path):
-    r = subprocess.run([sys.executable, "-m", "nbstripout", "--verify", "--keep-id", str(path)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, "-m", "nbstripout", "--verify", "--keep-id", str(path)], capture_output=True, text=True
+    )
     assert r.returncode == 0, f"{path.name} has outputs or execution counts: run nbstripout on it"
     nb = nbformat.read(path, as_version=4)
     for c in nb.cells:
@@ -43,7 +45,8 @@ def test_no_logic_in_notebooks(path):
             continue
         for node in ast.walk(ast.parse(c.source)):
             assert not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.For, ast.While, ast.Lambda)), (
-                f"{path.name}: logic belongs in lib/benchbook, not in a notebook cell:\n{c.source}")
+                f"{path.name}: logic belongs in lib/benchbook, not in a notebook cell:\n{c.source}"
+            )
 
 
 def test_defaults_work_where_jupyter_runs_the_kernel():

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-import benchbook.render as R
-from benchbook.cli import main
+import benchbook.pipeline.render as R
+from benchbook.commands.cli import main
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +44,11 @@ def _raw() -> dict[str, str]:
 
 def _tree(root: Path) -> dict[str, str]:
     """sha256 of every file under root (hidden files included), by relative path."""
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -85,8 +88,11 @@ def test_without_source_date_epoch_only_the_timestamp_differs(bundled):
     base = bundled[0]
     for rel in BUNDLED:
         fixed, now = (base / "a" / rel).read_text(), (base / "c" / rel).read_text()
-        changed = [line for line in difflib.unified_diff(fixed.splitlines(), now.splitlines(), lineterm="", n=0)
-                   if line[:1] in "+-" and not line.startswith(("+++", "---"))]
+        changed = [
+            line
+            for line in difflib.unified_diff(fixed.splitlines(), now.splitlines(), lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("+++", "---"))
+        ]
         assert all("bb-timestamp" in line for line in changed), (rel, changed[:4])
         assert STAMP.sub("", fixed) == STAMP.sub("", now), rel
         if rel != "index.html":  # the index has no timestamp at all
@@ -137,7 +143,9 @@ def test_failed_renders_keep_the_previous_pages_and_index(tmp_path, monkeypatch,
     assert main(args) == 3
     assert "export failed: ValueError: template exploded" in capsys.readouterr().err
     after = _outputs(out)
-    assert {k: v for k, v in after.items() if k != "index.html"} == {k: v for k, v in before.items() if k != "index.html"}
+    assert {k: v for k, v in after.items() if k != "index.html"} == {
+        k: v for k, v in before.items() if k != "index.html"
+    }
     assert sorted(after) == sorted(before)
     monkeypatch.undo()
     monkeypatch.setenv("BENCHBOOK_GIT_SHA", SHA)

@@ -1,10 +1,10 @@
-"""benchbook.offline: any reference that would leave the page fails the check."""
+"""benchbook.pipeline.offline: any reference that would leave the page fails the check."""
 
 from __future__ import annotations
 
 import pytest
 
-from benchbook.offline import main, scan_html
+from benchbook.pipeline.offline import main, scan_html
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.errors import InputError
-from benchbook.ingest.pd import Window, load_pd_campaign, parse_prefill_log, summary_table
-from benchbook.pd import (
+from benchbook.analysis.disaggregation import (
     INVALID_WINDOW,
     UNREPLICATED,
     acceptance_length,
@@ -20,6 +18,8 @@ from benchbook.pd import (
     per_card,
     window_validity,
 )
+from benchbook.errors import InputError
+from benchbook.ingest.pd_runs import Window, load_pd_campaign, parse_prefill_log, summary_table
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "pd-prefill-cap"
 
@@ -167,16 +167,35 @@ def test_window_validity_thresholds():
 # ------------------------------------------------------------------ synthetic campaigns
 
 MANIFEST = {
-    "format": "benchbook.campaign/1", "kind": "pd", "title": "synthetic PD", "question": "q?",
-    "date": "2026-01-01", "provenance": "synthetic", "engine": {"name": "sglang", "profile": "sglang"},
+    "format": "benchbook.campaign/1",
+    "kind": "pd",
+    "title": "synthetic PD",
+    "question": "q?",
+    "date": "2026-01-01",
+    "provenance": "synthetic",
+    "engine": {"name": "sglang", "profile": "sglang"},
     "environments": {"default": {"variables": {}}},
-    "prompt_classes": {"p": {"tokens": 300}}, "generation_tokens": 4,
+    "prompt_classes": {"p": {"tokens": 300}},
+    "generation_tokens": 4,
     "arms": {
-        "a": {"mode": "pd", "environment": "default", "role": "baseline", "prefill_cards": 1, "decode_cards": 1,
-              "scheduler": {"global_chunked_prefill_size": 512, "dp": 2, "page_size": 128, "prefill_max_requests": 1}},
+        "a": {
+            "mode": "pd",
+            "environment": "default",
+            "role": "baseline",
+            "prefill_cards": 1,
+            "decode_cards": 1,
+            "scheduler": {"global_chunked_prefill_size": 512, "dp": 2, "page_size": 128, "prefill_max_requests": 1},
+        },
     },
-    "runs": [{"id": "r1", "arm": "a", "harness": "pd", "path": "runs/r1",
-              "load": {"requests": 4, "concurrency": 4, "prompt_class": "p"}}],
+    "runs": [
+        {
+            "id": "r1",
+            "arm": "a",
+            "harness": "pd",
+            "path": "runs/r1",
+            "load": {"requests": 4, "concurrency": 4, "prompt_class": "p"},
+        }
+    ],
 }
 # r0 0..10 ok, r1 2..6 ok, r2 4..12 ok, r3 5..7 failed; in flight: 24 s of busy time over 12 s = 2.0
 RECORDS = [
@@ -186,12 +205,24 @@ RECORDS = [
     {"start": 5, "first_token": None, "end": 7, "success": False},
 ]
 SUMMARY = {
-    "format": "benchbook.pd/1", "run": "r1",
-    "windows": {"whole": {
-        "metrics": {"E2EL": {"Average": 22000 / 3, "N": 3}, "TTFT": {"Average": 3000, "N": 3}},
-        "common": {"Benchmark Duration": 12000, "Total Requests": 4, "Failed Requests": 1, "Success Requests": 3,
-                   "Concurrency": 22 / 12, "Max Concurrency": 4, "Request Throughput": 0.25,
-                   "Total Generated Tokens": 12, "Output Token Throughput": 1.0}}},
+    "format": "benchbook.pd/1",
+    "run": "r1",
+    "windows": {
+        "whole": {
+            "metrics": {"E2EL": {"Average": 22000 / 3, "N": 3}, "TTFT": {"Average": 3000, "N": 3}},
+            "common": {
+                "Benchmark Duration": 12000,
+                "Total Requests": 4,
+                "Failed Requests": 1,
+                "Success Requests": 3,
+                "Concurrency": 22 / 12,
+                "Max Concurrency": 4,
+                "Request Throughput": 0.25,
+                "Total Generated Tokens": 12,
+                "Output Token Throughput": 1.0,
+            },
+        }
+    },
     "requests": "pd_requests.json",
     "prefill_log": "prefill.log",
 }
@@ -210,7 +241,9 @@ def make_campaign(tmp_path, manifest=None, summary=None, records=None, log=LOG):
     run.mkdir(parents=True)
     (root / "campaign.json").write_text(json.dumps(manifest or MANIFEST))
     (run / "pd.json").write_text(json.dumps(summary or SUMMARY))
-    (run / "pd_requests.json").write_text(json.dumps({"format": "benchbook.pd_requests/1", "requests": records or RECORDS}))
+    (run / "pd_requests.json").write_text(
+        json.dumps({"format": "benchbook.pd_requests/1", "requests": records or RECORDS})
+    )
     (run / "prefill.log").write_text(log)
     return root
 
@@ -347,8 +380,14 @@ def test_short_native_window_makes_comparison_not_a_result(tmp_path):
     m["arms"]["b"] = copy.deepcopy(m["arms"]["a"]) | {"role": "candidate"}
     m["runs"].append(m["runs"][0] | {"id": "r2", "arm": "b", "path": "runs/r2"})
     s = copy.deepcopy(SUMMARY)
-    s["windows"]["native"] = {"common": {"Benchmark Duration": 30000, "Success Requests": 10, "Max Concurrency": 4,
-                                         "Output Token Throughput": 1.0}}
+    s["windows"]["native"] = {
+        "common": {
+            "Benchmark Duration": 30000,
+            "Success Requests": 10,
+            "Max Concurrency": 4,
+            "Output Token Throughput": 1.0,
+        }
+    }
     root = make_campaign(tmp_path, manifest=m, summary=s)
     (root / "runs" / "r2").mkdir()
     s2 = copy.deepcopy(s)

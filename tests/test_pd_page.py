@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.offline import scan_html
-from benchbook.render import render_campaign
+from benchbook.pipeline.offline import scan_html
+from benchbook.pipeline.render import render_campaign
 
 ROOT = Path(__file__).resolve().parents[1]
 PD = ROOT / "data" / "pd-prefill-cap"
@@ -74,8 +74,15 @@ def test_simulator_batch_counts_and_seam(v):
     seam = v["seam"]["sequences"]
     flat = lambda seq: [" + ".join(f"{p['request']} {p['new_tokens']}" for p in b) for b in seq]  # noqa: E731
     assert flat(seam["cap1"])[:4] == ["A 8192", "A 8192", "A 4", "B 8192"]
-    assert flat(seam["cap2"]) == ["A 8192", "A 8192", "A 4 + B 8064", "B 8192", "B 132 + C 7936", "C 8192",
-                                  "C 260 + D 7808"]
+    assert flat(seam["cap2"]) == [
+        "A 8192",
+        "A 8192",
+        "A 4 + B 8064",
+        "B 8192",
+        "B 132 + C 7936",
+        "C 8192",
+        "C 260 + D 7808",
+    ]
 
 
 def test_caveats_marks_and_reported_counts(v):
@@ -93,7 +100,17 @@ def test_caveats_marks_and_reported_counts(v):
 
 def test_page_is_self_contained_and_draws_in_chromium(pd_page, open_page):
     assert scan_html(pd_page.read_text(), str(pd_page)) == []
-    rep = open_page(pd_page, table_ids=["bb-pd-gains", "bb-pd-littles", "bb-pd-seam-table", "bb-pd-admission-table",
-                                        "bb-pd-windows", "bb-pd-marks"], screenshot="pd-prefill-cap.png")
+    rep = open_page(
+        pd_page,
+        table_ids=[
+            "bb-pd-gains",
+            "bb-pd-littles",
+            "bb-pd-seam-table",
+            "bb-pd-admission-table",
+            "bb-pd-windows",
+            "bb-pd-marks",
+        ],
+        screenshot="pd-prefill-cap.png",
+    )
     assert rep.ok, rep.problems()
     assert rep.charts >= 4

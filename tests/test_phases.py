@@ -2,8 +2,8 @@
 
 import pytest
 
-from benchbook import phases, prometheus
-from benchbook.profiles import get_profile
+from benchbook.metrics import phases, prometheus
+from benchbook.metrics.profiles import get_profile
 
 POCKET = get_profile("pocket")
 
@@ -44,9 +44,15 @@ def test_seed_tuned_short_sample():
 @pytest.mark.parametrize(
     "after, reason",
     [
-        (snap(15.0, 7, 56.0, 7, 840, 224, 7), "TTFT count moved by 2, duration count moved by 2, success count moved by 2"),
+        (
+            snap(15.0, 7, 56.0, 7, 840, 224, 7),
+            "TTFT count moved by 2, duration count moved by 2, success count moved by 2",
+        ),
         (snap(12.0, 6, 48.0, 6, 720, 192, 5), "success count moved by 0"),
-        (snap(12.0, 6, 48.0, 6, 720, 192, 4), "counter reset: pocket_requests_total{status=\"success\"} went from 5 to 4"),
+        (
+            snap(12.0, 6, 48.0, 6, 720, 192, 4),
+            'counter reset: pocket_requests_total{status="success"} went from 5 to 4',
+        ),
         (snap(18.8588, 6, 48.8587, 6, 720, 192, 6), "does not exceed TTFT"),
         (snap(12.0, 6, 48.0, 6, 720, 161, 6), "need at least 2"),
     ],
@@ -64,6 +70,6 @@ def test_engine_total_after_client_is_excluded():
 
 
 def test_missing_family_is_excluded():
-    after = prometheus.parse("pocket_tokens_total{type=\"prompt\"} 5\n", "a")
+    after = prometheus.parse('pocket_tokens_total{type="prompt"} 5\n', "a")
     with pytest.raises(phases.Excluded, match="missing from the after snapshot"):
         phases.split(BEFORE, after, POCKET)

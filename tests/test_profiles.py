@@ -4,13 +4,25 @@ from pathlib import Path
 
 import pytest
 
-from benchbook import prometheus
 from benchbook.errors import InputError
-from benchbook.profiles import PROFILES, detect_profile
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import PROFILES, detect_profile
 
 REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "realdata" / "prom_llm_servers"
-COMMON = {"ttft", "e2e", "queue", "prefill", "decode", "prompt_tokens", "generation_tokens",
-          "requests_success", "requests_aborted", "running", "waiting", "kv_cache_usage"}
+COMMON = {
+    "ttft",
+    "e2e",
+    "queue",
+    "prefill",
+    "decode",
+    "prompt_tokens",
+    "generation_tokens",
+    "requests_success",
+    "requests_aborted",
+    "running",
+    "waiting",
+    "kv_cache_usage",
+}
 
 
 def test_pocket_unchanged():
@@ -36,14 +48,23 @@ def test_sglang_and_tgi_names():
     assert not PROFILES["tgi"].has("ttft")
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n", "vllm"),
-    ("# TYPE num_requests_running gauge\nnum_requests_running 1\n"
-     "# TYPE generation_tokens_total counter\ngeneration_tokens_total 5\n", "vllm-unprefixed"),
-    ("# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{model_name=\"m\"} 2\n", "sglang"),
-    ("# TYPE tgi_queue_size gauge\ntgi_queue_size 0\n# TYPE tgi_request_success counter\ntgi_request_success 3\n", "tgi"),
-    ("# TYPE pocket_requests_running gauge\npocket_requests_running 0\n", "pocket"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n", "vllm"),
+        (
+            "# TYPE num_requests_running gauge\nnum_requests_running 1\n"
+            "# TYPE generation_tokens_total counter\ngeneration_tokens_total 5\n",
+            "vllm-unprefixed",
+        ),
+        ('# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{model_name="m"} 2\n', "sglang"),
+        (
+            "# TYPE tgi_queue_size gauge\ntgi_queue_size 0\n# TYPE tgi_request_success counter\ntgi_request_success 3\n",
+            "tgi",
+        ),
+        ("# TYPE pocket_requests_running gauge\npocket_requests_running 0\n", "pocket"),
+    ],
+)
 def test_detect(text, expected):
     assert detect_profile(prometheus.parse(text)).name == expected
 

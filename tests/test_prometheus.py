@@ -1,12 +1,12 @@
-"""benchbook.prometheus: prometheus_client parsing, narrow parsing, deltas and errors."""
+"""benchbook.metrics.prometheus: prometheus_client parsing, narrow parsing, deltas and errors."""
 
 from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from benchbook import prometheus
 from benchbook.errors import InputError
+from benchbook.metrics import prometheus
 
 TEXT = """\
 # HELP pocket_ttft_seconds Time to first token.
@@ -47,7 +47,10 @@ def test_narrow_parse_keeps_only_named_families_and_agrees():
     full = prometheus.parse(TEXT, "x.prom")
     narrow = prometheus.parse(TEXT, "x.prom", names=["pocket_ttft_seconds", "pocket_tokens_total"])
     assert set(narrow.values) == {
-        "pocket_ttft_seconds_bucket", "pocket_ttft_seconds_sum", "pocket_ttft_seconds_count", "pocket_tokens_total",
+        "pocket_ttft_seconds_bucket",
+        "pocket_ttft_seconds_sum",
+        "pocket_ttft_seconds_count",
+        "pocket_tokens_total",
     }
     for name, series in narrow.values.items():
         assert series == full.values[name]

@@ -1,6 +1,6 @@
 """The narrow parse (``prometheus.parse(text, names=…)``, what the phase split uses) against a full parse.
 
-Snapshots come from ``benchbook.synth``'s engine (about 280 lines, the phase-split families among
+Snapshots come from ``benchbook.commands.synth``'s engine (about 280 lines, the phase-split families among
 queue, decode-step, per-rank and process families), plus rearranged variants the fast line finder
 must not be fooled by: families in another order, no ``# TYPE``/``# HELP`` lines, wanted names
 inside label values and help text, a family that resumes after another one, metadata lines split
@@ -22,10 +22,10 @@ import re
 
 import pytest
 
-from benchbook import phases, prometheus
+from benchbook.commands.synth import GENERATION_TOKENS, PROMPT_CLASSES, Model, _Engine, prefill_s, step_s
 from benchbook.errors import InputError
-from benchbook.profiles import get_profile
-from benchbook.synth import GENERATION_TOKENS, PROMPT_CLASSES, Model, _Engine, prefill_s, step_s
+from benchbook.metrics import phases, prometheus
+from benchbook.metrics.profiles import get_profile
 
 POCKET = get_profile("pocket")
 NAMES = phases.needed_samples(POCKET)
@@ -61,8 +61,10 @@ def _variants(text: str, rng: random.Random) -> list[str]:
     shuffled = fams[:]
     rng.shuffle(shuffled)
     untyped = [ln for ln in text.split("\n") if not ln.startswith("#")]
-    noisy = ('# HELP zzz_total mentions pocket_ttft_seconds and pocket_tokens_total in its help\n'
-             '# TYPE zzz_total counter\nzzz_total{of="pocket_requests_total"} 3\n')
+    noisy = (
+        "# HELP zzz_total mentions pocket_ttft_seconds and pocket_tokens_total in its help\n"
+        '# TYPE zzz_total counter\nzzz_total{of="pocket_requests_total"} 3\n'
+    )
     return [
         text,
         "\n".join(ln for f in shuffled for ln in f) + "\n",
@@ -71,7 +73,8 @@ def _variants(text: str, rng: random.Random) -> list[str]:
         text + noisy,
         text.replace("\r", "") + "pocket_tokens_total_extra 1\n",
         text.replace("# TYPE pocket_ttft_seconds ", "#\tTYPE\tpocket_ttft_seconds\t").replace(
-            "# HELP pocket_request_duration_seconds ", "#  HELP  pocket_request_duration_seconds  "),
+            "# HELP pocket_request_duration_seconds ", "#  HELP  pocket_request_duration_seconds  "
+        ),
     ]
 
 
@@ -132,10 +135,22 @@ def _mutate(text: str, rng: random.Random) -> str:
         elif op == "swap" and i + 1 < len(lines):
             lines[i], lines[i + 1] = lines[i + 1], lines[i]
         elif op == "insert":
-            lines.insert(i, rng.choice(["", "#", "# TYPE pocket_ttft_seconds gauge", "# HELP pocket_ttft_seconds x",
-                                        "pocket_ttft_seconds_sum 1", 'pocket_ttft_seconds_bucket{le="+Inf"} 1',
-                                        "pocket_request_duration_seconds_count NaN", "pocket_ttft_seconds 3",
-                                        '# TYPE pocket_request_duration_seconds summary']))
+            lines.insert(
+                i,
+                rng.choice(
+                    [
+                        "",
+                        "#",
+                        "# TYPE pocket_ttft_seconds gauge",
+                        "# HELP pocket_ttft_seconds x",
+                        "pocket_ttft_seconds_sum 1",
+                        'pocket_ttft_seconds_bucket{le="+Inf"} 1',
+                        "pocket_request_duration_seconds_count NaN",
+                        "pocket_ttft_seconds 3",
+                        "# TYPE pocket_request_duration_seconds summary",
+                    ]
+                ),
+            )
         elif op == "cut":
             lines[i] = lines[i][: rng.randrange(len(lines[i]) + 1)]
     return "\n".join(lines)
@@ -180,7 +195,9 @@ def test_openmetrics_keeps_whole_histograms(no_memo):
         for k in NAMES:
             assert narrow.values[k] == full.values[k] == prometheus.parse(text, "t.prom", NAMES).values[k]
     for b, a in zip(snaps, snaps[1:]):
-        om = phases.split(prometheus.parse(_openmetrics(b), "b", NAMES), prometheus.parse(_openmetrics(a), "a", NAMES), POCKET)
+        om = phases.split(
+            prometheus.parse(_openmetrics(b), "b", NAMES), prometheus.parse(_openmetrics(a), "a", NAMES), POCKET
+        )
         assert om == phases.split(prometheus.parse(b, "b", NAMES), prometheus.parse(a, "a", NAMES), POCKET)
 
 
@@ -197,25 +214,51 @@ DEFECTS = {
     # (old, new) applied once to a line the split reads: the narrow path must reject as the full does
     "duplicate series": ('pocket_requests_total{status="error"}', 'pocket_requests_total{status="success"}'),
     "negative counter": ('pocket_tokens_total{type="prompt"} ', 'pocket_tokens_total{type="prompt"} -'),
-    "second TYPE": ("# TYPE pocket_tokens_total counter", "# TYPE pocket_tokens_total counter\n# TYPE pocket_tokens_total counter"),
-    "second histogram TYPE": ("# TYPE pocket_ttft_seconds histogram", "# TYPE pocket_ttft_seconds histogram\n# TYPE pocket_ttft_seconds histogram"),
+    "second TYPE": (
+        "# TYPE pocket_tokens_total counter",
+        "# TYPE pocket_tokens_total counter\n# TYPE pocket_tokens_total counter",
+    ),
+    "second histogram TYPE": (
+        "# TYPE pocket_ttft_seconds histogram",
+        "# TYPE pocket_ttft_seconds histogram\n# TYPE pocket_ttft_seconds histogram",
+    ),
     "bad value": ("pocket_request_duration_seconds_sum ", "pocket_request_duration_seconds_sum x"),
     "negative histogram sum": ("pocket_ttft_seconds_sum ", "pocket_ttft_seconds_sum -"),
     "negative histogram count": ("pocket_ttft_seconds_count ", "pocket_ttft_seconds_count -"),
-    "duplicate histogram count": ("pocket_ttft_seconds_count ", "pocket_ttft_seconds_count 1\npocket_ttft_seconds_count "),
+    "duplicate histogram count": (
+        "pocket_ttft_seconds_count ",
+        "pocket_ttft_seconds_count 1\npocket_ttft_seconds_count ",
+    ),
 }
 
 BUCKET_DEFECTS = {
     # (old, new, reason): a defect in a _bucket line, which the split does not read
-    "non-cumulative bucket": ('pocket_ttft_seconds_bucket{le="+Inf"}', 'pocket_ttft_seconds_bucket{le="+Inf"} 0 #',
-                              "buckets not cumulative"),
-    "+Inf differs from _count": ('pocket_request_duration_seconds_bucket{le="+Inf"} ',
-                                 'pocket_request_duration_seconds_bucket{le="+Inf"} 9', "but its \\+Inf bucket is"),
+    "non-cumulative bucket": (
+        'pocket_ttft_seconds_bucket{le="+Inf"}',
+        'pocket_ttft_seconds_bucket{le="+Inf"} 0 #',
+        "buckets not cumulative",
+    ),
+    "+Inf differs from _count": (
+        'pocket_request_duration_seconds_bucket{le="+Inf"} ',
+        'pocket_request_duration_seconds_bucket{le="+Inf"} 9',
+        "but its \\+Inf bucket is",
+    ),
     "no +Inf bucket": ('pocket_ttft_seconds_bucket{le="+Inf"}', 'pocket_ttft_seconds_bucket{le="1e9"}', "no le="),
-    "le not a number": ('pocket_ttft_seconds_bucket{le="0.1"}', 'pocket_ttft_seconds_bucket{le="fast"}', "is not a number"),
-    "negative bucket count": ('pocket_ttft_seconds_bucket{le="+Inf"} ', 'pocket_ttft_seconds_bucket{le="+Inf"} -', "never negative"),
-    "bucket line not exposition text": ('pocket_ttft_seconds_bucket{le="0.1"}', 'pocket_ttft_seconds_bucket{le="0.1"',
-                                        "not valid Prometheus text"),
+    "le not a number": (
+        'pocket_ttft_seconds_bucket{le="0.1"}',
+        'pocket_ttft_seconds_bucket{le="fast"}',
+        "is not a number",
+    ),
+    "negative bucket count": (
+        'pocket_ttft_seconds_bucket{le="+Inf"} ',
+        'pocket_ttft_seconds_bucket{le="+Inf"} -',
+        "never negative",
+    ),
+    "bucket line not exposition text": (
+        'pocket_ttft_seconds_bucket{le="0.1"}',
+        'pocket_ttft_seconds_bucket{le="0.1"',
+        "not valid Prometheus text",
+    ),
 }
 
 

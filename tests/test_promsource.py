@@ -1,4 +1,4 @@
-"""benchbook.promsource without a Prometheus server: queries, limits and every failure message.
+"""benchbook.metrics.promsource without a Prometheus server: queries, limits and every failure message.
 
 The HTTP failures are produced by httpx.MockTransport or by sockets on 127.0.0.1; the tests against a
 real server are in test_promsource_server.py.
@@ -13,9 +13,9 @@ from datetime import datetime
 import httpx
 import pytest
 
-from benchbook import promsource
 from benchbook.errors import EXIT_SOURCE, InputError, SourceError
-from benchbook.profiles import get_profile
+from benchbook.metrics import promsource
+from benchbook.metrics.profiles import get_profile
 
 POCKET = get_profile("pocket")
 M = {"job": "engine", "instance": "a:8000"}
@@ -36,6 +36,7 @@ def _vector(*els) -> dict:
 
 
 # ---- PromQL and limits ------------------------------------------------------------------------
+
 
 def test_selector_sorts_and_escapes_labels():
     sel = promsource.selector("pocket_tokens_total", {"model": 'a"b\\c', "job": "x"}, [("type", "prompt")])
@@ -61,11 +62,15 @@ def test_step_default_is_about_1000_points_and_at_least_one_second():
 
 def test_sample_names_of_a_histogram_are_sum_count_bucket():
     assert promsource.sample_names(POCKET.ref("ttft")) == [
-        "pocket_ttft_seconds_sum", "pocket_ttft_seconds_count", "pocket_ttft_seconds_bucket"]
+        "pocket_ttft_seconds_sum",
+        "pocket_ttft_seconds_count",
+        "pocket_ttft_seconds_bucket",
+    ]
     assert promsource.sample_names(POCKET.ref("prompt_tokens")) == ["pocket_tokens_total"]
 
 
 # ---- windows: argument checks -----------------------------------------------------------------
+
 
 def test_window_end_must_follow_start():
     with pytest.raises(InputError, match="is not after its start"):
@@ -83,6 +88,7 @@ def test_url_must_be_http():
 
 
 # ---- failures: SourceError (exit 4) -----------------------------------------------------------
+
 
 def test_unreachable_server_is_a_source_error():
     url = f"http://127.0.0.1:{_closed_port()}"
@@ -126,11 +132,12 @@ def test_prometheus_error_body_is_quoted():
 
 # ---- failures: InputError naming the query ----------------------------------------------------
 
+
 def test_empty_result_names_the_query():
     client = _mock(lambda req: httpx.Response(200, json=_vector()))
     with pytest.raises(InputError) as e:
         promsource.fetch_window("", 100, 110, M, POCKET, client=client)
-    assert e.value.location == "query 'pocket_ttft_seconds_sum{instance=\"a:8000\",job=\"engine\"}' at 100.000"
+    assert e.value.location == 'query \'pocket_ttft_seconds_sum{instance="a:8000",job="engine"}\' at 100.000'
     assert "returned no series" in e.value.reason
 
 
@@ -159,11 +166,14 @@ def test_missing_label_selected_series_is_named():
         if q.startswith("timestamp("):
             return httpx.Response(200, json=_vector({"metric": {}, "value": [100, "99"]}))
         labels = {"type": "prompt"} if q.startswith("pocket_tokens_total") else {}
-        return httpx.Response(200, json=_vector({"metric": {"__name__": q.split("{")[0], **M, **labels}, "value": [100, "1"]}))
+        return httpx.Response(
+            200, json=_vector({"metric": {"__name__": q.split("{")[0], **M, **labels}, "value": [100, "1"]})
+        )
 
     with pytest.raises(InputError, match=r'has no series with \{type="generation"\} \(needed for generation_tokens\)'):
-        promsource.fetch_window("", 100, 110, M, POCKET, client=_mock(handler),
-                                quantities=["prompt_tokens", "generation_tokens"])
+        promsource.fetch_window(
+            "", 100, 110, M, POCKET, client=_mock(handler), quantities=["prompt_tokens", "generation_tokens"]
+        )
 
 
 def test_check_source_reports_unreachable_as_a_problem():
@@ -197,7 +207,7 @@ FIX = __import__("pathlib").Path(__file__).parent / "fixtures" / "promsource"
 
 @pytest.mark.parametrize("name", sorted(p.name for p in FIX.glob("*.prom")))
 def test_exposition_round_trips_through_the_parser(name):
-    from benchbook import prometheus
+    from benchbook.metrics import prometheus
 
     snap = prometheus.read(FIX / name)
     back = prometheus.parse(promsource.to_exposition(snap), "frozen")
@@ -206,7 +216,7 @@ def test_exposition_round_trips_through_the_parser(name):
 
 
 def test_exposition_lists_buckets_in_le_order():
-    from benchbook import prometheus
+    from benchbook.metrics import prometheus
 
     text = promsource.to_exposition(prometheus.read(FIX / "s0-idle.prom"))
     les = [ln.split('le="')[1].split('"')[0] for ln in text.splitlines() if ln.startswith("pocket_ttft_seconds_bucket")]

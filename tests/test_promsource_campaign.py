@@ -20,10 +20,9 @@ from pathlib import Path
 import pytest
 
 import promserver
-
-from benchbook.cli import main
+from benchbook.commands.cli import main
 from benchbook.ingest.campaign import load_campaign
-from benchbook.render import render_campaign
+from benchbook.pipeline.render import render_campaign
 
 pytestmark = pytest.mark.prometheus_server
 
@@ -48,10 +47,22 @@ def _requests(factor: float) -> list[dict]:
         for repeat in range(4):  # repeat 0 is the warm-up round
             ttft = round(base * (1 + repeat / 10), 6)
             dur = round(ttft + 0.8 * factor + 0.01 * repeat, 6)
-            out.append({"prompt_class": pclass, "repeat": repeat, "warmup": repeat == 0,
-                        "reqs": [(ttft, dur, PTOK[pclass], GEN)]})
-    out.append({"prompt_class": "short", "repeat": 4, "warmup": False,  # another client's request landed too
-                "reqs": [(0.05, 0.05 + 0.8 * factor, 16, GEN), (0.06, 0.9, 16, GEN)]})
+            out.append(
+                {
+                    "prompt_class": pclass,
+                    "repeat": repeat,
+                    "warmup": repeat == 0,
+                    "reqs": [(ttft, dur, PTOK[pclass], GEN)],
+                }
+            )
+    out.append(
+        {
+            "prompt_class": "short",
+            "repeat": 4,
+            "warmup": False,  # another client's request landed too
+            "reqs": [(0.05, 0.05 + 0.8 * factor, 16, GEN), (0.06, 0.9, 16, GEN)],
+        }
+    )
     return out
 
 
@@ -90,9 +101,14 @@ def _after(state, reqs) -> dict:
 
 def _text(state) -> str:
     """A state as a /metrics capture (text exposition 0.0.4)."""
-    types = {"pocket_ttft_seconds": "histogram", "pocket_request_duration_seconds": "histogram",
-             "pocket_tokens_total": "counter", "pocket_requests_total": "counter",
-             "pocket_requests_running": "gauge", "pocket_requests_waiting": "gauge"}
+    types = {
+        "pocket_ttft_seconds": "histogram",
+        "pocket_request_duration_seconds": "histogram",
+        "pocket_tokens_total": "counter",
+        "pocket_requests_total": "counter",
+        "pocket_requests_running": "gauge",
+        "pocket_requests_waiting": "gauge",
+    }
     lines = []
     for fam, kind in types.items():
         lines.append(f"# TYPE {fam} {kind}")
@@ -115,7 +131,9 @@ def _timeline(factor: float) -> tuple[list[dict], list[tuple[int, dict]]]:
         for t in range(k * SLOT, (k + 1) * SLOT):
             seconds.append((t, busy if land - 2 <= t < land else (before if t < land else after)))
         total = sum(r[1] for r in smp["reqs"])
-        samples.append({**smp, "t0": t0, "t1": t1, "before": before, "after": after, "client_total_s": round(total + 0.05, 6)})
+        samples.append(
+            {**smp, "t0": t0, "t1": t1, "before": before, "after": after, "client_total_s": round(total + 0.05, 6)}
+        )
         state = after
     return samples, seconds
 
@@ -127,7 +145,10 @@ def _openmetrics() -> str:
         for t, state in seconds:
             for name, vals in state.items():
                 for key, v in vals.items():
-                    labels = ",".join(f'{k}="{val}"' for k, val in sorted({**dict(key), "job": JOB, "instance": f"{run}:8000"}.items()))
+                    labels = ",".join(
+                        f'{k}="{val}"'
+                        for k, val in sorted({**dict(key), "job": JOB, "instance": f"{run}:8000"}.items())
+                    )
                     series.setdefault(name, []).append((labels, B + off + t, v))
     # a restarted engine: one request, restart (zeros), then two requests — every edge delta +1
     one, two = _after(_zero(), [(0.5, 4.0, 120, 32)]), _after(_zero(), [(0.25, 3.5, 120, 32), (0.5, 4.0, 120, 32)])
@@ -135,18 +156,34 @@ def _openmetrics() -> str:
         state = one if t < 10 else (_zero() if t < 15 else two)
         for name, vals in state.items():
             for key, v in vals.items():
-                labels = ",".join(f'{k}="{val}"' for k, val in sorted({**dict(key), "job": JOB, "instance": "restart:8000"}.items()))
+                labels = ",".join(
+                    f'{k}="{val}"' for k, val in sorted({**dict(key), "job": JOB, "instance": "restart:8000"}.items())
+                )
                 series.setdefault(name, []).append((labels, B + 500 + t, v))
     # a vLLM engine: request_success_total split by finished_reason; abort grows 3/s and resets at 10
     for t in range(0, 30):
-        vllm = {"vllm:request_success_total": {(("finished_reason", "stop"),): float(t), (("finished_reason", "length"),): 2.0,
-                                               (("finished_reason", "abort"),): float(3 * (t if t < 10 else t - 10))},
-                "vllm:prompt_tokens_total": {(): 16.0 * t}, "vllm:generation_tokens_total": {(): 8.0 * t}}
+        vllm = {
+            "vllm:request_success_total": {
+                (("finished_reason", "stop"),): float(t),
+                (("finished_reason", "length"),): 2.0,
+                (("finished_reason", "abort"),): float(3 * (t if t < 10 else t - 10)),
+            },
+            "vllm:prompt_tokens_total": {(): 16.0 * t},
+            "vllm:generation_tokens_total": {(): 8.0 * t},
+        }
         for fam in ("vllm:time_to_first_token_seconds", "vllm:e2e_request_latency_seconds"):
-            vllm.update({fam + "_sum": {(): 0.1 * t}, fam + "_count": {(): float(t)}, fam + "_bucket": {(("le", "+Inf"),): float(t)}})
+            vllm.update(
+                {
+                    fam + "_sum": {(): 0.1 * t},
+                    fam + "_count": {(): float(t)},
+                    fam + "_bucket": {(("le", "+Inf"),): float(t)},
+                }
+            )
         for name, vals in vllm.items():
             for key, v in vals.items():
-                labels = ",".join(f'{k}="{val}"' for k, val in sorted({**dict(key), "job": JOB, "instance": "vllm:8000"}.items()))
+                labels = ",".join(
+                    f'{k}="{val}"' for k, val in sorted({**dict(key), "job": JOB, "instance": "vllm:8000"}.items())
+                )
                 series.setdefault(name, []).append((labels, B + 600 + t, v))
     lines = []
     for name in sorted(series):
@@ -157,17 +194,26 @@ def _openmetrics() -> str:
 
 def _manifest(prometheus: dict | None) -> dict:
     m = {
-        "format": "benchbook.campaign/1", "title": "promsource twin", "question": "does tuning help a toy engine?",
-        "date": "2023-11-16", "provenance": "synthetic",
+        "format": "benchbook.campaign/1",
+        "title": "promsource twin",
+        "question": "does tuning help a toy engine?",
+        "date": "2023-11-16",
+        "provenance": "synthetic",
         "scope": {"measured": ["toy engine"], "outside": ["everything else"]},
         "engine": {"name": "pocketllm", "profile": "pocket", "commit": "abc1234"},
-        "environments": {"default": {"description": "nothing set", "variables": {}},
-                         "tuned": {"description": "tuned", "variables": {"POCKET_FAST": "1"}}},
+        "environments": {
+            "default": {"description": "nothing set", "variables": {}},
+            "tuned": {"description": "tuned", "variables": {"POCKET_FAST": "1"}},
+        },
         "prompt_classes": {"short": {"words": 12, "tokens": 16}, "long": {"words": 50, "tokens": 64}},
         "generation_tokens": GEN,
-        "arms": {a: {"label": a, "mode": "serial", "environment": a, "server_args": {"max_batch_size": 1}, "series": "s1"}
-                 for a in ("default", "tuned")},
-        "runs": [{"id": run, "arm": arm, "harness": "phases", "path": f"runs/{run}"} for run, (arm, _o, _f) in RUNS.items()],
+        "arms": {
+            a: {"label": a, "mode": "serial", "environment": a, "server_args": {"max_batch_size": 1}, "series": "s1"}
+            for a in ("default", "tuned")
+        },
+        "runs": [
+            {"id": run, "arm": arm, "harness": "phases", "path": f"runs/{run}"} for run, (arm, _o, _f) in RUNS.items()
+        ],
     }
     if prometheus:
         m["prometheus"] = prometheus
@@ -194,7 +240,9 @@ def _write_campaign(root: Path, prometheus: dict | None) -> Path:
                     (folder / f"{stem}.{side}.prom").write_text(_text(s[side]))
                 row["metrics_before"], row["metrics_after"] = f"{stem}.before.prom", f"{stem}.after.prom"
             out.append(row)
-        (folder / "phases.json").write_text(json.dumps({"format": "benchbook.phases/1", "run": run, "samples": out}, indent=1))
+        (folder / "phases.json").write_text(
+            json.dumps({"format": "benchbook.phases/1", "run": run, "samples": out}, indent=1)
+        )
     return root
 
 
@@ -291,8 +339,8 @@ def test_counter_reset_inside_a_window_is_excluded_with_its_reason(twins, tmp_pa
 
 
 def test_vllm_finished_reason_series_are_summed_like_enginemetrics(server):
-    from benchbook import promsource
-    from benchbook.profiles import get_profile
+    from benchbook.metrics import promsource
+    from benchbook.metrics.profiles import get_profile
 
     vllm, who = get_profile("vllm"), {"instance": "vllm:8000"}
     assert promsource.check_source(server, who, vllm, start=B + 600, end=B + 629) == []

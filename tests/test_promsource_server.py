@@ -1,4 +1,4 @@
-"""benchbook.promsource against a real Prometheus (/usr/bin/prometheus) on 127.0.0.1.
+"""benchbook.metrics.promsource against a real Prometheus (/usr/bin/prometheus) on 127.0.0.1.
 
 One server per module, with a temporary data directory, holding two kinds of data:
 
@@ -20,10 +20,9 @@ from pathlib import Path
 import pytest
 
 import promserver
-
-from benchbook import phases, prometheus, promsource
 from benchbook.errors import InputError, SourceError
-from benchbook.profiles import EngineProfile, MetricRef, get_profile
+from benchbook.metrics import phases, prometheus, promsource
+from benchbook.metrics.profiles import EngineProfile, MetricRef, get_profile
 
 pytestmark = pytest.mark.prometheus_server
 
@@ -128,14 +127,17 @@ def test_snapshots_equal_the_capture_files(server, o0, o1, f0, f1):
     for name in NEEDED_SAMPLES:
         for key in w.before.series(name):
             labels = dict(key)
-            assert prometheus.delta(w.before, w.after, name, labels) == prometheus.delta(_capture(f0), _capture(f1), name, labels)
+            assert prometheus.delta(w.before, w.after, name, labels) == prometheus.delta(
+                _capture(f0), _capture(f1), name, labels
+            )
     assert w.resets == []
 
 
 def test_phase_split_matches_known_values_and_capture_files(server):
     short = promsource.fetch_window(server["url"], B + 5, B + 15, A, POCKET).split(POCKET, client_total_s=3.6)
-    assert short == phases.PhaseSplit(prompt_tokens=120, generated_tokens=32, prefill_s=0.25,
-                                      decode_tokens=31, decode_s=3.25, engine_total_s=3.5)
+    assert short == phases.PhaseSplit(
+        prompt_tokens=120, generated_tokens=32, prefill_s=0.25, decode_tokens=31, decode_s=3.25, engine_total_s=3.5
+    )
     assert short == phases.split(_capture("s0-idle.prom"), _capture("s1-short.prom"), POCKET, 3.6)
     long = promsource.fetch_window(server["url"], B + 15, B + 25, A, POCKET).split(POCKET)
     assert (long.prompt_tokens, long.prefill_s, long.decode_s, long.decode_tokens) == (2000, 2.0, 6.0, 31)
@@ -192,12 +194,14 @@ def test_series_of_two_instances_stay_apart(server):
 def test_unknown_label_value_names_the_query(server):
     with pytest.raises(InputError) as e:
         promsource.fetch_window(server["url"], B + 5, B + 15, {"job": "engine", "instance": "nope:1"}, POCKET)
-    assert e.value.location == f"query 'pocket_ttft_seconds_sum{{instance=\"nope:1\",job=\"engine\"}}' at {B + 5}.000"
+    assert e.value.location == f'query \'pocket_ttft_seconds_sum{{instance="nope:1",job="engine"}}\' at {B + 5}.000'
     assert "returned no series" in e.value.reason
 
 
 def test_metric_the_server_does_not_have_names_the_query(server):
-    kv = EngineProfile("pocket+kv", "test", {**POCKET.quantities, "kv_cache_usage": MetricRef("pocket_kv_cache_usage", "gauge")})
+    kv = EngineProfile(
+        "pocket+kv", "test", {**POCKET.quantities, "kv_cache_usage": MetricRef("pocket_kv_cache_usage", "gauge")}
+    )
     with pytest.raises(InputError, match="returned no series") as e:
         promsource.fetch_window(server["url"], B + 5, B + 15, A, kv, quantities=["kv_cache_usage"])
     assert "pocket_kv_cache_usage" in e.value.location
@@ -214,6 +218,7 @@ def test_server_side_query_error_is_a_source_error(server):
 
 
 # ---- gauges over time -------------------------------------------------------------------------
+
 
 def _state_at(offset: int) -> prometheus.Snapshot:
     for seg in TIMELINE["instances"]["a:8000"]:
@@ -254,6 +259,7 @@ def test_gauges_of_nothing_name_the_queries(server):
 
 # ---- validate ---------------------------------------------------------------------------------
 
+
 def test_check_source(server):
     assert promsource.check_source(server["url"], A, POCKET) == []
     assert promsource.check_source(server["url"], A, POCKET, start=B, end=B + 59) == []
@@ -265,6 +271,7 @@ def test_check_source(server):
 
 
 # ---- live scraping ----------------------------------------------------------------------------
+
 
 def _wait_for_step(url: str, job: dict, step: int) -> float:
     """Timestamp of a scraped sample that saw ``bbtest_step == step`` (polls for up to 15 s)."""
@@ -292,14 +299,18 @@ def test_live_scrape_matches_the_capture_text(server):
     text_after = live.text()
     t1 = _wait_for_step(url, job, 2)
     w = promsource.fetch_window(url, t0, t1, job, POCKET)
-    from_files = phases.split(prometheus.parse(text_before, "before", NAMES), prometheus.parse(text_after, "after", NAMES), POCKET)
+    from_files = phases.split(
+        prometheus.parse(text_before, "before", NAMES), prometheus.parse(text_after, "after", NAMES), POCKET
+    )
     assert w.split(POCKET) == from_files
     assert (from_files.prefill_s, from_files.decode_s, from_files.prompt_tokens) == (0.25, 3.25, 120)
 
 
 def test_frozen_window_reads_back_through_the_file_path(server, tmp_path):
     w = promsource.fetch_window(server["url"], B + 15, B + 25, A, POCKET)
-    promsource.write_captures(w, tmp_path / "metrics" / "long-0.before.prom", tmp_path / "metrics" / "long-0.after.prom")
+    promsource.write_captures(
+        w, tmp_path / "metrics" / "long-0.before.prom", tmp_path / "metrics" / "long-0.after.prom"
+    )
     before = prometheus.read(tmp_path / "metrics" / "long-0.before.prom", NAMES)
     after = prometheus.read(tmp_path / "metrics" / "long-0.after.prom", NAMES)
     assert phases.split(before, after, POCKET) == w.split(POCKET)

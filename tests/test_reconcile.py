@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook import reconcile as R
+from benchbook.analysis import reconcile as R
 from benchbook.ingest import formats as F
 
 HERE = Path(__file__).parent

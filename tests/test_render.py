@@ -10,9 +10,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from benchbook import display as bd
 from benchbook.errors import RenderError
-from benchbook.render import pages_for, recorded_values, render_page
+from benchbook.pages import display as bd
+from benchbook.pipeline.render import pages_for, recorded_values, render_page
 
 pytestmark = pytest.mark.slow
 
@@ -107,7 +107,9 @@ def test_same_inputs_render_identically(tmp_path, smoke_notebook, monkeypatch):
 
 def test_recorded_twice_is_an_error():
     out = {"output_type": "display_data", "metadata": {}, "data": {bd.VALUES_MIME: {"name": "x", "value": 1}}}
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(outputs=[out]), nbformat.v4.new_code_cell(outputs=[out])])
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_code_cell(outputs=[out]), nbformat.v4.new_code_cell(outputs=[out])]
+    )
     with pytest.raises(ValueError, match="'x' recorded twice"):
         recorded_values(nb)
 
@@ -116,7 +118,10 @@ def test_recorded_twice_is_an_error():
     ("manifest", "pages"),
     [
         ({"runs": [{"harness": "requests"}], "arms": {"a": {"mode": "serial"}}}, ["baseline"]),
-        ({"runs": [{"harness": "phases"}], "arms": {"a": {"mode": "batch", "role": "ablation"}}}, ["baseline", "ablation"]),
+        (
+            {"runs": [{"harness": "phases"}], "arms": {"a": {"mode": "batch", "role": "ablation"}}},
+            ["baseline", "ablation"],
+        ),
         ({"runs": [{"harness": "memory"}], "arms": {"a": {"mode": "pd"}}}, ["pd"]),
         ({"runs": [], "arms": {}}, []),
     ],
@@ -128,14 +133,22 @@ def test_pages_for(manifest, pages):
 def test_input_error_inside_the_notebook_is_bad_input(tmp_path):
     from benchbook.errors import InputError
 
-    nb = nbformat.v4.new_notebook(cells=[
-        nbformat.v4.new_code_cell('title: str = "x"', metadata={"tags": ["parameters"]}),
-        nbformat.v4.new_code_cell('from benchbook.errors import InputError\nraise InputError("runs/a/requests.json", "$.requests[3].end", "end before start")'),
-    ], metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell('title: str = "x"', metadata={"tags": ["parameters"]}),
+            nbformat.v4.new_code_cell(
+                'from benchbook.errors import InputError\nraise InputError("runs/a/requests.json", "$.requests[3].end", "end before start")'
+            ),
+        ],
+        metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+    )
     src = tmp_path / "bad.ipynb"
     nbformat.write(nb, src)
     with pytest.raises(InputError) as e:
         render_page(src, {}, tmp_path / "out" / "bad.html", title="t")
     assert e.value.exit_code == 2
-    assert e.value.one_line() == "runs/a/requests.json: $.requests[3].end: end before start (page bad, cell 2 `from benchbook.errors import InputError`)"
+    assert (
+        e.value.one_line()
+        == "runs/a/requests.json: $.requests[3].end: end before start (page bad, cell 2 `from benchbook.errors import InputError`)"
+    )
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())

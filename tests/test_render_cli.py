@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.cli import main
+from benchbook.commands.cli import main
 
 pytestmark = pytest.mark.slow
 EVIL = '"><img src=x onerror=alert(1)><script>alert(2)</script>'
@@ -17,9 +17,15 @@ EVIL = '"><img src=x onerror=alert(1)><script>alert(2)</script>'
 def _campaign(root: Path, name: str, *, title: str, date: str, harness: str = "requests", mode: str = "serial") -> Path:
     c = root / name
     c.mkdir(parents=True)
-    manifest = {"format": "benchbook.campaign/1", "title": title, "question": f"q {name}", "date": date,
-                "provenance": "synthetic", "arms": {"a": {"mode": mode, "label": "a"}},
-                "runs": [{"id": "r1", "arm": "a", "harness": harness, "path": "runs/r1"}]}
+    manifest = {
+        "format": "benchbook.campaign/1",
+        "title": title,
+        "question": f"q {name}",
+        "date": date,
+        "provenance": "synthetic",
+        "arms": {"a": {"mode": mode, "label": "a"}},
+        "runs": [{"id": "r1", "arm": "a", "harness": harness, "path": "runs/r1"}],
+    }
     (c / "campaign.json").write_text(json.dumps(manifest))
     return c
 

@@ -1,4 +1,4 @@
-"""benchbook.display and benchbook.charts: escaping, fixed ids, deterministic output (no kernel)."""
+"""benchbook.pages.display and benchbook.pages.charts: escaping, fixed ids, deterministic output (no kernel)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import altair as alt
 import polars as pl
 import pytest
 
-from benchbook import charts, display as bd
+from benchbook.pages import charts
+from benchbook.pages import display as bd
 
 EVIL = '"><img src=x onerror=alert(1)><script>alert(2)</script>'
 

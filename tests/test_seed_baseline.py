@@ -10,10 +10,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from benchbook import baseline, stats
+from benchbook.analysis import baseline, stats
+from benchbook.analysis.memory import memory_summaries
+from benchbook.commands.summary import build
 from benchbook.ingest.campaign import load_campaign
-from benchbook.memory import memory_summaries
-from benchbook.summary import build
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGN = ROOT / "data" / "dsv4-163"
@@ -76,7 +76,12 @@ def test_phase_split_cells(cells, key):
 @pytest.mark.parametrize("arm", list(ABLATION))
 def test_ablation_cells(cells, arm):
     got = []
-    for metric, pclass in (("prefill_tok_s", "short"), ("prefill_tok_s", "long"), ("decode_tok_s", "short"), ("decode_tok_s", "long")):
+    for metric, pclass in (
+        ("prefill_tok_s", "short"),
+        ("prefill_tok_s", "long"),
+        ("decode_tok_s", "short"),
+        ("decode_tok_s", "long"),
+    ):
         c = _c(cells, arm, pclass, metric)
         d = 1 if metric == "prefill_tok_s" else 3
         got.append((round(c.median, d), round(c.min, d), round(c.max, d)))
@@ -105,13 +110,31 @@ def test_whole_request_table(camp):
     rows = {r["run"]: r for r in baseline.whole_request_rows(camp)}
     for run, (lat, rate, n2, n4, n8, inter) in WHOLE.items():
         r = rows[run]
-        got = tuple(round(r[k], 3) for k in ("single_latency_s", "single_tok_s", "ladder_2_tok_s", "ladder_4_tok_s",
-                                               "ladder_8_tok_s", "interleave_short_latency_s"))
+        got = tuple(
+            round(r[k], 3)
+            for k in (
+                "single_latency_s",
+                "single_tok_s",
+                "ladder_2_tok_s",
+                "ladder_4_tok_s",
+                "ladder_8_tok_s",
+                "interleave_short_latency_s",
+            )
+        )
         assert got == (lat, rate, n2, n4, n8, inter), run
-    walls = {run: tuple(round(rows[run][f"ladder_{n}_wall_s"], 3) for n in (2, 4, 8)) for run in ("serial-ccb339d", "batched-ccb339d")}
+    walls = {
+        run: tuple(round(rows[run][f"ladder_{n}_wall_s"], 3) for n in (2, 4, 8))
+        for run in ("serial-ccb339d", "batched-ccb339d")
+    }
     assert walls == {"serial-ccb339d": (17.734, 34.760, 69.495), "batched-ccb339d": (16.581, 27.624, 42.927)}
-    assert (round(rows["serial-ccb339d"]["mean_latency_8_s"], 3), round(rows["serial-ccb339d"]["worst_latency_8_s"], 3)) == (39.113, 69.490)
-    assert (round(rows["batched-ccb339d"]["mean_latency_8_s"], 3), round(rows["batched-ccb339d"]["worst_latency_8_s"], 3)) == (42.830, 42.925)
+    assert (
+        round(rows["serial-ccb339d"]["mean_latency_8_s"], 3),
+        round(rows["serial-ccb339d"]["worst_latency_8_s"], 3),
+    ) == (39.113, 69.490)
+    assert (
+        round(rows["batched-ccb339d"]["mean_latency_8_s"], 3),
+        round(rows["batched-ccb339d"]["worst_latency_8_s"], 3),
+    ) == (42.830, 42.925)
 
 
 def test_serial_n8_finishes_at_multiples_of_119(camp):
@@ -133,8 +156,11 @@ def summary():
 
 def _cmp(summary, base, cand, metric, pclass=None, n=None):
     for c in summary["comparisons"]:
-        if (c["baseline"], c["candidate"], c["metric"]) == (base, cand, metric) and \
-                (pclass is None or c["prompt_class"] == pclass) and (n is None or c["concurrency"] == n):
+        if (
+            (c["baseline"], c["candidate"], c["metric"]) == (base, cand, metric)
+            and (pclass is None or c["prompt_class"] == pclass)
+            and (n is None or c["concurrency"] == n)
+        ):
             return c
     raise AssertionError((base, cand, metric, pclass, n))
 
@@ -147,8 +173,16 @@ def test_flat_ladders_in_every_serial_row(summary):
 
 
 def test_batched_over_serial_ratios(summary):
-    got = [round(_cmp(summary, "serial", "batched", m, n=n)["speedup"], 2) for m, n in
-           (("single_tok_s", 1), ("ladder_tok_s", 2), ("ladder_tok_s", 4), ("ladder_tok_s", 8), ("interleave_short_latency_s", 2))]
+    got = [
+        round(_cmp(summary, "serial", "batched", m, n=n)["speedup"], 2)
+        for m, n in (
+            ("single_tok_s", 1),
+            ("ladder_tok_s", 2),
+            ("ladder_tok_s", 4),
+            ("ladder_tok_s", 8),
+            ("interleave_short_latency_s", 2),
+        )
+    ]
     assert got == [0.96, 1.07, 1.26, 1.62, 1.06]
     assert _cmp(summary, "serial", "batched", "ladder_tok_s", n=8)["is_result"]
     assert not _cmp(summary, "serial", "batched", "single_tok_s", n=1)["is_result"]  # 3.7 % inside the spread
@@ -163,7 +197,9 @@ def test_amortization_at_n8(summary):
 
 
 def test_interval_rate_over_120_to_1446(cells):
-    r = stats.interval_rate(120, _c(cells, "tuned", "short", "prefill_s").median, 1446, _c(cells, "tuned", "long", "prefill_s").median)
+    r = stats.interval_rate(
+        120, _c(cells, "tuned", "short", "prefill_s").median, 1446, _c(cells, "tuned", "long", "prefill_s").median
+    )
     assert round(r.value) == 543
     assert "not a throughput" in r.describe()
 
@@ -179,11 +215,16 @@ def test_batch_arm_phase_verdicts_report_what_the_data_says(summary):
     # The seed's prose says the batch arm is within noise on every field. Its own table gives long
     # decode 4.446 (4.441–4.602) against tuned 4.868 (4.785–4.936): ranges disjoint, −8.7 % beyond the
     # 7.5 % spread — under the seed's own rule that is a result. Everything else is within noise.
-    results = {(c["metric"], c["prompt_class"]) for c in summary["comparisons"]
-               if (c["baseline"], c["candidate"]) == ("tuned", "batch") and c["is_result"]}
+    results = {
+        (c["metric"], c["prompt_class"])
+        for c in summary["comparisons"]
+        if (c["baseline"], c["candidate"]) == ("tuned", "batch") and c["is_result"]
+    }
     assert results == {("decode_tok_s", "long")}
     strict = build(CAMPAIGN, rule="strict")
-    assert not [c for c in strict["comparisons"] if (c["baseline"], c["candidate"]) == ("tuned", "batch") and c["is_result"]]
+    assert not [
+        c for c in strict["comparisons"] if (c["baseline"], c["candidate"]) == ("tuned", "batch") and c["is_result"]
+    ]
 
 
 def test_long_prompt_decode_after_batched_forward_is_not_a_result(summary):
@@ -195,7 +236,13 @@ def test_memory(camp):
     s = memory_summaries(*camp.memory)
     peak = {r: round(s[r].peak_max_gib, 2) for r in s}
     steady = {r: round(s[r].steady_max_gib, 2) for r in ("memory-default", "memory-tuned", "memory-batch")}
-    assert peak == {"memory-default": 8.19, "memory-tuned": 15.57, "memory-batch": 16.42, "memory-serial": 15.90, "memory-batched": 17.52}
+    assert peak == {
+        "memory-default": 8.19,
+        "memory-tuned": 15.57,
+        "memory-batch": 16.42,
+        "memory-serial": 15.90,
+        "memory-batched": 17.52,
+    }
     assert steady == {"memory-default": 6.29, "memory-tuned": 8.15, "memory-batch": 9.73}
     assert round(s["memory-tuned"].peak_max_gib - s["memory-default"].peak_max_gib, 1) == 7.4
     # The seed's prose says 3 GiB at steady; its own table gives 8.15 − 6.29 = 1.86.
@@ -207,7 +254,7 @@ def test_memory(camp):
 
 
 def test_clamp_on_the_1536681_batch_arm(camp):
-    from benchbook.clamps import detect_clamps, parse_startup_line
+    from benchbook.analysis.clamps import detect_clamps, parse_startup_line
 
     run = camp.run("batch")
     st = parse_startup_line(camp.server_log_text(run), run.server_log)
@@ -219,11 +266,18 @@ def test_clamp_on_the_1536681_batch_arm(camp):
 
 
 def test_ablation_conclusions(cells):
-    from benchbook.ablation import AblationArm, ablate
+    from benchbook.analysis.ablation import AblationArm, ablate
 
     def arm(name, switches):
-        return AblationArm(name, switches, {(m.split("_")[0], p): _c(cells, name, p, m)
-                                            for m in ("prefill_tok_s", "decode_tok_s") for p in ("short", "long")})
+        return AblationArm(
+            name,
+            switches,
+            {
+                (m.split("_")[0], p): _c(cells, name, p, m)
+                for m in ("prefill_tok_s", "decode_tok_s")
+                for p in ("short", "long")
+            },
+        )
 
     camp = load_campaign(CAMPAIGN)
     envs = camp.environments

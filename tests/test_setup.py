@@ -3,9 +3,9 @@
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
+import tomllib
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ def test_ci_runs_make_test():
 def test_cli_help_is_quick_and_light():
     # --help must not import the heavy libraries (speed is measured by `make bench`, not here).
     code = (
-        "import sys; from benchbook.cli import main; main(['--help'])\n"
+        "import sys; from benchbook.commands.cli import main; main(['--help'])\n"
         "heavy = [m for m in ('polars', 'pandas', 'scipy', 'altair', 'papermill') if m in sys.modules]\n"
         "assert not heavy, heavy"
     )

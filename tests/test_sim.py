@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchbook.cli import main
+from benchbook.analysis.admission import batch_counts_by_cap, per_dp_chunk, read_lengths, simulate
+from benchbook.commands.cli import main
 from benchbook.errors import InputError, UsageError
-from benchbook.sim import batch_counts_by_cap, per_dp_chunk, read_lengths, simulate
 
 SEED = dict(chunk_size=8192, page_size=128)
 
@@ -133,8 +133,22 @@ ARGS = ["prefill-sim", "--page-size", "128"]
 
 
 def test_cli_json(capsys):
-    rc = main(ARGS + ["--prompt-tokens", "16388", "--requests", "320", "--global-chunk-size", "131072",
-                      "--dp", "16", "--max-requests", "2", "--json"])
+    rc = main(
+        ARGS
+        + [
+            "--prompt-tokens",
+            "16388",
+            "--requests",
+            "320",
+            "--global-chunk-size",
+            "131072",
+            "--dp",
+            "16",
+            "--max-requests",
+            "2",
+            "--json",
+        ]
+    )
     assert rc == 0
     out = json.loads(capsys.readouterr().out)
     assert set(out) == {"batches", "sequence", "tail_only_batches", "multi_request_batches"}
@@ -164,16 +178,72 @@ def test_cli_lengths_file(tmp_path, capsys):
 @pytest.mark.parametrize(
     "extra, message",
     [
-        (["--prompt-tokens", "0", "--requests", "3", "--chunk-size", "8192", "--max-requests", "1"], "--prompt-tokens must be a positive"),
-        (["--prompt-tokens", "10", "--requests", "-3", "--chunk-size", "8192", "--max-requests", "1"], "--requests must be a positive"),
-        (["--prompt-tokens", "10", "--requests", "3", "--chunk-size", "8000", "--max-requests", "1"], "not a multiple of page size"),
-        (["--prompt-tokens", "10", "--requests", "3", "--global-chunk-size", "131072", "--dp", "5", "--max-requests", "1"], "not divisible"),
-        (["--prompt-tokens", "10", "--requests", "3", "--chunk-size", "8192", "--dp", "16", "--global-chunk-size", "131072", "--max-requests", "1"], "not both"),
+        (
+            ["--prompt-tokens", "0", "--requests", "3", "--chunk-size", "8192", "--max-requests", "1"],
+            "--prompt-tokens must be a positive",
+        ),
+        (
+            ["--prompt-tokens", "10", "--requests", "-3", "--chunk-size", "8192", "--max-requests", "1"],
+            "--requests must be a positive",
+        ),
+        (
+            ["--prompt-tokens", "10", "--requests", "3", "--chunk-size", "8000", "--max-requests", "1"],
+            "not a multiple of page size",
+        ),
+        (
+            [
+                "--prompt-tokens",
+                "10",
+                "--requests",
+                "3",
+                "--global-chunk-size",
+                "131072",
+                "--dp",
+                "5",
+                "--max-requests",
+                "1",
+            ],
+            "not divisible",
+        ),
+        (
+            [
+                "--prompt-tokens",
+                "10",
+                "--requests",
+                "3",
+                "--chunk-size",
+                "8192",
+                "--dp",
+                "16",
+                "--global-chunk-size",
+                "131072",
+                "--max-requests",
+                "1",
+            ],
+            "not both",
+        ),
         (["--prompt-tokens", "10", "--requests", "3", "--max-requests", "1"], "chunk budget"),
         (["--chunk-size", "8192", "--max-requests", "1"], "give the prompts"),
-        (["--prompt-tokens", "10", "--requests", "3", "--lengths-file", "x", "--chunk-size", "8192", "--max-requests", "1"], "not both"),
+        (
+            [
+                "--prompt-tokens",
+                "10",
+                "--requests",
+                "3",
+                "--lengths-file",
+                "x",
+                "--chunk-size",
+                "8192",
+                "--max-requests",
+                "1",
+            ],
+            "not both",
+        ),
         (["--prompt-tokens", "10", "--chunk-size", "8192", "--max-requests", "1"], "go together"),
-        (["--prompt-tokens", "10", "--requests", "3", "--chunk-size", "8192", "--max-requests", "zero"], "--max-requests must be"),
+        (
+            ["--prompt-tokens", "10", "--requests", "3", "--chunk-size", "8192", "--max-requests", "zero"],
+            "--max-requests must be",
+        ),
         (["--prompt-tokens", "10", "--requests", "3", "--chunk-size", "8192"], "--max-requests is required"),
     ],
 )

@@ -5,8 +5,7 @@ from fractions import Fraction
 import polars as pl
 import pytest
 
-from benchbook.errors import InputError
-from benchbook.stats import (
+from benchbook.analysis.stats import (
     INTERVAL_RATE_LABEL,
     Cell,
     bootstrap_median_ci,
@@ -22,6 +21,7 @@ from benchbook.stats import (
     small_n_notes,
     spreads,
 )
+from benchbook.errors import InputError
 
 
 def test_cell_discards_warmup_then_median_min_max():
@@ -159,8 +159,11 @@ def test_bootstrap_ci_agrees_with_scipy_resampling():
     from scipy.stats import bootstrap
 
     res = bootstrap(
-        (np.array([5.205, 5.248, 5.371]),), np.median, method="percentile",
-        n_resamples=2000, random_state=0,
+        (np.array([5.205, 5.248, 5.371]),),
+        np.median,
+        method="percentile",
+        n_resamples=2000,
+        random_state=0,
     )
     assert (res.confidence_interval.low, res.confidence_interval.high) == (5.205, 5.371)
 

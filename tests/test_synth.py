@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.cli import main
-from benchbook.errors import InputError
-from benchbook.ingest.campaign import load_campaign
-from benchbook.synth import (
+from benchbook.commands.cli import main
+from benchbook.commands.synth import (
     GENERATION_TOKENS,
     ROUND0,
     Model,
@@ -20,6 +18,8 @@ from benchbook.synth import (
     step_s,
     synthesize,
 )
+from benchbook.errors import InputError
+from benchbook.ingest.campaign import load_campaign
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -61,7 +61,7 @@ def test_serial_ladder_completes_at_k_times_single(tmp_path):
     root = synthesize(tmp_path / "c", kind="serial", runs=1, seed=3, noise=0, snapshots=0)
     df = load_campaign(root).requests
     single = single_service_s(m, 120)
-    one = df.filter((df["scenario"] == "single"))
+    one = df.filter(df["scenario"] == "single")
     assert one["latency"][0] == pytest.approx(single, abs=2e-6)
     ladder = df.filter((df["scenario"] == "ladder") & (df["n"] == 8)).sort("index")
     for k, lat in enumerate(ladder["latency"], start=1):
@@ -121,8 +121,11 @@ def test_ndjson_holds_every_round_and_round0_is_requests_json(tmp_path):
     lines = [json.loads(ln) for ln in (run / "requests.ndjson").read_text().splitlines()]
     assert len(lines) == n
     assert all(len(r["itl"]) == r["completion_tokens"] - 1 for r in lines)
-    assert all(r["end"] == pytest.approx(r["start"] + r["ttft"] + sum(r["itl"]) + Model().assembly_s, abs=1e-3)
-               for r in lines if r["scenario"] in ("single", "warmup"))
+    assert all(
+        r["end"] == pytest.approx(r["start"] + r["ttft"] + sum(r["itl"]) + Model().assembly_s, abs=1e-3)
+        for r in lines
+        if r["scenario"] in ("single", "warmup")
+    )
     doc = json.loads((run / "requests.json").read_text())
     keys = doc["requests"][0].keys()
     assert [{k: r[k] for k in keys} for r in lines if r["round"] == 0] == doc["requests"]
@@ -132,7 +135,7 @@ def test_ndjson_holds_every_round_and_round0_is_requests_json(tmp_path):
 
 
 def test_campaign_requests_read_ndjson_rounds_and_aggregate_per_round(tmp_path):
-    from benchbook import baseline
+    from benchbook.analysis import baseline
 
     n = ROUND0 + 40 * (ROUND0 - 1)
     root = synthesize(tmp_path / "c", kind="serial", runs=2, seed=4, requests=n, snapshots=0, memory=False)
@@ -158,8 +161,18 @@ def test_campaign_requests_read_ndjson_rounds_and_aggregate_per_round(tmp_path):
 
 def test_ndjson_reader_names_the_bad_line(tmp_path):
     p = tmp_path / "requests.ndjson"
-    good = {"round": 0, "scenario": "single", "n": 1, "index": 0, "prompt_class": "short", "start": 0.0, "end": 9.0,
-            "prompt_tokens": 120, "completion_tokens": 32, "finish_reason": "length"}
+    good = {
+        "round": 0,
+        "scenario": "single",
+        "n": 1,
+        "index": 0,
+        "prompt_class": "short",
+        "start": 0.0,
+        "end": 9.0,
+        "prompt_tokens": 120,
+        "completion_tokens": 32,
+        "finish_reason": "length",
+    }
     short = dict(good, completion_tokens=7, finish_reason="stop")
     p.write_text("\n".join(json.dumps(r) for r in [good, short, dict(good, scenario="nope")]) + "\n")
     with pytest.raises(InputError) as e:
@@ -167,7 +180,9 @@ def test_ndjson_reader_names_the_bad_line(tmp_path):
     assert e.value.location == "line 3" and "scenario" in e.value.reason
     p.write_text("\n".join(json.dumps(r) for r in [good, short]) + "\n")
     df, excl = read_requests_ndjson(p, 32, ["short"])
-    assert df.filter(~df["excluded"]).height == 1 and excl[0][0] == "line 2" and "did not reach its budget" in excl[0][1]
+    assert (
+        df.filter(~df["excluded"]).height == 1 and excl[0][0] == "line 2" and "did not reach its budget" in excl[0][1]
+    )
     # a blank line would shift every line number after it: rejected, with its line
     p.write_text("\n".join(json.dumps(r) for r in [good, short]).replace("\n", "\n\n") + "\n")
     with pytest.raises(InputError) as e:
@@ -186,9 +201,9 @@ def test_pd_scheduler_log_is_the_admission_simulation(tmp_path):
     assert "#new-token: 8192" in log[0]
     doc = json.loads((root / "runs" / "pd-1" / "pd.json").read_text())
     assert doc["windows"]["whole"]["common"]["Total Generated Tokens"] == 320 * 2048
-    from benchbook import pd
+    from benchbook.analysis import disaggregation
 
-    rep = pd.analyse(root)
+    rep = disaggregation.analyse(root)
     assert [b for b in rep.batch_composition if b.get("reports") == 645]
     little = [c for c in rep.checks if "Little" in c.get("name", "")]
     assert little and all(c["status"] == "pass" for c in little)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.cli import main
+from benchbook.commands.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT.parent / "shared" / "realdata"

@@ -2,9 +2,9 @@
 
 import pytest
 
+from benchbook.analysis.stats import Cell, fmt_pct, fmt_ratio, run_spread
+from benchbook.analysis.verdict import NOT_A_RESULT, compare, noise_band
 from benchbook.errors import InputError
-from benchbook.stats import Cell, fmt_pct, fmt_ratio, run_spread
-from benchbook.verdict import NOT_A_RESULT, compare, noise_band
 
 SPREAD = run_spread([3.430, 3.686])  # tuned vs tuned2, 7.46 %
 

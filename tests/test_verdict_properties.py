@@ -3,8 +3,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from benchbook.stats import cell
-from benchbook.verdict import compare
+from benchbook.analysis.stats import cell
+from benchbook.analysis.verdict import compare
 
 value = st.floats(min_value=1e-3, max_value=1e4, allow_nan=False, allow_infinity=False)
 samples = st.lists(value, min_size=1, max_size=5)

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from benchbook.errors import InputError
 
 
 def read_bytes(path: str | Path, what: str = "file") -> bytes:
@@ -74,7 +74,7 @@ def load_json(path: str | Path) -> Any:
         raise InputError(path, where, f"not valid JSON: {msg}") from None
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema(name: str) -> dict:
     text = resources.files("benchbook").joinpath("schemas", f"{name}.json").read_text("utf-8")
     return json.loads(text)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..errors import UsageError
+from benchbook.errors import UsageError
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="capture_kind", metavar="KIND", required=True)
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.retries < 1:
         raise UsageError("--retries must be at least 1")
     if args.capture_kind == "phases":
-        from .capture_phases import capture_phases, default_prompts, parse_prompt
+        from benchbook.commands.capture_phases import capture_phases, default_prompts, parse_prompt
 
         prompts = dict(parse_prompt(s) for s in args.prompt) if args.prompt else default_prompts()
         folder = capture_phases(
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         )
         print(f"capture phases: wrote {folder.path}/phases.json ({len(folder.doc['samples'])} samples) and capture.json")
         return 0
-    from .capture_run import capture_run
+    from benchbook.commands.capture_run import capture_run
 
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
     folder = capture_run(

@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from .. import __version__
-from ..errors import InputError
+from benchbook import __version__
+from benchbook.errors import InputError
 
 FORMAT = "benchbook.capture/1"
 NOT_SAMPLED = "not sampled"

@@ -25,11 +25,12 @@ from typing import Any, Callable
 
 import httpx
 
-from .. import enginemetrics, prometheus
-from ..errors import InputError, SourceError
-from ..profiles import EngineProfile
-from .capture_folder import RunFolder, dump_json, utc
-from .scrape import MetricsEndpoint
+from benchbook.analysis import enginemetrics
+from benchbook.commands.capture_folder import RunFolder, dump_json, utc
+from benchbook.commands.scrape import MetricsEndpoint
+from benchbook.errors import InputError, SourceError
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import EngineProfile
 
 SETTLE_S = 2.0
 REQUEST_TIMEOUT_S = 300.0
@@ -56,7 +57,7 @@ def parse_prompt(spec: str) -> tuple[str, str]:
     if not name.replace("-", "").replace("_", "").isalnum():
         raise InputError("--prompt", name, "a prompt class name is letters, digits, - and _")
     if value.startswith("@"):
-        from ..jsonfile import read_text
+        from benchbook.jsonfile import read_text
 
         value = read_text(value[1:], "prompt file")
     return name, value

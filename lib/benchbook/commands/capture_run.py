@@ -20,9 +20,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import BenchbookError, InputError
-from .capture_folder import RunFolder, utc
-from .scrape import MetricsEndpoint, Scrape
+from benchbook.commands.capture_folder import RunFolder, utc
+from benchbook.commands.scrape import MetricsEndpoint, Scrape
+from benchbook.errors import BenchbookError, InputError
 
 # Options through which common benchmark tools name the folder they write results into.
 RESULT_DIR_OPTIONS = ("--result-dir", "--output-dir", "--artifact-dir", "--output-path", "--results-dir")

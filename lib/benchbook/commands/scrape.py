@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import httpx
 
-from .. import prometheus
-from ..errors import InputError, SourceError
-from ..profiles import EngineProfile, detect_profile
+from benchbook.errors import InputError, SourceError
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import EngineProfile, detect_profile
 
 RETRIES = 3  # attempts per scrape
 BACKOFF_S = 0.5  # sleep before the 2nd attempt, doubled for each further one

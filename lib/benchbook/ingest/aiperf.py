@@ -14,8 +14,8 @@ import csv
 import io
 from typing import Any
 
-from ..errors import InputError
-from .formats import (
+from benchbook.errors import InputError
+from benchbook.ingest.formats import (
     BenchmarkRun,
     Exclusion,
     Loaded,
@@ -86,9 +86,15 @@ def read_records(ld: Loaded) -> list[BenchmarkRun]:
         rows["ttft_s"].append(_seconds(metrics.get("ttft"), f, f"{where}.metrics.ttft"))
         rows["e2e_s"].append(_seconds(metrics.get("request_latency"), f, f"{where}.metrics.request_latency"))
         rows["itl"].append(_seconds(metrics.get("inter_chunk_latency"), f, f"{where}.metrics.inter_chunk_latency"))
-        rows["itl_mean_s"].append(_seconds(metrics.get("inter_token_latency"), f, f"{where}.metrics.inter_token_latency"))
-        rows["prompt_tokens"].append(_value(metrics.get("input_sequence_length"), f, f"{where}.metrics.input_sequence_length"))
-        rows["completion_tokens"].append(_value(metrics.get("output_sequence_length"), f, f"{where}.metrics.output_sequence_length"))
+        rows["itl_mean_s"].append(
+            _seconds(metrics.get("inter_token_latency"), f, f"{where}.metrics.inter_token_latency")
+        )
+        rows["prompt_tokens"].append(
+            _value(metrics.get("input_sequence_length"), f, f"{where}.metrics.input_sequence_length")
+        )
+        rows["completion_tokens"].append(
+            _value(metrics.get("output_sequence_length"), f, f"{where}.metrics.output_sequence_length")
+        )
         rows["success"].append(not err)
         rows["error"].append(None if not err else _error_text(err))
         for tag, acc in (("min_request_timestamp", first_start), ("max_response_timestamp", last_end)):
@@ -306,10 +312,11 @@ def read_genai_perf_analyze(ld: Loaded) -> list[BenchmarkRun]:
             cols = dict(zip(header, row))
             run = runs.get(cols.get("Config Name", ""))
             if run is None:
-                raise InputError(f, f"line {start + i}", f"config {cols.get('Config Name')!r} is not in the first table")
+                raise InputError(
+                    f, f"line {start + i}", f"config {cols.get('Config Name')!r} is not in the first table"
+                )
             gpu = cols.get("GPU", "gpu")
             run.summary.setdefault("gpu", {})[gpu] = {
                 h: _csv_number(v, f, f"line {start + i}") for h, v in cols.items() if h not in ("Config Name", "GPU")
             }
     return list(runs.values())
-

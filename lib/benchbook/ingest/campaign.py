@@ -13,12 +13,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from .. import phases as phases_mod
-from .. import prometheus
-from ..errors import InputError, InputErrors
-from ..findings import Exclusion  # noqa: F401 - also imported from here by readers
-from ..jsonfile import load_json, read_text, validate
-from ..profiles import EngineProfile, get_profile
+from benchbook.errors import InputError, InputErrors
+from benchbook.findings import Exclusion  # noqa: F401 - also imported from here by readers
+from benchbook.jsonfile import load_json, read_text, validate
+from benchbook.metrics import phases as phases_mod
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import EngineProfile, get_profile
 
 HARNESS_FILES = {"requests": "requests.json", "phases": "phases.json", "memory": "memory.json", "pd": "pd.json"}
 
@@ -28,10 +28,21 @@ def REQUEST_SCHEMA():
     import polars as pl
 
     return {
-        "run": pl.String, "arm": pl.String, "environment": pl.String, "round": pl.Int64, "scenario": pl.String,
-        "n": pl.Int64, "index": pl.Int64, "prompt_class": pl.String, "start": pl.Float64,
-        "end": pl.Float64, "latency": pl.Float64, "prompt_tokens": pl.Int64,
-        "completion_tokens": pl.Int64, "finish_reason": pl.String, "stream": pl.Boolean,
+        "run": pl.String,
+        "arm": pl.String,
+        "environment": pl.String,
+        "round": pl.Int64,
+        "scenario": pl.String,
+        "n": pl.Int64,
+        "index": pl.Int64,
+        "prompt_class": pl.String,
+        "start": pl.Float64,
+        "end": pl.Float64,
+        "latency": pl.Float64,
+        "prompt_tokens": pl.Int64,
+        "completion_tokens": pl.Int64,
+        "finish_reason": pl.String,
+        "stream": pl.Boolean,
     }
 
 
@@ -146,7 +157,11 @@ class Campaign:
         """The ``window`` of every phase sample of a run that has one, in file order."""
         if run.harness != "phases":
             return []
-        return [(float(s["window"]["t0"]), float(s["window"]["t1"])) for s in self._phases_doc(run)["samples"] if "window" in s]
+        return [
+            (float(s["window"]["t0"]), float(s["window"]["t1"]))
+            for s in self._phases_doc(run)["samples"]
+            if "window" in s
+        ]
 
     # ---- tables -------------------------------------------------------------------------
     @cached_property
@@ -175,7 +190,7 @@ class Campaign:
     def _requests_of(self, r: Run):
         import polars as pl
 
-        from .requests_ndjson import read_requests_ndjson
+        from benchbook.ingest.requests_ndjson import read_requests_ndjson
 
         nd = self.requests_file(r)
         if nd != r.file:
@@ -186,10 +201,21 @@ class Campaign:
             if excl:
                 df = df.filter(~pl.col("excluded"))
             return df.select(
-                pl.lit(r.id).alias("run"), pl.lit(r.arm).alias("arm"),
+                pl.lit(r.id).alias("run"),
+                pl.lit(r.arm).alias("arm"),
                 pl.lit(self.arm_environment(r.arm)).alias("environment"),
-                "round", "scenario", "n", "index", "prompt_class", "start", "end", "latency", "prompt_tokens",
-                "completion_tokens", "finish_reason", pl.col("stream").fill_null(False),
+                "round",
+                "scenario",
+                "n",
+                "index",
+                "prompt_class",
+                "start",
+                "end",
+                "latency",
+                "prompt_tokens",
+                "completion_tokens",
+                "finish_reason",
+                pl.col("stream").fill_null(False),
             )
         rows = []
         doc = load_json(r.file)
@@ -203,7 +229,9 @@ class Campaign:
                 reason = f"end {q['end']} precedes start {q['start']}"
             elif q["end"] == q["start"]:  # a zero latency would divide by zero downstream
                 reason = f"end {q['end']} equals start {q['start']}: zero latency"
-            elif self.generation_tokens and q["completion_tokens"] < self.generation_tokens and q["scenario"] != "warmup":
+            elif (
+                self.generation_tokens and q["completion_tokens"] < self.generation_tokens and q["scenario"] != "warmup"
+            ):
                 reason = (
                     f"{q['completion_tokens']} of {self.generation_tokens} tokens generated "
                     f"(finish_reason {q['finish_reason']!r}): did not reach its budget"
@@ -299,7 +327,9 @@ class Campaign:
                 where = f"$.samples[{i}]"
                 key = (s["prompt_class"], s["repeat"])
                 if key in seen:
-                    raise InputError(r.file, where, f"duplicate sample: {key[0]} repeat {key[1]} also at $.samples[{seen[key]}]")
+                    raise InputError(
+                        r.file, where, f"duplicate sample: {key[0]} repeat {key[1]} also at $.samples[{seen[key]}]"
+                    )
                 seen[key] = i
                 if s["prompt_class"] not in self.prompt_classes and self.prompt_classes:
                     raise InputError(r.file, f"{where}.prompt_class", f"unknown prompt class {s['prompt_class']!r}")
@@ -342,11 +372,22 @@ class Campaign:
                     }
                 )
         schema = {
-            "run": pl.String, "arm": pl.String, "environment": pl.String, "prompt_class": pl.String,
-            "repeat": pl.Int64, "warmup": pl.Boolean, "client_total_s": pl.Float64,
-            "first_event_s": pl.Float64, "prompt_tokens": pl.Float64, "generated_tokens": pl.Float64,
-            "prefill_s": pl.Float64, "decode_tokens": pl.Float64, "decode_s": pl.Float64,
-            "engine_total_s": pl.Float64, "prefill_tok_s": pl.Float64, "decode_tok_s": pl.Float64,
+            "run": pl.String,
+            "arm": pl.String,
+            "environment": pl.String,
+            "prompt_class": pl.String,
+            "repeat": pl.Int64,
+            "warmup": pl.Boolean,
+            "client_total_s": pl.Float64,
+            "first_event_s": pl.Float64,
+            "prompt_tokens": pl.Float64,
+            "generated_tokens": pl.Float64,
+            "prefill_s": pl.Float64,
+            "decode_tokens": pl.Float64,
+            "decode_s": pl.Float64,
+            "engine_total_s": pl.Float64,
+            "prefill_tok_s": pl.Float64,
+            "decode_tok_s": pl.Float64,
             "file": pl.String,
         }
         return pl.DataFrame(rows, schema=schema)
@@ -371,7 +412,9 @@ class Campaign:
                 if ranks is None:
                     ranks = len(s["gpu_used_mib"])
                 elif len(s["gpu_used_mib"]) != ranks:
-                    raise InputError(r.file, f"{where}.gpu_used_mib", f"{len(s['gpu_used_mib'])} ranks, earlier samples have {ranks}")
+                    raise InputError(
+                        r.file, f"{where}.gpu_used_mib", f"{len(s['gpu_used_mib'])} ranks, earlier samples have {ranks}"
+                    )
                 if last_t is not None and s["t"] <= last_t:
                     raise InputError(r.file, f"{where}.t", f"time {s['t']} does not increase (previous {last_t})")
                 last_t = s["t"]
@@ -393,23 +436,47 @@ class Campaign:
                 if need not in events:
                     raise InputError(r.file, "$.markers", f"no {need!r} marker: cannot tell loaded samples apart")
             for m in doc["markers"]:
-                markers.append({"run": r.id, "arm": r.arm, "t": float(m["t"]), "event": m["event"], "label": m.get("label")})
+                markers.append(
+                    {"run": r.id, "arm": r.arm, "t": float(m["t"]), "event": m["event"], "label": m.get("label")}
+                )
         return (
-            pl.DataFrame(gpu, schema={"run": pl.String, "arm": pl.String, "t": pl.Float64, "rank": pl.Int64, "gpu_used_mib": pl.Float64}),
+            pl.DataFrame(
+                gpu,
+                schema={
+                    "run": pl.String,
+                    "arm": pl.String,
+                    "t": pl.Float64,
+                    "rank": pl.Int64,
+                    "gpu_used_mib": pl.Float64,
+                },
+            ),
             pl.DataFrame(
                 host,
-                schema={"run": pl.String, "arm": pl.String, "t": pl.Float64, "shmem_kib": pl.Float64,
-                        "mem_available_kib": pl.Float64, "pss_kib_sum": pl.Float64},
+                schema={
+                    "run": pl.String,
+                    "arm": pl.String,
+                    "t": pl.Float64,
+                    "shmem_kib": pl.Float64,
+                    "mem_available_kib": pl.Float64,
+                    "pss_kib_sum": pl.Float64,
+                },
             ),
-            pl.DataFrame(markers, schema={"run": pl.String, "arm": pl.String, "t": pl.Float64, "event": pl.String, "label": pl.String}),
+            pl.DataFrame(
+                markers,
+                schema={"run": pl.String, "arm": pl.String, "t": pl.Float64, "event": pl.String, "label": pl.String},
+            ),
         )
 
 
-def prometheus_source(manifest: dict[str, Any], run_id: str, mpath: Path | str = "campaign.json") -> dict[str, Any] | None:
+def prometheus_source(
+    manifest: dict[str, Any], run_id: str, mpath: Path | str = "campaign.json"
+) -> dict[str, Any] | None:
     """The campaign's ``prometheus`` with run ``run_id``'s merged over it (run matchers win per
     label); None when neither names one. Keys: url, matchers, timeout_s?, step_s?."""
     base = manifest.get("prometheus") or {}
-    i, own = next(((i, r.get("prometheus") or {}) for i, r in enumerate(manifest["runs"]) if r["id"] == run_id), (0, {}))
+    i, own = next(
+        ((i, r.get("prometheus") or {}) for i, r in enumerate(manifest["runs"]) if r["id"] == run_id), (0, {})
+    )
     if not base and not own:
         return None
     merged = {**base, **own, "matchers": {**base.get("matchers", {}), **own.get("matchers", {})}}
@@ -418,24 +485,31 @@ def prometheus_source(manifest: dict[str, Any], run_id: str, mpath: Path | str =
     return merged
 
 
-def _window_split(camp: Campaign, run: Run, sample: dict[str, Any], where: str, profile: EngineProfile) -> phases_mod.PhaseSplit:
+def _window_split(
+    camp: Campaign, run: Run, sample: dict[str, Any], where: str, profile: EngineProfile
+) -> phases_mod.PhaseSplit:
     """Phase split of a sample whose counters come from the run's Prometheus source.
 
     ``promsource.fetch_window`` gives the same Snapshots as two capture files; a counter reset
     inside the window raises ``phases.Excluded`` (the sample is listed, not used). An unreachable
     server raises SourceError (exit 4); a query that returns nothing raises InputError (exit 2).
     """
-    from .. import promsource
-    from ..promsource import DEFAULT_TIMEOUT_S
+    from benchbook.metrics import promsource
+    from benchbook.metrics.promsource import DEFAULT_TIMEOUT_S
 
     src = camp.prometheus_source(run)
     if src is None:
-        raise InputError(run.file, where, "this sample gives a window but neither campaign.json nor its run names a prometheus source")
+        raise InputError(
+            run.file,
+            where,
+            "this sample gives a window but neither campaign.json nor its run names a prometheus source",
+        )
     w = sample["window"]
     if not w["t1"] > w["t0"]:
         raise InputError(run.file, where, f"t1 {w['t1']} is not after t0 {w['t0']}")
-    win = promsource.fetch_window(src["url"], w["t0"], w["t1"], src["matchers"], profile,
-                                  timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S))
+    win = promsource.fetch_window(
+        src["url"], w["t0"], w["t1"], src["matchers"], profile, timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S)
+    )
     return win.split(profile, sample["client_total_s"], sample.get("first_event_s"))
 
 
@@ -470,7 +544,9 @@ def load_campaign(path: str | Path) -> Campaign:
     envs = manifest["environments"]
     for name, arm in arms.items():
         if arm["environment"] not in envs:
-            errors.append(InputError(mpath, f"$.arms.{name}.environment", f"unknown environment {arm['environment']!r}"))
+            errors.append(
+                InputError(mpath, f"$.arms.{name}.environment", f"unknown environment {arm['environment']!r}")
+            )
     ref = manifest.get("noise", {}).get("reference_arm")
     if ref is not None and ref not in arms:
         errors.append(InputError(mpath, "$.noise.reference_arm", f"unknown arm {ref!r}"))
@@ -483,7 +559,9 @@ def load_campaign(path: str | Path) -> Campaign:
     for i, r in enumerate(manifest["runs"]):
         where = f"$.runs[{i}]"
         if r["id"] in seen:
-            errors.append(InputError(mpath, f"{where}.id", f"duplicate run id {r['id']!r} (also $.runs[{seen[r['id']]}])"))
+            errors.append(
+                InputError(mpath, f"{where}.id", f"duplicate run id {r['id']!r} (also $.runs[{seen[r['id']]}])")
+            )
             continue
         seen[r["id"]] = i
         if r["arm"] not in arms:
@@ -494,7 +572,13 @@ def load_campaign(path: str | Path) -> Campaign:
             errors.append(InputError(mpath, f"{where}.path", f"run folder {r['path']!r} does not exist"))
             continue
         if not run.file.is_file():
-            errors.append(InputError(mpath, f"{where}.path", f"run folder has no {HARNESS_FILES[run.harness]} for harness {run.harness!r}"))
+            errors.append(
+                InputError(
+                    mpath,
+                    f"{where}.path",
+                    f"run folder has no {HARNESS_FILES[run.harness]} for harness {run.harness!r}",
+                )
+            )
             continue
         runs.append(run)
     if errors:

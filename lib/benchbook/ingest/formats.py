@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InputError
-from .campaign import Exclusion
+from benchbook.errors import InputError
+from benchbook.ingest.campaign import Exclusion
 
 if TYPE_CHECKING:  # pragma: no cover
     import polars as pl
@@ -309,10 +309,7 @@ def _is_dict(x: Any) -> bool:
 def _vllm(ld: Loaded) -> bool:
     r = _first_record(ld)
     return (
-        ld.kind in ("json", "jsonl")
-        and _is_dict(r)
-        and "model_id" in r
-        and ("mean_ttft_ms" in r or "completed" in r)
+        ld.kind in ("json", "jsonl") and _is_dict(r) and "model_id" in r and ("mean_ttft_ms" in r or "completed" in r)
     )
 
 
@@ -351,8 +348,11 @@ def _aiperf_records(ld: Loaded) -> bool:
 
 def _aiperf_json(ld: Loaded) -> bool:
     d = ld.doc
-    return ld.kind == "json" and _is_dict(d) and _is_dict(d.get("records")) and (
-        "input_config" in d or "error_summary" in d
+    return (
+        ld.kind == "json"
+        and _is_dict(d)
+        and _is_dict(d.get("records"))
+        and ("input_config" in d or "error_summary" in d)
     )
 
 
@@ -370,19 +370,13 @@ def _genai_perf_analyze(ld: Loaded) -> bool:
 
 def _llmperf_summary(ld: Loaded) -> bool:
     d = ld.doc
-    return ld.kind == "json" and _is_dict(d) and (
-        "results_num_completed_requests" in d or "results_ttft_s_mean" in d
-    )
+    return ld.kind == "json" and _is_dict(d) and ("results_num_completed_requests" in d or "results_ttft_s_mean" in d)
 
 
 def _llmperf_individual(ld: Loaded) -> bool:
     r = _first_record(ld)
     return (
-        ld.kind == "json"
-        and isinstance(ld.doc, list)
-        and _is_dict(r)
-        and "ttft_s" in r
-        and "end_to_end_latency_s" in r
+        ld.kind == "json" and isinstance(ld.doc, list) and _is_dict(r) and "ttft_s" in r and "end_to_end_latency_s" in r
     )
 
 

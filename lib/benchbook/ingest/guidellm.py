@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import InputError
-from .formats import BenchmarkRun, Loaded, make_config, make_summary, number, requests_frame, to_int
+from benchbook.errors import InputError
+from benchbook.ingest.formats import BenchmarkRun, Loaded, make_config, make_summary, number, requests_frame, to_int
 
 # summary metric → (GuideLLM metric, factor to ms)
 _LAT = {"ttft": ("time_to_first_token_ms", 1.0), "tpot": ("time_per_output_token_ms", 1.0),

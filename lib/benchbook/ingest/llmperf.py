@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InputError
-from .formats import (
+from benchbook.errors import InputError
+from benchbook.ingest.formats import (
     BenchmarkRun,
     Loaded,
     check_record,

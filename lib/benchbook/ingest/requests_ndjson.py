@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
-from ..errors import InputError
+from benchbook.errors import InputError
 
 REQUIRED = ("round", "scenario", "n", "index", "prompt_class", "start", "end", "prompt_tokens",
             "completion_tokens", "finish_reason")  # fmt: skip
@@ -30,9 +30,20 @@ SCENARIOS = ("warmup", "single", "ladder", "interleave")
 def schema(with_itl: bool):
     import polars as pl
 
-    s = {"round": pl.Int64, "scenario": pl.String, "n": pl.Int64, "index": pl.Int64, "prompt_class": pl.String,
-         "start": pl.Float64, "end": pl.Float64, "prompt_tokens": pl.Int64, "completion_tokens": pl.Int64,
-         "finish_reason": pl.String, "stream": pl.Boolean, "ttft": pl.Float64}
+    s = {
+        "round": pl.Int64,
+        "scenario": pl.String,
+        "n": pl.Int64,
+        "index": pl.Int64,
+        "prompt_class": pl.String,
+        "start": pl.Float64,
+        "end": pl.Float64,
+        "prompt_tokens": pl.Int64,
+        "completion_tokens": pl.Int64,
+        "finish_reason": pl.String,
+        "stream": pl.Boolean,
+        "ttft": pl.Float64,
+    }
     if with_itl:
         s["itl"] = pl.List(pl.Float64)
     return s
@@ -56,8 +67,9 @@ def _bad_line(path: Path, reason_for):
     return None
 
 
-def read_requests_ndjson(path: str | Path, generation_tokens: int | None = None, prompt_classes=None,
-                         itl: bool | None = None):
+def read_requests_ndjson(
+    path: str | Path, generation_tokens: int | None = None, prompt_classes=None, itl: bool | None = None
+):
     """Read ``requests.ndjson`` into a polars DataFrame, checked; returns ``(table, exclusions)``.
 
     ``table`` has one row per line, in file order: the record fields (``stream`` and ``ttft`` null
@@ -80,9 +92,15 @@ def read_requests_ndjson(path: str | Path, generation_tokens: int | None = None,
     # One query: the read, the checks and the derived columns in a single collect (every collect
     # has a fixed cost, a visible share of a 10k-record read). ``_bad`` is dropped below (no copy).
     try:
-        df = pl.scan_ndjson(path, schema=schema(itl)).with_columns(
-            latency=pl.col("end") - pl.col("start"), excluded=unusable, _bad=bad,
-        ).collect()
+        df = (
+            pl.scan_ndjson(path, schema=schema(itl))
+            .with_columns(
+                latency=pl.col("end") - pl.col("start"),
+                excluded=unusable,
+                _bad=bad,
+            )
+            .collect()
+        )
     except (pl.exceptions.ComputeError, pl.exceptions.PolarsError) as e:
         err = _bad_line(path, lambda rec: _record_problem(rec, classes, itl))
         if err is not None:
@@ -130,12 +148,19 @@ def _expressions(classes: tuple[str, ...], budget: int):
     """
     import polars as pl
 
-    checks = [~pl.col("scenario").is_in(SCENARIOS), pl.col("n") < 1, pl.col("index") < 0, pl.col("round") < 0,
-              pl.col("prompt_tokens") < 0, pl.col("completion_tokens") < 0]
+    checks = [
+        ~pl.col("scenario").is_in(SCENARIOS),
+        pl.col("n") < 1,
+        pl.col("index") < 0,
+        pl.col("round") < 0,
+        pl.col("prompt_tokens") < 0,
+        pl.col("completion_tokens") < 0,
+    ]
     if classes:
         checks.append(~pl.col("prompt_class").is_in(list(classes)))
     unusable = (pl.col("end") <= pl.col("start")) | (
-        (pl.col("completion_tokens") < budget) & (pl.col("scenario") != "warmup"))
+        (pl.col("completion_tokens") < budget) & (pl.col("scenario") != "warmup")
+    )
     return pl.any_horizontal(checks), unusable
 
 
@@ -179,7 +204,13 @@ def _record_problem(rec, classes=frozenset(), itl: bool = True) -> str | None:
         return f"stream must be true or false (got {rec['stream']!r})"
     if classes and rec["prompt_class"] not in classes:
         return f"unknown prompt class {rec['prompt_class']!r}"
-    if itl and "itl" in rec and not (isinstance(rec["itl"], list) and all(
-            isinstance(x, (int, float)) and not isinstance(x, bool) for x in rec["itl"])):
+    if (
+        itl
+        and "itl" in rec
+        and not (
+            isinstance(rec["itl"], list)
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in rec["itl"])
+        )
+    ):
         return "itl must be a list of numbers"
     return None

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import InputError
-from .formats import (
+from benchbook.errors import InputError
+from benchbook.ingest.formats import (
     SUMMARY_KEYS,
     BenchmarkRun,
     Loaded,
@@ -24,7 +24,7 @@ from .formats import (
     summary_from_requests,
     to_int,
 )
-from .vllm import per_request_arrays
+from benchbook.ingest.vllm import per_request_arrays
 
 # summary key → names it has been written under, newest first
 _ALIASES: dict[str, tuple[str, ...]] = {

@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import InputError
-from .formats import (
+from benchbook.errors import InputError
+from benchbook.ingest.formats import (
     SUMMARY_KEYS,
     BenchmarkRun,
     Loaded,
@@ -64,9 +64,7 @@ def _run(ld: Loaded, where: str, r: dict[str, Any]) -> BenchmarkRun:
     def num(key: str) -> Any:
         return number(r.get(key), f, f"{where}.{key}")
 
-    params = {
-        k: v for k, v in r.items() if k not in _RESULT_KEYS and not k.endswith("_ms") and not isinstance(v, list)
-    }
+    params = {k: v for k, v in r.items() if k not in _RESULT_KEYS and not k.endswith("_ms") and not isinstance(v, list)}
     config = make_config(
         model=r.get("model_id"),
         backend=r.get("backend"),
@@ -84,7 +82,9 @@ def _run(ld: Loaded, where: str, r: dict[str, Any]) -> BenchmarkRun:
     )
     goodput_key = "request_goodput" if "request_goodput" in r else "request_goodput:"
     if goodput_key == "request_goodput:" and goodput_key in r:
-        notes.append('key "request_goodput:" (with a trailing colon, as some vLLM versions wrote it) read as request_goodput')
+        notes.append(
+            'key "request_goodput:" (with a trailing colon, as some vLLM versions wrote it) read as request_goodput'
+        )
     summary = make_summary(
         duration_s=num("duration"),
         completed=to_int(r.get("completed"), f, f"{where}.completed"),
@@ -156,7 +156,10 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
         completed = r.get("completed")
         success = [True] * n if completed == n else [None] * n
         err = [None] * n
-        notes.append("no per-request 'errors' array: success " + ("inferred from completed == num records" if completed == n else "unknown"))
+        notes.append(
+            "no per-request 'errors' array: success "
+            + ("inferred from completed == num records" if completed == n else "unknown")
+        )
     e2e: list[float | None] = []
     ttft_out: list[float | None] = []
     for i in range(n):
@@ -178,8 +181,12 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
             "ttft_s": ttft_out,
             "e2e_s": e2e,
             "itl": itls,
-            "prompt_tokens": [to_int(v, f, f"{where}.input_lens[{i}]") for i, v in enumerate(arrays["input_lens"] or [None] * n)],
-            "completion_tokens": [to_int(v, f, f"{where}.output_lens[{i}]") for i, v in enumerate(arrays["output_lens"] or [None] * n)],
+            "prompt_tokens": [
+                to_int(v, f, f"{where}.input_lens[{i}]") for i, v in enumerate(arrays["input_lens"] or [None] * n)
+            ],
+            "completion_tokens": [
+                to_int(v, f, f"{where}.output_lens[{i}]") for i, v in enumerate(arrays["output_lens"] or [None] * n)
+            ],
             "success": success,
             "error": err,
         }

@@ -1,0 +1,532 @@
+"""The baseline page's figures, computed from a loaded campaign.
+
+Everything the baseline page (and ``benchbook summary``) shows comes from here: phase-split cells,
+whole-request rows (single request, the 2/4/8 ladder, the interleave), the noise yardstick, the
+comparisons between arms with their verdicts, and the checks. The statistics themselves live in
+``stats``/``verdict``/``ladder``/``memory``/``clamps``; this module only feeds them campaign tables.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from benchbook.analysis import stats
+from benchbook.analysis.verdict import compare
+from benchbook.errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from benchbook.ingest.campaign import Campaign
+
+# metric -> (unit, higher_is_better, digits, label)
+PHASE_METRICS: dict[str, tuple[str, bool, int, str]] = {
+    "prefill_s": ("s", False, 3, "Prefill"),
+    "prefill_tok_s": ("tok/s", True, 1, "Prefill tok/s"),
+    "decode_tok_s": ("tok/s", True, 3, "Decode tok/s"),
+    "engine_total_s": ("s", False, 3, "Total (engine)"),
+    "client_total_s": ("s", False, 3, "Total (client)"),
+}
+WHOLE_METRICS: dict[str, tuple[str, bool, int, str]] = {
+    "single_latency_s": ("s", False, 3, "Single request"),
+    "single_tok_s": ("tok/s", True, 3, "Single request tok/s"),
+    "ladder_tok_s": ("tok/s", True, 3, "Aggregate rate"),
+    "ladder_wall_s": ("s", False, 3, "Ladder wall"),
+    "interleave_short_latency_s": ("s", False, 3, "Interleave, short latency"),
+    "mean_latency_s": ("s", False, 3, "Mean latency"),
+    "worst_latency_s": ("s", False, 3, "Worst latency"),
+}
+NOISE_METRIC = "single_tok_s"
+
+
+@dataclass(frozen=True)
+class Noise:
+    """The campaign's noise yardstick: the run-to-run spread between identical runs."""
+
+    arm: str
+    metric: str
+    runs: tuple[str, ...]
+    values: tuple[float, ...]
+    spread: float
+
+    def describe(self) -> str:
+        vals = " against ".join(f"{v:.3f}" for v in self.values)
+        return (
+            f"{vals} ({', '.join(self.runs)}: the same command run twice, arm {self.arm}) is "
+            f"{stats.fmt_pct(self.spread)} of run-to-run variation on identical inputs"
+        )
+
+
+def _ordered_arms(camp: Campaign, arms: list[str] | None) -> list[str]:
+    if arms is None:
+        return list(camp.arms)
+    unknown = [a for a in arms if a not in camp.arms]
+    if unknown:
+        raise InputError(camp.root / "campaign.json", "$.arms", f"unknown arm(s) {', '.join(unknown)}")
+    return list(arms)
+
+
+# ---- phase split ----------------------------------------------------------------------------
+def phase_cells(camp: Campaign, arms: list[str] | None = None, warmup_rounds: int | None = None) -> pl.DataFrame:
+    """Median [min–max] and n per (arm, prompt class, metric) over non-warm-up samples.
+
+    Computed once per campaign and argument set.
+
+    ``warmup_rounds``: None uses each sample's ``warmup`` flag; an integer discards that many
+    leading repeats per (run, prompt class) instead (the notebook parameter).
+    """
+    keep = _ordered_arms(camp, arms)
+    return camp.derived(("phase_cells", tuple(keep), warmup_rounds), lambda: _phase_cells(camp, keep, warmup_rounds))
+
+
+def _phase_cells(camp: Campaign, keep: list[str], warmup_rounds: int | None) -> pl.DataFrame:
+    import polars as pl
+
+    df = camp.phase_samples
+    rows: list[dict[str, Any]] = []
+    for arm in keep:
+        sub = df.filter(pl.col("arm") == arm)
+        for (run, pclass), g in sub.group_by(["run", "prompt_class"], maintain_order=True):
+            g = g.sort("repeat")
+            flags = g["warmup"].to_list() if warmup_rounds is None else [i < warmup_rounds for i in range(g.height)]
+            if all(flags):
+                camp.exclusions.append(
+                    _excl(g["file"][0], f"{run} {pclass}", "arm has no usable samples after the warm-up discard")
+                )
+                continue
+            ptok = stats.cell(g["prompt_tokens"].to_list(), warmup=flags)
+            ctok = stats.cell(g["generated_tokens"].to_list(), warmup=flags)
+            for metric, (unit, _hib, _d, _l) in PHASE_METRICS.items():
+                c = stats.cell(g[metric].to_list(), warmup=flags, what=f"{run} {pclass} {metric}")
+                rows.append(
+                    {
+                        "arm": arm,
+                        "run": run,
+                        "environment": camp.arm_environment(arm),
+                        "prompt_class": pclass,
+                        "prompt_tokens": ptok.median,
+                        "generated_tokens": ctok.median,
+                        "metric": metric,
+                        "unit": unit,
+                        "median": c.median,
+                        "min": c.min,
+                        "max": c.max,
+                        "n": c.n,
+                        "discarded": c.discarded,
+                    }
+                )
+    return pl.DataFrame(rows, schema=_CELL_SCHEMA())
+
+
+def _CELL_SCHEMA():
+    import polars as pl
+
+    return {
+        "arm": pl.String,
+        "run": pl.String,
+        "environment": pl.String,
+        "prompt_class": pl.String,
+        "prompt_tokens": pl.Float64,
+        "generated_tokens": pl.Float64,
+        "metric": pl.String,
+        "unit": pl.String,
+        "median": pl.Float64,
+        "min": pl.Float64,
+        "max": pl.Float64,
+        "n": pl.Int64,
+        "discarded": pl.Int64,
+    }
+
+
+def _excl(file: str, sample: str, reason: str):
+    from benchbook.ingest.campaign import Exclusion
+
+    return Exclusion(file, sample, reason)
+
+
+def cell_of(cells: pl.DataFrame, arm: str, prompt_class: str, metric: str) -> stats.Cell | None:
+    import polars as pl
+
+    r = cells.filter((pl.col("arm") == arm) & (pl.col("prompt_class") == prompt_class) & (pl.col("metric") == metric))
+    if r.height == 0:
+        return None
+    row = r.row(0, named=True)
+    n = row["n"]
+    if n == 1:
+        return stats.Cell(row["median"], row["median"], row["median"], 1, (row["median"],))
+    return stats.Cell(row["median"], row["min"], row["max"], n, (row["min"], row["median"], row["max"]))
+
+
+# ---- whole requests ---------------------------------------------------------------------------
+def whole_request_cells(camp: Campaign) -> pl.DataFrame:
+    """One row per (run, metric, n): single request, ladder rates and walls, interleave, queue shape."""
+    return camp.derived("whole_request_cells", lambda: _whole_request_cells(camp))
+
+
+def _whole_request_cells(camp: Campaign) -> pl.DataFrame:
+    import polars as pl
+
+    from benchbook.analysis.ladder import ladder_table
+
+    req = camp.requests
+    if req.height == 0:
+        return pl.DataFrame(schema={**_CELL_SCHEMA(), "concurrency": pl.Int64})
+    table = ladder_table(req)
+    gen = camp.generation_tokens
+    rows: list[dict[str, Any]] = []
+
+    def add(run, arm, metric, value, n, pclass="short"):
+        unit = WHOLE_METRICS[metric][0]
+        rows.append(
+            {
+                "arm": arm,
+                "run": run,
+                "environment": camp.arm_environment(arm),
+                "prompt_class": pclass,
+                "prompt_tokens": float(camp.prompt_classes.get(pclass, {}).get("tokens", 0)) or None,
+                "generated_tokens": float(gen) if gen else None,
+                "metric": metric,
+                "unit": unit,
+                "median": value,
+                "min": value,
+                "max": value,
+                "n": 1,
+                "discarded": 0,
+                "concurrency": n,
+            }
+        )
+
+    # requests.ndjson repeats the protocol: each figure is per (run, round); a run's cell is the
+    # median [min–max] over its rounds, n = rounds (one round: the value itself, n = 1).
+    def over_rounds(frame, keys, cols):
+        if "round" not in frame.columns:
+            frame = frame.with_columns(pl.lit(0, pl.Int64).alias("round"))
+        return frame.group_by(keys, maintain_order=True).agg(
+            pl.col("round").n_unique().alias("_n"),
+            *[
+                e
+                for c in cols
+                for e in (
+                    pl.col(c).median().alias(c),
+                    pl.col(c).min().alias(c + "_min"),
+                    pl.col(c).max().alias(c + "_max"),
+                )
+            ],
+        )
+
+    def add_cell(r, metric, col, n, pclass="short"):
+        add(r["run"], r["arm"], metric, r[col], n, pclass)
+        rows[-1].update({"min": r[col + "_min"], "max": r[col + "_max"], "n": r["_n"]})
+
+    cols = ["wall_s", "rate_tok_s", "mean_latency_s", "worst_latency_s"]
+    for r in over_rounds(table, ["arm", "run", "scenario", "n"], cols).iter_rows(named=True):
+        scen, n = r["scenario"], r["n"]
+        if scen == "single":
+            add_cell(r, "single_latency_s", "wall_s", 1)
+            add_cell(r, "single_tok_s", "rate_tok_s", 1)
+        elif scen == "ladder":
+            add_cell(r, "ladder_tok_s", "rate_tok_s", n)
+            add_cell(r, "ladder_wall_s", "wall_s", n)
+            add_cell(r, "mean_latency_s", "mean_latency_s", n)
+            add_cell(r, "worst_latency_s", "worst_latency_s", n)
+    inter = req.filter((pl.col("scenario") == "interleave") & (pl.col("prompt_class") == "short"))
+    if "round" in inter.columns and inter.select(pl.col("round").n_unique()).item() > 1:
+        for r in over_rounds(inter, ["arm", "run", "n"], ["latency"]).iter_rows(named=True):
+            add_cell(r, "interleave_short_latency_s", "latency", r["n"])
+    else:  # one round: every interleave short request as it is (as requests.json always was)
+        for r in inter.iter_rows(named=True):
+            add(r["run"], r["arm"], "interleave_short_latency_s", r["latency"], r["n"])
+    return pl.DataFrame(rows, schema={**_CELL_SCHEMA(), "concurrency": pl.Int64})
+
+
+def whole_request_rows(camp: Campaign) -> list[dict[str, Any]]:
+    """The whole-request table as the seed prints it: one row per run, in manifest order."""
+    import polars as pl
+
+    cells = whole_request_cells(camp)
+    out = []
+    for run in camp.runs_of("requests"):
+        c = cells.filter(pl.col("run") == run.id)
+
+        def get(metric, n=None):
+            f = c.filter(pl.col("metric") == metric)
+            if n is not None:
+                f = f.filter(pl.col("concurrency") == n)
+            return f["median"][0] if f.height else None
+
+        arm = camp.arms[run.arm]
+        out.append(
+            {
+                "run": run.id,
+                "arm": run.arm,
+                "environment": arm["environment"],
+                "mode": arm["mode"],
+                "server_args": arm.get("server_args", {}),
+                "series": arm.get("series"),
+                "single_latency_s": get("single_latency_s"),
+                "single_tok_s": get("single_tok_s"),
+                **{f"ladder_{n}_tok_s": get("ladder_tok_s", n) for n in (2, 4, 8)},
+                **{f"ladder_{n}_wall_s": get("ladder_wall_s", n) for n in (2, 4, 8)},
+                "mean_latency_8_s": get("mean_latency_s", 8),
+                "worst_latency_8_s": get("worst_latency_s", 8),
+                "interleave_short_latency_s": get("interleave_short_latency_s"),
+            }
+        )
+    return out
+
+
+# ---- noise ------------------------------------------------------------------------------------
+def noise(camp: Campaign) -> Noise | None:
+    """Spread of the single-request rate between the runs of the reference arm (manifest ``noise``).
+
+    Without a reference arm, the first arm with two or more whole-request runs is used. None when
+    no arm was run twice — then no comparison can be called a result.
+    """
+    import polars as pl
+
+    cells = whole_request_cells(camp).filter(pl.col("metric") == NOISE_METRIC)
+    ref = camp.noise.get("reference_arm")
+    candidates = [ref] if ref else list(camp.arms)
+    for arm in candidates:
+        c = cells.filter(pl.col("arm") == arm)
+        if c.height >= 2:
+            vals = tuple(c["median"].to_list())
+            return Noise(arm, NOISE_METRIC, tuple(c["run"].to_list()), vals, stats.run_spread(vals))
+    return None
+
+
+def per_metric_spreads(camp: Campaign) -> pl.DataFrame:
+    """Run-to-run spread of every whole-request figure, per arm with repeated runs (for display)."""
+    import polars as pl
+
+    cells = whole_request_cells(camp)
+    frame = cells.select(
+        "arm",
+        "run",
+        (
+            pl.col("metric")
+            + pl.col("concurrency").cast(pl.String).map_elements(lambda n: f" n={n}", return_dtype=pl.String)
+        ).alias("metric"),
+        pl.col("median").alias("value"),
+    )
+    return stats.spreads(frame).filter(pl.col("spread").is_not_null())
+
+
+# ---- comparisons ------------------------------------------------------------------------------
+def main_arms(camp: Campaign) -> list[str]:
+    """Arms the baseline page shows by default: every arm except those that exist only for the
+    ablation (role "ablation" and no whole-request or memory run)."""
+    measured = {r.arm for r in camp.runs if r.harness in ("requests", "memory")}
+    return [a for a, v in camp.arms.items() if v.get("role") != "ablation" or a in measured]
+
+
+def comparison_pairs(camp: Campaign) -> list[tuple[str, str]]:
+    """(baseline, candidate) arm pairs: the manifest's ``comparisons``, else arms in the same series
+    that differ in exactly one of environment and server configuration."""
+    explicit = camp.manifest.get("comparisons")
+    if explicit:
+        return [(c["baseline"], c["candidate"]) for c in explicit]
+    pairs = []
+    names = main_arms(camp)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            A, B = camp.arms[a], camp.arms[b]
+            if A.get("series") != B.get("series"):
+                continue
+            diff_env = A["environment"] != B["environment"]
+            diff_cfg = (A["mode"], A.get("server_args")) != (B["mode"], B.get("server_args"))
+            if diff_env != diff_cfg:
+                pairs.append((a, b))
+    return pairs
+
+
+def comparisons(
+    camp: Campaign,
+    rule: str = "seed",
+    spread_override: float | None = None,
+    pairs: list[tuple[str, str]] | None = None,
+    warmup_rounds: int | None = None,
+) -> list[dict[str, Any]]:
+    """Every comparison of the page: phase cells and whole-request figures, candidate vs baseline."""
+
+    nz = noise(camp)
+    spread = spread_override if spread_override is not None else (nz.spread if nz else None)
+    pairs = comparison_pairs(camp) if pairs is None else pairs
+    out: list[dict[str, Any]] = []
+    pc = phase_cells(camp, warmup_rounds=warmup_rounds) if camp.runs_of("phases") else None
+    wc = whole_request_cells(camp)
+
+    def emit(base, cand, metric, context, b, c, hib, prompt_class=None, concurrency=None):
+        if b is None or c is None:
+            return
+        if spread is None:
+            out.append(
+                _row(
+                    base,
+                    cand,
+                    metric,
+                    context,
+                    b,
+                    c,
+                    None,
+                    "no verdict",
+                    "no arm was run twice, so there is no measured spread; no difference can be called a result",
+                    "?",
+                    prompt_class,
+                    concurrency,
+                )
+            )
+            return
+        cmp = compare(b, c, spread=spread, higher_is_better=hib, rule=rule)
+        out.append(
+            _row(base, cand, metric, context, b, c, cmp, cmp.verdict, cmp.reason, cmp.mark, prompt_class, concurrency)
+        )
+
+    for base, cand in pairs:
+        if pc is not None:
+            for pclass in camp.prompt_classes or ["short", "long"]:
+                for metric in ("prefill_tok_s", "decode_tok_s", "prefill_s", "engine_total_s"):
+                    _u, hib, _d, _l = PHASE_METRICS[metric]
+                    ctx = f"{pclass} prompt, {int(camp.prompt_classes.get(pclass, {}).get('tokens', 0))} tokens, {camp.generation_tokens} generated"
+                    emit(
+                        base,
+                        cand,
+                        metric,
+                        ctx,
+                        cell_of(pc, base, pclass, metric),
+                        cell_of(pc, cand, pclass, metric),
+                        hib,
+                        pclass,
+                    )
+        for metric, n in (
+            ("single_tok_s", 1),
+            ("ladder_tok_s", 2),
+            ("ladder_tok_s", 4),
+            ("ladder_tok_s", 8),
+            ("interleave_short_latency_s", 2),
+        ):
+            hib = WHOLE_METRICS[metric][1]
+            b = _whole_cell(wc, base, metric, n)
+            c = _whole_cell(wc, cand, metric, n)
+            ctx = (
+                f"n={n}"
+                if metric == "ladder_tok_s"
+                else ("single request" if metric == "single_tok_s" else "short request during a long one")
+            )
+            emit(base, cand, metric, ctx, b, c, hib, "short", n)
+    return out
+
+
+def _whole_cell(wc, arm, metric, n) -> stats.Cell | None:
+    import polars as pl
+
+    f = wc.filter((pl.col("arm") == arm) & (pl.col("metric") == metric) & (pl.col("concurrency") == n))
+    if f.height == 0:
+        return None
+    vals = f["median"].to_list()
+    return stats.cell(vals)
+
+
+def _row(base, cand, metric, context, b, c, cmp, verdict, reason, mark, prompt_class, concurrency):
+    return {
+        "baseline": base,
+        "candidate": cand,
+        "metric": metric,
+        "context": context,
+        "prompt_class": prompt_class,
+        "concurrency": concurrency,
+        "baseline_median": b.median,
+        "baseline_min": b.min,
+        "baseline_max": b.max,
+        "baseline_n": b.n,
+        "candidate_median": c.median,
+        "candidate_min": c.min,
+        "candidate_max": c.max,
+        "candidate_n": c.n,
+        "ratio": c.median / b.median,
+        "speedup": cmp.speedup if cmp else None,
+        "change_pct": (c.median / b.median - 1) * 100,
+        "verdict": verdict,
+        "is_result": bool(cmp and cmp.is_result),
+        "mark": mark,
+        "reason": reason,
+    }
+
+
+# ---- checks -------------------------------------------------------------------------------------
+def checks(camp: Campaign) -> list[dict[str, Any]]:
+    """The whole-request checks: serialization (flat ladder), pure queueing, and batching amortization
+    for each serial → batch comparison (status pass|warn|fail)."""
+    import polars as pl
+
+    from benchbook.analysis import ladder
+
+    out: list[dict[str, Any]] = []
+    nz = noise(camp)
+    # Without repeated runs there is no measured spread; fall back to the strict rule's 2 % floor.
+    spread = nz.spread if nz else 0.02
+    wc = whole_request_cells(camp)
+    req = camp.requests
+    for run in camp.runs_of("requests"):
+        c = wc.filter(pl.col("run") == run.id)
+        single = c.filter(pl.col("metric") == "single_tok_s")
+        lad = c.filter(pl.col("metric") == "ladder_tok_s")
+        if single.height and lad.height:
+            rates = {1: single["median"][0], **dict(zip(lad["concurrency"].to_list(), lad["median"].to_list()))}
+            f = ladder.flatness(rates, spread)
+            batch = camp.arms[run.arm]["mode"] == "batch"
+            out.append(
+                {
+                    "name": f"serialization: {run.id}",
+                    "status": "warn" if (f.flat and batch) else "pass",
+                    "detail": f.reason
+                    + (" — a batch arm that serializes: see the clamp check" if f.flat and batch else ""),
+                    "run": run.id,
+                    "flat": f.flat,
+                }
+            )
+        wall1 = c.filter(pl.col("metric") == "single_latency_s")
+        g = req.filter((pl.col("run") == run.id) & (pl.col("scenario") == "ladder"))
+        if g.height and "round" in g.columns:  # requests.ndjson: the queue of the first round
+            g = g.filter(pl.col("round") == g["round"].min())
+        if wall1.height and g.height:
+            nmax = g["n"].max()
+            grp = g.filter(pl.col("n") == nmax)
+            offs = (grp["end"] - grp["start"].min()).to_list()
+            q = ladder.queueing(wall1["median"][0], offs)
+            batch = camp.arms[run.arm]["mode"] == "batch"
+            out.append(
+                {
+                    "name": f"pure queueing at n={nmax}: {run.id}",
+                    "status": "warn" if (q.pure and batch) else "pass",
+                    "detail": q.reason,
+                    "run": run.id,
+                    "pure": q.pure,
+                }
+            )
+    for base, cand in comparison_pairs(camp):
+        A, B = camp.arms[base], camp.arms[cand]
+        if A["mode"] != "serial" or B["mode"] != "batch":
+            continue
+
+        def val(arm, metric, n):
+            f = wc.filter((pl.col("arm") == arm) & (pl.col("metric") == metric) & (pl.col("concurrency") == n))
+            return f["median"].median() if f.height else None
+
+        single, bw, sw = val(base, "single_latency_s", 1), val(cand, "ladder_wall_s", 8), val(base, "ladder_wall_s", 8)
+        if single and bw:
+            a = ladder.amortization(single, bw, 8, sw, decode_steps=camp.generation_tokens or 32)
+            out.append(
+                {
+                    "name": f"batching amortization: {cand} vs {base}",
+                    "status": "pass" if a.agree in (True, None) else "warn",
+                    "detail": a.explanation,
+                    "effective_width": a.effective_width,
+                    "speedup": a.speedup,
+                    "single_row_steps": a.single_row_steps,
+                    "step_cost_n_s": a.step_cost_n,
+                    "step_cost_1_s": a.step_cost_1,
+                }
+            )
+    return out

@@ -1,0 +1,260 @@
+"""Memory figures: GPU peak and steady per rank, host footprint from Shmem/MemAvailable, summed Pss.
+
+Two layers:
+
+* :func:`summarize_memory` works on plain sequences for one run (times, per-sample per-rank GPU MiB,
+  host KiB series, marker list) and returns a :class:`MemorySummary`.
+* :func:`memory_summaries` takes the loader's three frames (``Campaign.memory``: gpu ``run, arm, t,
+  rank, gpu_used_mib``; host ``run, arm, t, shmem_kib, mem_available_kib, pss_kib_sum``; markers
+  ``run, arm, t, event, label``) and returns one summary per run; :func:`memory_table` lays them out.
+
+Definitions (``docs/statistics.md``): *loaded* samples are those with ``load_end ≤ t ≤ stop``;
+*idle* samples those with ``t < load_start``. Peak = max over all samples per rank; steady = median
+over the second half (``loaded[m // 2:]``) of the m loaded samples per rank; host footprint = median
+Shmem over loaded samples, and the MemAvailable fall = median idle − median loaded. Summed Pss is
+reported and marked "not a footprint": page cache of a shared read-only checkpoint is charged to
+every process that maps it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from benchbook.errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+MIB_PER_GIB = 1024.0
+KIB_PER_GIB = 1024.0 * 1024.0
+PSS_NOTE = (
+    "summed Pss — not a footprint: the page cache of a shared read-only checkpoint is charged to "
+    "every process that maps it"
+)
+
+
+def fmt_gib(gib: float, digits: int = 1, signed: bool = False) -> str:
+    """``7.38 → '7.4 GiB'``; with ``signed`` a leading + or −."""
+    body = f"{abs(gib):.{digits}f} GiB"
+    if signed:
+        return ("+" if gib >= 0 else "−") + body
+    return body if gib >= 0 else "−" + body
+
+
+@dataclass(frozen=True)
+class MemorySummary:
+    """One memory run. GPU figures in GiB per rank; host figures in GiB (None when not sampled)."""
+
+    peak_gib: tuple[float, ...]
+    steady_gib: tuple[float, ...]
+    loaded_samples: int
+    shmem_loaded_gib: float | None
+    mem_available_idle_gib: float | None
+    mem_available_loaded_gib: float | None
+    mem_available_fall_gib: float | None
+    pss_sum_gib: float | None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def peak_max_gib(self) -> float:
+        """The highest per-rank peak (the figure to plan a card's budget against)."""
+        return max(self.peak_gib)
+
+    @property
+    def steady_max_gib(self) -> float:
+        return max(self.steady_gib)
+
+    @property
+    def host_other_gib(self) -> float | None:
+        """MemAvailable fall not explained by Shmem: anonymous and pinned memory."""
+        if self.mem_available_fall_gib is None or self.shmem_loaded_gib is None:
+            return None
+        return self.mem_available_fall_gib - self.shmem_loaded_gib
+
+
+def loaded_window(markers: Sequence[tuple[float, str]], where: str = "markers") -> tuple[float | None, float, float]:
+    """``(load_start, load_end, stop)`` from ``(t, event)`` markers.
+
+    Uses the first ``load_start``/``load_end`` and the last ``stop``; ``load_start`` may be absent
+    (no idle samples can then be identified). Raises if ``load_end`` or ``stop`` is missing.
+    """
+
+    def first(ev: str) -> float | None:
+        ts = [float(t) for t, e in markers if e == ev]
+        return min(ts) if ts else None
+
+    load_start, load_end = first("load_start"), first("load_end")
+    stops = [float(t) for t, e in markers if e == "stop"]
+    if load_end is None or not stops:
+        need = "load_end" if load_end is None else "stop"
+        raise InputError(None, where, f"no {need!r} marker: cannot tell loaded samples apart")
+    stop = max(stops)
+    if stop < load_end:
+        raise InputError(None, where, f"stop at {stop} comes before load_end at {load_end}")
+    return load_start, load_end, stop
+
+
+def steady_of(loaded: Sequence[float]) -> float:
+    """Median over the second half of the loaded samples: ``median(loaded[m // 2:])``."""
+    if not loaded:
+        raise InputError(None, "memory", "no loaded samples")
+    return statistics.median(loaded[len(loaded) // 2 :])
+
+
+def summarize_memory(
+    t: Sequence[float],
+    gpu_used_mib: Sequence[Sequence[float]],
+    markers: Sequence[tuple[float, str]],
+    *,
+    shmem_kib: Sequence[float | None] | None = None,
+    mem_available_kib: Sequence[float | None] | None = None,
+    pss_kib_sum: Sequence[float | None] | None = None,
+    where: str = "memory",
+) -> MemorySummary:
+    """Summarize one memory run.
+
+    ``t`` sample times (increasing); ``gpu_used_mib[i]`` the per-rank MiB at sample i (same number
+    of ranks in every sample); host series aligned with ``t`` (None entries = not sampled);
+    ``markers`` ``(t, event)`` pairs with events ``load_start``, ``load_end``, ``stop``.
+    """
+    n = len(t)
+    if n == 0 or len(gpu_used_mib) != n:
+        raise InputError(None, where, f"{len(gpu_used_mib)} GPU samples for {n} times")
+    ranks = len(gpu_used_mib[0])
+    if ranks == 0 or any(len(row) != ranks for row in gpu_used_mib):
+        raise InputError(None, where, "every sample needs the same, non-zero number of ranks")
+    load_start, load_end, stop = loaded_window(markers, where)
+    loaded = [i for i in range(n) if load_end <= t[i] <= stop]
+    if not loaded:
+        raise InputError(None, where, f"no samples between load_end {load_end} and stop {stop}")
+    idle = [i for i in range(n) if load_start is not None and t[i] < load_start]
+
+    peak = tuple(max(row[r] for row in gpu_used_mib) / MIB_PER_GIB for r in range(ranks))
+    steady = tuple(steady_of([gpu_used_mib[i][r] for i in loaded]) / MIB_PER_GIB for r in range(ranks))
+    notes: list[str] = []
+
+    def med(series: Sequence[float | None] | None, idx: list[int]) -> float | None:
+        if series is None:
+            return None
+        if len(series) != n:
+            raise InputError(None, where, f"host series has {len(series)} samples for {n} times")
+        vals = [float(series[i]) for i in idx if series[i] is not None]
+        return statistics.median(vals) / KIB_PER_GIB if vals else None
+
+    shmem = med(shmem_kib, loaded)
+    avail_loaded = med(mem_available_kib, loaded)
+    avail_idle = med(mem_available_kib, idle)
+    fall = None
+    if avail_loaded is not None and avail_idle is not None:
+        fall = avail_idle - avail_loaded
+    elif mem_available_kib is not None:
+        notes.append(
+            "MemAvailable fall not computed: no idle samples before load_start"
+            if avail_idle is None
+            else "MemAvailable fall not computed: no MemAvailable while loaded"
+        )
+    pss = med(pss_kib_sum, loaded)
+    if pss is not None:
+        notes.append(PSS_NOTE)
+    return MemorySummary(
+        peak_gib=peak,
+        steady_gib=steady,
+        loaded_samples=len(loaded),
+        shmem_loaded_gib=shmem,
+        mem_available_idle_gib=avail_idle,
+        mem_available_loaded_gib=avail_loaded,
+        mem_available_fall_gib=fall,
+        pss_sum_gib=pss,
+        notes=tuple(notes),
+    )
+
+
+def memory_summaries(gpu: pl.DataFrame, host: pl.DataFrame, markers: pl.DataFrame) -> dict[str, MemorySummary]:
+    """One :class:`MemorySummary` per run from the loader's ``(gpu, host, markers)`` frames."""
+    import polars as pl
+
+    out: dict[str, MemorySummary] = {}
+    for run in sorted(gpu["run"].unique().to_list()):
+        g = gpu.filter(pl.col("run") == run).sort(["t", "rank"])
+        times = g["t"].unique(maintain_order=True).to_list()
+        wide = g.pivot(on="rank", index="t", values="gpu_used_mib", sort_columns=True).sort("t")
+        rank_cols = [c for c in wide.columns if c != "t"]
+        rows = [list(r) for r in wide.select(rank_cols).iter_rows()]
+        if any(v is None for row in rows for v in row):
+            raise InputError(None, f"run {run}", "a GPU sample lacks a rank")
+        h = host.filter(pl.col("run") == run).sort("t")
+        hmap = {r["t"]: r for r in h.iter_rows(named=True)}
+
+        def series(col: str) -> list[float | None] | None:
+            if col not in host.columns or h[col].null_count() == h.height:
+                return None
+            return [hmap[x][col] if x in hmap else None for x in times]
+
+        m = markers.filter(pl.col("run") == run)
+        out[run] = summarize_memory(
+            times,
+            rows,
+            list(zip(m["t"].to_list(), m["event"].to_list())),
+            shmem_kib=series("shmem_kib"),
+            mem_available_kib=series("mem_available_kib"),
+            pss_kib_sum=series("pss_kib_sum"),
+            where=f"run {run}",
+        )
+    return out
+
+
+def memory_table(summaries: dict[str, MemorySummary]) -> pl.DataFrame:
+    """A display table, one row per run: ``run, peak_gib, steady_gib, loaded_samples, shmem_gib,
+    mem_available_fall_gib, host_other_gib, pss_sum_gib`` (GPU columns are the max over ranks)."""
+    import polars as pl
+
+    rows = [
+        {
+            "run": run,
+            "peak_gib": s.peak_max_gib,
+            "steady_gib": s.steady_max_gib,
+            "loaded_samples": s.loaded_samples,
+            "shmem_gib": s.shmem_loaded_gib,
+            "mem_available_fall_gib": s.mem_available_fall_gib,
+            "host_other_gib": s.host_other_gib,
+            "pss_sum_gib": s.pss_sum_gib,
+        }
+        for run, s in sorted(summaries.items())
+    ]
+    return pl.DataFrame(
+        rows,
+        schema={
+            "run": pl.String,
+            "peak_gib": pl.Float64,
+            "steady_gib": pl.Float64,
+            "loaded_samples": pl.Int64,
+            "shmem_gib": pl.Float64,
+            "mem_available_fall_gib": pl.Float64,
+            "host_other_gib": pl.Float64,
+            "pss_sum_gib": pl.Float64,
+        },
+    )
+
+
+@dataclass(frozen=True)
+class MemoryDelta:
+    """Candidate − baseline, per-rank GiB (max over ranks), at peak and at steady."""
+
+    peak_gib: float
+    steady_gib: float
+
+    def describe(self) -> str:
+        return (
+            f"{fmt_gib(self.peak_gib, signed=True)} per rank at peak, {fmt_gib(self.steady_gib, signed=True)} at steady"
+        )
+
+
+def memory_delta(baseline: MemorySummary, candidate: MemorySummary) -> MemoryDelta:
+    """What the candidate costs over the baseline per rank (seed: tuned − default = +7.4 GiB peak)."""
+    return MemoryDelta(
+        candidate.peak_max_gib - baseline.peak_max_gib,
+        candidate.steady_max_gib - baseline.steady_max_gib,
+    )

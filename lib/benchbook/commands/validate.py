@@ -1,0 +1,271 @@
+"""``benchbook validate PATH``: check a campaign folder or one input file, say what was found.
+
+Prints one line per file it read. On bad input prints ``file: location: reason`` lines on stderr
+and exits 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from benchbook.errors import EXIT_BAD_INPUT, EXIT_SOURCE, InputError, InputErrors, SourceError
+
+
+def add_arguments(p) -> None:
+    p.add_argument("path", type=Path, help="a campaign folder (holding campaign.json) or one input file")
+    p.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+
+
+def _collect(fn, errors: list[InputError]):
+    try:
+        return fn()
+    except InputErrors as e:
+        errors.extend(e.errors)
+    except InputError as e:
+        errors.append(e)
+    except SourceError as e:  # an unreachable Prometheus server: listed like the rest, exit 4
+        errors.append(e)
+    return None
+
+
+def validate_campaign(root: Path, out=print) -> list[InputError]:
+    """Load every file of a campaign; return the problems (empty list = valid)."""
+    from benchbook.ingest.campaign import Campaign, load_campaign
+
+    errors: list[InputError] = []
+    camp: Campaign | None = _collect(lambda: load_campaign(root), errors)
+    if camp is None:
+        return errors
+    pd_runs = {}
+    if camp.runs_of("pd"):
+        from benchbook.ingest.pd_runs import load_pd_campaign
+
+        pdc = _collect(lambda: load_pd_campaign(root), errors)
+        if pdc is not None:
+            pd_runs = {r.id: r for r in pdc.runs}
+    out(
+        f"{root / 'campaign.json'}: campaign {camp.title!r}: {len(camp.arms)} arms, {len(camp.runs)} runs, "
+        f"engine profile {camp.profile.name}, provenance {camp.manifest['provenance']}"
+    )
+    total = len(camp.runs)
+    # (arm, harness) -> [usable samples, excluded samples, first file] over runs that loaded
+    usable: dict[tuple[str, str], list] = {}
+    unreachable: set[str] = set()  # Prometheus servers that did not answer: listed once, not per run
+    for i, r in enumerate(camp.runs, 1):
+        print(f"[{i}/{total}] {r.id}", file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
+        # Each run is checked on its own so one bad run does not hide problems in the others.
+        single = _single_run_campaign(camp, r)
+        if not _prometheus_ok(camp, r, i - 1, errors, out, unreachable):
+            continue
+        if r.harness == "requests":
+            df = _collect(lambda: single.requests, errors)
+            if df is not None:
+                groups = df.select(["scenario", "n"]).unique().height
+                excl = single.exclusions
+                out(f"{r.file}: {df.height} requests in {groups} scenario groups, {len(excl)} excluded")
+                for e in excl:
+                    out(f"  excluded {e.sample}: {e.reason}")
+                u = usable.setdefault((r.arm, "requests"), [0, 0, r.file])
+                u[0] += df.filter(df["scenario"] != "warmup").height
+                u[1] += len(excl)
+        elif r.harness == "phases":
+            df = _collect(lambda: single.phase_samples, errors)
+            # The split reads a histogram's _sum and _count only; its buckets are checked here
+            # (each snapshot's whole consumed families, every check), so a campaign with broken
+            # buckets is still rejected with the file and line.
+            named = {e.file for e in errors}
+            if str(r.file) not in named:
+                errors.extend(_collect(lambda: single.check_snapshots(r, named), errors) or [])
+            if df is not None:
+                excl = [e for e in single.exclusions if not e.reason.startswith("warm-up")]
+                warm = df.filter(df["warmup"]).height
+                out(f"{r.file}: {df.height} phase samples ({warm} warm-up), {len(excl)} excluded")
+                for e in excl:
+                    out(f"  excluded {e.sample}: {e.reason}")
+                u = usable.setdefault((r.arm, "phase samples"), [0, 0, r.file])
+                u[0] += df.height - warm
+                u[1] += len(excl)
+        elif r.harness == "memory":
+            tabs = _collect(lambda: single.memory, errors)
+            if tabs is not None:
+                gpu, host, _ = tabs
+                out(f"{r.file}: {host.height} memory samples, {gpu['rank'].n_unique()} ranks")
+        elif r.harness == "pd" and r.id in pd_runs:
+            p = pd_runs[r.id]
+            extra = (", per-request records" if p.requests_file else "") + (", prefill log" if p.prefill_log else "")
+            out(f"{r.file}: PD run, windows {', '.join(sorted(p.windows))}{extra}, valid")
+        if r.server_log.exists():
+            text = _collect(lambda: camp.server_log_text(r), errors) or ""
+            startup = next((ln.strip() for ln in text.splitlines() if "batch width" in ln), None)
+            out(
+                f"{r.server_log}: "
+                + (f"startup line: {startup}" if startup else "no startup line stating the batch width")
+            )
+    # An arm whose every sample was excluded would leave a hole in every table: that is bad input.
+    for (arm, what), (n_ok, n_excl, file) in usable.items():
+        if n_ok == 0:
+            errors.append(
+                InputError(
+                    file,
+                    "-",
+                    f"arm {arm!r} has no usable {what}: {n_excl} excluded, the rest warm-up (reasons listed above)",
+                )
+            )
+    return errors
+
+
+def _prometheus_ok(camp, run, index: int, errors: list, out, unreachable: set[str]) -> bool:
+    """When the run names a Prometheus source: ``promsource.check_source`` over its windows.
+
+    An unreachable server is a SourceError (exit 4); series the phase split needs but the server
+    lacks are InputErrors (exit 2). False when the run's samples cannot be read from the source.
+    A server found unreachable for one run (``unreachable``) is not probed again for the next.
+    """
+    from benchbook.metrics import phases, promsource
+
+    named = camp.manifest.get("prometheus") or any(
+        r.get("prometheus") for r in camp.manifest["runs"] if r["id"] == run.id
+    )
+    if not named:
+        return True
+    src = _collect(lambda: camp.prometheus_source(run), errors)
+    windows = _collect(lambda: camp.prometheus_windows(run), errors)
+    if src is None or windows is None:  # listed by _collect
+        return False
+    if src["url"] in unreachable:
+        return False
+    where = f"$.runs[{index}].prometheus"
+    mpath = camp.root / "campaign.json"
+    try:
+        client = promsource.PromClient(src["url"], src.get("timeout_s", promsource.DEFAULT_TIMEOUT_S))
+    except InputError as e:
+        errors.append(InputError(mpath, where, e.reason))
+        return False
+    with client:
+        try:
+            client.buildinfo()
+        except SourceError as e:
+            errors.append(e)
+            unreachable.add(src["url"])
+            return False
+        start = min((t0 for t0, _ in windows), default=None)
+        end = max((t1 for _, t1 in windows), default=None)
+        quantities = phases.NEEDED if windows else []
+        problems = promsource.check_source(
+            src["url"], src["matchers"], camp.profile, quantities, start=start, end=end, client=client
+        )
+    errors.extend(InputError(mpath, where, p) for p in problems)
+    span = f", {len(windows)} sample windows in [{start:.0f}, {end:.0f}]" if windows else ""
+    out(
+        f"{mpath}: {where}: Prometheus {client.name} {src['matchers']}: "
+        + ("reachable, every needed series present" if not problems else f"{len(problems)} problem(s)")
+        + span
+    )
+    return not problems
+
+
+def _single_run_campaign(camp, run):
+    from benchbook.ingest.campaign import Campaign
+
+    return Campaign(root=camp.root, manifest=camp.manifest, runs=[run])
+
+
+def validate_file(path: Path, out=print) -> list[InputError]:
+    """One input file: our own formats by their ``format`` key, /metrics text, or a known tool's output."""
+    errors: list[InputError] = []
+    if path.is_dir():
+        return [InputError(path, "-", "is a folder without campaign.json")]
+    if not path.exists():
+        return [InputError(path, "-", "no such file")]
+    suffix = path.suffix.lower()
+    if suffix in (".prom", ".txt", ".metrics") and not _looks_json(path):
+        from benchbook.metrics import prometheus
+
+        snap = _collect(lambda: prometheus.read(path), errors)
+        if snap is not None:
+            n = sum(len(v) for v in snap.values.values())
+            out(f"{path}: Prometheus text exposition: {len(snap.types)} families, {n} samples; {_engine_line(snap)}")
+        return errors
+    from benchbook.jsonfile import load_json, validate
+
+    if suffix == ".json":
+        doc = _collect(lambda: load_json(path), errors)
+        if doc is None:
+            return errors
+        fmt = doc.get("format") if isinstance(doc, dict) else None
+        if isinstance(fmt, str) and fmt.startswith("benchbook."):
+            kind = fmt.split("/")[0].split(".", 1)[1]
+            if kind not in ("campaign", "requests", "phases", "memory"):
+                try:
+                    from benchbook.ingest import pd_runs as pd_ingest  # PD formats are read by the PD reader
+
+                    _collect(lambda: pd_ingest.validate_file(path), errors)
+                    if not errors:
+                        out(f"{path}: benchbook {kind} file, valid")
+                    return errors
+                except ImportError:
+                    return [InputError(path, "$.format", f"unknown benchbook format {fmt!r}")]
+            _collect(lambda: validate(doc, kind, path), errors)
+            if not errors:
+                what = {"campaign": "runs", "requests": "requests", "phases": "samples", "memory": "samples"}[kind]
+                out(f"{path}: benchbook {kind} file, {len(doc.get(what, []))} {what}, valid")
+            return errors
+    # Formats people already have (vLLM, SGLang, GuideLLM, AIPerf, llmperf …).
+    try:
+        from benchbook.ingest import formats
+    except ImportError:
+        return [InputError(path, "-", "not a benchbook file and no reader for other formats is installed")]
+    runs = _collect(lambda: formats.read(path), errors)
+    if runs is not None:
+        for line in formats.describe(runs):
+            out(f"{path}: {line}")
+    return errors
+
+
+def _engine_line(snap) -> str:
+    """Which engine profile the names match, and what the common quantities read (per series)."""
+    from benchbook.errors import InputError as _IE
+    from benchbook.metrics.profiles import detect_profile
+
+    try:
+        prof = detect_profile(snap)
+    except _IE:
+        return "no LLM-engine profile matches its metric names"
+    parts = []
+    for q in ("requests_success", "generation_tokens", "running", "waiting"):
+        if not prof.has(q):
+            continue
+        ref = prof.ref(q)
+        series = snap.match(ref.name, ref.label_dict)
+        if series:
+            vals = sorted({f"{v:g}" for v in series.values()})
+            parts.append(f"{q}={'/'.join(vals[:4])}" + (f" ({len(series)} series)" if len(series) > 1 else ""))
+    ttft = snap.series(prof.ref("ttft").name + "_count") if prof.has("ttft") else {}
+    if ttft:
+        parts.append(f"ttft_count={'/'.join(sorted({f'{v:g}' for v in ttft.values()}))}")
+    return f"engine profile {prof.name}" + (": " + ", ".join(parts) if parts else "")
+
+
+def _looks_json(path: Path) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(64).lstrip()
+    return head[:1] in (b"{", b"[")
+
+
+def run(args) -> int:
+    out = (lambda *_a, **_k: None) if args.quiet else print
+    path: Path = args.path
+    if path.is_dir() and (path / "campaign.json").exists():
+        errors = validate_campaign(path, out)
+    elif path.is_dir():
+        errors = [InputError(path, "-", "no campaign.json in this folder (an empty or non-campaign folder)")]
+    else:
+        errors = validate_file(path, out)
+    for e in errors:
+        print(str(e), file=sys.stderr)
+    if errors:
+        print(f"benchbook validate: {len(errors)} problem(s) found", file=sys.stderr)
+        # bad input first; only a source that could not be reached (and nothing else) is exit 4
+        return EXIT_SOURCE if all(isinstance(e, SourceError) for e in errors) else EXIT_BAD_INPUT
+    return 0

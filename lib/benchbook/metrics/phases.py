@@ -1,0 +1,138 @@
+"""The prefill/decode phase split of one streamed request, from `/metrics` counter deltas.
+
+For one sample (a scrape before and after one request), on the engine's own clock::
+
+    prefill_s     = Δ ttft_sum
+    decode_tokens = Δ generation_tokens − 1      (the first token belongs to prefill)
+    decode_s      = Δ e2e_sum − prefill_s        (includes response assembly: rates are floors)
+
+The deltas are attributed to the request only if the TTFT count, the duration count and the success
+count each moved by exactly 1. Anything else excludes the sample, with the reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import EngineProfile
+
+# The quantities the split needs. Of the two histograms it reads only `_sum` and `_count`.
+NEEDED = ["ttft", "e2e", "prompt_tokens", "generation_tokens", "requests_success"]
+HISTOGRAM_SAMPLES = ("_sum", "_count")
+
+
+@dataclass(frozen=True)
+class PhaseSplit:
+    prompt_tokens: float
+    generated_tokens: float
+    prefill_s: float
+    decode_tokens: float
+    decode_s: float
+    engine_total_s: float
+
+    @property
+    def prefill_tok_s(self) -> float:
+        return self.prompt_tokens / self.prefill_s
+
+    @property
+    def decode_tok_s(self) -> float:
+        return self.decode_tokens / self.decode_s
+
+
+class Excluded(Exception):
+    """A sample that cannot be attributed to one request; ``reason`` says why."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def needed_names(profile: EngineProfile) -> list[str]:
+    """The whole families of the quantities the split reads, histogram buckets included: what
+    ``benchbook validate`` parses of each snapshot of a campaign (``Campaign.check_snapshots``),
+    so a bucket defect in them is found. The split itself reads ``needed_samples``."""
+    return profile.sample_names(NEEDED)
+
+
+def needed_samples(profile: EngineProfile) -> list[str]:
+    """The sample names the split reads, to hand ``prometheus.read``: a counter's name, a
+    histogram's ``_sum`` and ``_count`` (its family's ``# TYPE``/``# HELP`` lines come with them; its
+    ``_bucket`` lines are not read, so their checks run where buckets are: ``needed_names``)."""
+    out: set[str] = set()
+    for q in NEEDED:
+        if not profile.has(q):
+            continue
+        ref = profile.ref(q)
+        if ref.kind == "histogram":
+            out.update(ref.sample(sfx) for sfx in HISTOGRAM_SAMPLES)
+        else:
+            out.add(ref.name)
+    return sorted(out)
+
+
+def _d(
+    before: prometheus.Snapshot, after: prometheus.Snapshot, profile: EngineProfile, q: str, suffix: str = ""
+) -> float:
+    ref = profile.ref(q)
+    d = prometheus.delta(before, after, ref.sample(suffix), ref.label_dict)
+    if d.missing:
+        side = "before" if d.before is None else "after"
+        raise Excluded(f"{d.describe()} missing from the {side} snapshot")
+    if d.reset:
+        raise Excluded(
+            f"counter reset: {d.describe()} went from {d.before:g} to {d.after:g} (engine restarted?); no delta"
+        )
+    return d.value
+
+
+def split(
+    before: prometheus.Snapshot,
+    after: prometheus.Snapshot,
+    profile: EngineProfile,
+    client_total_s: float | None = None,
+    first_event_s: float | None = None,
+) -> PhaseSplit:
+    """Phase split of one sample; raises Excluded with the reason when it cannot be attributed."""
+    moved = {
+        "TTFT count": _d(before, after, profile, "ttft", "_count"),
+        "duration count": _d(before, after, profile, "e2e", "_count"),
+        "success count": _d(before, after, profile, "requests_success"),
+    }
+    off = {k: v for k, v in moved.items() if v != 1}
+    if off:
+        detail = ", ".join(f"{k} moved by {v:g}" for k, v in off.items())
+        raise Excluded(f"not attributable to one request: {detail} (each must move by exactly 1)")
+    prefill_s = _d(before, after, profile, "ttft", "_sum")
+    total_s = _d(before, after, profile, "e2e", "_sum")
+    gen = _d(before, after, profile, "generation_tokens")
+    ptok = _d(before, after, profile, "prompt_tokens")
+    if total_s <= prefill_s:
+        raise Excluded(
+            f"duration {total_s:.4f} s does not exceed TTFT {prefill_s:.4f} s: this path records no "
+            "first-token instant (non-streamed handler), so there is no phase split"
+        )
+    if prefill_s <= 0:
+        raise Excluded(f"TTFT delta {prefill_s:g} s is not positive")
+    if gen < 2:
+        raise Excluded(f"generation tokens moved by {gen:g}; need at least 2 for a decode phase")
+    if ptok <= 0:
+        raise Excluded(f"prompt tokens moved by {ptok:g}; no prefill to measure")
+    if client_total_s is not None and total_s > client_total_s:
+        raise Excluded(
+            f"engine total {total_s:.4f} s exceeds client total {client_total_s:.4f} s: the engine cannot "
+            "finish after the client, so the deltas are not this request's"
+        )
+    if first_event_s is not None and first_event_s >= prefill_s:
+        raise Excluded(
+            f"first stream event at {first_event_s:.4f} s is not before TTFT {prefill_s:.4f} s: the stream "
+            "cannot delimit the phases on this path"
+        )
+    return PhaseSplit(
+        prompt_tokens=ptok,
+        generated_tokens=gen,
+        prefill_s=prefill_s,
+        decode_tokens=gen - 1,
+        decode_s=total_s - prefill_s,
+        engine_total_s=total_s,
+    )

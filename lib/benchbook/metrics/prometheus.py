@@ -1,0 +1,405 @@
+"""Prometheus text exposition: parsing snapshots and taking deltas between two of them.
+
+Parsing is done by ``prometheus_client``'s maintained parser. For speed, a snapshot can be parsed
+for a few sample names only: the other lines are skipped *before* the parser sees them. Names are
+prefixes of sample names, so a consumer can ask for exactly the samples it reads: the phase split
+asks for a histogram's ``_sum`` and ``_count`` (with the family's ``# TYPE``/``# HELP`` lines) and
+never for its ``_bucket`` lines, which are most of a snapshot's kept lines otherwise. Every line the
+narrow path keeps contains one of the wanted names (or, for a metadata line, the family of one), so
+the kept lines are found with ``str.find`` (no per-line work on the skipped lines, no regular
+expressions) and then each candidate line gets the same string-prefix test as a line-by-line scan;
+the kept lines are still parsed by ``prometheus_client``, and benchbook's extra checks
+(``exposition_checks``) run on those kept lines only — so a rule about lines that were not kept
+(bucket validity: cumulative, ``+Inf`` equal to ``_count``, ``+Inf`` present) is checked where the
+buckets are read: a full parse (``benchbook validate FILE``, ``enginemetrics``) and ``benchbook
+validate CAMPAIGN``, which parses each snapshot's whole consumed families
+(``Campaign.check_snapshots``). ``tests/test_prometheus.py`` and ``tests/test_prometheus_narrow.py``
+check the narrow path against a full parse.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchbook.errors import InputError
+
+LabelKey = tuple[tuple[str, str], ...]
+
+
+def _label_key(labels: Mapping[str, str]) -> LabelKey:
+    return tuple(sorted(labels.items()))
+
+
+@dataclass
+class Snapshot:
+    """One scrape: sample values keyed by sample name and label set, plus family types."""
+
+    source: str
+    values: dict[str, dict[LabelKey, float]] = field(default_factory=dict)
+    types: dict[str, str] = field(default_factory=dict)  # family name -> type
+
+    def series(self, name: str) -> dict[LabelKey, float]:
+        return self.values.get(name, {})
+
+    def get(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
+        """Value of the one series of ``name`` whose labels include ``labels``.
+
+        Returns None if no series matches. Raises InputError if several series match, because
+        summing them blindly (e.g. across engine ranks or models) would be silently wrong.
+        """
+        matches = self.match(name, labels)
+        if not matches:
+            return None
+        if len(matches) > 1:
+            shown = ", ".join(_fmt_labels(k) for k in list(matches)[:4])
+            raise InputError(
+                self.source,
+                name,
+                f"{len(matches)} series match {_fmt_labels(_label_key(labels or {}))} ({shown}); "
+                "name the label that tells them apart",
+            )
+        return next(iter(matches.values()))
+
+    def match(self, name: str, labels: Mapping[str, str] | None = None) -> dict[LabelKey, float]:
+        want = (labels or {}).items()
+        return {k: v for k, v in self.series(name).items() if all((lk, lv) in k for lk, lv in want)}
+
+
+def _fmt_labels(key: LabelKey) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in key) + "}"
+
+
+# A wanted name with one of these endings also keeps its family's ``# TYPE``/``# HELP`` lines (the
+# family is the name without the ending): a histogram or summary can be read for its ``_sum`` and
+# ``_count`` alone, typed as it is declared, without its ``_bucket`` lines.
+_SAMPLE_SUFFIXES = ("_sum", "_count", "_bucket")
+
+
+@functools.lru_cache(maxsize=64)
+def _meta_families(prefixes: tuple[str, ...]) -> frozenset[str]:
+    """Families whose metadata lines are kept for the sample names in ``prefixes``."""
+    return frozenset(
+        p[: -len(sfx)] for p in prefixes for sfx in _SAMPLE_SUFFIXES if p.endswith(sfx) and len(p) > len(sfx)
+    )
+
+
+def _om_prefixes(prefixes: tuple[str, ...]) -> tuple[str, ...]:
+    """OpenMetrics: a ``_sum``/``_count``/``_bucket`` name keeps its whole family.
+
+    prometheus_client's OpenMetrics parser checks a histogram's buckets itself (it rejects a
+    histogram with ``_sum``/``_count`` and no ``+Inf`` bucket), so the buckets cannot be left out.
+    """
+    out = []
+    for p in prefixes:
+        for sfx in _SAMPLE_SUFFIXES:
+            if p.endswith(sfx) and len(p) > len(sfx):
+                p = p[: -len(sfx)]
+                break
+        if p not in out:
+            out.append(p)
+    return tuple(out)
+
+
+def _wanted_line(line: str, prefixes: tuple[str, ...], openmetrics: bool = False) -> bool:
+    if line.startswith("#"):
+        if openmetrics and line == "# EOF":
+            return True
+        parts = line.split(None, 3)
+        if len(parts) >= 3 and parts[1] in ("TYPE", "HELP", "UNIT"):
+            # OpenMetrics names a counter family without its `_total`: keep `# TYPE a counter`
+            # when `a_total` is wanted.
+            return (
+                parts[2].startswith(prefixes)
+                or parts[2] in _meta_families(prefixes)
+                or (openmetrics and any(p.startswith(parts[2]) for p in prefixes))
+            )
+        return False
+    return line.startswith(prefixes)
+
+
+def _kept_lines(text: str, prefixes: tuple[str, ...], openmetrics: bool = False) -> tuple[str, list[tuple[int, str]]]:
+    """The kept text of the narrow path and its comment lines as ``(offset, line)`` pairs.
+
+    The kept text is every line of ``text`` that ``_wanted_line`` keeps, in file order, each
+    followed by a line feed: exactly ``"\\n".join(ln for ln in text.split("\\n") if _wanted_line(ln, …)) + "\\n"``.
+    In 0.0.4 text a kept line always contains one of ``prefixes`` (a sample line starts with one, a
+    ``# TYPE``/``# HELP`` line names a family that starts with one), so only lines holding an
+    occurrence found by ``str.find`` are looked at; every other line is skipped without Python-level
+    work. A line that *starts* with a prefix is a kept sample line; any other line holding one (a
+    comment, a label value) gets the per-line test. Families are contiguous, so after one kept line
+    the next one is tried first with ``startswith``. OpenMetrics text (kept lines may be ``# EOF`` or
+    a family named without its ``_total``) is scanned line by line.
+
+    A metadata line kept for a family of ``_meta_families`` (``# TYPE h histogram`` when
+    ``h_sum`` is wanted) holds the family name after whitespace, in a comment line: each
+    occurrence of the name is looked at only if its line starts with ``#``; an occurrence in a
+    sample line skips the run of sample lines up to the next comment line (``h_bucket`` lines).
+    """
+    if openmetrics:
+        lines, comments, pos = [], [], 0
+        for ln in text.split("\n"):
+            if _wanted_line(ln, prefixes, True):
+                lines.append(ln)
+                if ln.startswith("#"):
+                    comments.append((pos, ln))
+            pos += len(ln) + 1
+        return "\n".join(lines) + "\n", comments
+    n = len(text)
+    spans: dict[int, int] = {}  # line start -> line end (exclusive)
+    comments: list[tuple[int, str]] = []
+    find, rfind, startswith = text.find, text.rfind, text.startswith
+    for p in prefixes:
+        if not p:
+            continue
+        i = find(p)
+        while i != -1:
+            e = find("\n", i)
+            if e == -1:
+                e = n
+            if i == 0 or text[i - 1] == "\n":
+                if p[0] != "#":  # starts with a wanted name: a kept sample line
+                    # the family's samples usually run up to the next comment line: take them as
+                    # one block if every line of it starts with the name (two str.count calls)
+                    j = find("\n#", e)
+                    if j == -1:
+                        j = n - 1 if text.endswith("\n") else n
+                    if j > e:
+                        block = text[i:j]
+                        if block.count("\n") == block.count("\n" + p):
+                            spans[i] = max(spans.get(i, -1), j)
+                            if j >= n - 1:
+                                break
+                            i = find(p, j + 1)
+                            continue
+                    spans[i] = max(spans.get(i, -1), e)
+                elif _wanted_line(text[i:e], prefixes):
+                    spans[i] = e
+                    comments.append((i, text[i:e]))
+            else:
+                s = rfind("\n", 0, i) + 1
+                if s not in spans:
+                    ln = text[s:e]
+                    if _wanted_line(ln, prefixes):
+                        spans[s] = e
+                        if ln.startswith("#"):
+                            comments.append((s, ln))
+            if e >= n:
+                break
+            # families are contiguous: the next line usually starts with the same name
+            i = e + 1 if startswith(p, e + 1) else find(p, e + 1)
+    for f in _meta_families(prefixes):
+        if f.startswith(prefixes):
+            continue  # its metadata lines hold a wanted prefix: found above
+        i = find(f)
+        while i != -1:
+            s = rfind("\n", 0, i) + 1
+            if text.startswith("#", s):
+                e = find("\n", i)
+                if e == -1:
+                    e = n
+                if s not in spans:
+                    ln = text[s:e]
+                    if _wanted_line(ln, prefixes):
+                        spans[s] = e
+                        comments.append((s, ln))
+                if e >= n:
+                    break
+                i = find(f, e + 1)
+            else:  # a sample line: no kept metadata line before the next comment line
+                j = find("\n#", i)
+                if j == -1:
+                    break
+                i = find(f, j + 1)
+    if not spans:
+        return "\n", comments
+    # adjacent kept lines are copied as one slice
+    parts = []
+    run_s = run_e = -2
+    for s in sorted(spans):  # union of whole-line spans (a block may hold another name's lines)
+        if s <= run_e + 1:
+            run_e = max(run_e, spans[s])
+        else:
+            if run_s >= 0:
+                parts.append(text[run_s:run_e])
+            run_s, run_e = s, spans[s]
+    parts.append(text[run_s:run_e])
+    comments.sort()
+    return "\n".join(parts) + "\n", comments
+
+
+def is_openmetrics(text: str) -> bool:
+    """OpenMetrics text ends with a `# EOF` line; 0.0.4 text has none (see docs/bad-input.md)."""
+    return "# EOF" in text and any(ln == "# EOF" for ln in text.split("\n"))
+
+
+# Narrow-path memo: kept text (the lines of the wanted families) -> parsed values and types.
+# Consecutive scrapes around phase samples usually hold the same lines for the families the split
+# reads (they move only when a request finishes), so the snapshot after one sample is, for these
+# families, the one before the next. The key is the exact kept text, and only a kept text that
+# parsed and passed every check is stored, so a hit gives exactly what parsing it again would
+# (the whole-text check that depends on more than the kept lines, the final line feed, still runs).
+# The full path is not memoised: whole captures rarely repeat (CPU time, gauges).
+NARROW_MEMO = True
+_MEMO: dict[tuple[str, bool], tuple[dict[str, dict[LabelKey, float]], dict[str, str]]] = {}
+_MEMO_MAX = 64
+
+
+def _snapshot(source: str, values: dict[str, dict[LabelKey, float]], types: dict[str, str]) -> Snapshot:
+    return Snapshot(source=source, values={k: dict(v) for k, v in values.items()}, types=dict(types))
+
+
+def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | None = None) -> Snapshot:
+    """Parse exposition text with prometheus_client, then apply benchbook's own checks.
+
+    Text holding a `# EOF` line is OpenMetrics and goes to prometheus_client's OpenMetrics parser;
+    anything else is text format 0.0.4. ``names``: if given, only samples whose names start with one
+    of these are parsed and checked, with the metadata lines of their families: a family name keeps
+    the whole family (``"pocket_ttft_seconds"``: buckets, ``_sum``, ``_count``); a name ending in
+    ``_sum``, ``_count`` or ``_bucket`` keeps those samples and the family's ``# TYPE``/``# HELP``
+    lines (``"pocket_ttft_seconds_sum"``). On OpenMetrics text such a name keeps its whole family
+    (its parser checks the buckets itself). The checks of ``exposition_checks`` run on the parsed
+    lines. Errors name the file and line.
+    """
+    from benchbook.metrics import exposition_checks as checks
+
+    source = str(source)
+    om = is_openmetrics(text)
+    if om:
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    else:
+        from prometheus_client.parser import text_string_to_metric_families
+    wanted = None
+    if names is not None:
+        prefixes = _om_prefixes(tuple(names)) if om else tuple(names)
+
+        def wanted(ln: str) -> bool:
+            return _wanted_line(ln, prefixes, om)
+
+        body, kept_comments = _kept_lines(text, prefixes, om)
+    else:
+        body = text
+    checks.check_unterminated(text, source, wanted)
+    memo_key = None
+    if names is not None and NARROW_MEMO:
+        memo_key = (body, om)
+        hit = _MEMO.get(memo_key)
+        if hit is not None:
+            return _snapshot(source, *hit)
+    if not om:  # the OpenMetrics parser enforces metadata placement itself
+        if names is None:
+            checks.check_metadata(text, source)
+        else:
+            checks.check_metadata_lines(kept_comments, text, source)
+    try:
+        families = list(text_string_to_metric_families(body))
+    except Exception as e:  # noqa: BLE001 - any failure of the third-party parser means it rejected the text
+        line_no, line = _locate_error(text, om)
+        where = f"line {line_no}" if line_no else "-"
+        shown = f" in {line[:120]!r}" if line else ""
+        kind = "OpenMetrics text" if om else "Prometheus text exposition"
+        raise InputError(source, where, f"not valid {kind}{shown}: {type(e).__name__ if not str(e) else e}") from None
+    checks.check_families(families, text, source, om)
+    snap = Snapshot(source=source)
+    for fam in families:
+        if fam.type != "unknown" or fam.name not in snap.types:  # resumed samples keep the declared type
+            snap.types[fam.name] = fam.type
+        values = snap.values
+        for s in fam.samples:
+            lab = s.labels
+            key = tuple(sorted(lab.items())) if len(lab) > 1 else tuple(lab.items())
+            series = values.get(s.name)
+            if series is None:
+                series = values[s.name] = {}
+            series[key] = float(s.value)
+    if memo_key is not None:
+        if len(_MEMO) >= _MEMO_MAX:
+            del _MEMO[next(iter(_MEMO))]  # oldest first
+        _MEMO[memo_key] = ({k: dict(v) for k, v in snap.values.items()}, dict(snap.types))
+    return snap
+
+
+def _locate_error(text: str, openmetrics: bool = False) -> tuple[int | None, str | None]:
+    """Find the first line at which the full parser fails (bisection over prefixes)."""
+    if openmetrics:
+        from prometheus_client.openmetrics.parser import text_string_to_metric_families
+    else:
+        from prometheus_client.parser import text_string_to_metric_families
+
+    lines = text.split("\n")
+
+    def fails(k: int) -> bool:
+        head = lines[:k]
+        body = "\n".join(head) + "\n"
+        if openmetrics and "# EOF" not in head:
+            body += "# EOF\n"  # a prefix of OpenMetrics text lacks its terminator
+        try:
+            list(text_string_to_metric_families(body))
+            return False
+        except Exception:  # noqa: BLE001 - any parser failure counts as "fails" here
+            return True
+
+    if not fails(len(lines)):
+        # The prefixes all parse (e.g. OpenMetrics text without `# EOF`): blame the last line.
+        last = len(lines) - 1 if len(lines) > 1 and lines[-1] == "" else len(lines)
+        return (last, lines[last - 1]) if last >= 1 else (None, None)
+    lo, hi = 0, len(lines)  # fails(hi) is True; fails(lo) is False
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fails(mid):
+            hi = mid
+        else:
+            lo = mid
+    return hi, lines[hi - 1]
+
+
+def read(path: str | Path, names: Iterable[str] | None = None) -> Snapshot:
+    """Read and parse a `/metrics` capture file."""
+    from benchbook.jsonfile import read_text
+
+    path = Path(path)
+    text = read_text(path, "/metrics text file")
+    if not text.strip():
+        raise InputError(path, "-", "empty /metrics capture: no samples (did the scrape fail?)")
+    return parse(text, path, names)
+
+
+@dataclass(frozen=True)
+class Delta:
+    """after − before of one series; ``reset`` when the counter went down."""
+
+    name: str
+    labels: LabelKey
+    before: float | None
+    after: float | None
+
+    @property
+    def missing(self) -> bool:
+        return self.before is None or self.after is None
+
+    @property
+    def reset(self) -> bool:
+        return not self.missing and self.after < self.before
+
+    @property
+    def value(self) -> float:
+        if self.missing:
+            raise ValueError(f"{self.name}: missing in one snapshot")
+        if self.reset:
+            raise ValueError(f"{self.name}: counter reset, no delta")
+        return self.after - self.before
+
+    def describe(self) -> str:
+        return f"{self.name}{_fmt_labels(self.labels)}"
+
+
+def delta(before: Snapshot, after: Snapshot, name: str, labels: Mapping[str, str] | None = None) -> Delta:
+    b = before.get(name, labels)
+    a = after.get(name, labels)
+    for v, snap in ((b, before), (a, after)):
+        if v is not None and (math.isnan(v) or math.isinf(v)):
+            raise InputError(snap.source, name, f"value {v} is not a finite counter value")
+    return Delta(name, _label_key(labels or {}), b, a)

@@ -1,0 +1,440 @@
+"""What a page notebook shows, as deterministic, escaped HTML — and the values it records.
+
+Every helper returns a :class:`Block` (anything with ``_repr_html_``): leave it as a cell's last
+expression, or pass it to ``IPython.display.display``. Every string that came from input is escaped
+here, so a campaign title such as ``"><img src=x onerror=alert(1)>`` is shown as text, never run.
+Pre-built HTML is accepted only when wrapped in :class:`markupsafe.Markup` (or a :class:`Block`).
+
+Tables have a fixed ``id`` chosen by the notebook author, rows in the frame's order (sort in
+``lib``), and fixed number formats, so the same inputs give the same bytes.
+
+:func:`record` stores a named value in the executed notebook as a hidden output; the renderer
+collects them into ``<page>.values.json`` beside the HTML. Tests assert on those values, not on
+the HTML text.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import html
+import math
+import os
+import re
+import subprocess
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+VALUES_MIME = "application/vnd.benchbook.values+json"
+
+__all__ = [
+    "Block",
+    "Markup",
+    "VALUES_MIME",
+    "record",
+    "table",
+    "mark",
+    "how_to_read",
+    "provenance",
+    "heading",
+    "text",
+    "chart",
+    "render_timestamp",
+]
+
+
+class Block:
+    """A piece of trusted HTML built by this module; displays as HTML in Jupyter and in pages."""
+
+    def __init__(self, html_: str):
+        self.html = str(html_)
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __html__(self) -> str:  # markupsafe protocol: nests inside other blocks unescaped
+        return self.html
+
+    def __str__(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        return f"<benchbook block, {len(self.html)} chars of HTML>"
+
+
+def esc(value: Any) -> str:
+    """Escape ``value`` for HTML text or a quoted attribute, unless it is Markup / a Block."""
+    if hasattr(value, "__html__"):
+        return value.__html__()
+    return html.escape(str(value), quote=True)
+
+
+# --------------------------------------------------------------------------- recorded values
+
+
+def _jsonable(value: Any) -> Any:
+    """Convert ``value`` to plain JSON types deterministically (polars/pandas/numpy included)."""
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(_jsonable(v) for v in value)
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    mod = type(value).__module__
+    if mod.startswith("polars"):
+        if hasattr(value, "to_dicts"):  # DataFrame
+            return [_jsonable(r) for r in value.to_dicts()]
+        if hasattr(value, "to_list"):  # Series
+            return [_jsonable(v) for v in value.to_list()]
+    if mod.startswith("pandas"):
+        if hasattr(value, "to_dict") and hasattr(value, "columns"):
+            return [_jsonable(r) for r in value.to_dict(orient="records")]
+        if hasattr(value, "tolist"):
+            return [_jsonable(v) for v in value.tolist()]
+    if mod.startswith("numpy"):
+        if hasattr(value, "tolist"):
+            return _jsonable(value.tolist())
+    if hasattr(value, "__dataclass_fields__"):
+        import dataclasses
+
+        return _jsonable(dataclasses.asdict(value))
+    raise TypeError(f"record(): cannot store a {type(value).__name__} as JSON")
+
+
+_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
+
+
+def record(name: str, value: Any) -> None:
+    """Record ``value`` under ``name`` for tests and the summary (written to ``<page>.values.json``).
+
+    The value must be JSON-able (numbers, strings, lists, dicts, polars/pandas frames, dataclasses).
+    A name may be recorded once per page; the renderer rejects duplicates.
+    """
+    if not _NAME_RE.match(name):
+        raise ValueError(f"record(): bad name {name!r} (letters, digits, _ . -)")
+    payload = {"name": name, "value": _jsonable(value)}
+    short = repr(payload["value"])
+    if len(short) > 80:
+        short = short[:77] + "..."
+    from IPython.display import display
+
+    display({VALUES_MIME: payload, "text/plain": f"recorded {name} = {short}"}, raw=True)
+
+
+# --------------------------------------------------------------------------- verdict marks
+
+# kind -> (symbol, short label, meaning shown in "How to read this page")
+MARKS: dict[str, tuple[str, str, str]] = {
+    "result": (
+        "▲",
+        "a result",
+        "the difference is larger than the measured run-to-run spread and the ranges do not overlap",
+    ),
+    "noise": (
+        "≈",
+        "within noise — not a result",
+        "the difference is smaller than the spread, or the [min–max] ranges overlap",
+    ),
+    "pass": ("✓", "check passed", "a consistency check held (e.g. engine total ≤ client total)"),
+    "fail": ("✗", "check failed", "a consistency check did not hold; the figure is not trusted"),
+    "excluded": ("⊘", "excluded", "a sample was left out of the statistics; the reason is listed on the page"),
+    "note": ("†", "see note", "the figure carries a caveat stated beside it"),
+}
+
+
+def mark(kind: str, label: str | None = None) -> Block:
+    """A verdict mark: symbol plus words (the symbol alone is never the only signal)."""
+    if kind not in MARKS:
+        raise ValueError(f"mark(): unknown kind {kind!r}; choose from {', '.join(MARKS)}")
+    symbol, default_label, meaning = MARKS[kind]
+    return Block(
+        f'<span class="bb-mark bb-mark-{kind}" title="{esc(meaning)}">'
+        f'<span aria-hidden="true">{symbol}</span> {esc(label or default_label)}</span>'
+    )
+
+
+# --------------------------------------------------------------------------- tables
+
+_ID_OK = re.compile(r"^[a-z][a-z0-9\-]*$")
+Format = str | Callable[[Any], Any]
+
+
+def _fmt_cell(value: Any, fmt: Format | None, float_format: str) -> tuple[str, bool]:
+    """Return (html, is_numeric) for one cell."""
+    if hasattr(value, "__html__"):
+        return value.__html__(), False
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return '<span class="bb-missing">—</span>', False
+    if fmt is not None:
+        out = fmt(value) if callable(fmt) else fmt.format(value)
+        return esc(out), isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(value, bool):
+        return ("yes" if value else "no"), False
+    if isinstance(value, int):
+        return str(value), True
+    if isinstance(value, float):
+        return esc(float_format.format(value)), True
+    if isinstance(value, (list, tuple)):
+        return esc(", ".join(str(v) for v in value)), False
+    return esc(value), False
+
+
+def table(
+    frame: Any,
+    *,
+    id: str,
+    caption: str | None = None,
+    formats: Mapping[str, Format] | None = None,
+    float_format: str = "{:.3f}",
+    headers: Mapping[str, str] | None = None,
+    note: str | None = None,
+) -> Block:
+    """An HTML table from a polars (or pandas) frame, or a list of row dicts.
+
+    ``id`` is fixed by the caller (lowercase, digits, dashes) and becomes ``id="bb-<id>"``.
+    Cells are escaped unless they are :class:`Markup`/:class:`Block` (e.g. :func:`mark`).
+    ``formats`` maps a column to a format string (``"{:.2f}"``) or a callable; other floats use
+    ``float_format``. Rows keep the frame's order: sort before displaying.
+    ``caption`` should state prompt length, generation length and environment of the figures.
+    """
+    if not _ID_OK.match(id):
+        raise ValueError(f"table(): id {id!r} must match [a-z][a-z0-9-]*")
+    columns, rows = _rows(frame)
+    formats = dict(formats or {})
+    headers = dict(headers or {})
+    unknown = set(formats) - set(columns)
+    if unknown:
+        raise ValueError(f"table(): formats for unknown columns {sorted(unknown)}")
+    out = [f'<table class="bb-table" id="bb-{id}">']
+    if caption:
+        out.append(f"<caption>{esc(caption)}</caption>")
+    out.append(
+        "<thead><tr>" + "".join(f'<th scope="col">{esc(headers.get(c, c))}</th>' for c in columns) + "</tr></thead>"
+    )
+    out.append("<tbody>")
+    for row in rows:
+        cells = []
+        for c, v in zip(columns, row):
+            h, numeric = _fmt_cell(v, formats.get(c), float_format)
+            cells.append(f'<td class="num">{h}</td>' if numeric else f"<td>{h}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table>")
+    if note:
+        out.append(f'<p class="bb-table-note">{esc(note)}</p>')
+    return Block(f'<div class="bb-table-wrap">{"".join(out)}</div>')
+
+
+def _rows(frame: Any) -> tuple[list[str], list[list[Any]]]:
+    mod = type(frame).__module__
+    if mod.startswith("polars"):
+        return list(frame.columns), [list(r) for r in frame.iter_rows()]
+    if mod.startswith("pandas"):
+        return [str(c) for c in frame.columns], [list(r) for r in frame.itertuples(index=False, name=None)]
+    if isinstance(frame, list):
+        columns: list[str] = []
+        for r in frame:
+            for k in r:
+                if k not in columns:
+                    columns.append(k)
+        return columns, [[r.get(c) for c in columns] for r in frame]
+    raise TypeError(f"table(): expected a polars/pandas frame or a list of dicts, got {type(frame).__name__}")
+
+
+# --------------------------------------------------------------------------- text
+
+
+def heading(text_: str, level: int = 2) -> Block:
+    """A heading whose text may come from input (escaped)."""
+    if level not in range(1, 7):
+        raise ValueError("heading(): level must be 1..6")
+    return Block(f"<h{level}>{esc(text_)}</h{level}>")
+
+
+def text(template: str, /, **values: Any) -> Block:
+    """A paragraph: ``template`` is trusted, ``values`` (from input) are escaped then substituted.
+
+    ``text("Campaign {title} measured on {date}.", title=c.title, date=c.date)``
+    """
+    safe = {k: Markup(esc(v)) for k, v in values.items()}
+    return Block(f"<p>{esc(template).format(**safe)}</p>")
+
+
+def chart(ch: Any, *, caption: str | None = None, id: str | None = None) -> Block:
+    """An Altair chart as inline SVG in a ``<figure>`` (see :mod:`benchbook.pages.charts`)."""
+    from benchbook.pages.charts import to_svg
+
+    if id is not None and not _ID_OK.match(id):
+        raise ValueError(f"chart(): id {id!r} must match [a-z][a-z0-9-]*")
+    svg = to_svg(ch, id_prefix=f"bb-{id}" if id else None)
+    attr = f' id="bb-{id}"' if id else ""
+    cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
+    return Block(f'<figure class="bb-chart"{attr}>{svg}{cap}</figure>')
+
+
+# --------------------------------------------------------------------------- how to read
+
+
+def how_to_read(
+    *,
+    n_per_cell: str,
+    warmup: str,
+    noise_rule: str,
+    marks: Iterable[str] = ("result", "noise", "excluded"),
+    extra: Iterable[str] = (),
+) -> Block:
+    """The "How to read this page" block every page opens with.
+
+    ``n_per_cell``: e.g. "3 runs per cell (median [min–max], n=3)"; ``warmup``: what was discarded;
+    ``noise_rule``: the rule deciding "within noise"; ``marks``: which verdict marks appear.
+    """
+    items = [
+        f"<li><strong>n per cell:</strong> {esc(n_per_cell)}</li>",
+        f"<li><strong>Warm-up:</strong> {esc(warmup)}</li>",
+        f"<li><strong>Noise rule:</strong> {esc(noise_rule)}</li>",
+    ]
+    items += [f"<li>{esc(e)}</li>" for e in extra]
+    mark_rows = "".join(f"<li>{mark(k)} — {esc(MARKS[k][2])}</li>" for k in marks)
+    return Block(
+        '<section class="bb-how-to-read" id="bb-how-to-read"><h2>How to read this page</h2>'
+        f'<ul>{"".join(items)}</ul><p>Verdict marks:</p><ul class="bb-marks">{mark_rows}</ul></section>'
+    )
+
+
+# --------------------------------------------------------------------------- provenance
+
+PACKAGES = (
+    "polars",
+    "pandas",
+    "numpy",
+    "scipy",
+    "altair",
+    "vl-convert-python",
+    "papermill",
+    "nbconvert",
+    "nbclient",
+    "prometheus_client",
+)
+
+
+def render_timestamp() -> str:
+    """UTC render time, or ``SOURCE_DATE_EPOCH`` when set (reproducible builds)."""
+    sde = os.environ.get("SOURCE_DATE_EPOCH")
+    if sde:
+        t = _dt.datetime.fromtimestamp(int(sde), tz=_dt.timezone.utc)
+    else:
+        t = _dt.datetime.now(tz=_dt.timezone.utc).replace(microsecond=0)
+    return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def git_sha() -> str:
+    """The git commit of the benchbook checkout (``BENCHBOOK_GIT_SHA`` overrides, e.g. for tarballs)."""
+    env = os.environ.get("BENCHBOOK_GIT_SHA")
+    if env:
+        return env
+    root = Path(__file__).resolve().parents[3]
+    try:
+        sha = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+        if sha.returncode != 0:
+            return "unknown (not a git checkout)"
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no", "--", "lib", "notebooks"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        return sha.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (git unavailable)"
+
+
+def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str]:
+    import platform
+    from importlib import metadata
+
+    from benchbook import __version__
+
+    out = {"python": platform.python_version(), "benchbook": __version__}
+    for n in sorted(names):
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            out[n] = "not installed"
+    return out
+
+
+def _display_path(p: Path) -> str:
+    root = Path(__file__).resolve().parents[2]
+    try:
+        return str(p.resolve().relative_to(root))
+    except ValueError:
+        return str(p)
+
+
+def file_hashes(inputs: Iterable[str | Path]) -> list[tuple[str, str, int]]:
+    """(path, sha256, bytes) of every file under ``inputs`` (folders walked), sorted by path."""
+    files: set[Path] = set()
+    for i in inputs:
+        p = Path(i)
+        if p.is_dir():
+            files.update(
+                f
+                for f in p.rglob("*")
+                if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
+            )
+        elif p.is_file():
+            files.add(p)
+        else:
+            raise FileNotFoundError(f"provenance(): input {p} does not exist")
+    out = []
+    for f in sorted(files, key=lambda f: _display_path(f)):
+        h = hashlib.sha256()
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        out.append((_display_path(f), h.hexdigest(), f.stat().st_size))
+    return out
+
+
+def provenance(*, inputs: Iterable[str | Path] = (), parameters: Mapping[str, Any] | None = None) -> Block:
+    """The provenance block: benchbook version + git SHA, input file hashes, parameters, packages,
+    render timestamp (the only time-dependent text on a page; fixed by ``SOURCE_DATE_EPOCH``)."""
+    versions = package_versions()
+    hashes = file_hashes(inputs)
+    combined = hashlib.sha256("".join(f"{p}\0{h}\n" for p, h, _ in hashes).encode()).hexdigest()
+    params = parameters or {}
+    param_rows = "".join(
+        f'<tr><th scope="row">{esc(k)}</th><td><code>{esc(repr(params[k]))}</code></td></tr>' for k in sorted(params)
+    )
+    pkg_rows = "".join(f'<tr><th scope="row">{esc(k)}</th><td>{esc(v)}</td></tr>' for k, v in versions.items())
+    file_rows = "".join(
+        f'<tr><td><code>{esc(p)}</code></td><td class="num">{n}</td><td><code>{h}</code></td></tr>'
+        for p, h, n in hashes
+    )
+    return Block(
+        '<section class="bb-provenance" id="bb-provenance"><h2>Provenance</h2>'
+        '<table class="bb-table bb-kv" id="bb-provenance-summary"><tbody>'
+        f'<tr><th scope="row">benchbook</th><td>{esc(versions["benchbook"])} (git {esc(git_sha())})</td></tr>'
+        f'<tr><th scope="row">rendered</th><td><span class="bb-timestamp">{esc(render_timestamp())}</span></td></tr>'
+        f'<tr><th scope="row">inputs</th><td>{len(hashes)} files, combined sha256 <code>{combined}</code></td></tr>'
+        "</tbody></table>"
+        '<details><summary>Parameters</summary><table class="bb-table bb-kv" id="bb-provenance-parameters"><tbody>'
+        f"{param_rows}</tbody></table></details>"
+        '<details><summary>Input files (sha256)</summary><table class="bb-table" id="bb-provenance-files">'
+        '<thead><tr><th scope="col">file</th><th scope="col">bytes</th><th scope="col">sha256</th></tr></thead>'
+        f"<tbody>{file_rows}</tbody></table></details>"
+        '<details><summary>Package versions</summary><table class="bb-table bb-kv" id="bb-provenance-packages"><tbody>'
+        f"{pkg_rows}</tbody></table></details></section>"
+    )

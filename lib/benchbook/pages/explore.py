@@ -1,0 +1,304 @@
+"""The explore notebook's tables and charts: a campaign as tidy polars frames, ready for queries.
+
+``notebooks/explore.ipynb`` calls :func:`load` once and then the chart functions; everything a user
+would otherwise write by hand to start poking at a campaign (per-request latency over time, the
+ladder, the phase split per arm, memory over time) is here, so the notebook stays thin.
+
+Frames (all polars):
+
+``requests``       one row per whole request (warm-up rows included, scenario warmup)
+``ladder``         one row per (run, scenario, n) group: wall, aggregate rate, queue shape
+``phase_samples``  one row per phase sample with its prefill/decode split
+``phase_cells``    median [min–max] per (arm, prompt class, metric) after the warm-up discard
+``metric_deltas``  one row per (phase sample, counter series): before, after, delta, reset
+``memory_gpu`` / ``memory_host`` / ``memory_markers``  the memory samplers' series
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from benchbook.analysis import baseline
+from benchbook.pages import display as bd
+
+
+@dataclass
+class Tables:
+    camp: Any
+    requests: Any
+    ladder: Any
+    phase_samples: Any
+    phase_cells: Any
+    metric_deltas: Any
+    memory_gpu: Any
+    memory_host: Any
+    memory_markers: Any
+
+    FRAMES = (
+        "requests",
+        "ladder",
+        "phase_samples",
+        "phase_cells",
+        "metric_deltas",
+        "memory_gpu",
+        "memory_host",
+        "memory_markers",
+    )
+
+    def counts(self) -> dict[str, int]:
+        return {name: getattr(self, name).height for name in self.FRAMES}
+
+
+def metric_deltas(camp: Any) -> Any:
+    """Every counter series the phase split reads, before and after each sample (warm-ups included).
+
+    ``delta`` is null where the series is missing on one side or went down (``reset`` true): the
+    same rule the phase split applies, shown per series rather than per sample. Histogram
+    ``_bucket`` series are left out (``_sum`` and ``_count`` are kept).
+    """
+    import polars as pl
+
+    from benchbook.metrics import phases, prometheus
+
+    names = phases.needed_names(camp.profile)
+    rows = []
+    for r in camp.runs_of("phases"):
+        doc = camp._phases_doc(r)
+        cache: dict[str, Any] = {}
+
+        def snap(rel: str) -> Any:
+            if rel not in cache:
+                cache[rel] = prometheus.read((r.path / rel).resolve(), names)
+            return cache[rel]
+
+        for s in doc["samples"]:
+            before, after = snap(s["metrics_before"]), snap(s["metrics_after"])
+            samples = sorted(
+                n
+                for n in set(before.values) | set(after.values)
+                if any(n == f or (n.startswith(f + "_") and not n.endswith("_bucket")) for f in names)
+            )
+            for name in samples:
+                keys = sorted(set(before.series(name)) | set(after.series(name)))
+                for key in keys:
+                    b, a = before.series(name).get(key), after.series(name).get(key)
+                    reset = a is not None and b is not None and a < b
+                    rows.append(
+                        {
+                            "run": r.id,
+                            "arm": r.arm,
+                            "prompt_class": s["prompt_class"],
+                            "repeat": s["repeat"],
+                            "warmup": s["warmup"],
+                            "series": name,
+                            "labels": ",".join(f"{k}={v}" for k, v in key),
+                            "before": b,
+                            "after": a,
+                            "delta": None if a is None or b is None or reset else a - b,
+                            "reset": reset,
+                        }
+                    )
+    schema = {
+        "run": pl.String,
+        "arm": pl.String,
+        "prompt_class": pl.String,
+        "repeat": pl.Int64,
+        "warmup": pl.Boolean,
+        "series": pl.String,
+        "labels": pl.String,
+        "before": pl.Float64,
+        "after": pl.Float64,
+        "delta": pl.Float64,
+        "reset": pl.Boolean,
+    }
+    return pl.DataFrame(rows, schema=schema)
+
+
+def load(campaign: str) -> Tables:
+    """Load ``campaign`` and build every frame (records their row counts as ``rows``)."""
+    import polars as pl
+
+    from benchbook.analysis.ladder import ladder_table
+    from benchbook.ingest.campaign import load_campaign
+
+    camp = load_campaign(campaign)
+    req = camp.requests
+    ladder = ladder_table(req) if req.height else pl.DataFrame()
+    ps = camp.phase_samples
+    cells = baseline.phase_cells(camp) if ps.height else pl.DataFrame(schema=baseline._CELL_SCHEMA())
+    gpu, host, markers = camp.memory
+    t = Tables(camp, req, ladder, ps, cells, metric_deltas(camp), gpu, host, markers)
+    return t
+
+
+def overview(t: Tables) -> bd.Block:
+    """Heading, the frames with their row counts and columns, and what each holds."""
+    counts = t.counts()
+    bd.record("rows", counts)
+    bd.record("campaign", t.camp.name)
+    doc = {
+        name: m.group(2)
+        for line in (__doc__ or "").splitlines()
+        if (m := re.match(r"^((?:``\w+``(?: / )?)+)\s+(.*)$", line))
+        for name in re.findall(r"``(\w+)``", m.group(1))
+    }
+    rows = [
+        {
+            "Frame": f"t.{name}",
+            "Rows": counts[name],
+            "Columns": ", ".join(getattr(t, name).columns),
+            "Holds": doc.get(name, ""),
+        }
+        for name in Tables.FRAMES
+    ]
+    return bd.Block(
+        str(bd.heading(f"Explore: {t.camp.title}", 1))
+        + str(
+            bd.text(
+                "Campaign {c} ({p}). Every frame below is a polars DataFrame on t; import polars as pl and query it "
+                'directly, e.g. t.phase_samples.filter(pl.col("arm") == "tuned").',
+                c=t.camp.name,
+                p=t.camp.manifest.get("provenance", ""),
+            )
+        )
+        + str(
+            bd.table(
+                rows, id="explore-frames", caption="Tidy tables of this campaign; warm-up rows are kept and flagged."
+            )
+        )
+    )
+
+
+def _empty(what: str) -> bd.Block:
+    return bd.Block(f"<p>No {bd.esc(what)} in this campaign.</p>")
+
+
+def latency_chart(t: Tables) -> bd.Block:
+    """Per-request latency against its start time, one panel per run (warm-up shown, greyed)."""
+    import altair as alt
+    import polars as pl
+
+    if t.requests.height == 0:
+        return _empty("whole-request runs")
+    d = t.requests.select("run", "scenario", "n", "prompt_class", "start", "latency").with_columns(
+        pl.col("scenario").alias("scenario")
+    )
+    ch = (
+        alt.Chart(d)
+        .mark_point(filled=True, size=25)
+        .encode(
+            x=alt.X("start:Q", title="request start (s, client clock)"),
+            y=alt.Y("latency:Q", title="latency (s)"),
+            color=alt.Color("scenario:N", title="scenario"),
+            shape=alt.Shape("prompt_class:N", title="prompt"),
+            tooltip=["run", "scenario", "n", "prompt_class", "latency"],
+        )
+        .properties(width=260, height=150)
+        .facet(facet=alt.Facet("run:N", title=None), columns=3)
+    )
+    return bd.chart(
+        ch,
+        id="explore-latency",
+        caption=(
+            f"Each dot is one request; {t.camp.generation_tokens} generated tokens each. A staircase inside a ladder "
+            "group means requests were served one after another."
+        ),
+    )
+
+
+def ladder_chart(t: Tables) -> bd.Block:
+    """Aggregate output rate against concurrency n, one line per run."""
+    import altair as alt
+    import polars as pl
+
+    if t.ladder.height == 0:
+        return _empty("whole-request runs")
+    d = t.ladder.filter(pl.col("scenario").is_in(["single", "ladder"])).select("run", "n", "rate_tok_s")
+    ch = (
+        alt.Chart(d)
+        .mark_line(point=True)
+        .encode(
+            x=alt.X(
+                "n:Q",
+                title="concurrent requests n",
+                scale=alt.Scale(type="log", base=2),
+                axis=alt.Axis(values=[1, 2, 4, 8]),
+            ),
+            y=alt.Y("rate_tok_s:Q", title="aggregate output tok/s"),
+            color=alt.Color("run:N", title="run"),
+        )
+        .properties(width=480, height=240)
+    )
+    return bd.chart(ch, id="explore-ladder", caption="n × tokens / wall per group; a flat line is a serial server.")
+
+
+def phase_split_chart(t: Tables) -> bd.Block:
+    """Median prefill and decode seconds per arm and prompt class, stacked."""
+    import altair as alt
+    import polars as pl
+
+    if t.phase_cells.height == 0:
+        return _empty("phase-split runs")
+    d = (
+        t.phase_cells.filter(pl.col("metric") == "prefill_s")
+        .select("arm", "prompt_class", pl.col("median").alias("prefill"))
+        .join(
+            t.phase_cells.filter(pl.col("metric") == "engine_total_s").select(
+                "arm", "prompt_class", pl.col("median").alias("total")
+            ),
+            on=["arm", "prompt_class"],
+        )
+        .with_columns((pl.col("total") - pl.col("prefill")).alias("decode"))
+        .unpivot(index=["arm", "prompt_class"], on=["prefill", "decode"], variable_name="phase", value_name="seconds")
+    )
+    arms = list(dict.fromkeys(t.phase_cells["arm"].to_list()))
+    ch = (
+        alt.Chart(d)
+        .mark_bar()
+        .encode(
+            y=alt.Y("arm:N", sort=arms, title=None, axis=alt.Axis(labelLimit=240)),
+            x=alt.X("seconds:Q", title="median seconds (engine clock)", stack="zero"),
+            color=alt.Color("phase:N", title="phase", sort=["prefill", "decode"]),
+            order=alt.Order("phase:N", sort="descending"),
+        )
+        .properties(width=420, height=18 * max(1, len(arms)))
+        .facet(row=alt.Row("prompt_class:N", title=None))
+    )
+    ctx = ", ".join(f"{k} {v.get('tokens')} tokens" for k, v in t.camp.prompt_classes.items())
+    return bd.chart(
+        ch,
+        id="explore-phases",
+        caption=(
+            f"Median prefill and decode time per arm ({ctx}; {t.camp.generation_tokens} generated tokens). Medians only: "
+            "see t.phase_cells for the [min–max]."
+        ),
+    )
+
+
+def memory_chart(t: Tables) -> bd.Block:
+    """GPU memory of the largest rank over time, one line per memory run."""
+    import altair as alt
+    import polars as pl
+
+    if t.memory_gpu.height == 0:
+        return _empty("memory runs")
+    d = t.memory_gpu.group_by(["run", "t"]).agg((pl.col("gpu_used_mib").max() / 1024).alias("gib")).sort(["run", "t"])
+    ch = (
+        alt.Chart(d)
+        .mark_line()
+        .encode(
+            x=alt.X("t:Q", title="seconds since the sampler started"),
+            y=alt.Y("gib:Q", title="GPU used, largest rank (GiB)"),
+            color=alt.Color("run:N", title="run"),
+        )
+        .properties(width=480, height=240)
+    )
+    return bd.chart(
+        ch,
+        id="explore-memory",
+        caption=(
+            "nvidia-smi memory.used of the largest rank per sample; markers (load, requests, stop) are in t.memory_markers."
+        ),
+    )

@@ -1,0 +1,70 @@
+"""The package's folders are the pipeline, and imports only point down the layers (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+LIB = Path(__file__).resolve().parents[1] / "lib" / "benchbook"
+
+# lowest first; a module may import its own layer and any layer listed before it
+LAYERS = ["base", "metrics", "ingest", "analysis", "pages", "pipeline", "commands"]
+BASE = {"errors", "findings", "jsonfile", "__init__"}
+
+
+def _layer(module: str) -> str:
+    """Layer of a dotted benchbook module name (``benchbook.analysis.stats`` -> ``analysis``)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return "base"
+    if parts[1] in BASE or parts[1] in {"__version__", "templates", "schemas"}:
+        return "base"
+    return parts[1]
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text("utf-8"))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module == "benchbook":
+                out += [(node.lineno, f"benchbook.{a.name}") for a in node.names]
+            elif node.module.startswith("benchbook."):
+                out.append((node.lineno, node.module))
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            out.append((node.lineno, "relative"))
+        elif isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names if a.name.startswith("benchbook.")]
+    return out
+
+
+def test_every_module_sits_in_a_layer_folder():
+    flat = sorted(p.stem for p in LIB.glob("*.py") if p.stem not in BASE)
+    assert flat == [], f"modules outside the layer folders: {flat}"
+    for p in LIB.rglob("*.py"):
+        rel = p.relative_to(LIB).parts
+        assert len(rel) == 1 or rel[0] in LAYERS, p
+
+
+def test_imports_point_down_the_layers():
+    wrong = []
+    for p in sorted(LIB.rglob("*.py")):
+        rel = p.relative_to(LIB).parts
+        own = "base" if len(rel) == 1 else rel[0]
+        for line, mod in _imports(p):
+            if mod == "relative":
+                wrong.append(f"{p.relative_to(LIB)}:{line}: relative import (use benchbook.<layer>.<module>)")
+                continue
+            target = _layer(mod)
+            if LAYERS.index(target) > LAYERS.index(own):
+                wrong.append(f"{p.relative_to(LIB)}:{line}: {own} imports {mod} ({target} is above it)")
+    assert wrong == [], "\n".join(wrong)
+
+
+def test_no_two_modules_share_a_name():
+    names: dict[str, list[str]] = {}
+    for p in LIB.rglob("*.py"):
+        if p.stem != "__init__":
+            names.setdefault(p.stem, []).append(str(p.relative_to(LIB)))
+    assert {k: v for k, v in names.items() if len(v) > 1} == {}
+    assert "pd" not in names, "a module named like the pandas alias"
