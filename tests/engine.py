@@ -75,8 +75,13 @@ def build_model() -> Path:
     marker = MODEL_DIR / ".complete"
     if marker.exists() and json.loads(marker.read_text()) == tiny_llama.PARAMS:
         return MODEL_DIR
-    subprocess.run([str(PYTHON), str(Path(__file__).with_name("tiny_llama.py")), str(MODEL_DIR)],
-                   check=True, env=engine_env(), timeout=300, capture_output=True)
+    subprocess.run(
+        [str(PYTHON), str(Path(__file__).with_name("tiny_llama.py")), str(MODEL_DIR)],
+        check=True,
+        env=engine_env(),
+        timeout=300,
+        capture_output=True,
+    )
     return MODEL_DIR
 
 
@@ -140,22 +145,44 @@ def serving(log_dir: Path) -> Iterator[Engine]:
         return
     port = free_port()
     log = log_dir / "vllm-serve.log"
-    cmd = [str(VLLM), "serve", str(model_dir), "--served-model-name", MODEL_NAME, "--host", "127.0.0.1",
-           "--port", str(port), "--max-model-len", "2048", "--dtype", "float32", "--max-num-seqs", "16",
-           "--optimization-level", "0",  # no torch.compile: it would add minutes of C++ builds to start-up
-           "--uvicorn-log-level", "warning"]
+    cmd = [
+        str(VLLM),
+        "serve",
+        str(model_dir),
+        "--served-model-name",
+        MODEL_NAME,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--max-model-len",
+        "2048",
+        "--dtype",
+        "float32",
+        "--max-num-seqs",
+        "16",
+        "--optimization-level",
+        "0",  # no torch.compile: it would add minutes of C++ builds to start-up
+        "--uvicorn-log-level",
+        "warning",
+    ]
     t0 = time.monotonic()
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=engine_env(), cwd=log_dir,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            cmd, stdout=out, stderr=subprocess.STDOUT, env=engine_env(), cwd=log_dir, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     try:
         while True:
             if proc.poll() is not None:
-                pytest.fail(f"vllm serve exited with {proc.returncode} before it was ready; its log:\n"
-                            f"{log.read_text(errors='replace')[-4000:]}")
+                pytest.fail(
+                    f"vllm serve exited with {proc.returncode} before it was ready; its log:\n"
+                    f"{log.read_text(errors='replace')[-4000:]}"
+                )
             if time.monotonic() - t0 > START_TIMEOUT_S:
-                pytest.fail(f"vllm serve not ready within {START_TIMEOUT_S:g} s; its log:\n{log.read_text(errors='replace')[-4000:]}")
+                pytest.fail(
+                    f"vllm serve not ready within {START_TIMEOUT_S:g} s; its log:\n{log.read_text(errors='replace')[-4000:]}"
+                )
             try:
                 if httpx.get(url + "/health", timeout=2).status_code == 200:
                     break

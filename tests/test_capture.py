@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
@@ -65,8 +64,9 @@ def server():
 
 
 def _bb(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "benchbook.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "benchbook.commands.cli", *args], capture_output=True, text=True, timeout=timeout, **kw
+    )
 
 
 def _closed_port() -> int:
@@ -112,7 +112,9 @@ def test_an_endpoint_that_is_not_prometheus_text_is_exit_2(server, tmp_path, pat
 
 
 def test_http_errors_are_retried_then_exit_4(server, tmp_path):
-    r = _bb("capture", "run", "--metrics", server + "/broken", "--retries", "2", "--out", str(tmp_path / "r"), "--", "true")
+    r = _bb(
+        "capture", "run", "--metrics", server + "/broken", "--retries", "2", "--out", str(tmp_path / "r"), "--", "true"
+    )
     assert r.returncode == 4 and "HTTP 500 after 2 attempts" in r.stderr
     r = _bb("capture", "run", "--metrics", server + "/nothing", "--out", str(tmp_path / "r"), "--", "true")
     assert r.returncode == 4 and "HTTP 404" in r.stderr
@@ -120,11 +122,27 @@ def test_http_errors_are_retried_then_exit_4(server, tmp_path):
 
 def test_capture_run_records_the_command_snapshots_and_result_files(server, tmp_path):
     res = tmp_path / "res"
-    script = (f"import os, time; os.makedirs({str(res)!r}, exist_ok=True); time.sleep(1.2); "
-              f"open(os.path.join({str(res)!r}, 'bench.json'), 'w').write('{{\"ok\": 1}}'); print('bench done')")
+    script = (
+        f"import os, time; os.makedirs({str(res)!r}, exist_ok=True); time.sleep(1.2); "
+        f"open(os.path.join({str(res)!r}, 'bench.json'), 'w').write('{{\"ok\": 1}}'); print('bench done')"
+    )
     out = tmp_path / "run"
-    r = _bb("capture", "run", "--metrics", server, "--every", "0.3", "--out", str(out), "--",
-            sys.executable, "-c", script, "--result-dir", str(res))
+    r = _bb(
+        "capture",
+        "run",
+        "--metrics",
+        server,
+        "--every",
+        "0.3",
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        "-c",
+        script,
+        "--result-dir",
+        str(res),
+    )
     assert r.returncode == 0, r.stderr
     assert "bench done" in r.stdout
     cap = json.loads((out / "capture.json").read_text())
@@ -163,9 +181,28 @@ def test_ctrl_c_leaves_a_valid_partial_run_marked_incomplete(server, tmp_path):
     out = tmp_path / "run"
     marker = tmp_path / "child.pid"
     script = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
-    p = subprocess.Popen([sys.executable, "-m", "benchbook.cli", "capture", "run", "--metrics", server, "--every", "0.2",
-                          "--out", str(out), "--", sys.executable, "-c", script],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchbook.commands.cli",
+            "capture",
+            "run",
+            "--metrics",
+            server,
+            "--every",
+            "0.2",
+            "--out",
+            str(out),
+            "--",
+            sys.executable,
+            "-c",
+            script,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 30
     while not marker.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -185,8 +222,21 @@ def test_ctrl_c_leaves_a_valid_partial_run_marked_incomplete(server, tmp_path):
 
 def test_time_limit_stops_the_command(server, tmp_path):
     out = tmp_path / "run"
-    r = _bb("capture", "run", "--metrics", server, "--every", "0.2", "--time-limit", "1", "--out", str(out), "--",
-            "sleep", "30")
+    r = _bb(
+        "capture",
+        "run",
+        "--metrics",
+        server,
+        "--every",
+        "0.2",
+        "--time-limit",
+        "1",
+        "--out",
+        str(out),
+        "--",
+        "sleep",
+        "30",
+    )
     cap = json.loads((out / "capture.json").read_text())
     assert cap["complete"] is False and "time limit of 1 s" in cap["stopped"]
     assert cap["command"]["signal"] == "SIGTERM" and cap["command"]["duration_s"] < 20

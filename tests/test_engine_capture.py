@@ -46,8 +46,14 @@ def _bb(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["PATH"] = f"{eng.VENV / 'bin'}{os.pathsep}{env['PATH']}"  # `vllm` for `capture run -- vllm bench serve`
     env.update({k: v for k, v in eng.ENV.items()})
-    return subprocess.run([sys.executable, "-m", "benchbook.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "benchbook.commands.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        **kw,
+    )
 
 
 def _delta(before: prometheus.Snapshot, after: prometheus.Snapshot, quantity: str) -> float:
@@ -62,9 +68,27 @@ def _hist(before: prometheus.Snapshot, after: prometheus.Snapshot, quantity: str
 
 def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(engine, tmp_path):
     out = tmp_path / "phases-tiny"
-    r = _bb("capture", "phases", "--url", engine.url, "--model", engine.model, "--prompt", f"short={SHORT}",
-            "--prompt", f"long={LONG}", "--repeats", "2", "--warmup", "1", "--max-tokens", str(MAX_TOKENS),
-            "--ignore-eos", "--out", str(out))
+    r = _bb(
+        "capture",
+        "phases",
+        "--url",
+        engine.url,
+        "--model",
+        engine.model,
+        "--prompt",
+        f"short={SHORT}",
+        "--prompt",
+        f"long={LONG}",
+        "--repeats",
+        "2",
+        "--warmup",
+        "1",
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--ignore-eos",
+        "--out",
+        str(out),
+    )
     assert r.returncode == 0, r.stderr + r.stdout
     doc = json.loads((out / "phases.json").read_text())
     validate(doc, "phases", out / "phases.json")
@@ -72,7 +96,13 @@ def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(en
     validate(cap, "capture", out / "capture.json")
     assert cap["complete"] is True and cap["engine_profile"] == "vllm"
     assert [(s["prompt_class"], s["repeat"], s["warmup"]) for s in doc["samples"]] == [
-        ("short", 0, True), ("long", 0, True), ("short", 1, False), ("long", 1, False), ("short", 2, False), ("long", 2, False)]
+        ("short", 0, True),
+        ("long", 0, True),
+        ("short", 1, False),
+        ("long", 1, False),
+        ("short", 2, False),
+        ("long", 2, False),
+    ]
     assert cap["prompt_classes"]["long"]["tokens"] > cap["prompt_classes"]["short"]["tokens"] > 0
     rows = []
     for s, c in zip(doc["samples"], cap["samples"]):
@@ -83,7 +113,11 @@ def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(en
         ttft, e2e = _hist(before, after, "ttft"), _hist(before, after, "e2e")
         assert (ttft.count, e2e.count, _delta(before, after, "requests_success")) == (1, 1, 1), where
         # token counts against the engine's counters and the response's usage
-        assert _delta(before, after, "prompt_tokens") == c["prompt_tokens"] == cap["prompt_classes"][s["prompt_class"]]["tokens"]
+        assert (
+            _delta(before, after, "prompt_tokens")
+            == c["prompt_tokens"]
+            == cap["prompt_classes"][s["prompt_class"]]["tokens"]
+        )
         assert _delta(before, after, "generation_tokens") == c["completion_tokens"] == MAX_TOKENS, where
         # the phase split from counter deltas, against vLLM's own per-request phase histograms
         prefill_s, decode_s = ttft.sum, e2e.sum - ttft.sum
@@ -103,18 +137,50 @@ def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(en
         # vLLM's first /v1/completions event carries the first token: kept in capture.json, not phases.json
         assert c["first_event_has_text"] is True and "first_event_s" not in s, where
         assert prefill_s < c["first_event_s"] <= s["client_total_s"], where
-    print("\n".join(f"{w}: TTFT {p:.4f} = queue {q:.4f} + prefill {vp:.4f} + front end; E2E-TTFT {d:.4f} vs decode {vd:.4f}"
-                    for w, p, q, vp, d, vd in rows), file=sys.stderr)
+    print(
+        "\n".join(
+            f"{w}: TTFT {p:.4f} = queue {q:.4f} + prefill {vp:.4f} + front end; E2E-TTFT {d:.4f} vs decode {vd:.4f}"
+            for w, p, q, vp, d, vd in rows
+        ),
+        file=sys.stderr,
+    )
 
 
 def _bench(engine, tmp_path: Path, concurrency: int, prompts: int):
     res = tmp_path / f"res-c{concurrency}"
     out = tmp_path / f"run-c{concurrency}"
-    cmd = ["vllm", "bench", "serve", "--backend", "vllm", "--base-url", engine.url, "--model", engine.model,
-           "--tokenizer", str(engine.model_dir), "--dataset-name", "random", "--random-input-len", "64",
-           "--random-output-len", str(BENCH_TOKENS), "--num-prompts", str(prompts), "--max-concurrency", str(concurrency),
-           "--ignore-eos", "--seed", "0", "--save-result", "--save-detailed", "--result-dir", str(res),
-           "--result-filename", f"c{concurrency}.json"]
+    cmd = [
+        "vllm",
+        "bench",
+        "serve",
+        "--backend",
+        "vllm",
+        "--base-url",
+        engine.url,
+        "--model",
+        engine.model,
+        "--tokenizer",
+        str(engine.model_dir),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "64",
+        "--random-output-len",
+        str(BENCH_TOKENS),
+        "--num-prompts",
+        str(prompts),
+        "--max-concurrency",
+        str(concurrency),
+        "--ignore-eos",
+        "--seed",
+        "0",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(res),
+        "--result-filename",
+        f"c{concurrency}.json",
+    ]
     t0 = time.monotonic()
     r = _bb("capture", "run", "--metrics", engine.url, "--every", "0.25", "--out", str(out), "--", *cmd)
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
@@ -134,7 +200,7 @@ def test_capture_run_around_vllm_bench_serve(engine, tmp_path, concurrency, prom
     assert run.format.startswith("vllm")
     assert run.summary["completed"] == prompts
     snaps = [(s["unix_s"], prometheus.parse((out / s["file"]).read_text(), s["file"])) for s in cap["snapshots"]]
-    assert [s["phase"] for s in cap["snapshots"]][::len(snaps) - 1] == ["before", "after"]
+    assert [s["phase"] for s in cap["snapshots"]][:: len(snaps) - 1] == ["before", "after"]
     assert len(snaps) >= 4
     # the engine's window holds the benchmark's requests (plus the tool's own test request, if it sends one)
     successes = _delta(snaps[0][1], snaps[-1][1], "requests_success")
@@ -143,8 +209,11 @@ def test_capture_run_around_vllm_bench_serve(engine, tmp_path, concurrency, prom
     # Little's law: the engine's own in-flight count (time-averaged) vs the client's λ × W over the same window
     e2e = run.requests["e2e_s"].to_list()
     lw = engine_concurrency(samples_from_snapshots(snaps, VLLM), completed=len(e2e), mean_e2e_s=sum(e2e) / len(e2e))
-    print(f"c={concurrency}: engine L={lw.mean_in_flight:.3f} (peak {lw.peak_in_flight:g}, {lw.snapshots} snapshots), "
-          f"client λW={lw.check.implied:.3f}; {lw.check.status}: {lw.check.detail}", file=sys.stderr)
+    print(
+        f"c={concurrency}: engine L={lw.mean_in_flight:.3f} (peak {lw.peak_in_flight:g}, {lw.snapshots} snapshots), "
+        f"client λW={lw.check.implied:.3f}; {lw.check.status}: {lw.check.detail}",
+        file=sys.stderr,
+    )
     assert lw.peak_in_flight <= concurrency
     # the engine holds each request for part of the client's E2E (not the HTTP and front-end work around
     # it), so its L is at most λW; agreement within the check's fail tolerance
@@ -156,15 +225,47 @@ def test_unreachable_url_and_a_non_prometheus_endpoint_give_clear_errors(engine,
     r = _bb("capture", "run", "--metrics", engine.url + "/v1/models", "--out", str(tmp_path / "a"), "--", "true")
     assert r.returncode == 2
     assert f"{engine.url}/v1/models: -: answered JSON, not Prometheus text exposition" in r.stderr
-    r = _bb("capture", "phases", "--url", engine.url, "--metrics", engine.url + "/health", "--model", engine.model,
-            "--out", str(tmp_path / "b"))
+    r = _bb(
+        "capture",
+        "phases",
+        "--url",
+        engine.url,
+        "--metrics",
+        engine.url + "/health",
+        "--model",
+        engine.model,
+        "--out",
+        str(tmp_path / "b"),
+    )
     assert r.returncode == 2 and "empty answer: not Prometheus text exposition" in r.stderr
     port = eng.free_port()
-    r = _bb("capture", "phases", "--url", f"http://127.0.0.1:{port}", "--model", engine.model, "--retries", "2",
-            "--out", str(tmp_path / "c"))
+    r = _bb(
+        "capture",
+        "phases",
+        "--url",
+        f"http://127.0.0.1:{port}",
+        "--model",
+        engine.model,
+        "--retries",
+        "2",
+        "--out",
+        str(tmp_path / "c"),
+    )
     assert r.returncode == 4 and "cannot connect" in r.stderr and "after 2 attempts" in r.stderr
-    r = _bb("capture", "phases", "--url", engine.url, "--model", "no-such-model", "--repeats", "1", "--warmup", "0",
-            "--out", str(tmp_path / "d"))
+    r = _bb(
+        "capture",
+        "phases",
+        "--url",
+        engine.url,
+        "--model",
+        "no-such-model",
+        "--repeats",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        str(tmp_path / "d"),
+    )
     assert r.returncode == 2 and "HTTP 404" in r.stderr and "no-such-model" in r.stderr
     cap = json.loads((tmp_path / "d" / "capture.json").read_text())
     assert cap["complete"] is False and "0 of 2 samples" in cap["stopped"]

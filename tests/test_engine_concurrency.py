@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from benchbook.analysis.engine_concurrency import GaugeSample, engine_concurrency, in_flight, samples_from_snapshots, time_average
+from benchbook.analysis.engine_concurrency import (
+    GaugeSample,
+    engine_concurrency,
+    in_flight,
+    samples_from_snapshots,
+    time_average,
+)
 from benchbook.errors import InputError
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import PROFILES

@@ -35,7 +35,9 @@ def _corpus(n_lines: int = 20000) -> list[str]:
     rng = random.Random(PARAMS["seed"])
     onsets = ["b", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "st", "tr", "pl", "ch"]
     vowels = ["a", "e", "i", "o", "u", "ai", "ea", "ou"]
-    words = sorted({"".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.randint(1, 3))) for _ in range(3000)})
+    words = sorted(
+        {"".join(rng.choice(onsets) + rng.choice(vowels) for _ in range(rng.randint(1, 3))) for _ in range(3000)}
+    )
     lines = []
     for _ in range(n_lines):
         n = rng.randint(4, 16)
@@ -59,18 +61,28 @@ def build(out: Path) -> None:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=PARAMS["vocab_size"], special_tokens=SPECIAL, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        vocab_size=PARAMS["vocab_size"],
+        special_tokens=SPECIAL,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
     tok.train_from_iterator(_corpus(), trainer)
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", unk_token="<unk>",
-                                   model_max_length=PARAMS["max_position_embeddings"])
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        unk_token="<unk>",
+        model_max_length=PARAMS["max_position_embeddings"],
+    )
     fast.save_pretrained(tmp)
 
     torch.manual_seed(PARAMS["seed"])
     cfg = LlamaConfig(
         **{k: v for k, v in PARAMS.items() if k != "seed"},
-        bos_token_id=0, eos_token_id=1, tie_word_embeddings=False, torch_dtype="float32",
+        bos_token_id=0,
+        eos_token_id=1,
+        tie_word_embeddings=False,
+        torch_dtype="float32",
     )
     LlamaForCausalLM(cfg).to(torch.float32).save_pretrained(tmp, safe_serialization=True)
     (tmp / ".complete").write_text(json.dumps(PARAMS))

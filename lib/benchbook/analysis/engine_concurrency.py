@@ -19,8 +19,8 @@ ranks): a deployment's in-flight requests are all of them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from benchbook.analysis import enginemetrics, littles
 from benchbook.errors import InputError
@@ -62,7 +62,9 @@ def in_flight(snap: Snapshot, profile: EngineProfile) -> float:
     total = 0.0
     for q in ("running", "waiting"):
         if not profile.has(q):
-            raise InputError(snap.source, q, f"engine profile {profile.name} has no {q} gauge: no engine-side concurrency")
+            raise InputError(
+                snap.source, q, f"engine profile {profile.name} has no {q} gauge: no engine-side concurrency"
+            )
         vals = enginemetrics.values(snap, profile, q)
         if not vals:
             raise InputError(snap.source, profile.ref(q).name, f"the {q} gauge is missing from this snapshot")
@@ -82,8 +84,14 @@ def time_average(samples: Sequence[GaugeSample]) -> float:
     return area / span
 
 
-def engine_concurrency(samples: Iterable[GaugeSample], completed: int, mean_e2e_s: float, *,
-                       tolerance: float = TOLERANCE, fail_tolerance: float = FAIL_TOLERANCE) -> EngineConcurrency:
+def engine_concurrency(
+    samples: Iterable[GaugeSample],
+    completed: int,
+    mean_e2e_s: float,
+    *,
+    tolerance: float = TOLERANCE,
+    fail_tolerance: float = FAIL_TOLERANCE,
+) -> EngineConcurrency:
     """L from the engine's gauges against λ × W from the client, over the snapshots' window."""
     pts = sorted(samples, key=lambda s: s.t)
     L = time_average(pts)
@@ -92,9 +100,15 @@ def engine_concurrency(samples: Iterable[GaugeSample], completed: int, mean_e2e_
         raise ValueError("negative completions or latency")
     lam = completed / (t1 - t0)
     gap = max(b.t - a.t for a, b in zip(pts, pts[1:]))
-    chk = littles.check(lam, mean_e2e_s, L, tolerance=tolerance, fail_tolerance=fail_tolerance,
-                        concurrency_source=f"engine running + waiting, time-averaged over {len(pts)} snapshots "
-                                           f"(largest gap {gap:.3g} s)")
+    chk = littles.check(
+        lam,
+        mean_e2e_s,
+        L,
+        tolerance=tolerance,
+        fail_tolerance=fail_tolerance,
+        concurrency_source=f"engine running + waiting, time-averaged over {len(pts)} snapshots "
+        f"(largest gap {gap:.3g} s)",
+    )
     return EngineConcurrency(t0, t1, len(pts), gap, L, max(p.in_flight for p in pts), completed, lam, mean_e2e_s, chk)
 
 

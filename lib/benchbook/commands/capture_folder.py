@@ -29,7 +29,9 @@ NOT_SAMPLED = "not sampled"
 
 def utc(unix_s: float) -> str:
     """Unix seconds -> ISO 8601 UTC with milliseconds (``2026-11-30T13:33:30.123Z``)."""
-    return _dt.datetime.fromtimestamp(unix_s, _dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (
+        _dt.datetime.fromtimestamp(unix_s, _dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -87,8 +89,12 @@ def gpu_memory() -> dict[str, Any] | str:
     if exe is None:
         return f"{NOT_SAMPLED} (nvidia-smi not found)"
     try:
-        r = subprocess.run([exe, "--query-gpu=index,name,memory.used,memory.total", "--format=csv,noheader,nounits"],
-                           capture_output=True, text=True, timeout=15)
+        r = subprocess.run(
+            [exe, "--query-gpu=index,name,memory.used,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{NOT_SAMPLED} (nvidia-smi failed: {type(e).__name__})"
     if r.returncode != 0:
@@ -97,8 +103,14 @@ def gpu_memory() -> dict[str, Any] | str:
     for line in r.stdout.strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) == 4:
-            gpus.append({"index": parts[0], "name": parts[1], "memory_used_mib": _num(parts[2]),
-                         "memory_total_mib": _num(parts[3])})
+            gpus.append(
+                {
+                    "index": parts[0],
+                    "name": parts[1],
+                    "memory_used_mib": _num(parts[2]),
+                    "memory_total_mib": _num(parts[3]),
+                }
+            )
     return {"source": "nvidia-smi", "gpus": gpus} if gpus else f"{NOT_SAMPLED} (nvidia-smi listed no GPU)"
 
 

@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 
@@ -35,8 +36,10 @@ from benchbook.metrics.profiles import EngineProfile
 SETTLE_S = 2.0
 REQUEST_TIMEOUT_S = 300.0
 
-_WORDS = ("the engine serves one request at a time while the harness reads its counters before and after "
-          "each streamed completion so that prefill and decode can be told apart on the engine clock").split()
+_WORDS = (
+    "the engine serves one request at a time while the harness reads its counters before and after "
+    "each streamed completion so that prefill and decode can be told apart on the engine clock"
+).split()
 
 
 def default_prompts() -> dict[str, str]:
@@ -95,7 +98,9 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
                 raise err(url, "-", msg) if err is InputError else err(url, msg)
             for line in r.iter_lines():
                 if time.monotonic() > deadline:
-                    raise SourceError(url, f"the streamed request did not finish within {timeout_s:g} s (--request-timeout)")
+                    raise SourceError(
+                        url, f"the streamed request did not finish within {timeout_s:g} s (--request-timeout)"
+                    )
                 if not line.startswith("data:"):
                     continue
                 if first is None:
@@ -120,8 +125,16 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
     except httpx.TransportError as e:
         raise SourceError(url, f"request failed: {type(e).__name__}: {e or 'no detail'}") from None
     end = time.monotonic()
-    return StreamResult(start_unix, end - t0, None if first is None else first - t0, first_has_text,
-                        usage.get("prompt_tokens"), usage.get("completion_tokens"), finish, events)
+    return StreamResult(
+        start_unix,
+        end - t0,
+        None if first is None else first - t0,
+        first_has_text,
+        usage.get("prompt_tokens"),
+        usage.get("completion_tokens"),
+        finish,
+        events,
+    )
 
 
 def _successes(snap: prometheus.Snapshot, profile: EngineProfile | None) -> float | None:
@@ -148,45 +161,70 @@ def attribution(before: prometheus.Snapshot, after: prometheus.Snapshot, profile
 
 
 def capture_phases(
-    *, url: str, model: str, out: str, arguments: dict[str, Any], prompts: dict[str, str], repeats: int = 3, warmup: int = 1,
-    max_tokens: int = 32, metrics: str | None = None, ignore_eos: bool = False, request_timeout_s: float = REQUEST_TIMEOUT_S,
-    scrape_timeout_s: float = 10.0, retries: int = 3, settle_s: float = SETTLE_S, log: Callable[[str], None] = print,
+    *,
+    url: str,
+    model: str,
+    out: str,
+    arguments: dict[str, Any],
+    prompts: dict[str, str],
+    repeats: int = 3,
+    warmup: int = 1,
+    max_tokens: int = 32,
+    metrics: str | None = None,
+    ignore_eos: bool = False,
+    request_timeout_s: float = REQUEST_TIMEOUT_S,
+    scrape_timeout_s: float = 10.0,
+    retries: int = 3,
+    settle_s: float = SETTLE_S,
+    log: Callable[[str], None] = print,
 ) -> RunFolder:
     """Run the harness; returns the folder (``doc["complete"]`` says whether every sample was taken)."""
     if repeats < 1 or warmup < 0 or max_tokens < 2:
-        raise InputError("arguments", "-", "need --repeats >= 1, --warmup >= 0 and --max-tokens >= 2 (a decode phase needs 2 tokens)")
+        raise InputError(
+            "arguments", "-", "need --repeats >= 1, --warmup >= 0 and --max-tokens >= 2 (a decode phase needs 2 tokens)"
+        )
     base = str(httpx.URL(url)).rstrip("/")
     endpoint = MetricsEndpoint(metrics or base + "/metrics", timeout_s=scrape_timeout_s, retries=retries)
     first, snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
     folder = RunFolder(out, "phases", arguments)
     run_id = folder.path.name
     doc = folder.doc
-    doc.update({
-        "started_at": utc(first.unix_s),
-        "server": {"url": base, "model": model, "metrics_url": endpoint.url},
-        "engine_profile": profile.name if profile else None,
-        "engine_profile_note": why,
-        "prompt_classes": {name: {"words": len(text.split()), "tokens": None} for name, text in prompts.items()},
-        "generation_tokens": max_tokens,
-        "warmup_rounds": warmup,
-        "repeats": repeats,
-        "request": {"endpoint": "/v1/completions", "stream": True, "temperature": 0.0, "ignore_eos": ignore_eos},
-        "files": {"phases": "phases.json", "metrics": "metrics/<class>-<repeat>.before.prom / .after.prom"},
-        "samples": [],
-    })
+    doc.update(
+        {
+            "started_at": utc(first.unix_s),
+            "server": {"url": base, "model": model, "metrics_url": endpoint.url},
+            "engine_profile": profile.name if profile else None,
+            "engine_profile_note": why,
+            "prompt_classes": {name: {"words": len(text.split()), "tokens": None} for name, text in prompts.items()},
+            "generation_tokens": max_tokens,
+            "warmup_rounds": warmup,
+            "repeats": repeats,
+            "request": {"endpoint": "/v1/completions", "stream": True, "temperature": 0.0, "ignore_eos": ignore_eos},
+            "files": {"phases": "phases.json", "metrics": "metrics/<class>-<repeat>.before.prom / .after.prom"},
+            "samples": [],
+        }
+    )
     phases = {"format": "benchbook.phases/1", "run": run_id, "warmup_rounds": warmup, "samples": []}
     folder.write("phases.json", dump_json(phases))
     folder.save()
-    log(f"capture phases: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}); "
-        f"{len(prompts)} prompt classes x {warmup + repeats} rounds ({warmup} warm-up) -> {folder.path}")
+    log(
+        f"capture phases: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}); "
+        f"{len(prompts)} prompt classes x {warmup + repeats} rounds ({warmup} warm-up) -> {folder.path}"
+    )
     total = (warmup + repeats) * len(prompts)
     stopped = None
     client = httpx.Client(trust_env=False)
     try:
         for rnd in range(warmup + repeats):
             for name, text in prompts.items():
-                body: dict[str, Any] = {"model": model, "prompt": text, "max_tokens": max_tokens, "temperature": 0.0,
-                                        "stream": True, "stream_options": {"include_usage": True}}
+                body: dict[str, Any] = {
+                    "model": model,
+                    "prompt": text,
+                    "max_tokens": max_tokens,
+                    "temperature": 0.0,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                }
                 if ignore_eos:
                     body["ignore_eos"] = True
                 stem = f"metrics/{name}-{rnd}"
@@ -196,8 +234,12 @@ def capture_phases(
                 after, a_snap, tries = _settled_after(endpoint, b_snap, profile, settle_s)
                 folder.write(f"{stem}.before.prom", before.text)
                 folder.write(f"{stem}.after.prom", after.text)
-                sample: dict[str, Any] = {"prompt_class": name, "repeat": rnd, "warmup": rnd < warmup,
-                                          "client_total_s": round(res.client_total_s, 6)}
+                sample: dict[str, Any] = {
+                    "prompt_class": name,
+                    "repeat": rnd,
+                    "warmup": rnd < warmup,
+                    "client_total_s": round(res.client_total_s, 6),
+                }
                 if res.first_event_s is not None and not res.first_event_has_text:
                     # phases.json's first_event_s is an event *before* the first token (a role chunk); a
                     # stream whose first event carries text has none (capture.json keeps the time anyway)
@@ -209,20 +251,31 @@ def capture_phases(
                 cls = doc["prompt_classes"][name]
                 if res.prompt_tokens is not None and cls["tokens"] is None:
                     cls["tokens"] = res.prompt_tokens
-                doc["samples"].append({
-                    "prompt_class": name, "repeat": rnd, "warmup": rnd < warmup, "start": utc(res.start_unix),
-                    "client_total_s": round(res.client_total_s, 6),
-                    "first_event_s": None if res.first_event_s is None else round(res.first_event_s, 6),
-                    "first_event_has_text": res.first_event_has_text,
-                    "prompt_tokens": res.prompt_tokens, "completion_tokens": res.completion_tokens,
-                    "finish_reason": res.finish_reason, "stream_events": res.events,
-                    "before_at": utc(before.unix_s), "after_at": utc(after.unix_s), "after_scrapes": tries,
-                })
+                doc["samples"].append(
+                    {
+                        "prompt_class": name,
+                        "repeat": rnd,
+                        "warmup": rnd < warmup,
+                        "start": utc(res.start_unix),
+                        "client_total_s": round(res.client_total_s, 6),
+                        "first_event_s": None if res.first_event_s is None else round(res.first_event_s, 6),
+                        "first_event_has_text": res.first_event_has_text,
+                        "prompt_tokens": res.prompt_tokens,
+                        "completion_tokens": res.completion_tokens,
+                        "finish_reason": res.finish_reason,
+                        "stream_events": res.events,
+                        "before_at": utc(before.unix_s),
+                        "after_at": utc(after.unix_s),
+                        "after_scrapes": tries,
+                    }
+                )
                 folder.save()
                 fe = "-" if res.first_event_s is None else f"{res.first_event_s:.4f}"
-                log(f"  {name} #{rnd}{' (warm-up)' if rnd < warmup else ''}: client {res.client_total_s:.4f} s, "
+                log(
+                    f"  {name} #{rnd}{' (warm-up)' if rnd < warmup else ''}: client {res.client_total_s:.4f} s, "
                     f"first event {fe} s, {res.prompt_tokens} prompt + {res.completion_tokens} completion tokens "
-                    f"({res.finish_reason}); {attribution(b_snap, a_snap, profile)}")
+                    f"({res.finish_reason}); {attribution(b_snap, a_snap, profile)}"
+                )
     except KeyboardInterrupt:
         stopped = f"interrupted (Ctrl-C) after {len(phases['samples'])} of {total} samples"
         raise
@@ -236,8 +289,9 @@ def capture_phases(
     return folder
 
 
-def _settled_after(endpoint: MetricsEndpoint, before: prometheus.Snapshot, profile: EngineProfile | None,
-                   settle_s: float):
+def _settled_after(
+    endpoint: MetricsEndpoint, before: prometheus.Snapshot, profile: EngineProfile | None, settle_s: float
+):
     """The *after* scrape, repeated until the success counter moved (at most ``settle_s``)."""
     want = _successes(before, profile)
     deadline = time.monotonic() + settle_s

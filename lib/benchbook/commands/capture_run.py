@@ -17,8 +17,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from benchbook.commands.capture_folder import RunFolder, utc
 from benchbook.commands.scrape import MetricsEndpoint, Scrape
@@ -90,12 +91,23 @@ def _stop(proc: subprocess.Popen, sig: int = signal.SIGINT) -> None:
 
 
 def capture_run(
-    *, metrics: str, out: str, command: list[str], arguments: dict[str, Any], every_s: float = 5.0,
-    results: list[str] | None = None, time_limit_s: float | None = None, scrape_timeout_s: float = 10.0,
-    retries: int = 3, echo: bool = True, log: Callable[[str], None] = print,
+    *,
+    metrics: str,
+    out: str,
+    command: list[str],
+    arguments: dict[str, Any],
+    every_s: float = 5.0,
+    results: list[str] | None = None,
+    time_limit_s: float | None = None,
+    scrape_timeout_s: float = 10.0,
+    retries: int = 3,
+    echo: bool = True,
+    log: Callable[[str], None] = print,
 ) -> RunFolder:
     if not command:
-        raise InputError("command", "-", "no benchmark command: put it after `--` (capture run ... -- vllm bench serve ...)")
+        raise InputError(
+            "command", "-", "no benchmark command: put it after `--` (capture run ... -- vllm bench serve ...)"
+        )
     if every_s <= 0:
         raise InputError("--every", str(every_s), "must be a positive number of seconds")
     exe = shutil.which(command[0])
@@ -106,21 +118,33 @@ def capture_run(
     folder = RunFolder(out, "run", arguments)
     places = list(results) if results else result_dirs_from_command(command)
     doc = folder.doc
-    doc.update({
-        "started_at": utc(first.unix_s),
-        "metrics_url": endpoint.url,
-        "engine_profile": profile.name if profile else None,
-        "engine_profile_note": why,
-        "every_s": every_s,
-        "command": {"argv": list(command), "cwd": os.getcwd(), "exit_status": None, "started_at": None,
-                    "ended_at": None, "duration_s": None, "log": "command.log"},
-        "snapshots": [],
-        "scrape_errors": [],
-        "result_places": places,
-        "result_files": [],
-        "files": {"snapshots": "metrics/before.prom, metrics/during-NNNN.prom, metrics/after.prom",
-                  "command_log": "command.log", "results": "results/ (copies of the files the command wrote)"},
-    })
+    doc.update(
+        {
+            "started_at": utc(first.unix_s),
+            "metrics_url": endpoint.url,
+            "engine_profile": profile.name if profile else None,
+            "engine_profile_note": why,
+            "every_s": every_s,
+            "command": {
+                "argv": list(command),
+                "cwd": os.getcwd(),
+                "exit_status": None,
+                "started_at": None,
+                "ended_at": None,
+                "duration_s": None,
+                "log": "command.log",
+            },
+            "snapshots": [],
+            "scrape_errors": [],
+            "result_places": places,
+            "result_files": [],
+            "files": {
+                "snapshots": "metrics/before.prom, metrics/during-NNNN.prom, metrics/after.prom",
+                "command_log": "command.log",
+                "results": "results/ (copies of the files the command wrote)",
+            },
+        }
+    )
 
     def keep(s: Scrape, name: str, phase: str) -> None:
         rel = folder.write(f"metrics/{name}.prom", s.text)
@@ -128,8 +152,10 @@ def capture_run(
 
     keep(first, "before", "before")
     folder.save()
-    log(f"capture run: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}), "
-        f"every {every_s:g} s -> {folder.path}")
+    log(
+        f"capture run: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}), "
+        f"every {every_s:g} s -> {folder.path}"
+    )
     stopped: str | None = None
     interrupted = False
     proc = None
@@ -189,8 +215,10 @@ def capture_run(
     if interrupted:
         raise KeyboardInterrupt
     rc = doc["command"]["exit_status"]
-    log(f"capture run: command exit status {rc}, {len(doc['snapshots'])} snapshots, "
-        f"{len(doc['result_files'])} result files{'; ' + stopped if stopped else ''}")
+    log(
+        f"capture run: command exit status {rc}, {len(doc['snapshots'])} snapshots, "
+        f"{len(doc['result_files'])} result files{'; ' + stopped if stopped else ''}"
+    )
     return folder
 
 
@@ -204,5 +232,11 @@ def _collect(folder: RunFolder, places: list[str], since_unix: float) -> None:
                 continue
             (folder.path / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(f, folder.path / rel)
-            doc["result_files"].append({"file": str(rel), "source": str(f.resolve()), "bytes": f.stat().st_size,
-                                        "sha256": _sha256(folder.path / rel)})
+            doc["result_files"].append(
+                {
+                    "file": str(rel),
+                    "source": str(f.resolve()),
+                    "bytes": f.stat().st_size,
+                    "sha256": _sha256(folder.path / rel),
+                }
+            )

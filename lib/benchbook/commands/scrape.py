@@ -45,8 +45,15 @@ def metrics_url(url: str) -> str:
 class MetricsEndpoint:
     """GET ``url`` with at most ``retries`` attempts of ``timeout_s`` each, backing off between them."""
 
-    def __init__(self, url: str, *, timeout_s: float = TIMEOUT_S, retries: int = RETRIES, backoff_s: float = BACKOFF_S,
-                 client: httpx.Client | None = None):
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float = TIMEOUT_S,
+        retries: int = RETRIES,
+        backoff_s: float = BACKOFF_S,
+        client: httpx.Client | None = None,
+    ):
         if retries < 1:
             raise ValueError("retries must be >= 1")
         self.url = metrics_url(url)
@@ -89,7 +96,9 @@ class MetricsEndpoint:
         head = scrape.text.lstrip()[:1]
         if head in ("<", "{", "["):
             kind = "HTML" if head == "<" else "JSON"
-            raise InputError(self.url, "-", f"answered {kind}, not Prometheus text exposition: is this the /metrics endpoint?")
+            raise InputError(
+                self.url, "-", f"answered {kind}, not Prometheus text exposition: is this the /metrics endpoint?"
+            )
         try:
             snap = prometheus.parse(scrape.text, self.url)
         except InputError as e:
