@@ -241,3 +241,16 @@ def test_time_limit_stops_the_command(server, tmp_path):
     assert cap["complete"] is False and "time limit of 1 s" in cap["stopped"]
     assert cap["command"]["signal"] == "SIGTERM" and cap["command"]["duration_s"] < 20
     assert r.returncode == 143  # as a shell reports a command ended by SIGTERM
+
+
+def test_prompt_classes_come_from_text_or_a_file(tmp_path):
+    from benchbook.commands.capture_phases import default_prompts, parse_prompt
+
+    (tmp_path / "long.txt").write_text("many words here")
+    assert parse_prompt("short=Tell me") == ("short", "Tell me")
+    assert parse_prompt(f"long=@{tmp_path / 'long.txt'}") == ("long", "many words here")
+    with pytest.raises(InputError, match="NAME=TEXT"):
+        parse_prompt("no-equals-sign")
+    with pytest.raises(InputError, match="letters, digits"):
+        parse_prompt("a b=text")
+    assert {k: len(v.split()) for k, v in default_prompts().items()} == {"short": 128, "long": 1024}

@@ -187,7 +187,7 @@ def _bench(engine, tmp_path: Path, concurrency: int, prompts: int):
     return out, time.monotonic() - t0
 
 
-@pytest.mark.parametrize("concurrency, prompts", [(1, 6), (4, 12)])
+@pytest.mark.parametrize("concurrency, prompts", [(1, 4), (4, 8)])
 def test_capture_run_around_vllm_bench_serve(engine, tmp_path, concurrency, prompts):
     out, wall = _bench(engine, tmp_path, concurrency, prompts)
     cap = json.loads((out / "capture.json").read_text())

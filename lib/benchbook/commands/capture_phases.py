@@ -93,9 +93,10 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
         with client.stream("POST", url, json=body, timeout=httpx.Timeout(timeout_s, connect=10.0)) as r:
             if r.status_code != 200:
                 detail = r.read().decode(errors="replace").strip()[:300]
-                err = InputError if 400 <= r.status_code < 500 else SourceError
                 msg = f"HTTP {r.status_code} from /v1/completions: {detail}"
-                raise err(url, "-", msg) if err is InputError else err(url, msg)
+                if 400 <= r.status_code < 500:  # the request is wrong (model name, options): bad input
+                    raise InputError(url, "-", msg)
+                raise SourceError(url, msg)
             for line in r.iter_lines():
                 if time.monotonic() > deadline:
                     raise SourceError(
