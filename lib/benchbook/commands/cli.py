@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prefill-sim": ("benchbook.analysis.admission", "simulate chunked-prefill admission batches"),
     "synth": ("benchbook.commands.synth", "generate a synthetic campaign (marked synthetic)"),
     "capture": ("benchbook.commands.capture", "make runs against a server: /metrics around a benchmark, phases"),
+    "init": ("benchbook.commands.init", "scaffold a campaign from result files and capture folders"),
 }
 
 
@@ -29,7 +30,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="benchbook",
         description="Honest, reproducible reports from raw LLM-serving benchmark captures.",
-        epilog="Exit codes: 0 ok, 2 bad input, 3 render failed, 4 source unreachable, 1 internal error.",
+        epilog="Exit codes: 0 ok, 2 bad input, 3 render failed, 4 source unreachable, "
+        "5 output folder locked by another render, 1 internal error.",
     )
     p.add_argument("--version", action="version", version=f"benchbook {__version__}")
     p.add_subparsers(dest="command", metavar="COMMAND", title="commands")

@@ -8,6 +8,7 @@ and listed with the reason — never silently dropped.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -15,12 +16,18 @@ from typing import Any
 
 from benchbook.errors import InputError, InputErrors
 from benchbook.findings import Exclusion  # noqa: F401 - also imported from here by readers
-from benchbook.jsonfile import load_json, read_text, validate
+from benchbook.jsonfile import MAX_MANIFEST_BYTES, inside, join_inside, load_json, read_text, validate
 from benchbook.metrics import phases as phases_mod
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, get_profile
 
-HARNESS_FILES = {"requests": "requests.json", "phases": "phases.json", "memory": "memory.json", "pd": "pd.json"}
+HARNESS_FILES = {
+    "requests": "requests.json",
+    "phases": "phases.json",
+    "memory": "memory.json",
+    "pd": "pd.json",
+    "results": "results.json",
+}
 
 
 def REQUEST_SCHEMA():
@@ -88,11 +95,11 @@ class Campaign:
 
     @property
     def arms(self) -> dict[str, dict[str, Any]]:
-        return self.manifest["arms"]
+        return self.manifest.get("arms", {})
 
     @property
     def environments(self) -> dict[str, dict[str, Any]]:
-        return self.manifest["environments"]
+        return self.manifest.get("environments", {})
 
     @property
     def prompt_classes(self) -> dict[str, dict[str, Any]]:
@@ -104,17 +111,22 @@ class Campaign:
 
     @property
     def profile(self) -> EngineProfile:
-        return get_profile(self.manifest["engine"]["profile"])
+        engine = self.manifest.get("engine")
+        if not engine:  # a results-only campaign may omit it; the phase split cannot
+            raise InputError(
+                self.root / "campaign.json", "$.engine", 'no engine: add "engine": {"name": …, "profile": …}'
+            )
+        return get_profile(engine["profile"])
 
     @property
     def noise(self) -> dict[str, Any]:
         return self.manifest.get("noise", {})
 
     def arm_label(self, arm: str) -> str:
-        return self.arms[arm].get("label", arm)
+        return self.arms.get(arm, {}).get("label", arm)
 
     def arm_environment(self, arm: str) -> str:
-        return self.arms[arm]["environment"]
+        return self.arms.get(arm, {}).get("environment", "default")
 
     def runs_of(self, harness: str, arm: str | None = None) -> list[Run]:
         return [r for r in self.runs if r.harness == harness and (arm is None or r.arm == arm)]
@@ -129,7 +141,16 @@ class Campaign:
         p = run.server_log
         if not p.exists():
             return None
-        return _read_text(p)
+        return _read_text(self.inside(p, p, "-", "server log"))
+
+    def inside(self, path: Path, named_by: str | Path, location: str, what: str = "file") -> Path:
+        """``path`` checked to resolve inside the campaign folder (``jsonfile.inside``)."""
+        return inside(self.root, path, named_by, location, what)
+
+    def snapshot_path(self, r: Run, rel: str, where: str) -> Path:
+        """The ``/metrics`` capture a phase sample names, resolved and checked to lie inside the
+        campaign folder (an absolute name, a ``../`` or a symlink leaving it is bad input)."""
+        return join_inside(self.root, r.path, rel, r.file, where, "snapshot").resolve()
 
     def input_files(self) -> list[Path]:
         """Every raw file this campaign reads, for provenance hashes (sorted, stable)."""
@@ -140,12 +161,14 @@ class Campaign:
                 files.add(r.path / "requests.ndjson")
             if r.server_log.exists():
                 files.add(r.server_log)
+            if r.harness == "results":
+                files.update(self.results_run(r).input_files())
             if r.harness == "phases":
-                for s in self._phases_doc(r)["samples"]:
+                for i, s in enumerate(self._phases_doc(r)["samples"]):
                     if "window" in s:  # counters from a Prometheus server: no capture file
                         continue
-                    files.add((r.path / s["metrics_before"]).resolve())
-                    files.add((r.path / s["metrics_after"]).resolve())
+                    for key in ("metrics_before", "metrics_after"):
+                        files.add(self.snapshot_path(r, s[key], f"$.samples[{i}].{key}"))
         return sorted(files)
 
     # ---- Prometheus source (phase samples that give a window instead of capture files) ----
@@ -162,6 +185,21 @@ class Campaign:
             for s in self._phases_doc(run)["samples"]
             if "window" in s
         ]
+
+    # ---- results runs (benchmark-tool result files) ----------------------------------------
+    def results_run(self, run: Run):
+        """The run's ``results.json`` read and checked (``ingest.results_runs.ResultsRun``)."""
+        from benchbook.ingest.results_runs import read_results_run
+
+        cache = self.__dict__.setdefault("_results_runs", {})
+        if run.id not in cache:
+            cache[run.id] = read_results_run(self, run)
+        return cache[run.id]
+
+    @property
+    def results_runs(self) -> list:
+        """Every results run, in manifest order."""
+        return [self.results_run(r) for r in self.runs_of("results")]
 
     # ---- tables -------------------------------------------------------------------------
     @cached_property
@@ -185,7 +223,7 @@ class Campaign:
     def requests_file(self, run: Run) -> Path:
         """The file ``requests`` reads for a run: ``requests.ndjson`` if present, else ``requests.json``."""
         nd = run.path / "requests.ndjson"
-        return nd if nd.is_file() else run.file
+        return self.inside(nd, nd, "-", "request log") if nd.is_file() else run.file
 
     def _requests_of(self, r: Run):
         import polars as pl
@@ -229,6 +267,11 @@ class Campaign:
                 reason = f"end {q['end']} precedes start {q['start']}"
             elif q["end"] == q["start"]:  # a zero latency would divide by zero downstream
                 reason = f"end {q['end']} equals start {q['start']}: zero latency"
+            elif q["end"] - q["start"] < phases_mod.MIN_DURATION_S:  # a denormal: the rate would be meaningless
+                reason = (
+                    f"latency {q['end'] - q['start']:g} s (start {q['start']}, end {q['end']}) is below "
+                    f"{phases_mod.MIN_DURATION_S:g} s: no rate can be taken from it"
+                )
             elif (
                 self.generation_tokens and q["completion_tokens"] < self.generation_tokens and q["scenario"] != "warmup"
             ):
@@ -283,16 +326,18 @@ class Campaign:
         names = phases_mod.needed_names(self.profile)
         problems: list[InputError] = []
         seen: set[Path] = set()
-        for s in self._phases_doc(r)["samples"]:
+        for i, s in enumerate(self._phases_doc(r)["samples"]):
             for key in ("metrics_before", "metrics_after"):
                 if key not in s:
                     continue
-                p = (r.path / s[key]).resolve()
+                p = self.snapshot_path(r, s[key], f"$.samples[{i}].{key}")
                 if p in seen or str(p) in skip or not p.is_file():
                     continue
                 seen.add(p)
                 try:
-                    prometheus.read(p, names)
+                    text = prometheus.read_capture(p)
+                    prometheus.parse(text, p, names)
+                    prometheus.parse(text, p, phases_mod.counter_families(text))  # what the restart check reads
                 except InputError as e:
                     problems.append(e)
         return problems
@@ -303,23 +348,30 @@ class Campaign:
 
         Columns: run, arm, environment, prompt_class, repeat, warmup, client_total_s,
         first_event_s, prompt_tokens, generated_tokens, prefill_s, decode_tokens, decode_s,
-        engine_total_s, prefill_tok_s, decode_tok_s, file.
+        engine_total_s, prefill_tok_s, decode_tok_s, file, finished_reason (the success counter's
+        reason where the engine splits it: vLLM's stop/length; null otherwise).
         """
         import polars as pl
 
         profile = self.profile
         names = phases_mod.needed_samples(profile)  # _sum/_count of the histograms, no buckets
         rows = []
+        from benchbook.ingest.results_runs import metrics_labels
+
         for r in self.runs_of("phases"):
             doc = self._phases_doc(r)
-            snaps: dict[str, prometheus.Snapshot] = {}
+            snaps: dict[str, tuple[prometheus.Snapshot, prometheus.Snapshot]] = {}
+            labels, labels_key = metrics_labels(self.manifest, r.id)
 
-            def snap(rel: str, where: str) -> prometheus.Snapshot:
-                p = (r.path / rel).resolve()
+            def snap(rel: str, where: str) -> tuple[prometheus.Snapshot, prometheus.Snapshot]:
+                """(the split's samples, every counter family + process start time) of a capture."""
+                p = self.snapshot_path(r, rel, where)
                 if not p.exists():
                     raise InputError(r.file, where, f"references {rel!r}, which does not exist")
                 if rel not in snaps:
-                    snaps[rel] = prometheus.read(p, names)
+                    text = prometheus.read_capture(p)
+                    counters = prometheus.parse(text, p, phases_mod.counter_families(text))
+                    snaps[rel] = (prometheus.parse(text, p, names), counters)
                 return snaps[rel]
 
             seen: dict[tuple[str, int], int] = {}
@@ -336,13 +388,18 @@ class Campaign:
                 label = f"{s['prompt_class']} repeat {s['repeat']}"
                 try:
                     if "window" in s:
-                        sp = _window_split(self, r, s, f"{where}.window", profile)
+                        sp = _window_split(self, r, s, f"{where}.window", profile, labels, labels_key)
                     else:
                         if s["metrics_before"] == s["metrics_after"]:
                             raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
-                        before = snap(s["metrics_before"], f"{where}.metrics_before")
-                        after = snap(s["metrics_after"], f"{where}.metrics_after")
-                        sp = phases_mod.split(before, after, profile, s["client_total_s"], s.get("first_event_s"))
+                        before, before_counters = snap(s["metrics_before"], f"{where}.metrics_before")
+                        after, after_counters = snap(s["metrics_after"], f"{where}.metrics_after")
+                        restarted = phases_mod.restart(before_counters, after_counters)
+                        if restarted:
+                            raise phases_mod.Excluded(restarted)
+                        sp = phases_mod.split(
+                            before, after, profile, s["client_total_s"], s.get("first_event_s"), labels, labels_key
+                        )
                 except phases_mod.Excluded as e:
                     self.exclusions.append(Exclusion(str(r.file), f"{where} ({label})", e.reason))
                     continue
@@ -369,6 +426,7 @@ class Campaign:
                         "prefill_tok_s": sp.prefill_tok_s,
                         "decode_tok_s": sp.decode_tok_s,
                         "file": str(r.file),
+                        "finished_reason": ",".join(k for k, v in sp.finished.items() if v) or None,
                     }
                 )
         schema = {
@@ -389,6 +447,7 @@ class Campaign:
             "prefill_tok_s": pl.Float64,
             "decode_tok_s": pl.Float64,
             "file": pl.String,
+            "finished_reason": pl.String,  # the success counter's reason(s), where the engine splits it
         }
         return pl.DataFrame(rows, schema=schema)
 
@@ -486,7 +545,13 @@ def prometheus_source(
 
 
 def _window_split(
-    camp: Campaign, run: Run, sample: dict[str, Any], where: str, profile: EngineProfile
+    camp: Campaign,
+    run: Run,
+    sample: dict[str, Any],
+    where: str,
+    profile: EngineProfile,
+    labels: dict[str, str] | None = None,
+    labels_key: str | None = None,
 ) -> phases_mod.PhaseSplit:
     """Phase split of a sample whose counters come from the run's Prometheus source.
 
@@ -510,7 +575,7 @@ def _window_split(
     win = promsource.fetch_window(
         src["url"], w["t0"], w["t1"], src["matchers"], profile, timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S)
     )
-    return win.split(profile, sample["client_total_s"], sample.get("first_event_s"))
+    return win.split(profile, sample["client_total_s"], sample.get("first_event_s"), labels, labels_key)
 
 
 def _read_text(p: Path) -> str:
@@ -527,7 +592,8 @@ def open_manifest(path: str | Path) -> tuple[Path, Path, dict[str, Any]]:
     mpath = root / "campaign.json"
     if not mpath.exists():
         raise InputError(root, "-", "no campaign.json in this folder (an empty or non-campaign folder)")
-    manifest = load_json(mpath)
+    inside(root, mpath, mpath, "-", "campaign.json")
+    manifest = load_json(mpath, MAX_MANIFEST_BYTES)
     validate(manifest, "campaign", mpath)
     return root, mpath, manifest
 
@@ -535,15 +601,29 @@ def open_manifest(path: str | Path) -> tuple[Path, Path, dict[str, Any]]:
 def load_campaign(path: str | Path) -> Campaign:
     """Load and cross-check a campaign manifest; tables load lazily (``.requests`` …)."""
     root, mpath, manifest = open_manifest(path)
-    try:
-        get_profile(manifest["engine"]["profile"])
-    except InputError as e:
-        raise InputError(mpath, e.location, e.reason) from None
     errors: list[InputError] = []
-    arms = manifest["arms"]
-    envs = manifest["environments"]
+    if "engine" in manifest:
+        try:
+            get_profile(manifest["engine"]["profile"])
+        except InputError as e:
+            errors.append(InputError(mpath, e.location, e.reason))
+    arms = manifest.get("arms", {})
+    envs = manifest.get("environments", {})
+    harness_arms = {r["arm"] for r in manifest["runs"] if r["harness"] != "results" and "arm" in r}
     for name, arm in arms.items():
-        if arm["environment"] not in envs:
+        if name in harness_arms:
+            missing = [k for k in ("mode", "environment") if k not in arm]
+            if missing:
+                errors.append(
+                    InputError(
+                        mpath,
+                        f"$.arms.{name}",
+                        f"no {' or '.join(missing)}: required for an arm of a requests/phases/memory/pd run "
+                        '(mode: "serial", "batch" or "pd"; environment: a key of environments)',
+                    )
+                )
+                continue
+        if "environment" in arm and arm["environment"] not in envs:
             errors.append(
                 InputError(mpath, f"$.arms.{name}.environment", f"unknown environment {arm['environment']!r}")
             )
@@ -564,10 +644,23 @@ def load_campaign(path: str | Path) -> Campaign:
             )
             continue
         seen[r["id"]] = i
-        if r["arm"] not in arms:
-            errors.append(InputError(mpath, f"{where}.arm", f"unknown arm {r['arm']!r}"))
+        arm = r.get("arm", r["id"])  # a results run may leave its arm out: it is its own configuration
+        if "arm" in r and r["arm"] not in arms:
+            errors.append(
+                InputError(
+                    mpath, f"{where}.arm", f"unknown arm {r['arm']!r}; arms: {', '.join(arms) or 'none defined'}"
+                )
+            )
             continue
-        run = Run(r["id"], r["arm"], r["harness"], (root / r["path"]), r.get("date"))
+        try:
+            path = join_inside(root, root, r["path"], mpath, f"{where}.path", "run folder")
+            run = Run(r["id"], arm, r["harness"], path, r.get("date"))
+            for f in (run.file, run.server_log, run.path / "requests.ndjson"):  # the files it reads by name
+                if os.path.lexists(f):
+                    inside(root, f, mpath, f"{where}.path", f"run file {f.name}")
+        except InputError as e:
+            errors.append(e)
+            continue
         if not run.path.is_dir():
             errors.append(InputError(mpath, f"{where}.path", f"run folder {r['path']!r} does not exist"))
             continue
