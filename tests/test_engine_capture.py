@@ -11,7 +11,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -66,8 +65,15 @@ def _hist(before: prometheus.Snapshot, after: prometheus.Snapshot, quantity: str
     return d.delta
 
 
-def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(engine, tmp_path):
-    out = tmp_path / "phases-tiny"
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory) -> Path:
+    """Run folders made once and shared: the checks below read them, the end-to-end test inits them."""
+    return tmp_path_factory.mktemp("captures")
+
+
+@pytest.fixture(scope="module")
+def phases_run(engine, captures) -> Path:
+    out = captures / "phases-tiny"
     r = _bb(
         "capture",
         "phases",
@@ -90,6 +96,11 @@ def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(en
         str(out),
     )
     assert r.returncode == 0, r.stderr + r.stdout
+    return out
+
+
+def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(phases_run):
+    out = phases_run
     doc = json.loads((out / "phases.json").read_text())
     validate(doc, "phases", out / "phases.json")
     cap = json.loads((out / "capture.json").read_text())
@@ -146,7 +157,15 @@ def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(en
     )
 
 
-def _bench(engine, tmp_path: Path, concurrency: int, prompts: int):
+BENCH = {1: 4, 4: 8}  # concurrency: prompts
+
+
+@pytest.fixture(scope="module")
+def bench_runs(engine, captures) -> dict[int, Path]:
+    return {c: _bench(engine, captures, c, n) for c, n in BENCH.items()}
+
+
+def _bench(engine, tmp_path: Path, concurrency: int, prompts: int) -> Path:
     res = tmp_path / f"res-c{concurrency}"
     out = tmp_path / f"run-c{concurrency}"
     cmd = [
@@ -181,15 +200,14 @@ def _bench(engine, tmp_path: Path, concurrency: int, prompts: int):
         "--result-filename",
         f"c{concurrency}.json",
     ]
-    t0 = time.monotonic()
     r = _bb("capture", "run", "--metrics", engine.url, "--every", "0.25", "--out", str(out), "--", *cmd)
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
-    return out, time.monotonic() - t0
+    return out
 
 
-@pytest.mark.parametrize("concurrency, prompts", [(1, 4), (4, 8)])
-def test_capture_run_around_vllm_bench_serve(engine, tmp_path, concurrency, prompts):
-    out, wall = _bench(engine, tmp_path, concurrency, prompts)
+@pytest.mark.parametrize("concurrency", sorted(BENCH))
+def test_capture_run_around_vllm_bench_serve(bench_runs, concurrency):
+    out, prompts = bench_runs[concurrency], BENCH[concurrency]
     cap = json.loads((out / "capture.json").read_text())
     validate(cap, "capture", out / "capture.json")
     assert cap["complete"] is True and cap["command"]["exit_status"] == 0 and cap["engine_profile"] == "vllm"
@@ -269,3 +287,24 @@ def test_unreachable_url_and_a_non_prometheus_endpoint_give_clear_errors(engine,
     assert r.returncode == 2 and "HTTP 404" in r.stderr and "no-such-model" in r.stderr
     cap = json.loads((tmp_path / "d" / "capture.json").read_text())
     assert cap["complete"] is False and "0 of 2 samples" in cap["stopped"]
+
+
+@pytest.mark.browser
+def test_init_render_and_the_pages_in_chromium(phases_run, bench_runs, tmp_path, open_page):
+    """The README's path: capture phases + capture run at two concurrencies -> init -> render -> a browser."""
+    camp, reports = tmp_path / "tiny-sweep", tmp_path / "reports"
+    r = _bb("init", str(camp), str(phases_run), *(str(bench_runs[c]) for c in sorted(BENCH)))
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    r = _bb("validate", str(camp))
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    r = _bb("render", str(camp), "--out", str(reports), timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    pages = sorted(p.name for p in reports.glob("*.html"))
+    print(f"rendered {pages}", file=sys.stderr)
+    assert "compare.html" in pages and "baseline.html" in pages, pages
+    for name in pages:
+        rep = open_page(reports / name, screenshot=f"engine-capture-{name}.png")
+        assert not rep.page_errors and not rep.console_errors, (name, rep.page_errors, rep.console_errors)
+        assert not rep.requests, (name, rep.requests)  # offline: nothing fetched
+    values = json.loads((reports / "baseline.values.json").read_text())
+    assert values, "the baseline page recorded no values"
