@@ -284,10 +284,7 @@ def _ndjson(camp: Path) -> Path:
 @pytest.mark.parametrize(
     ("edit", "says"),
     [
-        (
-            lambda line: line[:-1] + ', "deep": ' + "[" * 100 + "]" * 100 + "}",
-            r"line 1 column \d+: nested 101 levels deep",
-        ),
+        (lambda line: line[:-1] + ', "deep": ' + "[" * 5000 + "]" * 5000 + "}", r"line 1: not valid JSON"),
         (
             lambda line: line.replace('"short"', '"sh\\u0000ort"', 1),
             r"line 3: prompt_class contains the control character \\x00",
@@ -303,7 +300,7 @@ def test_request_log_faults(camp, edit, says, capsys):
     p = _ndjson(camp)
     assert _validate(camp, capsys)[0] == 0
     lines = p.read_text().splitlines(keepends=True)
-    i = 0 if "nested" in says else 2
+    i = 0 if "not valid JSON" in says else 2
     lines[i] = edit(lines[i].rstrip("\n")) + "\n"
     p.write_text("".join(lines))
     code, out, err = _validate(camp, capsys)

@@ -26,6 +26,11 @@ MAX_PARAMS_BYTES = 2**20  # render.yml / --params
 MAX_DEPTH = 64  # JSON/YAML nesting; benchbook's own formats need 6, other tools' under 12
 
 
+def check_size(path: Path, limit: int = MAX_FILE_BYTES) -> None:
+    """A file above ``limit`` bytes is bad input (checked before it is read)."""
+    _size_check(Path(path), limit)
+
+
 def _size_check(path: Path, limit: int) -> None:
     try:
         size = path.stat().st_size
@@ -113,15 +118,10 @@ def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
 
 
 def _count_keys(doc: Any) -> int:
-    n, stack = 0, [doc]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            n += len(v)
-            stack.extend(x for x in v.values() if isinstance(x, (dict, list)))
-        elif isinstance(v, list):
-            stack.extend(x for x in v if isinstance(x, (dict, list)))
-    return n
+    """Keys in a parsed document: counted on its serialization (orjson, C) by the same scan."""
+    import orjson
+
+    return scan_json(orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS))[2]
 
 
 class _Pairs(dict):
