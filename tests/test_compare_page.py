@@ -51,7 +51,7 @@ def test_llama70b_rate_sweep(tmp_path, open_page):
         screenshot="compare-sweep.png",
     )
     assert report.ok, report.problems()
-    assert report.requests == [] and report.charts == 3  # the sweep + the per-request ECDF and time course
+    assert report.requests == [] and report.charts == 3  # the sweep chart + per-request distributions and timeline
 
 
 @pytest.mark.slow
