@@ -441,13 +441,14 @@ def find_duplicates(runs: Sequence[BenchmarkRun]) -> list[DuplicateSet]:
     prints = [requests_fingerprint(r) for r in runs]
     for i in range(len(runs)):
         for j in range(i + 1, len(runs)):
-            if prints[i] is not None and prints[i] == prints[j]:
+            ok, shared = same_figures(runs[i], runs[j])
+            if ok:
+                more = ", …" if len(shared) > 4 else ""
+                reason = f"the same {len(shared)} run-level figures ({', '.join(shared[:4])}{more})"
+            elif prints[i] is not None and prints[i] == prints[j]:
                 reason = f"identical per-request records ({runs[i].requests.height} requests)"  # type: ignore[union-attr]
             else:
-                ok, shared = same_figures(runs[i], runs[j])
-                if not ok:
-                    continue
-                reason = f"the same {len(shared)} run-level figures ({', '.join(shared[:4])}{', …' if len(shared) > 4 else ''})"
+                continue
             ri, rj = root(i), root(j)
             if ri != rj:
                 parent[rj] = ri

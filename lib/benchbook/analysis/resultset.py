@@ -70,6 +70,7 @@ class Configuration:
     identity: ident.Identity
     entries: list[Entry]
     why: str  # why these runs are one configuration
+    spreads: dict[str, float] = field(default_factory=dict)  # run-to-run spread per metric, n >= 2
 
 
 @dataclass
@@ -203,6 +204,7 @@ def build(
         for e in g:
             e.config = lab
         configs.append(Configuration(lab, g[0].identity, g, _why_grouped(g)))
+        configs[-1].spreads = _spreads(configs[-1:])
     base = _pick_baseline(baseline, configs, entries)
     rs = ResultSet(
         [str(f) for f in files], entries, duplicates, configs, base, rule, [], [], {}, [], the_slo, {}, [],
@@ -246,8 +248,8 @@ def _why_grouped(g: list[Entry]) -> str:
 
 
 def _labels(ids: list[ident.Identity]) -> list[str]:
-    def varying(key: str) -> bool:
-        vals = {i.fields[key].shown if key in i.fields else None for i in ids}
+    def varying(key: str, among: list[ident.Identity]) -> bool:
+        vals = {i.fields[key].shown if key in i.fields else None for i in among}
         return len(vals) > 1
 
     out = []
@@ -257,15 +259,17 @@ def _labels(ids: list[ident.Identity]) -> list[str]:
             out.append(i.fields["user_label"].shown)
             continue
         m = i.fields.get("model")
+        # what tells this configuration apart from the others of the same model
+        same = [j for j in ids if (j.fields.get("model") and j.fields["model"].value) == (m and m.value)]
         parts = [m.shown.rstrip("/").split("/")[-1] if m else "unknown model"]
         for k in ("tag", "label"):
             if k in i.fields:
                 parts.append(i.fields[k].shown)
         for k, prefix in _LABEL_FIELDS:
-            if varying(k) and k in i.fields:
+            if varying(k, same) and k in i.fields:
                 parts.append(prefix + i.fields[k].shown)
         for k in params:
-            if varying(k) and k in i.fields:
+            if varying(k, same) and k in i.fields:
                 parts.append(f"{i.fields[k].label} {i.fields[k].shown}")
         out.append(" · ".join(parts))
     seen: dict[str, int] = {}

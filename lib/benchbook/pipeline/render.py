@@ -559,6 +559,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="render the compare page of these benchmark result files into OUT/compare.html",
     )
+    p.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="FILE=LABEL",
+        help="with --compare: name the configuration of FILE (a file name, path or pattern); runs with "
+        "different labels are never repeats of each other (repeatable)",
+    )
 
 
 PARAMS_FILES = ("render.yml", "render.yaml", "render.json")
@@ -610,6 +618,8 @@ def run(args: argparse.Namespace) -> int:
     overrides = _load_params(args.params)
     if args.notebooks is not None and not args.notebooks.is_dir():
         raise InputError(args.notebooks, None, "notebooks folder does not exist")
+    if getattr(args, "label", None) and not getattr(args, "compare", None):
+        raise UsageError("--label names result files of --compare; give --compare FILE... with it")
     if getattr(args, "compare", None):
         if args.campaign is not None or args.data_dir is not None:
             raise UsageError("--compare takes result files; give no CAMPAIGN or --all with it")
@@ -617,6 +627,8 @@ def run(args: argparse.Namespace) -> int:
             if not f.is_file():
                 raise InputError(f, None, "result file does not exist")
         params = {**overrides.get("compare", {}), "files": [str(f.resolve()) for f in args.compare]}
+        if args.label:
+            params["labels"] = [*params.get("labels", []), *args.label]
         res = render_page(
             notebook_for("compare", args.notebooks),
             params,
