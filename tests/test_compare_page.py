@@ -32,9 +32,14 @@ def _render(tmp_path, files, params=None, extra=()):
 
 @pytest.mark.slow
 def test_llama70b_rate_sweep_with_an_slo_beside_deepseek(tmp_path, open_page):
-    sweep = [shared(LLAMA.format(q)) for q in ("01", "04", "16", "inf")]
+    # copies beside a benchbook-compare.yml that says what the files do not: the GPU count (tp8_pp1 in the names)
+    files = []
+    for src in [*(shared(LLAMA.format(q)) for q in ("01", "04", "16", "inf")), shared(DEEPSEEK)]:
+        files.append(tmp_path / src.name)
+        files[-1].write_bytes(src.read_bytes())
+    (tmp_path / "benchbook-compare.yml").write_text("files:\n  'serving_meta-llama-*': {gpus: 8}\n")
     slo = {"ttft_ms": 250, "tpot_ms": 30, "attainment": 0.9}
-    out, v = _render(tmp_path, [*sweep, shared(DEEPSEEK)], {"slo": slo})
+    out, v = _render(tmp_path, files, {"slo": slo})
     assert v["configurations"] == [
         "Llama-3.3-70B-Instruct · rate 1",
         "Llama-3.3-70B-Instruct · rate 4",
@@ -52,6 +57,8 @@ def test_llama70b_rate_sweep_with_an_slo_beside_deepseek(tmp_path, open_page):
         ("1", False, True), ("4", False, True), ("16", True, False), ("inf", True, False)
     ]  # fmt: skip
     assert [p["achieved_req_s"] for p in sw["points"]][2:] == pytest.approx([6.333249923861803, 8.398304797910107])
+    assert {p["gpus"] for p in sw["points"]} == {8}  # from the user's file: the frontier is drawn
+    assert v["identities"][0]["identity"]["gpus"] == "8"
     (h,) = v["slo"]["highest"]
     assert h["status"] == "interpolated" and 3.175 < h["achieved_req_s"] < 6.333  # between rate 4 and 16
     kinds = [f["kind"] for f in v["findings"]]
@@ -72,7 +79,7 @@ def test_llama70b_rate_sweep_with_an_slo_beside_deepseek(tmp_path, open_page):
         screenshot="compare-sweep.png",
     )
     assert report.ok, report.problems()
-    assert report.requests == [] and report.charts == 2  # latency vs throughput, offered vs achieved
+    assert report.requests == [] and report.charts == 3  # latency vs throughput, offered vs achieved, per-GPU frontier
 
 
 @pytest.mark.slow

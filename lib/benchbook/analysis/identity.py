@@ -273,7 +273,7 @@ _USER_LABEL = {"input_len": "input length", "output_len": "output length", "num_
 
 def gpu_count(run: BenchmarkRun, ident: Identity) -> int | None:
     """GPUs the run used, where known: the user's ``gpus``, else the product of the server's
-    tensor/pipeline/data-parallel sizes, summed over prefill and decode servers."""
+    tensor/pipeline/data-parallel sizes (aggregated SGLang servers; unknown for disaggregated ones)."""
     g = ident.get("gpus")
     if g is not None:
         try:
@@ -289,9 +289,10 @@ def gpu_count(run: BenchmarkRun, ident: Identity) -> int | None:
             return None
         return int(s.get("tp_size") or 1) * int(s.get("pp_size") or 1) * int(s.get("dp_size") or 1)
 
-    if isinstance(info.get("prefill"), list) and isinstance(info.get("decode"), list):
-        parts = [one(s) for s in info["prefill"] + info["decode"]]
-        return None if not parts or None in parts else sum(p for p in parts if p is not None)
+    if isinstance(info.get("prefill"), list) or isinstance(info.get("decode"), list):
+        # a disaggregated router lists the servers it reported on, not every server it routes to
+        # (a 1-prefill/8-decode run lists one decode server): say "unknown" rather than undercount
+        return None
     return one(info)
 
 
