@@ -50,7 +50,7 @@ def test_llama70b_rate_sweep_with_an_slo_beside_deepseek(tmp_path, open_page):
     assert [p["kind"] for p in v["pairings"]] == ["sweep", "sweep", "sweep", "not comparable"]
     assert v["verdicts"] == []  # a sweep is not "candidate vs baseline", and DeepSeek is not judged
     (nc,) = v["not_comparable"]
-    assert nc["other"] == "DeepSeek-V2.5" and nc["reason"].startswith("not comparable: model and dataset differ")
+    assert nc["other"] == "DeepSeek-V2.5" and nc["reason"].startswith("not comparable: model differs — model (")
     (sw,) = v["sweeps"]
     assert sw["axis"] == "request rate" and sw["saturation"] == "16"
     assert [(p["load"], p["saturated"], p["valid"]) for p in sw["points"]] == [

@@ -101,6 +101,7 @@ class Difference:
     label: str
     a: str
     b: str
+    measured: bool = False  # a measured mean on either side, not a setting
 
     def text(self) -> str:
         return f"{self.label} ({self.a} vs {self.b})"
@@ -115,11 +116,9 @@ def differences(a: Identity, b: Identity) -> list[Difference]:
             continue
         ref = fa or fb
         assert ref is not None
-        out.append(
-            Difference(
-                key, ref.group, ref.label, fa.shown if fa else "not recorded", fb.shown if fb else "not recorded"
-            )
-        )
+        measured = any(f is not None and f.source == "measured" for f in (fa, fb))
+        a_shown, b_shown = (f.shown if f else "not recorded" for f in (fa, fb))
+        out.append(Difference(key, ref.group, ref.label, a_shown, b_shown, measured))
     return out
 
 
@@ -132,6 +131,9 @@ def same_configuration(a: Identity, b: Identity) -> bool:
 def not_comparable_reason(a: Identity, b: Identity) -> str | None:
     """``None`` when model and dataset agree; else ``"not comparable: model differs (…)"``."""
     diffs = [d for d in differences(a, b) if d.group in ("model", "dataset")]
+    if any(d.group == "model" for d in diffs):
+        # token counts are per tokenizer: measured means of two models say nothing about their dataset
+        diffs = [d for d in diffs if not d.measured]
     if not diffs:
         return None
     kinds = list(dict.fromkeys(d.group for d in diffs))

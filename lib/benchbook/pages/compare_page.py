@@ -110,6 +110,11 @@ def _section(anchor: str, title: str, body: str) -> bd.Block:
     return bd.Block(f'<section id="{anchor}"><h2>{bd.esc(title)}</h2>{body}</section>')
 
 
+def _table_section(anchor: str, title: str, rows: list[dict[str, Any]], caption: str) -> bd.Block:
+    """A section holding one table; the table's id is the section's anchor."""
+    return _section(anchor, title, str(bd.table(rows, id=anchor, caption=caption)))
+
+
 # ---- sections ----------------------------------------------------------------------------------
 def header(page: Page) -> bd.Block:
     rs = page.rs
@@ -245,16 +250,11 @@ def duplicates(page: Page) -> bd.Block:
         {"Run (kept)": d["kept"], "Carried by": ", ".join(d["files"]), "Counted": "once", "Why the same run": d["why"]}
         for d in rs.duplicates
     ]
-    return _section(
+    return _table_section(
         "compare-duplicates",
         "Duplicates",
-        str(
-            bd.table(
-                rows,
-                id="compare-duplicates",
-                caption="The same run's figures in several files or formats, counted once (the copy with most detail is kept).",
-            )
-        ),
+        rows,
+        "The same run's figures in several files or formats, counted once (the copy with most detail is kept).",
     )
 
 
@@ -277,18 +277,13 @@ def pairings(page: Page) -> bd.Block:
         return _section(
             "compare-pairings", "What is compared with what", "<p>Only one configuration: nothing to compare.</p>"
         )
-    return _section(
+    return _table_section(
         "compare-pairings",
         "What is compared with what",
-        str(
-            bd.table(
-                rows,
-                id="compare-pairings",
-                caption=(
-                    "verdicts: same model, dataset and load, the deployment differs; sweep: only the offered load (or one "
-                    "swept parameter) differs; not comparable: model or dataset differ — figures side by side, no ratio."
-                ),
-            )
+        rows,
+        (
+            "verdicts: same model, dataset and load, the deployment differs; sweep: only the offered load (or one "
+            "swept parameter) differs; not comparable: model or dataset differ — figures side by side, no ratio."
         ),
     )
 
@@ -328,18 +323,13 @@ def runs_table(page: Page) -> bd.Block:
             for e in page.runs
         ],
     )
-    return _section(
+    return _table_section(
         "compare-runs",
         "Runs and throughput",
-        str(
-            bd.table(
-                rows,
-                id="compare-runs",
-                caption=(
-                    "One row per run (duplicates counted once), as the file reports it; — where the file does not say. "
-                    "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset)."
-                ),
-            )
+        rows,
+        (
+            "One row per run (duplicates counted once), as the file reports it; — where the file does not say. "
+            "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset)."
         ),
     )
 
@@ -356,18 +346,13 @@ def latency_table(page: Page) -> bd.Block:
             {"id": e.id, **{f"{st}_{m}_ms": e.get(f"{st}_{m}_ms") for m in LATENCY for st in ("mean", "median", "p99")}}
         )
     bd.record("latency", rec)
-    return _section(
+    return _table_section(
         "compare-latency",
         "Latency percentiles (ms)",
-        str(
-            bd.table(
-                rows,
-                id="compare-latency",
-                caption=(
-                    "Milliseconds, per run, as computed by the benchmark tool over its successful requests (TPOT excludes the "
-                    "first token; ITL pools every inter-chunk gap)."
-                ),
-            )
+        rows,
+        (
+            "Milliseconds, per run, as computed by the benchmark tool over its successful requests (TPOT excludes the "
+            "first token; ITL pools every inter-chunk gap)."
         ),
     )
 
@@ -475,16 +460,11 @@ def not_comparable(page: Page) -> bd.Block:
                 row[name] = stats.cell(vals).fmt(2) if vals else "—"
             row["Why no verdict"] = p.reason if lab == p.other else "reference"
             rows.append(row)
-    return _section(
+    return _table_section(
         "compare-not-comparable",
         "Side by side, not comparable",
-        str(
-            bd.table(
-                rows,
-                id="compare-not-comparable",
-                caption="Figures of configurations whose model or dataset differ, next to each other; no ratio, no verdict.",
-            )
-        ),
+        rows,
+        "Figures of configurations whose model or dataset differ, next to each other; no ratio, no verdict.",
     )
 
 
@@ -788,19 +768,14 @@ def checks(page: Page) -> bd.Block:
             rec.append({"run": e.id, "kind": "engine", "name": c.name, "status": c.status})
     bd.record("checks", rec)
     p = page.rs.gate_params
-    return _section(
+    return _table_section(
         "compare-checks",
         "Validity gates and reconciliation",
-        str(
-            bd.table(
-                rows,
-                id="compare-checks",
-                caption=(
-                    f"Gates (parameters): duration ≥ {p['min_duration_s']:g} s, completed ≥ {p['min_completed']}, error rate ≤ "
-                    f"{p['max_error_rate']:.2%}; warn means the check could not be made. Engine checks need a before/after "
-                    "/metrics pair."
-                ),
-            )
+        rows,
+        (
+            f"Gates (parameters): duration ≥ {p['min_duration_s']:g} s, completed ≥ {p['min_completed']}, error rate ≤ "
+            f"{p['max_error_rate']:.2%}; warn means the check could not be made. Engine checks need a before/after "
+            "/metrics pair."
         ),
     )
 
