@@ -149,3 +149,16 @@ def test_reconciliation_with_an_engine_window(tmp_path):
         r"<tr><td>[^<]*</td><td>generation tokens: engine Δ vs client Σ output tokens</td><td>(.*?)</td>", table
     )
     assert row and "✗" in row.group(1) and "bb-mark-fail" in row.group(1)
+
+
+def test_bad_slo_and_bad_overrides_are_bad_input(tmp_path, capsys):
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps({"compare": {"slo": {"ttft": 100}}}))
+    assert main(["render", "--compare", str(NV[0]), "--params", str(bad), "--out", str(tmp_path / "a")]) == 2
+    assert "parameters: slo.ttft: unknown key" in capsys.readouterr().err
+    (tmp_path / "d").mkdir()
+    f = tmp_path / "d" / NV[0].name
+    f.write_bytes(NV[0].read_bytes())
+    (tmp_path / "d" / "benchbook-compare.yml").write_text("files: [not, a, mapping]\n")
+    assert main(["render", "--compare", str(f), "--out", str(tmp_path / "b")]) == 2
+    assert "benchbook-compare.yml: $: expected {files:" in capsys.readouterr().err

@@ -58,3 +58,10 @@ def test_latency_rising_without_throughput_is_saturation():
 def test_gpu_frontier_figures():
     p = S.Point("r", "c", 4.0, "4", 3.0, 800.0, {"median_tpot_ms": 25.0}, gpus=8)
     assert p.per_user_tok_s == 40.0 and p.per_gpu_tok_s == 100.0
+
+
+def test_repeats_at_one_load_are_compared_with_the_lower_load_not_each_other():
+    sw = S.Sweep("s", "max concurrency", "load", [_pt("a", 8, 10.0, 100.0), _pt("b", 8, 10.1, 130.0),
+                                                  _pt("c", 16, 18.0, 110.0)])  # fmt: skip
+    S.mark_saturation(sw, {}, {}, {})
+    assert [p.saturated for p in sw.points] == [False, False, False] and sw.saturation is None

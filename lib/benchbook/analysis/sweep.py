@@ -83,8 +83,11 @@ def mark_saturation(
 ) -> None:
     """Set ``saturated``/``saturation_why`` on each point and the sweep's saturation point."""
     sw.points.sort(key=lambda p: (_order(p.load), p.run_id))
-    prev: Point | None = None
+    prev: Point | None = None  # the last point at a lower load (repeats at one load are not compared)
+    last: Point | None = None
     for p in sw.points:
+        if last is not None and last.load != p.load:
+            prev = last
         why = []
         if sw.kind == "load" and sw.axis == "request rate" and p.load is not None:
             if math.isinf(p.load):
@@ -110,4 +113,4 @@ def mark_saturation(
         p.saturation_why = "; ".join(why)
         if p.saturated and sw.saturation is None:
             sw.saturation = p.load_shown
-        prev = p
+        last = p
