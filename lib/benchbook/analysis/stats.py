@@ -392,16 +392,21 @@ def bootstrap_ratio_ci(
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float]:
     """Percentile-bootstrap interval of median(candidate) / median(baseline), resampling runs within
-    each side independently. A fixed seed keeps a page's numbers the same from render to render."""
+    each side independently. A fixed seed keeps a page's numbers the same from render to render, and
+    the sides are resampled in a canonical order with order-statistic bounds, so swapping them gives
+    exactly the reciprocal interval (a verdict never depends on which side is the baseline)."""
     import numpy as np
 
-    x, y = np.asarray(_finite(baseline, "bootstrap.baseline")), np.asarray(_finite(candidate, "bootstrap.candidate"))
-    if x.size == 0 or y.size == 0 or not (x > 0).all():
-        raise InputError(None, "bootstrap", "both sides need values and the baseline must be positive")
+    bx, cy = _finite(baseline, "bootstrap.baseline"), _finite(candidate, "bootstrap.candidate")
+    if not bx or not cy or min(bx) <= 0 or min(cy) <= 0:
+        raise InputError(None, "bootstrap", "both sides need positive values")
+    if (len(cy), sorted(cy)) < (len(bx), sorted(bx)):
+        lo, hi = bootstrap_ratio_ci(cy, bx, level, resamples, seed)
+        return 1 / hi, 1 / lo
+    x, y = np.asarray(bx), np.asarray(cy)
     rng = np.random.default_rng(seed)
     mx = np.median(x[rng.integers(0, x.size, (resamples, x.size))], axis=1)
     my = np.median(y[rng.integers(0, y.size, (resamples, y.size))], axis=1)
-    r = my / mx
-    tail = (1 - level) / 2 * 100
-    lo, hi = np.percentile(r, [tail, 100 - tail])
-    return float(lo), float(hi)
+    r = np.sort(my / mx)
+    k = int((1 - level) / 2 * resamples)
+    return float(r[k]), float(r[resamples - 1 - k])
