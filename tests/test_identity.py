@@ -175,3 +175,27 @@ def test_a_field_recorded_for_one_run_only_disagrees():
     assert (tag.a, tag.b) == (PD[0].stem, "not recorded")
     assert not ident.same_configuration(ia, ib)
     assert ident.same_configuration(ia, ident.read_identity(a))
+
+
+def test_two_deployments_swept_over_two_rates_are_two_sweeps_judged_at_equal_load(tmp_path):
+    import json
+
+    src = json.loads((ER / "er0080_bench_serve_v0.25.1.json").read_text())
+    files = []
+    for k, (label, rate) in enumerate([("A", 1.0), ("A", 4.0), ("B", 1.0), ("B", 4.0)]):
+        d = {**src, "label": label, "request_rate": rate, "duration": 1.5 + k, "output_throughput": 80.0 + k}
+        files.append(tmp_path / f"{label}{rate:g}.json")
+        files[-1].write_text(json.dumps(d))
+    rs = rset.build(files)
+    assert [c.label for c in rs.configs] == ["opt-125m · A · rate 1", "opt-125m · A · rate 4",
+                                             "opt-125m · B · rate 1", "opt-125m · B · rate 4"]  # fmt: skip
+    got = [(p.reference[-10:], p.other[-10:], p.kind) for p in rs.pairings]
+    assert got == [
+        ("A · rate 1", "A · rate 4", "sweep"),
+        ("A · rate 1", "B · rate 1", "verdicts"),
+        ("A · rate 4", "B · rate 4", "verdicts"),
+        ("B · rate 1", "B · rate 4", "sweep"),
+    ]
+    assert [[p.run_id for p in sw.points] for sw in rs.sweeps] == [["A1", "A4"], ["B1", "B4"]]
+    assert {(v.baseline[-10:], v.candidate[-10:]) for v in rs.verdicts} == {("A · rate 1", "B · rate 1"),
+                                                                          ("A · rate 4", "B · rate 4")}  # fmt: skip

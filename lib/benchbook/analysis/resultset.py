@@ -280,55 +280,55 @@ def _labels(ids: list[ident.Identity]) -> list[str]:
     return uniq
 
 
-def _only(diffs: list[ident.Difference], groups: set[str]) -> bool:
-    return bool(diffs) and all(d.group in groups for d in diffs)
-
-
 def _pair(rs: ResultSet) -> None:
-    """Pairings against the baseline (or, for configurations not comparable with it, against the
-    first configuration they are comparable with), then verdicts inside each equal-load group."""
+    """Each configuration against the earlier ones (the reference first): verdicts with one at the
+    same load that differs in deployment, sweep with one that differs only in load (or one swept
+    parameter); "no verdict" when every comparable one differs in both; "not comparable" (against
+    the reference) when none shares model and dataset. Then verdicts inside each verdict group."""
     base = rs.config(rs.baseline)
-    refs: list[Configuration] = [base]
-    for c in rs.configs:
-        if c is base:
-            continue
-        ref = next((r for r in refs if ident.not_comparable_reason(r.identity, c.identity) is None), None)
-        if ref is None:
+    order = [base, *(c for c in rs.configs if c is not base)]
+    for k, c in enumerate(order[1:], 1):
+        comparable = [r for r in order[:k] if ident.not_comparable_reason(r.identity, c.identity) is None]
+        if not comparable:
             reason = ident.not_comparable_reason(base.identity, c.identity) or ""
             rs.pairings.append(
                 Pairing(base.label, c.label, "not comparable", reason + "; shown side by side, no ratio verdict")
             )
-            refs.append(c)
             continue
-        diffs = ident.differences(ref.identity, c.identity)
-        if c.identity.group is not None or ref.identity.group is not None:
-            diffs = [d for d in diffs if d.group == "deployment"] or diffs
-        load = [d for d in diffs if d.group == "load"]
-        dep = [d for d in diffs if d.group == "deployment"]
-        if load and not dep:
-            rs.pairings.append(
-                Pairing(
-                    ref.label, c.label, "sweep", "only the offered load differs: " + "; ".join(d.text() for d in load)
+        verdict_ref = sweep_ref = None
+        for r in comparable:
+            diffs = ident.differences(r.identity, c.identity)
+            load = [d for d in diffs if d.group == "load"]
+            dep = [d for d in diffs if d.group == "deployment"]
+            if load and not dep and sweep_ref is None:
+                sweep_ref = r
+                rs.pairings.append(
+                    Pairing(
+                        r.label, c.label, "sweep", "only the offered load differs: " + "; ".join(d.text() for d in load)
+                    )
                 )
-            )
-        elif load and dep:
+            elif not load and len(dep) == 1 and dep[0].key.startswith("param:") and sweep_ref is None:
+                sweep_ref = r
+                rs.pairings.append(
+                    Pairing(r.label, c.label, "sweep", f"only the swept parameter differs: {dep[0].text()}")
+                )
+            elif not load and verdict_ref is None and not (len(dep) == 1 and dep[0].key.startswith("param:")):
+                verdict_ref = r
+                why = "; ".join(d.text() for d in dep) or "declared different by the user"
+                rs.pairings.append(
+                    Pairing(r.label, c.label, "verdicts", f"same model, dataset and load; differs in {why}")
+                )
+        if verdict_ref is None and sweep_ref is None:
+            r = comparable[0]
+            diffs = ident.differences(r.identity, c.identity)
             rs.pairings.append(
                 Pairing(
-                    ref.label,
+                    r.label,
                     c.label,
                     "no verdict",
                     "both load and deployment differ, so no single factor is under study: "
                     + "; ".join(d.text() for d in diffs),
                 )  # fmt: skip
-            )
-        elif _only(dep, {"deployment"}) and len(dep) == 1 and dep[0].key.startswith("param:"):
-            rs.pairings.append(
-                Pairing(ref.label, c.label, "sweep", f"only the swept parameter differs: {dep[0].text()}")
-            )
-        else:
-            why = "; ".join(d.text() for d in dep) or "declared different by the user"
-            rs.pairings.append(
-                Pairing(ref.label, c.label, "verdicts", f"same model, dataset and load; differs in {why}")
             )
     # verdict groups: configurations joined by "verdicts" pairings to the same reference
     by_ref: dict[str, list[str]] = {}
