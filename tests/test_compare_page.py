@@ -97,7 +97,7 @@ def test_sglang_pd_set_by_tag_and_pd_local_not_comparable(tmp_path, open_page):
     assert [r["id"] for r in v["runs"]] == [p.stem for p in PD] + ["pd_local"]  # no "…line 1"
     report = open_page(
         out / "compare.html",
-        table_ids=["bb-compare-configurations", "bb-compare-verdicts", "bb-compare-not-comparable"],
+        table_ids=["bb-compare-configurations", "bb-compare-cannot-tell", "bb-compare-not-comparable"],
         screenshot="compare-sglang-pd.png",
     )
     assert report.ok, report.problems()

@@ -27,6 +27,15 @@ THROUGHPUT = (
 LATENCY = ("ttft", "tpot", "itl", "e2el")
 LAT_NAME = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E"}
 STATE_MARK = {"result": "result", "noise": "noise", "cannot": "cannot"}
+METRIC_NAME = {
+    "output_throughput": "output tok/s",
+    "request_throughput": "req/s",
+    **{
+        f"{st}_{m}_ms": f"{'p50' if st == 'median' else st} {LAT_NAME[m]} ms"
+        for m in LATENCY
+        for st in ("median", "p99")
+    },
+}
 
 
 @dataclass
@@ -417,28 +426,59 @@ def verdicts(page: Page) -> bd.Block:
                 )
             )
         )
+    pairs: dict[tuple[str, str], list[Any]] = {}
+    for v in rs.verdicts:
+        pairs.setdefault((v.baseline, v.candidate), []).append(v)
+    cannot = {k: vs for k, vs in pairs.items() if all(v.judgement.state == "cannot" for v in vs)}
+    if cannot:
+        # one row per pair: the ratios, and the one reason said once
+        why = next(iter(cannot.values()))[0].judgement.why
+        rows = [
+            {
+                "Reference": b,
+                "Configuration": c,
+                **{
+                    METRIC_NAME.get(v.metric, v.metric): f"{v.candidate_cell.fmt(2)} ({v.judgement.ratio:.3f}x)"
+                    for v in vs
+                },
+                "Verdict": bd.mark("cannot"),
+            }
+            for (b, c), vs in cannot.items()
+        ]
+        out.append(
+            str(
+                bd.table(
+                    rows,
+                    id="compare-cannot-tell",
+                    caption=f"Cannot tell: {why}. Each cell is the configuration's median with its ratio to the reference.",
+                )
+            )
+        )
     rows = [
         {
             "Reference": v.baseline,
             "Configuration": v.candidate,
-            "Metric": v.metric,
+            "Metric": METRIC_NAME.get(v.metric, v.metric),
             "Reference value": v.baseline_cell.fmt(2),
             "Value": v.candidate_cell.fmt(2),
             "Ratio": f"{v.judgement.ratio:.3f}x",
             "Verdict": bd.mark(STATE_MARK[v.judgement.state], STATE_TEXT[v.judgement.state]),
             "Why": v.judgement.why,
         }
-        for v in rs.verdicts
+        for k, vs in pairs.items()
+        if k not in cannot
+        for v in vs
     ]
-    out.append(
-        str(
-            bd.table(
-                rows,
-                id="compare-verdicts",
-                caption="Configuration vs its reference, median (min–max) over repeats; ratio = configuration / reference.",
+    if rows:
+        out.append(
+            str(
+                bd.table(
+                    rows,
+                    id="compare-verdicts",
+                    caption="Configuration vs its reference, median (min–max) over repeats; ratio = configuration / reference.",
+                )
             )
         )
-    )
     return _section("compare-verdicts", "Verdicts", "".join(out))
 
 
@@ -559,61 +599,84 @@ def sweeps(page: Page) -> bd.Block:
         if why:
             out.append(f'<ul class="bb-sweep-why">{"".join(why)}</ul>')
         out.extend(str(b) for b in _sweep_charts(sw, i))
+    if len(rs.sweeps) > 1:
+        both = _latency_chart(
+            [(sw.series, sw.points) for sw in rs.sweeps],
+            "compare-sweeps-latency",
+            "Every sweep on one set of axes: latency against achieved request rate, one line per series (dashed: p99).",
+        )
+        if both is not None:
+            out.append("<h3>All series</h3>" + str(both))
     return _section("compare-sweeps", "Sweeps", "".join(out))
+
+
+_VALIDITY_DOMAIN = ["valid", "invalid"]
+
+
+def _validity() -> Any:
+    import altair as alt
+
+    return alt.Shape("validity:N", title="point", scale=alt.Scale(domain=_VALIDITY_DOMAIN, range=["circle", "cross"]))
+
+
+def _latency_chart(series: list[tuple[str, list[Any]]], id: str, caption: str) -> bd.Block | None:
+    """p50 and p99 of TTFT, TPOT, ITL and E2E against achieved req/s, one panel per metric; one line
+    per statistic for one series, one line per series (dashed p99) for several."""
+    import altair as alt
+    import polars as pl
+
+    rows = [
+        {
+            "series": name,
+            "metric": f"{LAT_NAME[m]} ms",
+            "stat": label,
+            "x": p.achieved_req_s,
+            "y": p.latency.get(f"{st}_{m}_ms"),
+            "validity": "valid" if p.valid else "invalid",
+        }
+        for name, points in series
+        for p in points
+        for m in LATENCY
+        for st, label in (("median", "p50"), ("p99", "p99"))
+        if p.latency.get(f"{st}_{m}_ms") is not None and p.achieved_req_s is not None
+    ]
+    if not rows:
+        return None
+    df = pl.DataFrame(rows)
+    if len(series) == 1:
+        enc: dict[str, Any] = {"color": alt.Color("stat:N", title="statistic")}
+    else:
+        enc = {
+            "color": alt.Color("series:N", title="series"),
+            "strokeDash": alt.StrokeDash("stat:N", title="statistic"),
+        }
+    ch = (
+        (
+            alt.Chart(df).mark_line().encode(x=alt.X("x:Q", title="achieved req/s"), y=alt.Y("y:Q", title=None), **enc)
+            + alt.Chart(df)
+            .mark_point(filled=True, size=60)
+            .encode(x="x:Q", y="y:Q", color=enc["color"], shape=_validity())
+        )
+        .properties(width=220, height=150)
+        .facet(facet=alt.Facet("metric:N", title=None, sort=[f"{LAT_NAME[m]} ms" for m in LATENCY]), columns=4)
+        .resolve_scale(y="independent")
+    )
+    return bd.chart(ch, id=id, caption=caption)
 
 
 def _sweep_charts(sw: Any, i: int) -> list[bd.Block]:
     import altair as alt
     import polars as pl
 
-    validity = alt.Shape(
-        "validity:N",
-        title="point",
-        scale=alt.Scale(domain=["valid", "invalid"], range=["circle", "cross"]),
-    )
-    lat = []
-    for p in sw.points:
-        for m in LATENCY:
-            for st, name in (("median", "p50"), ("p99", "p99")):
-                v = p.latency.get(f"{st}_{m}_ms")
-                if v is not None and p.achieved_req_s is not None:
-                    lat.append(
-                        {
-                            "metric": f"{LAT_NAME[m]} ms",
-                            "stat": name,
-                            "x": p.achieved_req_s,
-                            "y": v,
-                            "load": p.load_shown,
-                            "validity": "valid" if p.valid else "invalid",
-                        }
-                    )
+    validity = _validity()
     blocks = []
-    if lat:
-        df = pl.DataFrame(lat)
-        ch = (
-            (
-                alt.Chart(df)
-                .mark_line(point=False)
-                .encode(
-                    x=alt.X("x:Q", title="achieved req/s"),
-                    y=alt.Y("y:Q", title=None),
-                    color=alt.Color("stat:N", title="statistic"),
-                )
-                + alt.Chart(df)
-                .mark_point(filled=True, size=60)
-                .encode(x="x:Q", y="y:Q", color="stat:N", shape=validity)
-            )
-            .properties(width=220, height=150)
-            .facet(facet=alt.Facet("metric:N", title=None, sort=[f"{LAT_NAME[m]} ms" for m in LATENCY]), columns=4)
-            .resolve_scale(y="independent")
-        )
-        blocks.append(
-            bd.chart(
-                ch,
-                id=f"compare-sweep-latency-{i}",
-                caption="Latency (p50 and p99) against achieved request rate, one point per run; crosses failed a validity gate.",
-            )
-        )
+    lat = _latency_chart(
+        [(sw.series, sw.points)],
+        f"compare-sweep-latency-{i}",
+        "Latency (p50 and p99) against achieved request rate, one point per run; crosses failed a validity gate.",
+    )
+    if lat is not None:
+        blocks.append(lat)
     if sw.kind == "load":
         pts = [
             {
