@@ -65,3 +65,20 @@ def test_repeats_at_one_load_are_compared_with_the_lower_load_not_each_other():
                                                   _pt("c", 16, 18.0, 110.0)])  # fmt: skip
     S.mark_saturation(sw, {}, {}, {})
     assert [p.saturated for p in sw.points] == [False, False, False] and sw.saturation is None
+
+
+def test_one_swept_engine_parameter_is_a_parameter_sweep(tmp_path):
+    import json
+
+    from test_identity import ER
+
+    src = json.loads((ER / "er0080_sweep_maxnumseqs4_conc2_run0.json").read_text())
+    files = []
+    for k, seqs in enumerate((4, 8, 16)):
+        files.append(tmp_path / f"seqs{seqs}.json")
+        files[-1].write_text(json.dumps({**src, "max_num_seqs": seqs, "duration": 1.3 - 0.2 * k}))
+    rs = rset.build(files)
+    assert [p.kind for p in rs.pairings] == ["sweep", "sweep"] and rs.verdicts == []
+    (sw,) = rs.sweeps
+    assert (sw.axis, sw.kind) == ("max_num_seqs", "parameter")
+    assert [p.load_shown for p in sw.points] == ["4", "8", "16"] and sw.saturation is None

@@ -8,7 +8,7 @@ four groups:
 * ``dataset``    — dataset name, input/output length settings (or, when the file has no settings,
   the measured mean prompt/output tokens per request, equal within :data:`MEASURED_TOL`) and the
   number of prompts;
-* ``load``       — offered request rate and maximum concurrency;
+* ``load``       — offered request rate, maximum concurrency and (vLLM) burstiness;
 * ``deployment`` — client backend, engine version, SGLang ``tag``, vLLM ``label`` and metadata
   (swept server parameters such as ``max_num_seqs``), parallelism, GPU count, hardware,
   prefill/decode disaggregation, and a user's label.
@@ -220,6 +220,7 @@ def read_identity(run: BenchmarkRun, user: Mapping[str, Any] | None = None) -> I
     # load
     put("request_rate", "load", "request rate", c.get("request_rate"))
     put("max_concurrency", "load", "max concurrency", c.get("max_concurrency"))
+    put("burstiness", "load", "burstiness", c.get("burstiness"))  # vLLM: 1 = Poisson arrivals
     # deployment
     put("engine", "deployment", "backend", c.get("backend"))
     versions = sorted({str(v) for v in (c.get("prefill_versions") or []) + (c.get("decode_versions") or []) if v})

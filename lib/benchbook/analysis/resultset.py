@@ -392,9 +392,11 @@ def _sweep(cfgs: list[Configuration]) -> sweep_mod.Sweep:
         axis, key, kind = "request rate", "request_rate", "load"
     elif "max_concurrency" in varying:
         axis, key, kind = "max concurrency", "max_concurrency", "load"
-    else:
-        key = next(k for k in varying if k.startswith("param:"))
-        axis, kind = ids[0].fields[key].label if key in ids[0].fields else key[6:], "parameter"
+    else:  # burstiness, or one swept engine parameter
+        key = next((k for k in varying if k.startswith("param:")), varying[0] if varying else "request_rate")
+        ref = next((i.fields[key] for i in ids if key in i.fields), None)
+        axis = ref.label if ref is not None else key
+        kind = "load" if ref is not None and ref.group == "load" else "parameter"
     common = [ids[0].fields[k] for k in keys if k not in varying and k in ids[0].fields]
     model = ids[0].fields.get("model")
     series = (
