@@ -17,7 +17,7 @@ from benchbook.analysis import resultset as rset
 from benchbook.analysis import slo as S
 from benchbook.errors import InputError
 from benchbook.ingest import formats
-from test_identity import LLAMA, PD, shared
+from test_identity import DEEPSEEK, LLAMA, PD, shared
 
 SLO = {"ttft_ms": 250, "tpot_ms": 30, "attainment": 0.9}
 
@@ -102,3 +102,15 @@ def test_default_target_is_99_percent_attainment():
     s = S.parse({"tpot_ms": 50})
     assert s.attainment == 0.99 and s.percentile is None and s.target_pct == 99
     assert s.describe() == "TPOT ≤ 50 ms for at least 99% of requests"
+
+
+def test_itl_limit_is_each_requests_largest_gap_and_a_one_token_answer_meets_it():
+    # DeepSeek-V2.5 at rate inf: 38 of its 200 answers are one token long (no gaps at all)
+    path = shared(DEEPSEEK)
+    d = json.loads(path.read_text())
+    limit = 50.0
+    good = sum(1 for gaps, err in zip(d["itls"], d["errors"]) if not err and max(gaps, default=0.0) * 1000 <= limit)
+    assert sum(1 for n in d["output_lens"] if n == 1) == 38
+    (run,) = formats.read(path)
+    r = S.evaluate(run, S.parse({"itl_ms": limit, "attainment": 0.5}))
+    assert (r.good, r.sent) == (good, 200)
