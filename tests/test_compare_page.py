@@ -59,6 +59,8 @@ def test_llama70b_rate_sweep_with_an_slo_beside_deepseek(tmp_path, open_page):
     assert [p["achieved_req_s"] for p in sw["points"]][2:] == pytest.approx([6.333249923861803, 8.398304797910107])
     assert {p["gpus"] for p in sw["points"]} == {8}  # from the user's file: the frontier is drawn
     assert v["identities"][0]["identity"]["gpus"] == "8"
+    html = (out / "compare.html").read_text(encoding="utf-8")
+    assert "benchbook-compare.yml" in html and str(tmp_path) not in html  # overrides named, no machine path
     (h,) = v["slo"]["highest"]
     assert h["status"] == "interpolated" and 3.175 < h["achieved_req_s"] < 6.333  # between rate 4 and 16
     kinds = [f["kind"] for f in v["findings"]]

@@ -345,7 +345,10 @@ def load_overrides(files: Sequence[str | Path], labels: Mapping[str, str] | Iter
     import yaml
 
     ov = Overrides()
-    for folder in dict.fromkeys(Path(f).resolve().parent for f in files):
+    folders: dict[Path, Path] = {}  # resolved folder -> the folder as the files were given (no machine path on a page)
+    for f in files:
+        folders.setdefault(Path(f).resolve().parent, Path(f).parent)
+    for folder in folders.values():
         for name in OVERRIDE_FILES:
             p = folder / name
             if not p.is_file():
