@@ -471,3 +471,16 @@ def find_duplicates(runs: Sequence[BenchmarkRun]) -> list[DuplicateSet]:
         reasons = list(dict.fromkeys(w for a, w in why if a in members))
         out.append(DuplicateSet(kept, members, "; ".join(reasons)))
     return sorted(out, key=lambda d: d.members[0])
+
+
+def config_label(cfg: Mapping[str, Any]) -> str:
+    """A short name from a run's config — model, request rate, concurrency, prompts — as ``benchbook
+    init`` names an arm. A name, not an identity: runs sharing it may still differ (see
+    :func:`read_identity`), and the compare page keeps them apart."""
+    model = str(cfg.get("model") or cfg.get("label") or "unknown model").rstrip("/").split("/")[-1]
+    parts = [model, f"rate {_num(cfg.get('request_rate'))}"]
+    if cfg.get("max_concurrency") is not None:
+        parts.append(f"concurrency {cfg['max_concurrency']}")
+    if cfg.get("num_prompts") is not None:
+        parts.append(f"{cfg['num_prompts']} prompts")
+    return ", ".join(parts)

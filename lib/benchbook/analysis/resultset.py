@@ -147,7 +147,12 @@ def build(
     min_duration_s: float = 60.0,
     min_completed: int = 100,
     max_error_rate: float = 0.01,
+    runs: Sequence[tuple[str, BenchmarkRun]] | None = None,
+    arms: Mapping[str, str] | None = None,
 ) -> ResultSet:
+    """``runs``: (run id, run) already read (a campaign's results runs), instead of reading ``files``
+    (which then only locate ``benchbook-compare.yml``); ``arms``: run id -> the arm label a campaign
+    gives it, which names the configuration and, like a user's label, tells configurations apart."""
     from benchbook.analysis.reconcile import gates
     from benchbook.ingest import formats
 
@@ -157,11 +162,11 @@ def build(
         raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
     the_slo = slo_mod.parse(slo)
     overrides = ident.load_overrides(files, labels)
-    raw: list[tuple[str, BenchmarkRun]] = []
-    for f in files:
-        runs = formats.read(f)
-        for r in runs:
-            raw.append((run_id(f, r.location, len(runs) > 1), r))
+    raw: list[tuple[str, BenchmarkRun]] = list(runs or [])
+    for f in files if runs is None else []:
+        read = formats.read(f)
+        for r in read:
+            raw.append((run_id(f, r.location, len(read) > 1), r))
     # 1. duplicates
     dup_sets = ident.find_duplicates([r for _, r in raw])
     dropped: set[int] = set()
@@ -185,6 +190,8 @@ def build(
         user = {}
         for j in [i] + [k for d in dup_sets if d.kept == i for k in d.members if k != i]:
             user = {**overrides.for_file(raw[j][1].source), **user}
+        if arms and rid in arms:
+            user = {"label": arms[rid], **user}
         e = Entry(rid, r, carried[i], ident.read_identity(r, user))
         e.gpus = ident.gpu_count(r, e.identity)
         e.gates = gates(r, min_duration_s=min_duration_s, min_completed=min_completed, max_error_rate=max_error_rate)

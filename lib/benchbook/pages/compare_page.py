@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchbook.analysis import resultset as rset
@@ -44,6 +44,9 @@ class Page:
     title: str
     window: Any = None
     engine_run: str | None = None
+    engine_checks: list[tuple[str, list[Any]]] = field(default_factory=list)  # (run id, checks), from analysis
+    inputs: list[str] = field(default_factory=list)  # every file read, for provenance
+    todo: list[str] = field(default_factory=list)  # the campaign's open decisions (campaign.json "todo")
 
     @property
     def runs(self) -> list[rset.Entry]:
@@ -64,11 +67,23 @@ def load(
     engine_before: str = "",
     engine_after: str = "",
     engine_run: str = "",
+    campaign: str = "",
 ) -> Page:
     """Read the files and decide the page (:func:`resultset.build`). ``labels``: ``{file: label}``
     or ``["FILE=LABEL"]``; ``slo``: ``{ttft_ms, tpot_ms, itl_ms, e2el_ms, percentile | attainment}``.
     ``engine_before``/``engine_after``: a ``/metrics`` pair for the window of ``engine_run`` (empty:
-    the only run, else the first run of the baseline configuration)."""
+    the only run, else the first run of the baseline configuration). ``campaign``: a campaign folder of
+    results runs, read instead of ``files`` (``analysis.results``): its result files, each run's arm,
+    engine window and reconciliation."""
+    inputs = None
+    if campaign:
+        from benchbook.analysis import results
+
+        if files or engine_before or engine_after:
+            raise InputError("parameters", "campaign", "give a campaign or files/engine_before/engine_after, not both")
+        inputs = results.campaign_inputs(campaign)
+        files = inputs.files
+        title = title or inputs.title
     rs = rset.build(
         files,
         baseline=baseline,
@@ -78,8 +93,18 @@ def load(
         min_duration_s=min_duration_s,
         min_completed=min_completed,
         max_error_rate=max_error_rate,
+        runs=None if inputs is None else [(pid, r) for pid, _, r in inputs.runs],
+        arms=None if inputs is None else inputs.configs,
     )
     page = Page(rs, title or f"Comparison of {len(rs.entries)} runs")
+    page.inputs = (
+        list(inputs.inputs)
+        if inputs is not None
+        else list(files) + [o for o in rs.overrides if not o.startswith("--label")]
+    )
+    if inputs is not None:
+        page.engine_checks = inputs.engine_checks()
+        page.todo = inputs.open_items()
     if engine_before or engine_after:
         if not (engine_before and engine_after):
             raise InputError("parameters", "engine_before", "give both engine_before and engine_after, or neither")
@@ -91,6 +116,13 @@ def load(
         if engine_run and engine_run not in ids:
             raise InputError("parameters", "engine_run", f"unknown run {engine_run!r}; runs: {', '.join(ids)}")
         page.engine_run = engine_run or (ids[0] if len(ids) == 1 else rs.config(rs.baseline).entries[0].id)
+        from benchbook.analysis.results import EngineWindow, reconcile_run
+
+        ew = EngineWindow(page.engine_run, page.window, {}, "metrics_labels", [engine_before, engine_after])
+        page.engine_checks = [
+            (page.engine_run, [*page.window.checks, *reconcile_run(rs.entry(page.engine_run).run, ew)])
+        ]
+        page.inputs += [engine_before, engine_after]
     return page
 
 
@@ -131,9 +163,14 @@ def header(page: Page) -> bd.Block:
     bd.record("configurations", [c.label for c in rs.configs])
     bd.record("baseline", rs.baseline)
     bd.record("repeats", {c.label: len(c.entries) for c in rs.configs})
+    bd.record("todo", page.todo)
+    todo = (
+        str(bd.text("Still to decide (campaign.json todo): {items}.", items="; ".join(page.todo))) if page.todo else ""
+    )
     n_read = sum(len(e.carried_by) for e in rs.entries)
     return bd.Block(
         str(bd.heading(page.title, 1))
+        + todo
         + str(
             bd.text(
                 "{n} run(s) ({r} read from {f} file(s); duplicates counted once) in {c} configuration(s); "
@@ -304,7 +341,7 @@ def runs_table(page: Page) -> bd.Block:
         rows.append(
             {
                 "Run": e.id,
-                "Format": e.run.format,
+                "Format": e.run.format + (f" — {e.run.tool_version}" if e.run.tool_version else ""),
                 "Configuration": e.config,
                 "Rate": _rate(c.get("request_rate")),
                 "Concurrency": c.get("max_concurrency") if c.get("max_concurrency") is not None else "—",
@@ -817,18 +854,15 @@ def slo_section(page: Page) -> bd.Block:
 
 
 def checks(page: Page) -> bd.Block:
-    from benchbook.analysis.reconcile import reconcile
-
     rows, rec = [], []
     for e in page.runs:
         for c in e.gates:
             rows.append({"Run": e.id, "Check": c.name, "Status": _status(c.status), "Detail": c.detail})
             rec.append({"run": e.id, "kind": "gate", "name": c.name, "status": c.status})
-    if page.window is not None:
-        e = page.rs.entry(page.engine_run)  # type: ignore[arg-type]
-        for c in [*page.window.checks, *reconcile(e.run, page.window.engine())]:
-            rows.append({"Run": e.id, "Check": c.name, "Status": _status(c.status), "Detail": c.detail})
-            rec.append({"run": e.id, "kind": "engine", "name": c.name, "status": c.status})
+    for run_id, engine_checks in page.engine_checks:
+        for c in engine_checks:
+            rows.append({"Run": run_id, "Check": c.name, "Status": _status(c.status), "Detail": c.detail})
+            rec.append({"run": run_id, "kind": "engine", "name": c.name, "status": c.status})
     bd.record("checks", rec)
     p = page.rs.gate_params
     return _table_section(
@@ -838,9 +872,16 @@ def checks(page: Page) -> bd.Block:
         (
             f"Gates (parameters): duration ≥ {p['min_duration_s']:g} s, completed ≥ {p['min_completed']}, error rate ≤ "
             f"{p['max_error_rate']:.2%}; warn means the check could not be made. Engine checks need a before/after "
-            "/metrics pair."
+            "/metrics pair; the client's model must name the engine series compared with it."
         ),
     )
+
+
+def request_views(page: Page) -> bd.Block:
+    """Per-request distributions, time course and outcome shares (benchbook.pages.request_views)."""
+    from benchbook.pages import request_views as rv
+
+    return rv.section((e.id, e.config, e.run) for e in page.runs)
 
 
 def notes(page: Page) -> bd.Block:
@@ -853,7 +894,4 @@ def notes(page: Page) -> bd.Block:
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
-    inputs = list(page.rs.files) + [o for o in page.rs.overrides if not o.startswith("--label")]
-    if page.window is not None:
-        inputs += [page.window.before.source, page.window.after.source]
-    return bd.provenance(inputs=inputs, parameters=parameters)
+    return bd.provenance(inputs=list(page.inputs), parameters=parameters)
