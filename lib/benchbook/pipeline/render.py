@@ -505,7 +505,7 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
         if o.error is not None:  # the whole campaign failed: every page it had is marked, and kept
             failed.update({p: o.error for p in PAGES if (reports / o.name / f"{p}.html").exists()})
         for page in PAGES:
-            if page in done:
+            if page in done and page not in failed:  # a kept page whose render failed now is marked
                 links.append({"label": PAGES[page][1], "href": f"{o.name}/{page}.html", "status": "ok"})
             elif page in failed:
                 kept = (reports / o.name / f"{page}.html").exists()
@@ -717,19 +717,6 @@ def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, 
     )
     _log(f"compare: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
     return 0
-
-
-def render_one_of_many(campaign: Path, out: Path, **kw: Any) -> CampaignOutcome:
-    """One campaign of ``render --all``: whatever goes wrong (bad bytes, a nesting bomb, a
-    RecursionError, a dead kernel, a bug) is this campaign's failure, never the batch's."""
-    try:
-        return render_campaign(campaign, out, keep_going=True, **kw)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as e:  # noqa: BLE001 - isolation is the point: recorded, logged, exit code kept
-        outcome = campaign_failure(campaign, e)
-        _error(f"{campaign.name}: FAILED: {outcome.error[1]}")
-        return outcome
 
 
 def batch_exit_code(outcomes: list[CampaignOutcome]) -> int:
