@@ -254,3 +254,31 @@ def test_prompt_classes_come_from_text_or_a_file(tmp_path):
     with pytest.raises(InputError, match="letters, digits"):
         parse_prompt("a b=text")
     assert {k: len(v.split()) for k, v in default_prompts().items()} == {"short": 128, "long": 1024}
+
+
+def test_a_killed_capture_does_not_leave_the_benchmark_running(server, tmp_path):
+    out, marker = tmp_path / "run", tmp_path / "child.pid"
+    script = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "benchbook.commands.cli", "capture", "run", "--metrics", server, "--out", str(out), "--",
+         sys.executable, "-c", script],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    p.kill()  # SIGKILL: benchbook cannot clean up, the kernel tells the child
+    p.wait()
+    child = int(marker.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    cap = json.loads((out / "capture.json").read_text())
+    assert cap["complete"] is False and "killed before it could say why" in cap["stopped"]

@@ -200,7 +200,22 @@ def _bench(engine, tmp_path: Path, concurrency: int, prompts: int) -> Path:
         "--result-filename",
         f"c{concurrency}.json",
     ]
-    r = _bb("capture", "run", "--metrics", engine.url, "--every", "0.25", "--out", str(out), "--", *cmd)
+    # the time limit stops the benchmark (run marked incomplete) before the test's own timeout would kill benchbook
+    r = _bb(
+        "capture",
+        "run",
+        "--metrics",
+        engine.url,
+        "--every",
+        "0.25",
+        "--time-limit",
+        "900",
+        "--out",
+        str(out),
+        "--",
+        *cmd,
+        timeout=1200,
+    )
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
     return out
 

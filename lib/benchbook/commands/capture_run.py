@@ -9,6 +9,7 @@ and the run goes on; the scrapes before and after must succeed (they bracket the
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -73,6 +74,18 @@ class _Tee(threading.Thread):
                 if self.echo:
                     sys.stdout.buffer.write(line)
                     sys.stdout.flush()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM it if benchbook dies without stopping it (kill -9, a crash).
+
+    The command runs in its own session (so Ctrl-C reaches benchbook, which stops it in order); this
+    keeps a killed capture from leaving the benchmark running unattended. Linux only (prctl)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _stop(proc: subprocess.Popen, sig: int = signal.SIGINT) -> None:
@@ -162,7 +175,13 @@ def capture_run(
     start = time.time()
     try:
         doc["command"]["started_at"] = utc(start)
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
         tee = _Tee(proc.stdout, folder.path / "command.log", echo)
         tee.start()
         folder.save()
