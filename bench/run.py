@@ -339,7 +339,7 @@ def _schedule(cache: Path, quick: bool, rows: list[dict], target, single_page: f
         run_command(render + [str(data), "--out", str(out), "--page", "history", "-j", "2", "--quiet"], 1)
         times = []
         for _ in range(3):
-            (out / "history.key").unlink()
+            (out / "history.key").unlink(missing_ok=True)
             times += run_command(render + [str(data), "--out", str(out), "--page", "history", "--quiet"], 1)["times"]
         h = {"times": times, "rss_kib": 0}
         hm = statistics.median(times)
