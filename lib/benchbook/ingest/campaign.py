@@ -297,6 +297,39 @@ class Campaign:
                     problems.append(e)
         return problems
 
+    def sample_snapshots(self, r: Run, i: int):
+        """``(before, after, window)`` of sample ``i`` of phases run ``r``: the one reader of phase
+        samples, whichever source they come from — two capture files (``window`` None), or the run's
+        Prometheus server for the sample's ``window`` (the two Snapshots of a ``promsource.Window``).
+        Capture files are parsed once per run (only the lines the split reads: a histogram's
+        ``_sum``/``_count``, no buckets); windows are fetched once per campaign object."""
+        doc = self._phases_doc(r)
+        s = doc["samples"][i]
+        where = f"$.samples[{i}]"
+        cache = self.__dict__.setdefault("_snapshots", {})
+        if "window" in s:
+            if (r.id, i) not in cache:
+                cache[(r.id, i)] = _fetch_window(self, r, s, f"{where}.window", self.profile)
+            win = cache[(r.id, i)]
+            return win.before, win.after, win
+        if s["metrics_before"] == s["metrics_after"]:
+            raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
+        names = phases_mod.needed_samples(self.profile)  # _sum/_count of the histograms, no buckets
+
+        def snap(rel: str, at: str) -> prometheus.Snapshot:
+            p = (r.path / rel).resolve()
+            if not p.exists():
+                raise InputError(r.file, at, f"references {rel!r}, which does not exist")
+            if (r.id, rel) not in cache:
+                cache[(r.id, rel)] = prometheus.read(p, names)
+            return cache[(r.id, rel)]
+
+        return (
+            snap(s["metrics_before"], f"{where}.metrics_before"),
+            snap(s["metrics_after"], f"{where}.metrics_after"),
+            None,
+        )
+
     @cached_property
     def phase_samples(self):
         """One row per phase sample with its split; unattributable samples are excluded (listed).
@@ -308,20 +341,9 @@ class Campaign:
         import polars as pl
 
         profile = self.profile
-        names = phases_mod.needed_samples(profile)  # _sum/_count of the histograms, no buckets
         rows = []
         for r in self.runs_of("phases"):
             doc = self._phases_doc(r)
-            snaps: dict[str, prometheus.Snapshot] = {}
-
-            def snap(rel: str, where: str) -> prometheus.Snapshot:
-                p = (r.path / rel).resolve()
-                if not p.exists():
-                    raise InputError(r.file, where, f"references {rel!r}, which does not exist")
-                if rel not in snaps:
-                    snaps[rel] = prometheus.read(p, names)
-                return snaps[rel]
-
             seen: dict[tuple[str, int], int] = {}
             for i, s in enumerate(doc["samples"]):
                 where = f"$.samples[{i}]"
@@ -335,14 +357,10 @@ class Campaign:
                     raise InputError(r.file, f"{where}.prompt_class", f"unknown prompt class {s['prompt_class']!r}")
                 label = f"{s['prompt_class']} repeat {s['repeat']}"
                 try:
-                    if "window" in s:
-                        sp = _window_split(self, r, s, f"{where}.window", profile)
-                    else:
-                        if s["metrics_before"] == s["metrics_after"]:
-                            raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
-                        before = snap(s["metrics_before"], f"{where}.metrics_before")
-                        after = snap(s["metrics_after"], f"{where}.metrics_after")
-                        sp = phases_mod.split(before, after, profile, s["client_total_s"], s.get("first_event_s"))
+                    before, after, win = self.sample_snapshots(r, i)
+                    if win is not None:  # a counter reset inside the window excludes the sample
+                        win.check_resets(profile, phases_mod.NEEDED)
+                    sp = phases_mod.split(before, after, profile, s["client_total_s"], s.get("first_event_s"))
                 except phases_mod.Excluded as e:
                     self.exclusions.append(Exclusion(str(r.file), f"{where} ({label})", e.reason))
                     continue
@@ -485,14 +503,13 @@ def prometheus_source(
     return merged
 
 
-def _window_split(
-    camp: Campaign, run: Run, sample: dict[str, Any], where: str, profile: EngineProfile
-) -> phases_mod.PhaseSplit:
-    """Phase split of a sample whose counters come from the run's Prometheus source.
+def _fetch_window(camp: Campaign, run: Run, sample: dict[str, Any], where: str, profile: EngineProfile):
+    """The counters of a sample whose window comes from the run's Prometheus source.
 
-    ``promsource.fetch_window`` gives the same Snapshots as two capture files; a counter reset
-    inside the window raises ``phases.Excluded`` (the sample is listed, not used). An unreachable
-    server raises SourceError (exit 4); a query that returns nothing raises InputError (exit 2).
+    ``promsource.fetch_window`` gives the same Snapshots as two capture files; the phase split
+    excludes the sample when a counter reset inside the window (``Window.check_resets``). An
+    unreachable server raises SourceError (exit 4); a query that returns nothing raises InputError
+    (exit 2).
     """
     from benchbook.metrics import promsource
     from benchbook.metrics.promsource import DEFAULT_TIMEOUT_S
@@ -507,10 +524,9 @@ def _window_split(
     w = sample["window"]
     if not w["t1"] > w["t0"]:
         raise InputError(run.file, where, f"t1 {w['t1']} is not after t0 {w['t0']}")
-    win = promsource.fetch_window(
+    return promsource.fetch_window(
         src["url"], w["t0"], w["t1"], src["matchers"], profile, timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S)
     )
-    return win.split(profile, sample["client_total_s"], sample.get("first_event_s"))
 
 
 def _read_text(p: Path) -> str:

@@ -331,24 +331,11 @@ def render_page(
 
 
 def read_manifest(campaign: Path) -> dict[str, Any]:
-    """``campaign.json`` as a dict (only what the renderer needs; full validation lives in ingest)."""
-    path = Path(campaign) / "campaign.json"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, None, "no campaign.json: not a campaign folder") from None
-    except OSError as e:
-        raise InputError(path, None, f"cannot read: {e.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(path, f"line {e.lineno}", f"not valid JSON: {e.msg}") from None
-    if not isinstance(data, dict):
-        raise InputError(path, "$", "expected a JSON object")
-    for key, typ in (("arms", dict), ("runs", list)):
-        if key in data and not isinstance(data[key], typ):
-            raise InputError(path, f"$.{key}", f"expected {'an object' if typ is dict else 'an array'}")
-    return data
+    """``campaign.json`` as a dict, read and validated by the one manifest reader
+    (:func:`benchbook.ingest.campaign.open_manifest`)."""
+    from benchbook.ingest.campaign import open_manifest
+
+    return open_manifest(campaign)[2]
 
 
 def pages_for(manifest: Mapping[str, Any]) -> list[str]:
