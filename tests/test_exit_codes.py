@@ -83,7 +83,12 @@ CASES = [
     ("validate-ok", ["validate", "-q", "{w}/data/mini"], 0, None),
     ("prefill-sim-ok", SIM, 0, None),
     ("render-missing-campaign", ["render", "{w}/nowhere", "--out", "{w}/o"], 2, "campaign folder does not exist"),
-    ("render-bad-manifest", ["render", "{w}/broken", "--out", "{w}/o"], 2, "campaign.json: line 2: not valid JSON"),
+    (
+        "render-bad-manifest",
+        ["render", "{w}/broken", "--out", "{w}/o"],
+        2,
+        "campaign.json: line 2 column 10: not valid JSON",
+    ),
     (
         "render-all-bad-params",
         ["render", "--all", "{w}/data", "--out", "{w}/o", "--params", "{w}/params.json"],

@@ -86,7 +86,7 @@ def test_bad_manifest_exits_2_with_file_and_line(tmp_path, capsys):
     (c / "campaign.json").write_text('{"title": "x",\n "arms": }')
     assert main(["render", str(c), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "campaign.json: line 2: not valid JSON" in err
+    assert "campaign.json: line 2 column 10: not valid JSON" in err
     assert main(["render", "--all", str(tmp_path / "data"), "--out", str(tmp_path / "o")]) == 2
     assert (tmp_path / "o" / "index.html").is_file()
 

@@ -145,7 +145,8 @@ def how_to_read(page: Page) -> bd.Block:
     return bd.how_to_read(
         n_per_cell=(
             f"each cell is the median of n={'/'.join(map(str, ns))} samples from one phase-split run, with "
-            "[min–max]; with n=3 those are exactly the three samples. Runs, not requests, are the unit of replication."
+            "[min–max]" + ("; with n=3 those are exactly the three samples" if 3 in ns else "") + ". Runs, not "
+            "requests, are the unit of replication."
         ),
         warmup=f"{'/'.join(map(str, disc)) or 'no'} warm-up round(s) per cell discarded before statistics (listed under Exclusions)",
         noise_rule=RULE_TEXT[page.rule] + f". Measured spread: {page.noise.describe()}.",
@@ -156,19 +157,28 @@ def how_to_read(page: Page) -> bd.Block:
             "INTERACTION: a combination of switches is a result on a cell while every one of its switches, "
             "measured alone against the same baseline, is within noise. It is minimal when no smaller measured "
             "combination of those switches is already a result there.",
-            "Decode rates are floors (the engine's duration runs to the end of the response); at n=3 no p-value is printed.",
+            "Decode rates are floors (the engine's duration runs to the end of the response).",
+            # what the smallest n allows (no p-value, bootstrap = range), from stats.small_n_notes
+            *(stats.small_n_notes(min(ns))[2:] if ns else []),
         ],
     )
 
 
 def switches(page: Page) -> bd.Block:
+    from benchbook.analysis.campaign_analysis import analyse
+
     c = page.camp
+    clamps = {x.arm: x for x in analyse(c, rule=page.rule).clamps if x.arm in page.all_arms}
+    bd.record("clamps", [x.as_dict() for x in clamps.values()])
     rows = [
         {
             "Arm": a,
             "Label": _label(page, a),
             "Environment": c.arm_environment(a),
             "Switches vs baseline": "— (the baseline)" if a == page.baseline_arm else _switch_text(page, a),
+            "What ran (server log)": "—"
+            if a not in clamps
+            else bd.mark("fail" if clamps[a].clamped else "pass", clamps[a].verdict),
         }
         for a in page.all_arms
     ]

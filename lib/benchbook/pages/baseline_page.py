@@ -594,26 +594,7 @@ METRIC_NAMES = {
 
 
 def comparisons_table(page: Page) -> bd.Block:
-    bd.record(
-        "comparisons",
-        [
-            {
-                k: c[k]
-                for k in (
-                    "baseline",
-                    "candidate",
-                    "metric",
-                    "context",
-                    "ratio",
-                    "change_pct",
-                    "verdict",
-                    "is_result",
-                    "reason",
-                )
-            }
-            for c in page.comparisons
-        ],
-    )
+    bd.record("comparisons", page.comparisons)  # as the analysis computed them (the summary's entries)
     rows = [
         {
             "Candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",

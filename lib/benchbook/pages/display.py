@@ -288,7 +288,6 @@ def how_to_read(
 
 PACKAGES = (
     "polars",
-    "pandas",
     "numpy",
     "scipy",
     "altair",

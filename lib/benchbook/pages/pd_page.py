@@ -384,27 +384,7 @@ def throughput(page: Page) -> bd.Block:
             )
     gains = [c for c in page.report.comparisons if c["key"] == "output_tok_s_per_card"]
     bd.record("throughput", rows)
-    bd.record(
-        "gains",
-        [
-            {
-                k: c[k]
-                for k in (
-                    "baseline",
-                    "candidate",
-                    "window",
-                    "context",
-                    "baseline_value",
-                    "candidate_value",
-                    "change_pct",
-                    "verdict",
-                    "reason",
-                    "source",
-                )
-            }
-            for c in gains
-        ],
-    )
+    bd.record("gains", gains)  # the analysis's comparison entries, as the summary carries them
     table = [
         {
             "Run": x["run"],
@@ -523,16 +503,7 @@ def throughput(page: Page) -> bd.Block:
 
 def comparisons(page: Page) -> bd.Block:
     cs = [c for c in page.report.comparisons if c["key"] != "output_tok_s_per_card"]
-    bd.record(
-        "comparisons",
-        [
-            {
-                k: c[k]
-                for k in ("metric", "context", "baseline_value", "candidate_value", "change_pct", "verdict", "source")
-            }
-            for c in cs
-        ],
-    )
+    bd.record("comparisons", cs)  # the analysis's comparison entries, as the summary carries them
     if not cs:
         return bd.Block("")
     rows = [
