@@ -129,15 +129,14 @@ def _check_number_range(doc: Any, path: str | Path) -> None:
 
 # --------------------------------------------------------------------------- computed values -> JSON
 
-DIGITS = 6  # floats are rounded to this many decimals in values.json and in the summary
-
 
 def plain(value: Any) -> Any:
     """``value`` as plain JSON types, deterministically: the one serializer for pages' recorded
     values (``<page>.values.json``) and ``benchbook summary --json``.
 
-    Floats are rounded to :data:`DIGITS` decimals; NaN and ±infinity become ``null`` (JSON has no
-    such numbers; a figure that cannot be computed is absent, never a string). Mappings keep their
+    Floats are written as computed (Python's shortest round-trip form; rounding is the page's
+    display business, never the record's); NaN and ±infinity become ``null`` (JSON has no such
+    numbers; a figure that cannot be computed is absent, never a string). Mappings keep their
     order with string keys, tuples become lists, sets sorted lists, dates ISO strings; polars frames
     become lists of row objects, series lists; numpy values their Python equivalents; dataclasses
     their fields (or their ``as_dict()`` when they define one).
@@ -145,7 +144,7 @@ def plain(value: Any) -> Any:
     if value is None or isinstance(value, (bool, str, int)):
         return value
     if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else round(value, DIGITS)
+        return None if math.isnan(value) or math.isinf(value) else value
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

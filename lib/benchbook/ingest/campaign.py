@@ -533,8 +533,11 @@ def _read_text(p: Path) -> str:
     return read_text(p)
 
 
-def open_manifest(path: str | Path) -> tuple[Path, Path, dict[str, Any]]:
-    """(campaign folder, its campaign.json, the manifest validated against the campaign schema)."""
+def open_manifest(path: str | Path, *, schema: bool = True) -> tuple[Path, Path, dict[str, Any]]:
+    """(campaign folder, its campaign.json, the manifest validated against the campaign schema):
+    the one reader of ``campaign.json``. ``schema=False`` (the renderer deciding which pages a
+    folder gets) only checks that it is a JSON object whose ``arms`` is an object and ``runs`` an
+    array; loading the campaign validates the rest."""
     root = Path(path)
     if not root.exists():
         raise InputError(root, "-", "no such campaign folder")
@@ -544,7 +547,14 @@ def open_manifest(path: str | Path) -> tuple[Path, Path, dict[str, Any]]:
     if not mpath.exists():
         raise InputError(root, "-", "no campaign.json in this folder (an empty or non-campaign folder)")
     manifest = load_json(mpath)
-    validate(manifest, "campaign", mpath)
+    if schema:
+        validate(manifest, "campaign", mpath)
+        return root, mpath, manifest
+    if not isinstance(manifest, dict):
+        raise InputError(mpath, "$", "expected a JSON object")
+    for key, typ in (("arms", dict), ("runs", list)):
+        if key in manifest and not isinstance(manifest[key], typ):
+            raise InputError(mpath, f"$.{key}", f"expected {'an object' if typ is dict else 'an array'}")
     return root, mpath, manifest
 
 
