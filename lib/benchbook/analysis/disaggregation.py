@@ -563,6 +563,12 @@ def _speculative(r: PDRun, rep: PDReport) -> None:
             f"acceptance length: {r.id}",
             "fail" if problems else "pass",
             "; ".join(problems) or f"{spec['output_tokens']} / {spec['verify_calls']} = {al:.4f}",
+            {
+                "run": r.id,
+                "output_tokens": spec["output_tokens"],
+                "verify_calls": spec["verify_calls"],
+                "acceptance_length": al,
+            },
         ).as_dict()
     )
 

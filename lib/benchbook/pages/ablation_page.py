@@ -466,7 +466,17 @@ def interactions(page: Page) -> bd.Block:
         lines.append(
             "No interaction: no combination is a result on a cell where all of its switches alone are within noise."
         )
+    lines.append(_n_sentence(page))
     return bd.Block("<h2>Interactions</h2><ul>" + "".join(f"<li>{bd.esc(x)}</li>" for x in lines) + "</ul>")
+
+
+def _n_sentence(page: Page) -> str:
+    """The n behind every verdict of the page, from the cells."""
+    ns = sorted({int(n) for n in page.cells["n"].to_list()})
+    return (
+        f"Each verdict above compares two cells of n={'/'.join(map(str, ns))} samples each (median [min–max]), "
+        f"against the {stats.fmt_pct(page.spread)} spread between two identical runs."
+    )
 
 
 def phase_findings(page: Page) -> bd.Block:
@@ -561,7 +571,7 @@ def spread(page: Page) -> bd.Block:
     lines.append(
         f"The tightest column is {tight['prompt_class']} {tight['phase']} (median range "
         f"{stats.fmt_pct(tight['median_width'])}); differences below the {stats.fmt_pct(page.spread)} "
-        "spread are not measurable with these samples."
+        f"spread are not measurable with these n={'/'.join(map(str, sorted({int(n) for n in page.cells['n'].to_list()})))} samples."
     )
     bd.record("spread_sentences", lines)
     return bd.Block(

@@ -617,7 +617,7 @@ def acceptance(page: Page) -> bd.Block:
                 "output_tokens": spec["output_tokens"],
                 "verify_calls": spec["verify_calls"],
                 "verify_width": spec.get("verify_width"),
-                "acceptance_length": disaggregation.acceptance_length(spec["output_tokens"], spec["verify_calls"]),
+                "acceptance_length": chk["acceptance_length"] if chk else None,  # computed by the analysis
                 "status": chk["status"] if chk else None,
             }
         )
@@ -631,7 +631,7 @@ def acceptance(page: Page) -> bd.Block:
             "Output tokens": x["output_tokens"],
             "Verify calls": x["verify_calls"],
             "Verify width": x["verify_width"],
-            "Acceptance length": f"{x['acceptance_length']:.4f}",
+            "Acceptance length": "—" if x["acceptance_length"] is None else f"{x['acceptance_length']:.4f}",
             "Check": _status_mark(x["status"]) if x["status"] else "—",
         }
         for x in rows
