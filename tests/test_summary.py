@@ -136,5 +136,5 @@ def test_summary_writes_no_infinity_as_a_string():
 
     assert plain({"a": float("inf"), "b": [float("-inf"), float("nan"), 1 / 3]}) == {
         "a": None,
-        "b": [None, None, 0.333333],
+        "b": [None, None, 1 / 3],
     }
