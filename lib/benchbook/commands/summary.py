@@ -53,6 +53,17 @@ def run(args) -> int:
             f"  {c['candidate']} vs {c['baseline']} {c['metric']} [{c['context']}]: "
             f"{c['ratio']:.3f}x ({c['change_pct']:+.1f}%) {c.get('mark', '')} {c['verdict']}"
         )
+    for d in s["memory_deltas"]:
+        print(f"  memory: {d['text']}")
+    for r in s["interval_rates"]:
+        print(f"  interval rate: {r['text']}")
+    for r in s["references"]:
+        print(f"  reference: {r['text']}")
+    if s["ablation"]:
+        for f in s["ablation"]["findings"]:
+            print(f"  ablation: {f}")
+        for i in s["ablation"]["interactions"]:
+            print(f"  ablation: {i['text']}")
     for c in s["checks"]:
         print(f"  [{c['status']}] {c['name']}: {c['detail']}")
     for e in s["exclusions"]:
