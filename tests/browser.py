@@ -43,6 +43,7 @@ class PageReport:
     tables: list[str] = field(default_factory=list)  # ids of every <table id=...> on the page
     missing_tables: list[str] = field(default_factory=list)
     screenshot: Path | None = None
+    texts: dict[str, str] = field(default_factory=dict)  # selector -> innerText of its first match ("" if none)
 
     @property
     def ok(self) -> bool:
@@ -100,6 +101,7 @@ def open_page(
     screenshot: str | Path | None = None,
     viewport: tuple[int, int] = (1280, 900),
     settle_ms: int = 300,
+    text_of: Iterable[str] = (),
 ) -> PageReport:
     """Load ``path`` from file:// with every other request blocked; see :class:`PageReport`."""
     path = Path(path).resolve()
@@ -140,6 +142,10 @@ def open_page(
         report.charts = page.evaluate(_COUNT_CHARTS)
         report.tables = page.evaluate("() => Array.from(document.querySelectorAll('table[id]')).map(t => t.id)")
         report.missing_tables = [t for t in table_ids if t not in report.tables]
+        for sel in text_of:
+            report.texts[sel] = page.evaluate(
+                "(s) => { const e = document.querySelector(s); return e ? e.innerText : ''; }", sel
+            )
         if screenshot is not None:
             shot = Path(screenshot)
             if not shot.is_absolute():

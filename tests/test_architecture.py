@@ -89,6 +89,9 @@ TESTS_UNDER_ANOTHER_NAME = {
     "charts": "test_render_display",
     "cli": "test_exit_codes, test_render_cli",
     "validate": "test_validate_realdata, test_bad_input",
+    "history_page": "test_history",
+    "kernels": "test_render_schedule, test_render",
+    "schedule": "test_render_schedule",
 }
 
 

@@ -78,7 +78,7 @@ def metric_deltas(camp: Any) -> Any:
     rows = []
     for r in camp.runs_of("phases"):
         for i, s in enumerate(camp._phases_doc(r)["samples"]):
-            before, after, _win = camp.sample_snapshots(r, i)  # capture files or a Prometheus window
+            before, after, _win, _restart = camp.sample_snapshots(r, i)  # capture files or a Prometheus window
             samples = sorted(
                 n
                 for n in set(before.values) | set(after.values)
