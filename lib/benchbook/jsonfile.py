@@ -32,6 +32,11 @@ MAX_PARAMS_BYTES = 2**20  # render.yml / --params
 MAX_DEPTH = 64  # JSON/YAML nesting; benchbook's own formats need 6, other tools' under 12
 
 
+def check_size(path: Path, limit: int = MAX_FILE_BYTES) -> None:
+    """A file above ``limit`` bytes is bad input (checked before it is read)."""
+    _size_check(Path(path), limit)
+
+
 def _size_check(path: Path, limit: int) -> None:
     try:
         size = path.stat().st_size
@@ -75,29 +80,43 @@ def _line_col(raw: bytes, pos: int) -> str:
 _ESCAPED_QUOTES = re.compile(rb'\\+"')
 
 
-def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
-    """``(deepest nesting, offset where it first exceeds limit, keys)`` of JSON text, without parsing
-    it: brackets and colons outside strings, vectorized (numpy). ``keys`` counts every key as
-    written, so a parsed document holding fewer has a duplicate key."""
+_QUOTE, _OPEN, _CLOSE, _COLON = 1, 2, 3, 4
+
+
+@cache
+def _classes():
     import numpy as np
 
-    a = np.frombuffer(raw, dtype=np.uint8)
-    interesting = np.flatnonzero(np.isin(a, np.frombuffer(b'"[]{}:', dtype=np.uint8)))
+    lut = np.zeros(256, dtype=np.int8)
+    lut[ord('"')] = _QUOTE
+    lut[[ord("["), ord("{")]] = _OPEN
+    lut[[ord("]"), ord("}")]] = _CLOSE
+    lut[ord(":")] = _COLON
+    return lut
+
+
+def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
+    """``(deepest nesting, offset where it first exceeds limit, keys)`` of JSON text, without parsing
+    it: brackets and colons outside strings, vectorized (numpy: one byte-class lookup, then work on
+    the structural bytes only). ``keys`` counts every key as written, so a parsed document holding
+    fewer has a duplicate key."""
+    import numpy as np
+
+    codes = _classes()[np.frombuffer(raw, dtype=np.uint8)]
+    pos = np.flatnonzero(codes)
     if b"\\" in raw:  # drop quotes escaped by an odd run of backslashes
         escaped = [m.end() - 1 for m in _ESCAPED_QUOTES.finditer(raw) if (m.end() - 1 - m.start()) % 2 == 1]
         if escaped:
-            interesting = np.setdiff1d(interesting, np.asarray(escaped, dtype=interesting.dtype), assume_unique=True)
-    ch = a[interesting]
-    quote = ch == ord('"')
-    outside = (np.cumsum(quote) - quote) % 2 == 0  # an even number of quotes before it
+            pos = np.setdiff1d(pos, np.asarray(escaped, dtype=pos.dtype), assume_unique=True)
+    ch = codes[pos]
+    quote = ch == _QUOTE
+    outside = (np.cumsum(quote) & 1) == quote  # an even number of quotes before it (itself excluded)
     keep = outside & ~quote
-    ch, pos = ch[keep], interesting[keep]
-    keys = int(np.count_nonzero(ch == ord(":")))
-    step = np.isin(ch, np.frombuffer(b"[{", dtype=np.uint8)).astype(np.int64) - np.isin(
-        ch, np.frombuffer(b"]}", dtype=np.uint8)
-    )
+    ch, pos = ch[keep], pos[keep]
+    keys = int(np.count_nonzero(ch == _COLON))
+    step = (ch == _OPEN).astype(np.int64) - (ch == _CLOSE)
     if not len(step):
-        return 0, 0, keys
+        return 0, -1, keys
     depth = np.cumsum(step)
     deepest = int(depth.max())
     over = int(pos[int(np.argmax(depth > limit))]) if deepest > limit else -1
@@ -105,15 +124,10 @@ def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
 
 
 def _count_keys(doc: Any) -> int:
-    n, stack = 0, [doc]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            n += len(v)
-            stack.extend(x for x in v.values() if isinstance(x, (dict, list)))
-        elif isinstance(v, list):
-            stack.extend(x for x in v if isinstance(x, (dict, list)))
-    return n
+    """Keys in a parsed document: counted on its serialization (orjson, C) by the same scan."""
+    import orjson
+
+    return scan_json(orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS))[2]
 
 
 class _Pairs(dict):
@@ -193,10 +207,16 @@ def parse_json(raw: bytes, path: str | Path) -> Any:
         if b"NaN" in raw or b"Infinity" in raw:
             msg += " (NaN and Infinity are not JSON numbers)"
         raise InputError(path, where, f"not valid JSON: {msg}") from None
+    check_duplicate_keys(raw, doc, keys, path)
+    return doc
+
+
+def check_duplicate_keys(raw: bytes, doc: Any, keys: int, path: str | Path) -> None:
+    """A duplicate key is bad input: the parsed ``doc`` holds fewer keys than the text writes
+    (``keys`` from :func:`check_json_limits`); the slow exact pass then names it."""
     if _count_keys(doc) != keys:
         at, key = _first_duplicate(raw)
         raise InputError(path, at, f"key {key!r} appears twice in this object (which value is meant?)")
-    return doc
 
 
 def load_yaml(path: str | Path, limit: int = MAX_PARAMS_BYTES) -> Any:
@@ -260,22 +280,76 @@ def json_path(parts) -> str:
 
 
 def validate(doc: Any, schema_name: str, path: str | Path) -> None:
-    """Validate against a bundled JSON Schema; the first (deepest) error names its JSON path."""
+    """Validate against a bundled JSON Schema and report *every* problem at once.
+
+    One problem raises ``InputError``; several raise ``InputErrors`` (``benchbook validate`` prints one
+    ``file: $.path: reason`` line each). The most relevant error (jsonschema's ``best_match``) comes
+    first, the rest follow in document order; each reason says how to fix it where the schema can
+    tell (the key to add, the values allowed, the key to remove).
+    """
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
+
+    from benchbook.errors import InputErrors
 
     fmt = doc.get("format") if isinstance(doc, dict) else None
     expected = schema(schema_name)["$id"]
     if isinstance(fmt, str) and fmt != expected and fmt.split("/")[0] == expected.split("/")[0]:
         raise InputError(path, "$.format", f"unsupported version {fmt!r}; this benchbook reads {expected!r}")
     validator = Draft202012Validator(schema(schema_name))
-    err = best_match(validator.iter_errors(doc))
-    if err is not None:
-        msg = err.message
-        if len(msg) > 200:
-            msg = msg[:200] + "…"
-        raise InputError(path, json_path(err.absolute_path), msg)
+    errors = list(validator.iter_errors(doc))
+    if errors:
+        best = best_match(errors)
+        rest = sorted((e for e in errors if e is not best), key=lambda e: (_path_key(e.absolute_path), e.message))
+        problems: list[InputError] = []
+        seen: set[tuple[str, str]] = set()
+        for e in [best, *rest]:
+            where, why = json_path(e.absolute_path), _explain(e)
+            if (where, why) not in seen:
+                seen.add((where, why))
+                problems.append(InputError(path, where, why))
+        raise problems[0] if len(problems) == 1 else InputErrors(problems)
     _check_values(doc, path)
+
+
+def _path_key(parts) -> list[tuple[int, str]]:
+    return [(0, f"{p:09d}") if isinstance(p, int) else (1, str(p)) for p in parts]
+
+
+def _explain(e) -> str:
+    """jsonschema's message, shortened, plus how to fix it when the schema says."""
+    msg = e.message if len(e.message) <= 200 else e.message[:200] + "…"
+    kind = e.validator
+    if kind == "required":
+        missing = [k for k in e.validator_value if isinstance(e.instance, dict) and k not in e.instance]
+        descr = [(e.schema.get("properties", {}).get(k) or {}).get("description") for k in missing]
+        hint = "; ".join(f"add {k!r}" + (f" ({d})" if d else "") for k, d in zip(missing, descr, strict=True))
+        if "else" in e.schema_path:  # campaign.json: keys results-only campaigns may leave out
+            hint += (
+                " — needed because not every run is a results run"
+                if not e.absolute_path
+                else " — needed unless the run's harness is 'results'"
+            )
+        return f"{msg}: {hint}" if hint else msg
+    if kind == "enum":
+        return f"{msg}; use one of: {', '.join(repr(v) for v in e.validator_value)}"
+    if kind == "const":
+        return f"{msg}; expected {e.validator_value!r}"
+    if kind == "additionalProperties":
+        allowed = sorted(e.schema.get("properties", {}))
+        return f"{msg}: remove it or fix its spelling" + (f" (known keys: {', '.join(allowed)})" if allowed else "")
+    if kind == "pattern" and e.validator_value == "^[0-9]{4}-[0-9]{2}-[0-9]{2}$":
+        return f"{_short(e.instance)} is not a date: write it as YYYY-MM-DD"
+    if kind is False or msg.startswith("False schema"):
+        return "not allowed here: give either window or the capture files (metrics_before/metrics_after), not both"
+    if kind in ("minItems", "minLength", "minProperties"):
+        return f"{msg}: it must not be empty"
+    return msg
+
+
+def _short(v: Any) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "…"
 
 
 _LIMIT = 2.0**63  # tables hold Int64/Float64; no time, token count or memory size comes near this

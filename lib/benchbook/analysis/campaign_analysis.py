@@ -335,6 +335,7 @@ class CampaignAnalysis:
             "ablation_note": self.ablation_note,
             "pd": None if pd is None else {"admission": pd.admission, "batch_composition": pd.batch_composition},
             "exclusions": self.exclusions(),
+            "todo": list(self.camp.manifest.get("todo", [])),
         }
 
 
@@ -402,6 +403,11 @@ def _analyse(camp: Campaign, rule: str, warmup_rounds: int | None, spread_overri
         from benchbook.analysis import disaggregation
 
         out.pd = disaggregation.analyse(camp.root)
+    if camp.runs_of("results"):  # each results run's engine window reconciled with its client
+        from benchbook.analysis import results
+
+        for run_id, checks in results.campaign_inputs(camp.root).engine_checks():
+            out.checks += [{**c.as_dict(), "name": f"{run_id}: {c.name}"} for c in checks]
     return out
 
 

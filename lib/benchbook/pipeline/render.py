@@ -314,8 +314,8 @@ def read_manifest(campaign: Path) -> dict[str, Any]:
 
 def pages_for(manifest: Mapping[str, Any]) -> list[str]:
     """Which pages a campaign gets: ``baseline`` when it has requests/phases runs, ``ablation`` when
-    any arm has role "ablation", ``pd`` when any arm has mode "pd". (``compare`` is only rendered
-    when asked for with ``--page compare``.)"""
+    any arm has role "ablation", ``pd`` when any arm has mode "pd", ``compare`` when it has results
+    runs (benchmark-tool result files; the page reads them from the campaign)."""
     arms = manifest.get("arms") or {}
     runs = manifest.get("runs") or []
     pages = []
@@ -325,6 +325,8 @@ def pages_for(manifest: Mapping[str, Any]) -> list[str]:
         pages.append("ablation")
     if any(isinstance(a, dict) and a.get("mode") == "pd" for a in arms.values()):
         pages.append("pd")
+    if any(isinstance(r, dict) and r.get("harness") == "results" for r in runs):
+        pages.append("compare")
     return pages
 
 
@@ -434,7 +436,7 @@ def render_campaign(
     writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
     wanted = list(pages) if pages is not None else [p for p in pages_for(manifest) if only is None or p in only]
     if not wanted:
-        _log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
+        _log(f"{campaign.name}: no page applies (no requests/phases/results runs, no ablation or pd arms)")
     for page in wanted:
         nb = notebook_for(page, notebooks)
         if not nb.is_file():
@@ -496,7 +498,7 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
         if o.error is not None:  # the whole campaign failed: every page it had is marked, and kept
             failed.update({p: o.error for p in PAGES if (reports / o.name / f"{p}.html").exists()})
         for page in PAGES:
-            if page in done:
+            if page in done and page not in failed:  # a kept page whose render failed now is marked
                 links.append({"label": PAGES[page][1], "href": f"{o.name}/{page}.html", "status": "ok"})
             elif page in failed:
                 kept = (reports / o.name / f"{page}.html").exists()
@@ -678,6 +680,7 @@ def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, 
     # the kernel runs in the files' common folder and gets them relative to it: no absolute path of
     # this machine in the page or its notebook
     cwd = Path(os.path.commonpath([str(f.parent) for f in given]))
+    params["campaign"] = ""  # the files, not the notebook's default campaign
     params["files"] = [os.path.relpath(f, cwd) for f in given[: len(args.compare)]]
     params.update({k: os.path.relpath(f, cwd) for k, f in zip(engine, given[len(args.compare) :], strict=True)})
     res = render_page(
@@ -690,19 +693,6 @@ def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, 
     )
     _log(f"compare: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
     return 0
-
-
-def render_one_of_many(campaign: Path, out: Path, **kw: Any) -> CampaignOutcome:
-    """One campaign of ``render --all``: whatever goes wrong (bad bytes, a nesting bomb, a
-    RecursionError, a dead kernel, a bug) is this campaign's failure, never the batch's."""
-    try:
-        return render_campaign(campaign, out, keep_going=True, **kw)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as e:  # noqa: BLE001 - isolation is the point: recorded, logged, exit code kept
-        outcome = campaign_failure(campaign, e)
-        _error(f"{campaign.name}: FAILED: {outcome.error[1]}")
-        return outcome
 
 
 def batch_exit_code(outcomes: list[CampaignOutcome]) -> int:
