@@ -88,10 +88,14 @@ TESTS_UNDER_ANOTHER_NAME = {
     "display": "test_render_display",
     "charts": "test_render_display",
     "cli": "test_exit_codes, test_render_cli",
-    "validate": "test_validate_realdata, test_bad_input",
     "history_page": "test_history",
     "kernels": "test_render_schedule, test_render",
     "schedule": "test_render_schedule",
+    "capture_folder": "test_capture, test_engine_capture",
+    "capture_phases": "test_capture, test_engine_capture",
+    "capture_run": "test_capture, test_engine_capture",
+    "scrape": "test_capture, test_engine_capture",
+    "results_runs": "test_results",
 }
 
 
