@@ -70,8 +70,10 @@ def test_runs_on_every_bundled_campaign(name, tmp_path):
     )
     rows = res.values["rows"]
     assert res.values["campaign"] == name
-    assert sum(rows.values()) > 0
     m = json.loads((ROOT / "data" / name / "campaign.json").read_text())
+    harnesses = {r["harness"] for r in m["runs"]}
+    # results runs (other tools' files) have no explore frames yet: the notebook must still run
+    assert (sum(rows.values()) > 0) == bool(harnesses - {"results"})
     if any(r["harness"] == "pd" for r in m["runs"]):  # a PD campaign: frames that hold the PD data
         from benchbook.analysis.disaggregation import analyse
 
