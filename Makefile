@@ -86,9 +86,8 @@ AIPERF_VERSION ?= 0.13.0
 	.venv-aiperf/bin/pip install --quiet aiperf==$(AIPERF_VERSION)
 	touch $@
 
-fixtures: $(STAMP) .venv-guidellm/.installed .venv-aiperf/.installed ## regenerate tests/fixtures/tools: vllm bench serve, GuideLLM, AIPerf against the real engine (needs `make engine`; not part of make test)
-	@test -x .venv-engine/bin/vllm || { echo "make fixtures: .venv-engine is missing: run make engine first" >&2; exit 1; }
-	$(BIN)/python tests/make_tool_fixtures.py
+fixtures: $(STAMP) $(ENGINE_STAMP) .venv-guidellm/.installed .venv-aiperf/.installed ## regenerate tests/fixtures/tools: vllm bench serve, GuideLLM, AIPerf against the real engine (not part of make test)
+	ENGINE_VENV=$(ENGINE_VENV) $(BIN)/python tests/make_tool_fixtures.py
 
 clean: ## remove rendered reports and caches (keeps .venv)
 	rm -rf $(REPORTS)/*/ $(REPORTS)/index.html .pytest_cache .hypothesis

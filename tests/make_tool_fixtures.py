@@ -1,12 +1,12 @@
 """Regenerate tests/fixtures/tools/: result files written by the real benchmark tools against a real
 vLLM engine (CPU build, tiny local Llama, 127.0.0.1), with /metrics captured around each run.
 
-    make fixtures          (builds nothing itself: needs .venv-engine from `make engine`,
-                            .venv-guidellm and .venv-aiperf, see the Makefile target)
+    make fixtures          (builds .venv-engine as `make engine` does, .venv-guidellm and
+                            .venv-aiperf first; ENGINE_VENV, GUIDELLM_VENV, AIPERF_VENV override)
 
 Not part of `make test`: CI reads the committed files only. Every server this starts listens on
 127.0.0.1 and is stopped by its process-group id; every tool run is bounded by a request count.
-The folder of each tool is named after the version that wrote it (``vllm-0.32.0``,
+The folder of each tool is named after the version that wrote it (``vllm-0.32.0+cpu``,
 ``guidellm-0.8.1``, ``aiperf-0.13.0``); PROVENANCE.md lists the versions, commands and date.
 """
 

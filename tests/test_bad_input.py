@@ -95,7 +95,7 @@ PROM_CASES = {
     "truncated_last_line.prom": ("line 3", "no line feed: the capture looks truncated"),
     "late_type.prom": ("line 2", "comes after samples"),
     "repeated_type.prom": ("line 2", "second # TYPE line"),
-    "html_error_page.prom": ("line 1", "not valid Prometheus text exposition"),
+    "html_error_page.prom": ("line 1", "an HTML page"),
     "bad_value.prom": ("line 3", "not valid Prometheus text exposition"),
     "not_utf8.prom": ("line 3", "not UTF-8 \\(byte 0xe9"),
     "empty.prom": ("-", "empty /metrics capture"),
@@ -350,7 +350,8 @@ def test_counter_reset_is_excluded_and_listed(camp, capsys):
     rc, out, err = validate(camp, capsys)
     assert rc == 0, err
     assert re.search(
-        r"excluded \$\.samples\[2\] \(short repeat 2\): counter reset: pocket_tokens_total\{type=\"prompt\"\} went from 32 to 5",
+        r"excluded \$\.samples\[2\] \(short repeat 2\): engine restarted between the snapshots: "
+        r"counter pocket_tokens_total\{type=\"prompt\"\} went from 32 to 5",
         out,
     ), out
     assert "1 excluded" in out
