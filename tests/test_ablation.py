@@ -5,6 +5,7 @@ import pytest
 from benchbook.analysis.ablation import AblationArm, ablate
 from benchbook.analysis.stats import Cell, fmt_pct, run_spread
 from benchbook.errors import InputError
+from seed_tables import ABLATION_KEYS, ablation_row
 
 SPREAD = run_spread([3.430, 3.686])
 SPARSE, PREFETCH, CACHED, ATTN = (
@@ -14,40 +15,20 @@ SPARSE, PREFETCH, CACHED, ATTN = (
     "POCKETLLM_CPP_PREFILL_BATCHED_ATTN",
 )
 DEFAULTS = {SPARSE: "0", PREFETCH: "0", CACHED: "0", ATTN: "1"}
-KEYS = [("prefill", "short"), ("prefill", "long"), ("decode", "short"), ("decode", "long")]
+KEYS = ABLATION_KEYS
 
 
 def row(*triples):
     return {k: Cell.from_range(*t) for k, t in zip(KEYS, triples)}
 
 
-DEFAULT = row((46.5, 46.2, 46.7), (244.5, 244.0, 245.9), (3.554, 3.529, 3.571), (3.328, 3.248, 3.387))
+DEFAULT = row(*ablation_row("default"))
 ARMS = [
-    AblationArm(
-        "sparse",
-        {SPARSE: "12"},
-        row((45.2, 44.5, 45.5), (241.4, 241.0, 244.2), (3.598, 3.592, 3.602), (3.420, 3.356, 3.435)),
-    ),
-    AblationArm(
-        "prefetch",
-        {PREFETCH: "1"},
-        row((45.2, 43.6, 45.3), (263.3, 259.0, 273.5), (3.428, 3.416, 3.442), (3.296, 3.295, 3.304)),
-    ),
-    AblationArm(
-        "cached",
-        {CACHED: "43"},
-        row((46.6, 45.8, 46.8), (228.4, 221.6, 239.7), (3.577, 3.573, 3.577), (3.352, 3.328, 3.359)),
-    ),
-    AblationArm(
-        "sparse+cached",
-        {SPARSE: "12", CACHED: "43"},
-        row((42.6, 38.2, 43.3), (212.2, 211.4, 218.8), (5.104, 4.751, 5.239), (4.925, 4.876, 4.932)),
-    ),
-    AblationArm(
-        "tuned",
-        {SPARSE: "12", CACHED: "43", PREFETCH: "1", ATTN: "1"},
-        row((44.5, 43.0, 44.7), (281.4, 276.2, 284.3), (5.248, 5.205, 5.371), (4.868, 4.785, 4.936)),
-    ),
+    AblationArm("sparse", {SPARSE: "12"}, row(*ablation_row("sparse"))),
+    AblationArm("prefetch", {PREFETCH: "1"}, row(*ablation_row("prefetch"))),
+    AblationArm("cached", {CACHED: "43"}, row(*ablation_row("cached"))),
+    AblationArm("sparse+cached", {SPARSE: "12", CACHED: "43"}, row(*ablation_row("sparse+cached"))),
+    AblationArm("tuned", {SPARSE: "12", CACHED: "43", PREFETCH: "1", ATTN: "1"}, row(*ablation_row("tuned"))),
 ]
 
 
@@ -123,3 +104,20 @@ def test_table_and_missing_single():
     assert t.height == 8 and set(t.columns) >= {"arm", "metric", "prompt_class", "mark", "verdict", "interaction"}
     with pytest.raises(InputError, match="no run-to-run spread"):
         ablate(DEFAULT, ARMS[:1], spread={"decode": SPREAD})
+
+
+def test_noisiest_takes_the_median_of_an_even_number_of_widths():
+    """Six arms give six widths per cell: the median is the mean of the middle two, not the upper one."""
+    import statistics
+    from pathlib import Path
+
+    from benchbook.analysis.ablation import campaign_ablation
+    from benchbook.ingest.campaign import load_campaign
+
+    ab = campaign_ablation(load_campaign(Path(__file__).resolve().parents[1] / "data" / "dsv4-163"))
+    rows = ab.spread_rows()
+    for r in ab.noisiest:
+        widths = [x["rel_width"] for x in rows if (x["phase"], x["prompt_class"]) == (r["phase"], r["prompt_class"])]
+        assert len(widths) == r["arms"] == 6
+        assert r["median_width"] == pytest.approx(statistics.median(widths))
+        assert r["median_width"] != pytest.approx(sorted(widths)[3])

@@ -12,6 +12,7 @@ from benchbook.analysis.stats import fmt_pct
 from benchbook.analysis.verdict import compare
 from benchbook.ingest.campaign import load_campaign
 from benchbook.pipeline.render import render_campaign
+from seed_tables import ABLATION, ABLATION_KEYS
 
 pytestmark = pytest.mark.slow
 
@@ -24,15 +25,8 @@ SPARSE, PREFETCH, CACHED = (
 )
 
 # The seed's "Environment ablation" table: (median, min, max) for short/long prefill, short/long decode
-SEED = {
-    "default": [(46.5, 46.2, 46.7), (244.5, 244.0, 245.9), (3.554, 3.529, 3.571), (3.328, 3.248, 3.387)],
-    "sparse": [(45.2, 44.5, 45.5), (241.4, 241.0, 244.2), (3.598, 3.592, 3.602), (3.420, 3.356, 3.435)],
-    "prefetch": [(45.2, 43.6, 45.3), (263.3, 259.0, 273.5), (3.428, 3.416, 3.442), (3.296, 3.295, 3.304)],
-    "cached": [(46.6, 45.8, 46.8), (228.4, 221.6, 239.7), (3.577, 3.573, 3.577), (3.352, 3.328, 3.359)],
-    "sparse+cached": [(42.6, 38.2, 43.3), (212.2, 211.4, 218.8), (5.104, 4.751, 5.239), (4.925, 4.876, 4.932)],
-    "tuned": [(44.5, 43.0, 44.7), (281.4, 276.2, 284.3), (5.248, 5.205, 5.371), (4.868, 4.785, 4.936)],
-}
-KEYS = [("prefill", "short"), ("prefill", "long"), ("decode", "short"), ("decode", "long")]
+SEED = ABLATION
+KEYS = ABLATION_KEYS
 
 
 @pytest.fixture(scope="module")
@@ -101,9 +95,14 @@ def test_seed_conclusions(pages):
 def test_spread_calls_out_the_noisy_prefill_columns(pages):
     v = pages[0].values
     ranked = v["noisiest"]
-    assert (ranked[0]["phase"], ranked[0]["prompt_class"]) == ("prefill", "short")
-    assert ranked[0]["widest_arm"] == "sparse+cached"  # 38.2–43.3
-    long_prefill = next(r for r in ranked if (r["phase"], r["prompt_class"]) == ("prefill", "long"))
+    # the median of six widths is the mean of the middle two: long prefill (2.93 % and 3.50 % ->
+    # 3.22 %) ranks above short prefill (2.25 % and 3.90 % -> 3.06 %); the upper middle would
+    # have put short prefill first (3.90 % against 3.50 %)
+    assert [(r["phase"], r["prompt_class"]) for r in ranked[:2]] == [("prefill", "long"), ("prefill", "short")]
+    short_prefill = ranked[1]
+    assert short_prefill["widest_arm"] == "sparse+cached"  # 38.2–43.3
+    assert short_prefill["median_width"] == pytest.approx((1.0 / 44.5 + 1.7 / 43.6) / 2, rel=0.05)
+    long_prefill = ranked[0]
     assert {"prefetch", "cached"} <= set(long_prefill["several_times_baseline"])
     assert {r["phase"] for r in ranked[-2:]} == {"decode"}
 
@@ -147,4 +146,4 @@ def test_page_in_browser(pages, open_page):
     )
     assert rep.ok, rep.problems()
     assert rep.charts >= 4  # one range chart per cell
-    assert res.bytes < 1_000_000 and res.seconds < 120
+    assert res.bytes < 1_000_000  # size, not time: speed is measured by `make bench`

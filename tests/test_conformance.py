@@ -2,7 +2,7 @@
 
 Cases: tests/fixtures/conformance/openmetrics (prometheus/OpenMetrics parser tests) and
 tests/fixtures/conformance/text004 (prometheus/common expfmt fuzz corpus, text format 0.0.4), copied
-from /work/shared/realdata. Validity comes from the file-name prefix and MANIFEST.csv.
+from ../shared/realdata. Validity comes from the file-name prefix and MANIFEST.csv.
 
 How benchbook reads exposition text (docs/bad-input.md):
 * text holding a ``# EOF`` line is OpenMetrics → ``prometheus_client.openmetrics.parser``;
@@ -183,9 +183,8 @@ def test_detects_openmetrics_only_by_eof_line():
 def test_real_vllm_capture_passes_the_extra_checks():
     # A capture of vLLM 0.25.1's /metrics (prometheus_client-generated): histograms, counters and
     # `_created` gauges must all pass benchbook's checks.
-    p = Path("/work/shared/realdata/prom_llm_servers/er0080_metrics_vllm_0_25_1_loaded.txt")
-    if not p.exists():
-        pytest.skip("shared real data not available")
+    # copied from ../shared/realdata/prom_llm_servers (a fixture, so no test depends on a machine path)
+    p = Path(__file__).parent / "fixtures" / "realdata" / "prom_llm_servers" / "er0080_metrics_vllm_0_25_1_loaded.txt"
     snap = prometheus.read(p)
     assert snap.types
 

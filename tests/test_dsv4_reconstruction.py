@@ -3,7 +3,7 @@
 (1) data/dsv4-163/reconstruct.py regenerates the committed files byte for byte.
 (2) An independent recomputation - prometheus_client's parser and plain json, no benchbook and
     no import of the generator - gives the seed's printed figures at their printed precision.
-The expected figures below are typed from the seed page, not imported from the generator.
+The expected figures are typed from the seed page (tests/seed_tables.py), not imported from the generator.
 """
 
 from __future__ import annotations
@@ -17,33 +17,30 @@ from statistics import median
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+import seed_tables
+
 CAMPAIGN = Path(__file__).resolve().parents[1] / "data" / "dsv4-163"
 NOT_GENERATED = {"README.md", "reconstruct.py", "render.yml"}  # hand-written beside the data
 
+
 # seed "Prefill and decode separately", "Single request, phase split" (ccb339d) and
-# "Environment ablation": (median prefill s, prefill tok/s (min, med, max),
-# decode tok/s (min, med, max), median engine total s); None where the seed prints no figure.
+# "Environment ablation" (tests/seed_tables.py): run -> (median prefill s, prefill tok/s (min, med,
+# max), decode tok/s (min, med, max), median engine total s); None where the seed prints no figure.
+def _mmm(t):
+    med, lo, hi = t
+    return (lo, med, hi)
+
+
 PHASES = {
-    ("phases-tuned", "short"): (2.699, (43.0, 44.5, 44.7), (5.205, 5.248, 5.371), 8.606),
-    ("phases-tuned", "long"): (5.139, (276.2, 281.4, 284.3), (4.785, 4.868, 4.936), 11.516),
-    ("phases-default", "short"): (2.580, (46.2, 46.5, 46.7), (3.529, 3.554, 3.571), 11.303),
-    # seed prints 15.117, unreachable with its own printed rates (see data/dsv4-163/README.md)
-    ("phases-default", "long"): (5.914, (244.0, 244.5, 245.9), (3.248, 3.328, 3.387), 15.193),
-    ("phases-batch", "short"): (2.775, (42.9, 43.2, 43.8), (4.872, 4.927, 5.114), 9.066),
-    ("phases-batch", "long"): (5.148, (274.4, 280.9, 282.9), (4.441, 4.446, 4.602), 12.120),
-    ("phases-sparse", "short"): (None, (44.5, 45.2, 45.5), (3.592, 3.598, 3.602), None),
-    ("phases-sparse", "long"): (None, (241.0, 241.4, 244.2), (3.356, 3.420, 3.435), None),
-    ("phases-prefetch", "short"): (None, (43.6, 45.2, 45.3), (3.416, 3.428, 3.442), None),
-    ("phases-prefetch", "long"): (None, (259.0, 263.3, 273.5), (3.295, 3.296, 3.304), None),
-    ("phases-cached", "short"): (None, (45.8, 46.6, 46.8), (3.573, 3.577, 3.577), None),
-    ("phases-cached", "long"): (None, (221.6, 228.4, 239.7), (3.328, 3.352, 3.359), None),
-    ("phases-sparse+cached", "short"): (None, (38.2, 42.6, 43.3), (4.751, 5.104, 5.239), None),
-    ("phases-sparse+cached", "long"): (None, (211.4, 212.2, 218.8), (4.876, 4.925, 4.932), None),
-    ("phases-serial", "short"): (2.716, (44.0, 44.2, 44.4), (5.314, 5.370, 5.423), 8.489),
-    ("phases-serial", "long"): (5.163, (279.8, 280.1, 282.0), (4.442, 4.685, 4.872), 11.780),
-    ("phases-batched", "short"): (2.739, (43.4, 43.8, 44.8), (5.199, 5.422, 5.450), 8.482),
-    # seed prints 11.173, unreachable with its own printed rates (see README)
-    ("phases-batched", "long"): (5.113, (281.2, 282.8, 283.9), (4.796, 4.988, 5.099), 11.307),
+    **{
+        (f"phases-{arm}", pc): (r.prefill_s, _mmm(r.prefill_tok_s), _mmm(r.decode_tok_s), r.total_s)
+        for (arm, pc), r in seed_tables.PHASES.items()
+    },
+    **{
+        (f"phases-{arm}", pc): (None, _mmm(row[i]), _mmm(row[i + 2]), None)
+        for arm, row in seed_tables.ABLATION_ONLY.items()
+        for i, pc in enumerate(("short", "long"))
+    },
 }
 PTOK = {"short": 120, "long": 1446}
 

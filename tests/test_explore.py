@@ -58,3 +58,26 @@ def test_every_chart_drawn_and_offline(explored, open_page):
     rep = open_page(explored.html, table_ids=["bb-explore-frames"], screenshot="explore.png")
     assert rep.ok, rep.problems()
     assert rep.charts >= 4
+
+
+BUNDLED = sorted(p.name for p in (ROOT / "data").iterdir() if (p / "campaign.json").is_file())
+
+
+@pytest.mark.parametrize("name", BUNDLED)
+def test_runs_on_every_bundled_campaign(name, tmp_path):
+    res = render_page(
+        ROOT / "notebooks" / "explore.ipynb", {"campaign": str(ROOT / "data" / name)}, tmp_path / "e.html", title="e"
+    )
+    rows = res.values["rows"]
+    assert res.values["campaign"] == name
+    m = json.loads((ROOT / "data" / name / "campaign.json").read_text())
+    harnesses = {r["harness"] for r in m["runs"]}
+    # results runs (other tools' files) have no explore frames yet: the notebook must still run
+    assert (sum(rows.values()) > 0) == bool(harnesses - {"results"})
+    if any(r["harness"] == "pd" for r in m["runs"]):  # a PD campaign: frames that hold the PD data
+        from benchbook.analysis.disaggregation import analyse
+
+        rep = analyse(ROOT / "data" / name)
+        assert rows["pd_cells"] == len(rep.cells) > 0
+        assert rows["pd_comparisons"] == len(rep.comparisons) > 0
+        assert rows["phase_samples"] == rows["requests"] == 0

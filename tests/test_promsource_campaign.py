@@ -352,3 +352,16 @@ def test_vllm_finished_reason_series_are_summed_like_enginemetrics(server):
     assert w.reset_of(ref.name) is not None  # the abort series reset at +610 ...
     assert w.reset_of(ref.name, ref.label_dict, ref) is None  # ... but requests_success does not read it
     w.check_resets(vllm, ["requests_success"])  # so it does not exclude the sample
+
+
+def test_explore_notebook_on_the_prometheus_twin(twins, tmp_path):
+    """explore.ipynb reads phase samples through the campaign's one reader: a Prometheus-sourced
+    campaign gives the same /metrics deltas as its capture-file twin (no KeyError on metrics_before)."""
+    from benchbook.pipeline.render import render_page
+
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "explore.ipynb"
+    files, prom = (
+        render_page(nb, {"campaign": str(c)}, tmp_path / f"{c.name}.html", title="explore").values for c in twins
+    )
+    assert prom["rows"]["metric_deltas"] == files["rows"]["metric_deltas"] > 0
+    assert prom["rows"]["phase_samples"] == files["rows"]["phase_samples"] > 0

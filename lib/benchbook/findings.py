@@ -1,14 +1,19 @@
 """What analyses and loaders report besides figures: checks and exclusions.
 
-A *check* is a named consistency test with a status (``pass``, ``warn`` or ``fail``) and a detail in
-words; an *exclusion* is a sample left out of the statistics, with the file, the place and why. Both
-end up as plain dicts in the summary JSON and as rows on the pages. Kept free of heavy imports so
-every reader can use them.
+A *check* is a named consistency test with a status (``pass``, ``warn`` or ``fail``), a detail in
+words and the figures it compared (``figures``: engine vs client, measured vs threshold, a ladder's
+flatness, …; read as attributes too, ``check.gap``); an *exclusion* is a sample left out of the
+statistics, with the file, the place and why. They are the one model for both, in every analysis
+(baseline, reconciliation, Little's law, PD); they end up as plain dicts in the summary JSON
+(``as_dict``: name, status, detail, then the figures) and as rows on the pages. Kept free of heavy
+imports so every reader can use them.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -16,9 +21,16 @@ class Check:
     name: str
     status: str  # "pass" | "warn" | "fail"
     detail: str
+    figures: Mapping[str, Any] = field(default_factory=dict)
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+    def __getattr__(self, key: str) -> Any:  # the figures read as attributes: check.gap, check.client
+        figures = self.__dict__.get("figures") or {}
+        if key in figures:
+            return figures[key]
+        raise AttributeError(key)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "status": self.status, "detail": self.detail, **self.figures}
 
 
 @dataclass

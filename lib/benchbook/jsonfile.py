@@ -6,13 +6,19 @@ and the reason, and with the input limits (docs/bad-input.md) enforced before an
   parser nor anything after it (schema validation, pages) meets a nesting bomb;
 - duplicate keys in a JSON object or YAML mapping (the last value would win silently);
 - YAML aliases (``*ref``): refused, so an alias-expansion bomb costs nothing.
+
+It also holds the one conversion of computed values to plain JSON (:func:`plain`) that pages'
+``values.json`` and ``benchbook summary --json`` share.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import math
 import os
 import re
+from collections.abc import Mapping
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -383,6 +389,51 @@ def _check_values(doc: Any, path: str | Path) -> None:
                 raise _control_error(path, at, v, "name" if is_name else "text")
         elif isinstance(v, (int, float)) and not isinstance(v, bool) and not -_LIMIT <= v < _LIMIT:
             raise InputError(path, json_path(at), f"number {v} is out of range (beyond ±2**63)")
+
+
+# --------------------------------------------------------------------------- computed values -> JSON
+
+
+def plain(value: Any) -> Any:
+    """``value`` as plain JSON types, deterministically: the one serializer for pages' recorded
+    values (``<page>.values.json``) and ``benchbook summary --json``.
+
+    Floats are written as computed (Python's shortest round-trip form; rounding is the page's
+    display business, never the record's); NaN and ±infinity become ``null`` (JSON has no such
+    numbers; a figure that cannot be computed is absent, never a string). Mappings keep their
+    order with string keys, tuples become lists, sets sorted lists, dates ISO strings; polars frames
+    become lists of row objects, series lists; numpy values their Python equivalents; dataclasses
+    their fields (or their ``as_dict()`` when they define one).
+    """
+    if value is None or isinstance(value, (bool, str, int)):
+        return value
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, Mapping):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted(plain(v) for v in value)
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    mod = type(value).__module__
+    if mod.startswith("polars"):
+        if hasattr(value, "to_dicts"):  # DataFrame
+            return [plain(r) for r in value.to_dicts()]
+        if hasattr(value, "to_list"):  # Series
+            return [plain(v) for v in value.to_list()]
+    if mod.startswith("numpy") and hasattr(value, "tolist"):
+        return plain(value.tolist())
+    if hasattr(value, "as_dict") and callable(value.as_dict):
+        return plain(value.as_dict())
+    if hasattr(value, "__dataclass_fields__"):
+        import dataclasses
+
+        return plain({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
+    raise TypeError(f"cannot store a {type(value).__name__} as JSON")
 
 
 # --------------------------------------------------------------------------- containment

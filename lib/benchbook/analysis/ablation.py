@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis.stats import Cell, fmt_pct
 from benchbook.analysis.verdict import Comparison, Rule, compare
@@ -223,3 +223,343 @@ def _findings(arms, eff, comparisons, interactions, label) -> list[str]:
                     "is already a result"
                 )
     return out
+
+
+# ---- a campaign's ablation -------------------------------------------------------------------------
+# metric -> the phase name used in cell keys and sentences
+PHASE_NAME = {
+    "prefill_tok_s": "prefill",
+    "decode_tok_s": "decode",
+    "prefill_s": "prefill time",
+    "engine_total_s": "total time",
+    "client_total_s": "client total",
+}
+DEFAULT_METRICS = ["prefill_tok_s", "decode_tok_s"]
+UNSET = "unset"
+
+
+def effective_env(camp: Any, arm: str) -> dict[str, str]:
+    """Every known variable's value in ``arm``'s environment: set, else built-in default, else "unset"."""
+    env = camp.environments.get(camp.arm_environment(arm), {}).get("variables", {})
+    defaults = {k: str(v.get("default", UNSET)) for k, v in camp.manifest.get("variables", {}).items()}
+    names = set(defaults) | {v for e in camp.environments.values() for v in e.get("variables", {})}
+    return {v: str(env[v]) if v in env else defaults.get(v, UNSET) for v in sorted(names)}
+
+
+def switches_against(camp: Any, arm: str, base: str) -> tuple[dict[str, str], list[str]]:
+    """(switches of ``arm`` relative to ``base``, notes on variables set but not varied).
+
+    A switch is a variable whose effective value (set, else built-in default) differs from the
+    baseline arm's; a variable set to the value it already has in ``base`` is dropped with a note.
+    """
+    ea, eb = effective_env(camp, arm), effective_env(camp, base)
+    set_a = camp.environments.get(camp.arm_environment(arm), {}).get("variables", {})
+    set_b = camp.environments.get(camp.arm_environment(base), {}).get("variables", {})
+    builtin = {k: str(v.get("default", UNSET)) for k, v in camp.manifest.get("variables", {}).items()}
+    out, notes = {}, []
+    for v in sorted(set(ea) | set(eb)):
+        if ea.get(v, UNSET) != eb.get(v, UNSET):
+            out[v] = ea.get(v, UNSET)
+        elif v in set_a and v not in set_b:
+            why = "the built-in default" if builtin.get(v) == ea[v] else f"the value it has in {base}"
+            notes.append(f"{arm}: {v}={ea[v]} is {why}, not a variable; ignored")
+    return out, notes
+
+
+@dataclass
+class CampaignAblation:
+    """The environment ablation of one campaign: every arm against the baseline arm, cell by cell,
+    the interactions, what one added switch does on top of a measured combination (``steps``) and
+    the spread of each cell (``noisiest``). Computed once; the ablation page and the summary read it."""
+
+    baseline_arm: str
+    arms: list[str]  # compared arms, in order (baseline excluded)
+    metrics: list[str]
+    keys: list[CellKey]  # (phase name, prompt class), display order
+    cells: Any  # pl.DataFrame from baseline.phase_cells
+    spread: float
+    rule: str
+    prompt_tokens: dict[str, int]
+    generation_tokens: int | None
+    environments: dict[str, str]  # arm -> environment name
+    ablation: Ablation
+    notes: list[str] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    noisiest: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def all_arms(self) -> list[str]:
+        return [self.baseline_arm, *self.arms]
+
+    def metric_of(self, key: CellKey) -> str:
+        return {PHASE_NAME.get(m, m): m for m in self.metrics}[key[0]]
+
+    def cell(self, arm: str, key: CellKey) -> Cell | None:
+        from benchbook.analysis import baseline
+
+        return baseline.cell_of(self.cells, arm, key[1], self.metric_of(key))
+
+    def comparison(self, arm: str, key: CellKey) -> Comparison | None:
+        return self.ablation.comparisons.get((arm, *key))
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One record per (arm, cell): the figures, the change vs the baseline and the verdict."""
+        out = []
+        inter = {(i.arm, i.cell): i for i in self.ablation.interactions}
+        for a in self.all_arms:
+            for k in self.keys:
+                c = self.cell(a, k)
+                if c is None:
+                    continue
+                cmp = self.comparison(a, k)
+                i = inter.get((a, k))
+                out.append(
+                    {
+                        "arm": a,
+                        "phase": k[0],
+                        "prompt_class": k[1],
+                        "metric": self.metric_of(k),
+                        "prompt_tokens": self.prompt_tokens.get(k[1], 0),
+                        "generated_tokens": self.generation_tokens,
+                        "environment": self.environments[a],
+                        "baseline_arm": self.baseline_arm,
+                        "median": c.median,
+                        "min": c.min,
+                        "max": c.max,
+                        "n": c.n,
+                        "change": None if cmp is None else cmp.change,
+                        "is_result": None if cmp is None else cmp.is_result,
+                        "direction": None if cmp is None else cmp.direction,
+                        "verdict": "baseline" if a == self.baseline_arm else (cmp.verdict if cmp else "not compared"),
+                        "reason": "" if cmp is None else cmp.reason,
+                        "interaction": i is not None,
+                        "minimal": None if i is None else i.minimal,
+                    }
+                )
+        return out
+
+    def interaction_rows(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "arm": i.arm,
+                "switches": list(i.switches),
+                "phase": i.cell[0],
+                "prompt_class": i.cell[1],
+                "change": i.comparison.change,
+                "direction": i.comparison.direction,
+                "verdict": i.comparison.verdict,
+                "minimal": i.minimal,
+                "singles": i.singles,
+                "text": i.describe(),
+            }
+            for i in self.ablation.interactions
+        ]
+
+    def spread_rows(self) -> list[dict[str, Any]]:
+        """(max − min) / min of every cell's samples, per arm."""
+        return [
+            {"arm": a, "phase": k[0], "prompt_class": k[1], "min": c.min, "max": c.max, "rel_width": c.rel_width}
+            for a in self.all_arms
+            for k in self.keys
+            if (c := self.cell(a, k)) is not None
+        ]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The summary's ``ablation`` object (docs/summary.md)."""
+        return {
+            "baseline_arm": self.baseline_arm,
+            "arms": self.arms,
+            "rule": self.rule,
+            "spread": self.spread,
+            "switches": {a: list(self.ablation.switches.get(a, ())) for a in self.arms},
+            "cells": self.rows(),
+            "interactions": self.interaction_rows(),
+            "findings": list(self.ablation.findings),
+            "steps": self.steps,
+            "noisiest": self.noisiest,
+            "notes": self.notes,
+        }
+
+
+def campaign_ablation(
+    camp: Any,
+    *,
+    baseline_arm: str = "",
+    arms: Sequence[str] | None = None,
+    metrics: Sequence[str] | None = None,
+    rule: str = "seed",
+) -> CampaignAblation:
+    """Compute the whole ablation of a campaign. ``baseline_arm`` "" = the arm with role baseline;
+    ``arms`` empty = every ablation arm (role ``ablation``), singles first, then pairs, …"""
+    from benchbook.analysis import baseline
+
+    metrics = list(metrics) if metrics else list(DEFAULT_METRICS)
+    bad = [m for m in metrics if m not in baseline.PHASE_METRICS]
+    if bad:
+        raise InputError(
+            "parameters",
+            "metrics",
+            f"unknown metric(s) {', '.join(bad)}; choose from {', '.join(baseline.PHASE_METRICS)}",
+        )
+    roles = [a for a, v in camp.arms.items() if v.get("role") == "baseline"]
+    if not baseline_arm:
+        if not roles:
+            raise InputError(
+                camp.root / "campaign.json", "$.arms", "no arm has role baseline; set the baseline_arm parameter"
+            )
+        baseline_arm = roles[0]
+    if baseline_arm not in camp.arms:
+        raise InputError("parameters", "baseline_arm", f"unknown arm {baseline_arm!r}")
+    chosen = list(arms) if arms else [a for a, v in camp.arms.items() if v.get("role") in ("baseline", "ablation")]
+    explicit_order = bool(arms)
+    unknown = [a for a in chosen if a not in camp.arms]
+    if unknown:
+        raise InputError("parameters", "arms", f"unknown arm(s): {', '.join(unknown)}")
+    if len(set(chosen)) != len(chosen):
+        raise InputError("parameters", "arms", "an arm is listed twice")
+    chosen = [a for a in chosen if a != baseline_arm]
+    no_phases = [a for a in [baseline_arm, *chosen] if not camp.runs_of("phases", a)]
+    if no_phases:
+        raise InputError("parameters", "arms", f"no phase-split run for arm(s): {', '.join(no_phases)}")
+    nz = baseline.noise(camp)
+    if nz is None:
+        raise InputError(
+            camp.root / "campaign.json",
+            "$.noise",
+            "no arm was run twice, so there is no measured spread and no verdict can be given",
+        )
+    cells = baseline.phase_cells(camp, [baseline_arm, *chosen])
+    keys = [(PHASE_NAME.get(m, m), pc) for m in metrics for pc in camp.prompt_classes]
+    name_to_metric = {PHASE_NAME.get(m, m): m for m in metrics}
+    base_cells = {k: baseline.cell_of(cells, baseline_arm, k[1], name_to_metric[k[0]]) for k in keys}
+    base_cells = {k: c for k, c in base_cells.items() if c is not None}
+    notes: list[str] = []
+    ab_arms = []
+    for a in chosen:
+        sw, n = switches_against(camp, a, baseline_arm)
+        notes += n
+        arm_cells = {}
+        for k in keys:
+            c = baseline.cell_of(cells, a, k[1], name_to_metric[k[0]])
+            if c is not None:
+                arm_cells[k] = c
+        ab_arms.append(AblationArm(a, sw, arm_cells))
+    if not explicit_order:  # singles first, then pairs, …, manifest order inside each size
+        ab_arms.sort(key=lambda x: len(x.switches))
+        chosen = [x.name for x in ab_arms]
+    hib = {PHASE_NAME.get(m, m): baseline.PHASE_METRICS[m][1] for m in metrics}
+    ab = ablate(base_cells, ab_arms, spread=nz.spread, higher_is_better=hib, rule=rule)
+    res = CampaignAblation(
+        baseline_arm=baseline_arm,
+        arms=chosen,
+        metrics=metrics,
+        keys=[k for k in keys if k in base_cells],
+        cells=cells,
+        spread=nz.spread,
+        rule=rule,
+        prompt_tokens={pc: int(v.get("tokens", 0)) for pc, v in camp.prompt_classes.items()},
+        generation_tokens=camp.generation_tokens,
+        environments={a: camp.arm_environment(a) for a in [baseline_arm, *chosen]},
+        ablation=ab,
+        notes=notes + ab.notes,
+    )
+    res.steps = steps(res)
+    res.noisiest = noisiest(res)
+    return res
+
+
+def _digits(ab: CampaignAblation, key: CellKey) -> int:
+    from benchbook.analysis import baseline
+
+    return baseline.PHASE_METRICS[ab.metric_of(key)][2]
+
+
+def steps(ab: CampaignAblation) -> list[dict[str, Any]]:
+    """What one switch adds on top of a measured combination: arm B = arm A + one switch, compared
+    directly (B against A, with the campaign's spread); only results are listed."""
+    from benchbook.analysis import baseline
+
+    out = []
+    sw = {a: set(ab.ablation.switches.get(a, ())) for a in ab.arms}
+    for b in ab.arms:
+        for a in ab.arms:
+            if len(sw[a]) < 2 or not (sw[a] < sw[b]) or len(sw[b] - sw[a]) != 1:
+                continue
+            added = next(iter(sw[b] - sw[a]))
+            for k in ab.keys:
+                ca, cb = ab.cell(a, k), ab.cell(b, k)
+                if ca is None or cb is None:
+                    continue
+                cmp = compare(
+                    ca,
+                    cb,
+                    spread=ab.spread,
+                    higher_is_better=baseline.PHASE_METRICS[ab.metric_of(k)][1],
+                    rule=ab.rule,
+                )
+                if not cmp.is_result:
+                    continue
+                base_cmp = ab.comparison(a, k)
+                d = _digits(ab, k)
+                repairs = (
+                    base_cmp is not None
+                    and base_cmp.is_result
+                    and base_cmp.direction == "regression"
+                    and cmp.direction == "improvement"
+                )
+                text = (
+                    f"Adding {added} to {a} moves {k[1]} {k[0]} from {ca.median:.{d}f} to {cb.median:.{d}f} "
+                    f"({fmt_pct(cmp.change, signed=True)}, a result: {cmp.direction}; n={ca.n} against n={cb.n})"
+                )
+                if repairs:
+                    text += (
+                        f"; it repairs the regression {a} introduces ({ca.median:.{d}f} against "
+                        f"{ab.baseline_arm}'s {base_cmp.baseline.median:.{d}f})"
+                    )
+                out.append(
+                    {
+                        "from": a,
+                        "to": b,
+                        "added": added,
+                        "phase": k[0],
+                        "prompt_class": k[1],
+                        "change": cmp.change,
+                        "direction": cmp.direction,
+                        "verdict": cmp.verdict,
+                        "repairs": repairs,
+                        "text": text + ".",
+                    }
+                )
+    return out
+
+
+def noisiest(ab: CampaignAblation) -> list[dict[str, Any]]:
+    """Cells ranked by the median range width across arms (noisiest first), with their widest arm.
+
+    The median of an even number of widths is the mean of the two middle ones."""
+    import statistics
+
+    rows = ab.spread_rows()
+    out = []
+    for k in ab.keys:
+        rs = [r for r in rows if (r["phase"], r["prompt_class"]) == k]
+        widest = max(rs, key=lambda r: (r["rel_width"], r["arm"]))
+        base = next(r for r in rs if r["arm"] == ab.baseline_arm)
+        wide = [
+            r["arm"]
+            for r in rs
+            if r["arm"] != ab.baseline_arm and base["rel_width"] > 0 and r["rel_width"] >= 3 * base["rel_width"]
+        ]
+        out.append(
+            {
+                "phase": k[0],
+                "prompt_class": k[1],
+                "arms": len(rs),
+                "median_width": statistics.median(r["rel_width"] for r in rs),
+                "max_width": widest["rel_width"],
+                "widest_arm": widest["arm"],
+                "baseline_width": base["rel_width"],
+                "several_times_baseline": wide,
+            }
+        )
+    return sorted(out, key=lambda r: (-r["median_width"], r["phase"], r["prompt_class"]))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from benchbook.analysis import stats
 from benchbook.analysis.verdict import compare
 from benchbook.errors import InputError
+from benchbook.findings import Check, Exclusion
 
 if TYPE_CHECKING:
     import polars as pl
@@ -139,9 +140,7 @@ def _CELL_SCHEMA():
     }
 
 
-def _excl(file: str, sample: str, reason: str):
-    from benchbook.ingest.campaign import Exclusion
-
+def _excl(file: str, sample: str, reason: str) -> Exclusion:
     return Exclusion(file, sample, reason)
 
 
@@ -462,7 +461,8 @@ def _row(base, cand, metric, context, b, c, cmp, verdict, reason, mark, prompt_c
 # ---- checks -------------------------------------------------------------------------------------
 def checks(camp: Campaign) -> list[dict[str, Any]]:
     """The whole-request checks: serialization (flat ladder), pure queueing, and batching amortization
-    for each serial → batch comparison (status pass|warn|fail)."""
+    for each serial → batch comparison (status pass|warn|fail), each a :class:`benchbook.findings.Check`
+    as its dict (name, status, detail, then its figures)."""
     import polars as pl
 
     from benchbook.analysis import ladder
@@ -482,14 +482,12 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
             f = ladder.flatness(rates, spread)
             batch = camp.arms[run.arm]["mode"] == "batch"
             out.append(
-                {
-                    "name": f"serialization: {run.id}",
-                    "status": "warn" if (f.flat and batch) else "pass",
-                    "detail": f.reason
-                    + (" — a batch arm that serializes: see the clamp check" if f.flat and batch else ""),
-                    "run": run.id,
-                    "flat": f.flat,
-                }
+                Check(
+                    f"serialization: {run.id}",
+                    "warn" if (f.flat and batch) else "pass",
+                    f.reason + (" — a batch arm that serializes: see the clamp check" if f.flat and batch else ""),
+                    {"run": run.id, "flat": f.flat},
+                ).as_dict()
             )
         wall1 = c.filter(pl.col("metric") == "single_latency_s")
         g = req.filter((pl.col("run") == run.id) & (pl.col("scenario") == "ladder"))
@@ -502,13 +500,12 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
             q = ladder.queueing(wall1["median"][0], offs)
             batch = camp.arms[run.arm]["mode"] == "batch"
             out.append(
-                {
-                    "name": f"pure queueing at n={nmax}: {run.id}",
-                    "status": "warn" if (q.pure and batch) else "pass",
-                    "detail": q.reason,
-                    "run": run.id,
-                    "pure": q.pure,
-                }
+                Check(
+                    f"pure queueing at n={nmax}: {run.id}",
+                    "warn" if (q.pure and batch) else "pass",
+                    q.reason,
+                    {"run": run.id, "pure": q.pure},
+                ).as_dict()
             )
     for base, cand in comparison_pairs(camp):
         A, B = camp.arms[base], camp.arms[cand]
@@ -523,15 +520,17 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
         if single and bw:
             a = ladder.amortization(single, bw, 8, sw, decode_steps=camp.generation_tokens or 32)
             out.append(
-                {
-                    "name": f"batching amortization: {cand} vs {base}",
-                    "status": "pass" if a.agree in (True, None) else "warn",
-                    "detail": a.explanation,
-                    "effective_width": a.effective_width,
-                    "speedup": a.speedup,
-                    "single_row_steps": a.single_row_steps,
-                    "step_cost_n_s": a.step_cost_n,
-                    "step_cost_1_s": a.step_cost_1,
-                }
+                Check(
+                    f"batching amortization: {cand} vs {base}",
+                    "pass" if a.agree in (True, None) else "warn",
+                    a.explanation,
+                    {
+                        "effective_width": a.effective_width,
+                        "speedup": a.speedup,
+                        "single_row_steps": a.single_row_steps,
+                        "step_cost_n_s": a.step_cost_n,
+                        "step_cost_1_s": a.step_cost_1,
+                    },
+                ).as_dict()
             )
     return out

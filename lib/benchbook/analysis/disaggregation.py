@@ -454,7 +454,7 @@ def analyse(
                     tolerance=tolerance,
                     fail_tolerance=fail_tolerance,
                 )
-                rep.checks.append(Check(f"Little's law: {r.id} {wname}", lc.status, lc.detail).as_dict())
+                rep.checks.append(lc.as_check(f"Little's law: {r.id} {wname}").as_dict())
             if wname == "native":
                 chk = window_validity(
                     w, _concurrency_limit(r, w), min_duration_s=min_window_s, min_requests=min_window_requests
@@ -563,6 +563,12 @@ def _speculative(r: PDRun, rep: PDReport) -> None:
             f"acceptance length: {r.id}",
             "fail" if problems else "pass",
             "; ".join(problems) or f"{spec['output_tokens']} / {spec['verify_calls']} = {al:.4f}",
+            {
+                "run": r.id,
+                "output_tokens": spec["output_tokens"],
+                "verify_calls": spec["verify_calls"],
+                "acceptance_length": al,
+            },
         ).as_dict()
     )
 

@@ -24,7 +24,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.analysis.reconcile import Check
+from benchbook import findings
+from benchbook.analysis.reconcile import figure_check
 from benchbook.errors import InputError
 from benchbook.metrics.profiles import EngineProfile, MetricRef, detect_profile
 from benchbook.metrics.prometheus import LabelKey, Snapshot
@@ -206,7 +207,7 @@ class Window:
     counters: dict[str, dict[LabelKey, CounterDelta]] = field(default_factory=dict)
     histograms: dict[str, dict[LabelKey, HistogramDelta]] = field(default_factory=dict)
     gauges_after: dict[str, dict[LabelKey, float]] = field(default_factory=dict)
-    checks: list[Check] = field(default_factory=list)
+    checks: list[findings.Check] = field(default_factory=list)
 
     @property
     def series(self) -> list[LabelKey]:
@@ -286,13 +287,13 @@ def window(before: Snapshot, after: Snapshot, profile: EngineProfile | None = No
     return w
 
 
-def window_checks(w: Window) -> list[Check]:
-    checks: list[Check] = []
+def window_checks(w: Window) -> list[findings.Check]:
+    checks: list[findings.Check] = []
     for q, per in w.counters.items():
         for k, d in per.items():
             if d.reset:
                 checks.append(
-                    Check(
+                    figure_check(
                         f"counter reset: {q}{fmt_labels(k)}",
                         "fail",
                         f"went down from {d.before:g} to {d.after:g}: the engine restarted inside the window; no delta reported",
@@ -302,7 +303,7 @@ def window_checks(w: Window) -> list[Check]:
         for k, hd in per.items():
             if hd.reset:
                 checks.append(
-                    Check(
+                    figure_check(
                         f"counter reset: {q}{fmt_labels(k)}",
                         "fail",
                         "histogram count, sum or a bucket went down: the engine restarted inside the window; no delta reported",
@@ -310,7 +311,7 @@ def window_checks(w: Window) -> list[Check]:
                 )
             elif hd.missing:
                 checks.append(
-                    Check(
+                    figure_check(
                         f"series missing: {q}{fmt_labels(k)}",
                         "warn",
                         "present in only one scrape (or its buckets changed); no delta",
@@ -318,7 +319,7 @@ def window_checks(w: Window) -> list[Check]:
                 )
     if len(w.series) > 1:
         checks.append(
-            Check(
+            figure_check(
                 "series kept apart",
                 "pass",
                 f"{len(w.series)} label sets ({', '.join(fmt_labels(k) for k in w.series[:4])}) are reported separately, never summed",
@@ -334,7 +335,7 @@ def window_checks(w: Window) -> list[Check]:
         run = w.gauges_after.get("running", {}).get(k)
         if tc == ec:
             checks.append(
-                Check(
+                figure_check(
                     name,
                     "pass",
                     f"{tc:g} requests got a first token and {ec:g} finished in the window",
@@ -346,7 +347,7 @@ def window_checks(w: Window) -> list[Check]:
         elif tc > ec:
             extra = f"; the running gauge reads {run:g} at the end of the window" if run is not None else ""
             checks.append(
-                Check(
+                figure_check(
                     name,
                     "warn",
                     (
@@ -361,7 +362,7 @@ def window_checks(w: Window) -> list[Check]:
             )
         else:
             checks.append(
-                Check(
+                figure_check(
                     name,
                     "warn",
                     (
@@ -381,7 +382,7 @@ def window_checks(w: Window) -> list[Check]:
             nm = f"finished requests: E2E count vs request counters{fmt_labels(k) if len(w.series) > 1 else ''}"
             st = "pass" if fin == ec else "warn"
             checks.append(
-                Check(
+                figure_check(
                     nm,
                     st,
                     f"E2E histogram counted {ec:g}, request counters {fin:g} (success {s.value:g})",

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from benchbook.errors import InputError
+from benchbook.findings import Check
 
 TOLERANCE = 0.02  # the summary's L is λW up to rounding: 2 % is generous
 FAIL_TOLERANCE = 0.10
@@ -113,8 +114,14 @@ class LittlesCheck:
     limit: float | None
     detail: str
 
-    def as_check(self, name: str) -> dict[str, str]:
-        return {"name": name, "status": self.status, "detail": self.detail}
+    def as_check(self, name: str) -> Check:
+        """This result as the one check model, with its figures."""
+        return Check(
+            name,
+            self.status,
+            self.detail,
+            {"concurrency": self.concurrency, "implied": self.implied, "gap": self.gap, "limit": self.limit},
+        )
 
 
 def _worse(a: str, b: str) -> str:

@@ -9,7 +9,6 @@ that could not be made (status ``warn``, detail "not checked: ...").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from benchbook import findings
@@ -18,18 +17,22 @@ if TYPE_CHECKING:  # pragma: no cover
     from benchbook.ingest.formats import BenchmarkRun
 
 
-@dataclass(frozen=True)
-class Check(findings.Check):
-    """A check with the figures on both sides of it (engine vs client, or measured vs threshold)."""
+def figure_check(
+    name: str,
+    status: str,
+    detail: str,
+    engine: float | None = None,
+    client: float | None = None,
+    gap: float | None = None,
+    gap_rel: float | None = None,
+) -> findings.Check:
+    """A :class:`benchbook.findings.Check` with the figures on both sides of it: ``engine`` vs
+    ``client`` (or measured vs threshold for gates), ``gap`` = engine − client, ``gap_rel`` = gap / client."""
+    return findings.Check(name, status, detail, {"engine": engine, "client": client, "gap": gap, "gap_rel": gap_rel})
 
-    engine: float | None = None
-    client: float | None = None
-    gap: float | None = None  # engine − client (or measured − threshold for gates)
-    gap_rel: float | None = None  # gap / client
 
-
-def _not_checked(name: str, why: str) -> Check:
-    return Check(name, "warn", f"not checked: {why}")
+def _not_checked(name: str, why: str) -> findings.Check:
+    return figure_check(name, "warn", f"not checked: {why}")
 
 
 def _client_output_tokens(run: BenchmarkRun) -> float | None:
@@ -46,7 +49,7 @@ def reconcile(
     tokens_warn_rel: float = 0.05,
     latency_slack_rel: float = 0.02,
     latency_warn_rel: float = 0.5,
-) -> list[Check]:
+) -> list[findings.Check]:
     """Client figures against engine counter deltas.
 
     * generation tokens: |Δ − Σ client| / Σ client ≤ ``tokens_pass_rel`` passes, ≤ ``tokens_warn_rel``
@@ -57,7 +60,7 @@ def reconcile(
       client by more than ``latency_slack_rel`` fails; client above engine by more than
       ``latency_warn_rel`` warns (time spent outside the engine: network, queueing in a proxy).
     """
-    checks: list[Check] = []
+    checks: list[findings.Check] = []
 
     name = "generation tokens: engine Δ vs client Σ output tokens"
     client = _client_output_tokens(run)
@@ -68,13 +71,15 @@ def reconcile(
         )
     elif client == 0:
         st = "pass" if eng == 0 else "fail"
-        checks.append(Check(name, st, f"engine {eng:g} vs client 0", eng, 0.0, eng, None))
+        checks.append(figure_check(name, st, f"engine {eng:g} vs client 0", eng, 0.0, eng, None))
     else:
         gap = eng - client
         rel = gap / client
         st = "pass" if abs(rel) <= tokens_pass_rel else "warn" if abs(rel) <= tokens_warn_rel else "fail"
         checks.append(
-            Check(name, st, f"engine {eng:g} vs client {client:g}: gap {gap:+g} ({rel:+.2%})", eng, client, gap, rel)
+            figure_check(
+                name, st, f"engine {eng:g} vs client {client:g}: gap {gap:+g} ({rel:+.2%})", eng, client, gap, rel
+            )
         )
 
     name = "successes: engine Δ vs client completed"
@@ -90,7 +95,9 @@ def reconcile(
         why = {"pass": "", "warn": " (engine saw more: other traffic or warm-up inside the window?)",
                "fail": " (engine saw fewer: window missed requests or counters reset)"}[st]  # fmt: skip
         rel = gap / client if client else None
-        checks.append(Check(name, st, f"engine {eng:g} vs client {client:g}: gap {gap:+g}{why}", eng, client, gap, rel))
+        checks.append(
+            figure_check(name, st, f"engine {eng:g} vs client {client:g}: gap {gap:+g}{why}", eng, client, gap, rel)
+        )
 
     for label, key, summary_key, col in (
         ("TTFT", "ttft", "mean_ttft_ms", "ttft_s"),
@@ -117,7 +124,7 @@ def reconcile(
             st, why = "warn", "large share of the client's time is spent outside the engine"
         else:
             st, why = "pass", "engine ≤ client"
-        checks.append(Check(name, st, f"engine {eng_ms:.3f} ms vs client {client_ms:.3f} ms: gap {gap:+.3f} ms ({rel:+.2%}); {why}",
+        checks.append(figure_check(name, st, f"engine {eng_ms:.3f} ms vs client {client_ms:.3f} ms: gap {gap:+.3f} ms ({rel:+.2%}); {why}",
                             eng_ms, client_ms, gap, rel))  # fmt: skip
     return checks
 
@@ -145,32 +152,32 @@ def gates(
     max_error_rate: float = 0.01,
     min_steady_share: float = 0.5,
     window: tuple[float, float] | None = None,
-) -> list[Check]:
+) -> list[findings.Check]:
     """Validity gates (MLPerf-style: a run too short or too small, or with too many errors, is not a
     result). ``window`` = (start, end) seconds of the steady-state window inside the run; without it
     the share is estimated from request start times (see :func:`steady_share`)."""
     s = run.summary
-    out: list[Check] = []
+    out: list[findings.Check] = []
     d = s.get("duration_s")
     if d is None:
         out.append(_not_checked("minimum duration", "the file records no duration"))
     else:
-        out.append(Check("minimum duration", "pass" if d >= min_duration_s else "fail",
+        out.append(figure_check("minimum duration", "pass" if d >= min_duration_s else "fail",
                          f"{d:.3f} s vs minimum {min_duration_s:g} s", None, d, d - min_duration_s))  # fmt: skip
     c = s.get("completed")
     if c is None:
         out.append(_not_checked("minimum completed requests", "the file records no completed count"))
     else:
-        out.append(Check("minimum completed requests", "pass" if c >= min_completed else "fail",
+        out.append(figure_check("minimum completed requests", "pass" if c >= min_completed else "fail",
                          f"{c} completed vs minimum {min_completed}", None, c, c - min_completed))  # fmt: skip
     failed = s.get("failed")
     if c is None or failed is None:
         out.append(_not_checked("maximum error rate", "completed or failed count absent"))
     elif c + failed == 0:
-        out.append(Check("maximum error rate", "fail", "no request was sent", None, None))
+        out.append(figure_check("maximum error rate", "fail", "no request was sent", None, None))
     else:
         rate = failed / (c + failed)
-        out.append(Check("maximum error rate", "pass" if rate <= max_error_rate else "fail",
+        out.append(figure_check("maximum error rate", "pass" if rate <= max_error_rate else "fail",
                          f"{failed} of {c + failed} failed = {rate:.2%} vs maximum {max_error_rate:.2%}",
                          None, rate, rate - max_error_rate))  # fmt: skip
     if window is not None:
@@ -185,7 +192,7 @@ def gates(
             out.append(_not_checked("steady-state share", "no window given and no request start times"))
             return out
         how = "load offered from first to last request start"
-    out.append(Check("steady-state share", "pass" if share >= min_steady_share else "fail",
+    out.append(figure_check("steady-state share", "pass" if share >= min_steady_share else "fail",
                      f"{share:.1%} of the run ({how}) vs minimum {min_steady_share:.0%}",
                      None, share, share - min_steady_share))  # fmt: skip
     return out

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.analysis import enginemetrics
-from benchbook.analysis.reconcile import Check, reconcile
+from benchbook.analysis.reconcile import figure_check as Check  # the one check model, with its figures
+from benchbook.analysis.reconcile import reconcile
 from benchbook.errors import InputError
 from benchbook.ingest.formats import BenchmarkRun
 from benchbook.ingest.results_runs import ResultsRun

@@ -33,7 +33,7 @@ from benchbook.analysis.verdict import RULES, Judgement, judge
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from benchbook.analysis.reconcile import Check
+    from benchbook.findings import Check
     from benchbook.ingest.formats import BenchmarkRun
 
 VERDICT_METRICS: tuple[tuple[str, bool], ...] = (

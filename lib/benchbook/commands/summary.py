@@ -1,90 +1,26 @@
-"""``benchbook summary CAMPAIGN --json``: every figure, comparison, check and exclusion of a campaign.
+"""``benchbook summary CAMPAIGN --json``: every figure, comparison, verdict, check and exclusion of a campaign.
 
-The JSON is read by schedulers and other tools; its shape is documented in docs/summary.md and
-kept stable: top-level keys ``format`` ("benchbook.summary/1"), ``campaign``, ``title``,
-``provenance``, ``noise``, ``cells``, ``comparisons``, ``checks``, ``exclusions``.
+It serializes the campaign's one analysis object (:mod:`benchbook.analysis.campaign_analysis`) — the
+same object the pages read — with the one JSON serializer pages' values use
+(:func:`benchbook.jsonfile.plain`). The shape is documented in docs/summary.md and versioned by
+``format`` (``benchbook.summary/2``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 from typing import Any
 
-SUMMARY_FORMAT = "benchbook.summary/1"
-
-
-def _clean(v: Any) -> Any:
-    if isinstance(v, float):
-        return None if math.isnan(v) or math.isinf(v) else round(v, 6)
-    if isinstance(v, dict):
-        return {k: _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    return v
+from benchbook.analysis.campaign_analysis import SUMMARY_FORMAT  # noqa: F401  (re-exported)
 
 
 def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None = None) -> dict[str, Any]:
+    from benchbook.analysis.campaign_analysis import analyse
+    from benchbook.jsonfile import plain
 
-    from benchbook.analysis import baseline
-    from benchbook.findings import Exclusion
-    from benchbook.ingest.campaign import load_campaign
-
-    camp = load_campaign(campaign)
-    cells: list[dict[str, Any]] = []
-    if camp.runs_of("phases"):
-        cells += baseline.phase_cells(camp, warmup_rounds=warmup_rounds).drop("discarded").to_dicts()
-    if camp.runs_of("requests"):
-        wc = baseline.whole_request_cells(camp)
-        cells += wc.drop("discarded").to_dicts()
-    comps = baseline.comparisons(camp, rule=rule, warmup_rounds=warmup_rounds)
-    chk = baseline.checks(camp)
-    if camp.runs_of("pd"):
-        from benchbook.analysis import disaggregation
-
-        rep = disaggregation.analyse(camp.root).as_dict()
-        cells += rep["cells"]
-        comps += rep["comparisons"]
-        chk += rep["checks"]
-        camp.exclusions.extend(Exclusion(e["file"], e["sample"], e["reason"]) for e in rep["exclusions"])
-    if camp.runs_of("results"):  # each results run's engine window reconciled with its client
-        from benchbook.analysis import results
-
-        for run_id, checks in results.campaign_inputs(camp.root).engine_checks():
-            chk += [{**c.as_dict(), "name": f"{run_id}: {c.name}"} for c in checks]
-    nz = baseline.noise(camp)
-    # Each exclusion once, in the order found.
-    seen, excl = set(), []
-    for e in camp.exclusions:
-        key = (e.file, e.sample, e.reason)
-        if key not in seen:
-            seen.add(key)
-            excl.append(e.as_dict())
-    return _clean(
-        {
-            "format": SUMMARY_FORMAT,
-            "campaign": camp.name,
-            "title": camp.title,
-            "provenance": camp.manifest["provenance"],
-            "rule": rule,
-            "noise": None
-            if nz is None
-            else {
-                "arm": nz.arm,
-                "metric": nz.metric,
-                "runs": list(nz.runs),
-                "values": list(nz.values),
-                "spread": nz.spread,
-            },
-            "cells": cells,
-            "comparisons": comps,
-            "checks": chk,
-            "exclusions": excl,
-            "todo": list(camp.manifest.get("todo", [])),
-        }
-    )
+    return plain(analyse(campaign, rule=rule, warmup_rounds=warmup_rounds).as_dict())
 
 
 def add_arguments(p) -> None:
@@ -117,6 +53,17 @@ def run(args) -> int:
             f"  {c['candidate']} vs {c['baseline']} {c['metric']} [{c['context']}]: "
             f"{c['ratio']:.3f}x ({c['change_pct']:+.1f}%) {c.get('mark', '')} {c['verdict']}"
         )
+    for d in s["memory_deltas"]:
+        print(f"  memory: {d['text']}")
+    for r in s["interval_rates"]:
+        print(f"  interval rate: {r['text']}")
+    for r in s["references"]:
+        print(f"  reference: {r['text']}")
+    if s["ablation"]:
+        for f in s["ablation"]["findings"]:
+            print(f"  ablation: {f}")
+        for i in s["ablation"]["interactions"]:
+            print(f"  ablation: {i['text']}")
     for c in s["checks"]:
         print(f"  [{c['status']}] {c['name']}: {c['detail']}")
     for e in s["exclusions"]:

@@ -342,6 +342,43 @@ class Campaign:
                     problems.append(e)
         return problems
 
+    def sample_snapshots(self, r: Run, i: int):
+        """``(before, after, window, restarted)`` of sample ``i`` of phases run ``r``: the one reader
+        of phase samples, whichever source they come from — two capture files (``window`` None), or
+        the run's Prometheus server for the sample's ``window`` (the two Snapshots of a
+        ``promsource.Window``, whose ``check_resets`` tells a reset inside it). ``restarted`` says
+        why the engine restarted between two captures (``phases.restart`` over every counter family
+        and the process start time), else None. Capture files are checked to lie inside the
+        campaign folder and parsed once per campaign object (the split's samples: a histogram's
+        ``_sum``/``_count``, no buckets); windows are fetched once."""
+        doc = self._phases_doc(r)
+        s = doc["samples"][i]
+        where = f"$.samples[{i}]"
+        cache = self.__dict__.setdefault("_snapshots", {})
+        if "window" in s:
+            if (r.id, i) not in cache:
+                cache[(r.id, i)] = _fetch_window(self, r, s, f"{where}.window", self.profile)
+            win = cache[(r.id, i)]
+            return win.before, win.after, win, None
+        if s["metrics_before"] == s["metrics_after"]:
+            raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
+        names = phases_mod.needed_samples(self.profile)  # _sum/_count of the histograms, no buckets
+
+        def snap(rel: str, at: str) -> tuple[prometheus.Snapshot, prometheus.Snapshot]:
+            """(the split's samples, every counter family + process start time) of a capture."""
+            p = self.snapshot_path(r, rel, at)
+            if not p.exists():
+                raise InputError(r.file, at, f"references {rel!r}, which does not exist")
+            if (r.id, rel) not in cache:
+                text = prometheus.read_capture(p)
+                counters = prometheus.parse(text, p, phases_mod.counter_families(text))
+                cache[(r.id, rel)] = (prometheus.parse(text, p, names), counters)
+            return cache[(r.id, rel)]
+
+        before, before_counters = snap(s["metrics_before"], f"{where}.metrics_before")
+        after, after_counters = snap(s["metrics_after"], f"{where}.metrics_after")
+        return before, after, None, phases_mod.restart(before_counters, after_counters)
+
     @cached_property
     def phase_samples(self):
         """One row per phase sample with its split; unattributable samples are excluded (listed).
@@ -354,26 +391,12 @@ class Campaign:
         import polars as pl
 
         profile = self.profile
-        names = phases_mod.needed_samples(profile)  # _sum/_count of the histograms, no buckets
         rows = []
         from benchbook.ingest.results_runs import metrics_labels
 
         for r in self.runs_of("phases"):
             doc = self._phases_doc(r)
-            snaps: dict[str, tuple[prometheus.Snapshot, prometheus.Snapshot]] = {}
             labels, labels_key = metrics_labels(self.manifest, r.id)
-
-            def snap(rel: str, where: str) -> tuple[prometheus.Snapshot, prometheus.Snapshot]:
-                """(the split's samples, every counter family + process start time) of a capture."""
-                p = self.snapshot_path(r, rel, where)
-                if not p.exists():
-                    raise InputError(r.file, where, f"references {rel!r}, which does not exist")
-                if rel not in snaps:
-                    text = prometheus.read_capture(p)
-                    counters = prometheus.parse(text, p, phases_mod.counter_families(text))
-                    snaps[rel] = (prometheus.parse(text, p, names), counters)
-                return snaps[rel]
-
             seen: dict[tuple[str, int], int] = {}
             for i, s in enumerate(doc["samples"]):
                 where = f"$.samples[{i}]"
@@ -387,19 +410,14 @@ class Campaign:
                     raise InputError(r.file, f"{where}.prompt_class", f"unknown prompt class {s['prompt_class']!r}")
                 label = f"{s['prompt_class']} repeat {s['repeat']}"
                 try:
-                    if "window" in s:
-                        sp = _window_split(self, r, s, f"{where}.window", profile, labels, labels_key)
-                    else:
-                        if s["metrics_before"] == s["metrics_after"]:
-                            raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
-                        before, before_counters = snap(s["metrics_before"], f"{where}.metrics_before")
-                        after, after_counters = snap(s["metrics_after"], f"{where}.metrics_after")
-                        restarted = phases_mod.restart(before_counters, after_counters)
-                        if restarted:
-                            raise phases_mod.Excluded(restarted)
-                        sp = phases_mod.split(
-                            before, after, profile, s["client_total_s"], s.get("first_event_s"), labels, labels_key
-                        )
+                    before, after, win, restarted = self.sample_snapshots(r, i)
+                    if win is not None:  # a counter reset inside the window excludes the sample
+                        win.check_resets(profile, phases_mod.NEEDED)
+                    if restarted:
+                        raise phases_mod.Excluded(restarted)
+                    sp = phases_mod.split(
+                        before, after, profile, s["client_total_s"], s.get("first_event_s"), labels, labels_key
+                    )
                 except phases_mod.Excluded as e:
                     self.exclusions.append(Exclusion(str(r.file), f"{where} ({label})", e.reason))
                     continue
@@ -544,20 +562,13 @@ def prometheus_source(
     return merged
 
 
-def _window_split(
-    camp: Campaign,
-    run: Run,
-    sample: dict[str, Any],
-    where: str,
-    profile: EngineProfile,
-    labels: dict[str, str] | None = None,
-    labels_key: str | None = None,
-) -> phases_mod.PhaseSplit:
-    """Phase split of a sample whose counters come from the run's Prometheus source.
+def _fetch_window(camp: Campaign, run: Run, sample: dict[str, Any], where: str, profile: EngineProfile):
+    """The counters of a sample whose window comes from the run's Prometheus source.
 
-    ``promsource.fetch_window`` gives the same Snapshots as two capture files; a counter reset
-    inside the window raises ``phases.Excluded`` (the sample is listed, not used). An unreachable
-    server raises SourceError (exit 4); a query that returns nothing raises InputError (exit 2).
+    ``promsource.fetch_window`` gives the same Snapshots as two capture files; the phase split
+    excludes the sample when a counter reset inside the window (``Window.check_resets``). An
+    unreachable server raises SourceError (exit 4); a query that returns nothing raises InputError
+    (exit 2).
     """
     from benchbook.metrics import promsource
     from benchbook.metrics.promsource import DEFAULT_TIMEOUT_S
@@ -572,18 +583,20 @@ def _window_split(
     w = sample["window"]
     if not w["t1"] > w["t0"]:
         raise InputError(run.file, where, f"t1 {w['t1']} is not after t0 {w['t0']}")
-    win = promsource.fetch_window(
+    return promsource.fetch_window(
         src["url"], w["t0"], w["t1"], src["matchers"], profile, timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S)
     )
-    return win.split(profile, sample["client_total_s"], sample.get("first_event_s"), labels, labels_key)
 
 
 def _read_text(p: Path) -> str:
     return read_text(p)
 
 
-def open_manifest(path: str | Path) -> tuple[Path, Path, dict[str, Any]]:
-    """(campaign folder, its campaign.json, the manifest validated against the campaign schema)."""
+def open_manifest(path: str | Path, *, schema: bool = True) -> tuple[Path, Path, dict[str, Any]]:
+    """(campaign folder, its campaign.json, the manifest validated against the campaign schema):
+    the one reader of ``campaign.json``. ``schema=False`` (the renderer deciding which pages a
+    folder gets) only checks that it is a JSON object whose ``arms`` is an object and ``runs`` an
+    array; loading the campaign validates the rest."""
     root = Path(path)
     if not root.exists():
         raise InputError(root, "-", "no such campaign folder")
@@ -594,7 +607,14 @@ def open_manifest(path: str | Path) -> tuple[Path, Path, dict[str, Any]]:
         raise InputError(root, "-", "no campaign.json in this folder (an empty or non-campaign folder)")
     inside(root, mpath, mpath, "-", "campaign.json")
     manifest = load_json(mpath, MAX_MANIFEST_BYTES)
-    validate(manifest, "campaign", mpath)
+    if schema:
+        validate(manifest, "campaign", mpath)
+        return root, mpath, manifest
+    if not isinstance(manifest, dict):
+        raise InputError(mpath, "$", "expected a JSON object")
+    for key, typ in (("arms", dict), ("runs", list)):
+        if key in manifest and not isinstance(manifest[key], typ):
+            raise InputError(mpath, f"$.{key}", f"expected {'an object' if typ is dict else 'an array'}")
     return root, mpath, manifest
 
 

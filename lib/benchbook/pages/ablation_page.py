@@ -14,82 +14,58 @@ value it already has in the baseline arm is not a variable and is dropped with a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from benchbook.analysis import baseline, stats
-from benchbook.analysis.ablation import Ablation, AblationArm, ablate
-from benchbook.analysis.verdict import RULE_TEXT, Comparison, compare
+from benchbook.analysis.ablation import (
+    DEFAULT_METRICS,  # noqa: F401  (the notebook's default, documented here)
+    Ablation,
+    CampaignAblation,
+    campaign_ablation,
+    effective_env,
+)
+from benchbook.analysis.verdict import RULE_TEXT, Comparison
 from benchbook.errors import InputError
 from benchbook.pages import display as bd
 from benchbook.pages import sections
-
-DEFAULT_METRICS = ["prefill_tok_s", "decode_tok_s"]
-# metric -> the phase name used in cell keys and sentences
-PHASE_NAME = {
-    "prefill_tok_s": "prefill",
-    "decode_tok_s": "decode",
-    "prefill_s": "prefill time",
-    "engine_total_s": "total time",
-    "client_total_s": "client total",
-}
-UNSET = "unset"
 
 
 @dataclass
 class Page:
     camp: Any
-    rule: str
-    baseline_arm: str
-    arms: list[str]  # compared arms, in order (baseline excluded)
-    metrics: list[str]
     title: str
-    spread: float
     noise: Any  # baseline.Noise
-    cells: Any  # pl.DataFrame from baseline.phase_cells
-    keys: list[tuple[str, str]]  # (phase name, prompt class), display order
-    ablation: Ablation
-    notes: list[str] = field(default_factory=list)
+    analysis: CampaignAblation
+
+    rule = property(lambda self: self.analysis.rule)
+    baseline_arm = property(lambda self: self.analysis.baseline_arm)
+    arms = property(lambda self: self.analysis.arms)
+    metrics = property(lambda self: self.analysis.metrics)
+    spread = property(lambda self: self.analysis.spread)
+    cells = property(lambda self: self.analysis.cells)
+    keys = property(lambda self: self.analysis.keys)
+    notes = property(lambda self: self.analysis.notes)
+
+    @property
+    def ablation(self) -> Ablation:
+        return self.analysis.ablation
 
     @property
     def all_arms(self) -> list[str]:
-        return [self.baseline_arm, *self.arms]
+        return self.analysis.all_arms
 
     def metric_of(self, key: tuple[str, str]) -> str:
-        return {PHASE_NAME.get(m, m): m for m in self.metrics}[key[0]]
+        return self.analysis.metric_of(key)
 
     def cell(self, arm: str, key: tuple[str, str]) -> stats.Cell | None:
-        return baseline.cell_of(self.cells, arm, key[1], self.metric_of(key))
+        return self.analysis.cell(arm, key)
 
     def comparison(self, arm: str, key: tuple[str, str]) -> Comparison | None:
-        return self.ablation.comparisons.get((arm, *key))
+        return self.analysis.comparison(arm, key)
 
 
 # ---- loading ------------------------------------------------------------------------------------
-def effective_env(camp: Any, arm: str) -> dict[str, str]:
-    """Every known variable's value in ``arm``'s environment: set, else built-in default, else "unset"."""
-    env = camp.environments.get(camp.arm_environment(arm), {}).get("variables", {})
-    defaults = {k: str(v.get("default", UNSET)) for k, v in camp.manifest.get("variables", {}).items()}
-    names = set(defaults) | {v for e in camp.environments.values() for v in e.get("variables", {})}
-    return {v: str(env[v]) if v in env else defaults.get(v, UNSET) for v in sorted(names)}
-
-
-def switches_against(camp: Any, arm: str, base: str) -> tuple[dict[str, str], list[str]]:
-    """(switches of ``arm`` relative to ``base``, notes on variables set but not varied)."""
-    ea, eb = effective_env(camp, arm), effective_env(camp, base)
-    set_a = camp.environments.get(camp.arm_environment(arm), {}).get("variables", {})
-    set_b = camp.environments.get(camp.arm_environment(base), {}).get("variables", {})
-    builtin = {k: str(v.get("default", UNSET)) for k, v in camp.manifest.get("variables", {}).items()}
-    out, notes = {}, []
-    for v in sorted(set(ea) | set(eb)):
-        if ea.get(v, UNSET) != eb.get(v, UNSET):
-            out[v] = ea.get(v, UNSET)
-        elif v in set_a and v not in set_b:
-            why = "the built-in default" if builtin.get(v) == ea[v] else f"the value it has in {base}"
-            notes.append(f"{arm}: {v}={ea[v]} is {why}, not a variable; ignored")
-    return out, notes
-
-
 def load(
     campaign: str,
     *,
@@ -99,86 +75,16 @@ def load(
     rule: str = "seed",
     title: str = "",
 ) -> Page:
-    """Load a campaign and compute the whole ablation. ``baseline_arm`` "" = the arm with role
-    baseline; ``arms`` empty = the role-baseline arm and every ablation arm, in manifest order."""
+    """Load a campaign and read its ablation (:func:`benchbook.analysis.ablation.campaign_ablation`).
+    ``baseline_arm`` "" = the arm with role baseline; ``arms`` empty = the role-baseline arm and every
+    ablation arm, in manifest order."""
     from benchbook.ingest.campaign import load_campaign
 
     if rule not in RULE_TEXT:
         raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
     camp = load_campaign(campaign)
-    metrics = list(metrics) if metrics else list(DEFAULT_METRICS)
-    bad = [m for m in metrics if m not in baseline.PHASE_METRICS]
-    if bad:
-        raise InputError(
-            "parameters",
-            "metrics",
-            f"unknown metric(s) {', '.join(bad)}; choose from {', '.join(baseline.PHASE_METRICS)}",
-        )
-    roles = [a for a, v in camp.arms.items() if v.get("role") == "baseline"]
-    if not baseline_arm:
-        if not roles:
-            raise InputError(
-                camp.root / "campaign.json", "$.arms", "no arm has role baseline; set the baseline_arm parameter"
-            )
-        baseline_arm = roles[0]
-    if baseline_arm not in camp.arms:
-        raise InputError("parameters", "baseline_arm", f"unknown arm {baseline_arm!r}")
-    chosen = list(arms) if arms else [a for a, v in camp.arms.items() if v.get("role") in ("baseline", "ablation")]
-    explicit_order = bool(arms)
-    unknown = [a for a in chosen if a not in camp.arms]
-    if unknown:
-        raise InputError("parameters", "arms", f"unknown arm(s): {', '.join(unknown)}")
-    if len(set(chosen)) != len(chosen):
-        raise InputError("parameters", "arms", "an arm is listed twice")
-    chosen = [a for a in chosen if a != baseline_arm]
-    no_phases = [a for a in [baseline_arm, *chosen] if not camp.runs_of("phases", a)]
-    if no_phases:
-        raise InputError("parameters", "arms", f"no phase-split run for arm(s): {', '.join(no_phases)}")
-    nz = baseline.noise(camp)
-    if nz is None:
-        raise InputError(
-            camp.root / "campaign.json",
-            "$.noise",
-            "no arm was run twice, so there is no measured spread and no verdict can be given",
-        )
-    cells = baseline.phase_cells(camp, [baseline_arm, *chosen])
-    keys = [(PHASE_NAME.get(m, m), pc) for m in metrics for pc in camp.prompt_classes]
-    base_cells = {
-        k: baseline.cell_of(cells, baseline_arm, k[1], m)
-        for k, m in zip(keys, [m for m in metrics for _ in camp.prompt_classes])
-    }
-    base_cells = {k: c for k, c in base_cells.items() if c is not None}
-    notes: list[str] = []
-    ab_arms = []
-    for a in chosen:
-        sw, n = switches_against(camp, a, baseline_arm)
-        notes += n
-        arm_cells = {}
-        for k in keys:
-            m = {PHASE_NAME.get(x, x): x for x in metrics}[k[0]]
-            c = baseline.cell_of(cells, a, k[1], m)
-            if c is not None:
-                arm_cells[k] = c
-        ab_arms.append(AblationArm(a, sw, arm_cells))
-    if not explicit_order:  # singles first, then pairs, …, manifest order inside each size
-        ab_arms.sort(key=lambda x: len(x.switches))
-        chosen = [x.name for x in ab_arms]
-    hib = {PHASE_NAME.get(m, m): baseline.PHASE_METRICS[m][1] for m in metrics}
-    ab = ablate(base_cells, ab_arms, spread=nz.spread, higher_is_better=hib, rule=rule)
-    return Page(
-        camp,
-        rule,
-        baseline_arm,
-        chosen,
-        metrics,
-        title or camp.title,
-        nz.spread,
-        nz,
-        cells,
-        [k for k in keys if k in base_cells],
-        ab,
-        notes + ab.notes,
-    )
+    ab = campaign_ablation(camp, baseline_arm=baseline_arm, arms=arms, metrics=metrics, rule=rule)
+    return Page(camp, title or camp.title, baseline.noise(camp), ab)
 
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -239,7 +145,8 @@ def how_to_read(page: Page) -> bd.Block:
     return bd.how_to_read(
         n_per_cell=(
             f"each cell is the median of n={'/'.join(map(str, ns))} samples from one phase-split run, with "
-            "[min–max]; with n=3 those are exactly the three samples. Runs, not requests, are the unit of replication."
+            "[min–max]" + ("; with n=3 those are exactly the three samples" if 3 in ns else "") + ". Runs, not "
+            "requests, are the unit of replication."
         ),
         warmup=f"{'/'.join(map(str, disc)) or 'no'} warm-up round(s) per cell discarded before statistics (listed under Exclusions)",
         noise_rule=RULE_TEXT[page.rule] + f". Measured spread: {page.noise.describe()}.",
@@ -250,19 +157,28 @@ def how_to_read(page: Page) -> bd.Block:
             "INTERACTION: a combination of switches is a result on a cell while every one of its switches, "
             "measured alone against the same baseline, is within noise. It is minimal when no smaller measured "
             "combination of those switches is already a result there.",
-            "Decode rates are floors (the engine's duration runs to the end of the response); at n=3 no p-value is printed.",
+            "Decode rates are floors (the engine's duration runs to the end of the response).",
+            # what the smallest n allows (no p-value, bootstrap = range), from stats.small_n_notes
+            *(stats.small_n_notes(min(ns))[2:] if ns else []),
         ],
     )
 
 
 def switches(page: Page) -> bd.Block:
+    from benchbook.analysis.campaign_analysis import analyse
+
     c = page.camp
+    clamps = {x.arm: x for x in analyse(c, rule=page.rule).clamps if x.arm in page.all_arms}
+    bd.record("clamps", [x.as_dict() for x in clamps.values()])
     rows = [
         {
             "Arm": a,
             "Label": _label(page, a),
             "Environment": c.arm_environment(a),
             "Switches vs baseline": "— (the baseline)" if a == page.baseline_arm else _switch_text(page, a),
+            "What ran (server log)": "—"
+            if a not in clamps
+            else bd.mark("fail" if clamps[a].clamped else "pass", clamps[a].verdict),
         }
         for a in page.all_arms
     ]
@@ -318,39 +234,7 @@ def switches(page: Page) -> bd.Block:
 # ---- the table ----------------------------------------------------------------------------------
 def table_rows(page: Page) -> list[dict[str, Any]]:
     """One record per (arm, cell): the figures, the change vs the baseline and the verdict."""
-    out = []
-    inter = {(i.arm, i.cell): i for i in page.ablation.interactions}
-    for a in page.all_arms:
-        for k in page.keys:
-            c = page.cell(a, k)
-            if c is None:
-                continue
-            cmp = page.comparison(a, k)
-            i = inter.get((a, k))
-            out.append(
-                {
-                    "arm": a,
-                    "phase": k[0],
-                    "prompt_class": k[1],
-                    "metric": page.metric_of(k),
-                    "prompt_tokens": _tokens(page, k[1]),
-                    "generated_tokens": page.camp.generation_tokens,
-                    "environment": page.camp.arm_environment(a),
-                    "baseline_arm": page.baseline_arm,
-                    "median": c.median,
-                    "min": c.min,
-                    "max": c.max,
-                    "n": c.n,
-                    "change": None if cmp is None else cmp.change,
-                    "is_result": None if cmp is None else cmp.is_result,
-                    "direction": None if cmp is None else cmp.direction,
-                    "verdict": "baseline" if a == page.baseline_arm else (cmp.verdict if cmp else "not compared"),
-                    "reason": "" if cmp is None else cmp.reason,
-                    "interaction": i is not None,
-                    "minimal": None if i is None else i.minimal,
-                }
-            )
-    return out
+    return page.analysis.rows()
 
 
 def ablation_table(page: Page) -> bd.Block:
@@ -565,80 +449,15 @@ def single_switch_summary(page: Page) -> list[str]:
 
 
 def steps(page: Page) -> list[dict[str, Any]]:
-    """What one switch adds on top of a measured combination: arm B = arm A + one switch, compared directly."""
-    out = []
-    sw = {a: set(page.ablation.switches.get(a, ())) for a in page.arms}
-    for b in page.arms:
-        for a in page.arms:
-            if len(sw[a]) < 2 or not (sw[a] < sw[b]) or len(sw[b] - sw[a]) != 1:
-                continue
-            added = next(iter(sw[b] - sw[a]))
-            for k in page.keys:
-                ca, cb = page.cell(a, k), page.cell(b, k)
-                if ca is None or cb is None:
-                    continue
-                cmp = compare(
-                    ca,
-                    cb,
-                    spread=page.spread,
-                    higher_is_better=baseline.PHASE_METRICS[page.metric_of(k)][1],
-                    rule=page.rule,
-                )
-                if not cmp.is_result:
-                    continue
-                base_cmp = page.comparison(a, k)
-                d = _digits(page, k)
-                repairs = (
-                    base_cmp is not None
-                    and base_cmp.is_result
-                    and base_cmp.direction == "regression"
-                    and cmp.direction == "improvement"
-                )
-                text = (
-                    f"Adding {added} to {a} moves {k[1]} {k[0]} from {ca.median:.{d}f} to {cb.median:.{d}f} "
-                    f"({stats.fmt_pct(cmp.change, signed=True)}, a result: {cmp.direction})"
-                )
-                if repairs:
-                    text += (
-                        f"; it repairs the regression {a} introduces ({ca.median:.{d}f} against "
-                        f"{page.baseline_arm}'s {base_cmp.baseline.median:.{d}f})"
-                    )
-                out.append(
-                    {
-                        "from": a,
-                        "to": b,
-                        "added": added,
-                        "phase": k[0],
-                        "prompt_class": k[1],
-                        "change": cmp.change,
-                        "direction": cmp.direction,
-                        "repairs": repairs,
-                        "text": text + ".",
-                    }
-                )
-    return out
+    """What one switch adds on top of a measured combination (computed in the analysis)."""
+    return page.analysis.steps
 
 
 def interactions(page: Page) -> bd.Block:
     found = interaction_findings(page)
     summary = single_switch_summary(page)
     st = steps(page)
-    bd.record(
-        "interactions",
-        [
-            {
-                "arm": i.arm,
-                "switches": list(i.switches),
-                "phase": i.cell[0],
-                "prompt_class": i.cell[1],
-                "change": i.comparison.change,
-                "direction": i.comparison.direction,
-                "minimal": i.minimal,
-                "singles": i.singles,
-            }
-            for i in page.ablation.interactions
-        ],
-    )
+    bd.record("interactions", page.analysis.interaction_rows())
     bd.record("interaction_findings", found)
     bd.record("single_switch_summary", summary)
     bd.record("steps", st)
@@ -647,7 +466,17 @@ def interactions(page: Page) -> bd.Block:
         lines.append(
             "No interaction: no combination is a result on a cell where all of its switches alone are within noise."
         )
+    lines.append(_n_sentence(page))
     return bd.Block("<h2>Interactions</h2><ul>" + "".join(f"<li>{bd.esc(x)}</li>" for x in lines) + "</ul>")
+
+
+def _n_sentence(page: Page) -> str:
+    """The n behind every verdict of the page, from the cells."""
+    ns = sorted({int(n) for n in page.cells["n"].to_list()})
+    return (
+        f"Each verdict above compares two cells of n={'/'.join(map(str, ns))} samples each (median [min–max]), "
+        f"against the {stats.fmt_pct(page.spread)} spread between two identical runs."
+    )
 
 
 def phase_findings(page: Page) -> bd.Block:
@@ -692,40 +521,12 @@ def phase_findings(page: Page) -> bd.Block:
 
 # ---- spread -------------------------------------------------------------------------------------
 def spread_rows(page: Page) -> list[dict[str, Any]]:
-    return [
-        {"arm": a, "phase": k[0], "prompt_class": k[1], "min": c.min, "max": c.max, "rel_width": c.rel_width}
-        for a in page.all_arms
-        for k in page.keys
-        if (c := page.cell(a, k)) is not None
-    ]
+    return page.analysis.spread_rows()
 
 
 def noisiest(page: Page) -> list[dict[str, Any]]:
-    """Cells ranked by the median range width across arms (noisiest first), with their widest arm."""
-    rows = spread_rows(page)
-    out = []
-    for k in page.keys:
-        rs = [r for r in rows if (r["phase"], r["prompt_class"]) == k]
-        widths = sorted(r["rel_width"] for r in rs)
-        widest = max(rs, key=lambda r: (r["rel_width"], r["arm"]))
-        base = next(r for r in rs if r["arm"] == page.baseline_arm)
-        wide = [
-            r["arm"]
-            for r in rs
-            if r["arm"] != page.baseline_arm and base["rel_width"] > 0 and r["rel_width"] >= 3 * base["rel_width"]
-        ]
-        out.append(
-            {
-                "phase": k[0],
-                "prompt_class": k[1],
-                "median_width": widths[len(widths) // 2],
-                "max_width": widest["rel_width"],
-                "widest_arm": widest["arm"],
-                "baseline_width": base["rel_width"],
-                "several_times_baseline": wide,
-            }
-        )
-    return sorted(out, key=lambda r: (-r["median_width"], r["phase"], r["prompt_class"]))
+    """Cells ranked by the median range width across arms (computed in the analysis)."""
+    return page.analysis.noisiest
 
 
 def spread(page: Page) -> bd.Block:
@@ -770,7 +571,7 @@ def spread(page: Page) -> bd.Block:
     lines.append(
         f"The tightest column is {tight['prompt_class']} {tight['phase']} (median range "
         f"{stats.fmt_pct(tight['median_width'])}); differences below the {stats.fmt_pct(page.spread)} "
-        "spread are not measurable with these samples."
+        f"spread are not measurable with these n={'/'.join(map(str, sorted({int(n) for n in page.cells['n'].to_list()})))} samples."
     )
     bd.record("spread_sentences", lines)
     return bd.Block(

@@ -26,6 +26,7 @@ class Page:
     arms: list[str]
     spread_override: float | None
     title: str
+    analysis: Any = None  # benchbook.analysis.campaign_analysis.CampaignAnalysis
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
 
@@ -39,8 +40,10 @@ def load(
     noise_threshold: float = -1.0,
     title: str = "",
 ) -> Page:
-    """Load a campaign and compute everything the page shows. ``warmup_rounds`` < 0 uses the samples'
-    warm-up flags; ``noise_threshold`` < 0 uses the measured spread (else a fraction, e.g. 0.05)."""
+    """Load a campaign and its analysis (:func:`benchbook.analysis.campaign_analysis.analyse`), which
+    the sections format. ``warmup_rounds`` < 0 uses the samples' warm-up flags; ``noise_threshold``
+    < 0 uses the measured spread (else a fraction, e.g. 0.05)."""
+    from benchbook.analysis.campaign_analysis import analyse
     from benchbook.ingest.campaign import load_campaign
 
     if rule not in RULE_TEXT:
@@ -52,10 +55,10 @@ def load(
         raise InputError("parameters", "arms", f"unknown arm(s): {', '.join(unknown)}")
     wr = None if warmup_rounds is None or warmup_rounds < 0 else warmup_rounds
     sp = None if noise_threshold is None or noise_threshold < 0 else noise_threshold
-    page = Page(camp, rule, wr, chosen, sp, title or camp.title)
-    pairs = [(b, c) for b, c in baseline.comparison_pairs(camp) if b in chosen and c in chosen]
-    page.comparisons = baseline.comparisons(camp, rule=rule, spread_override=sp, pairs=pairs, warmup_rounds=wr)
-    page.checks = [c for c in baseline.checks(camp) if c.get("run") is None or camp.run(c["run"]).arm in chosen]
+    an = analyse(camp, rule=rule, warmup_rounds=wr, spread_override=sp)
+    page = Page(camp, rule, wr, chosen, sp, title or camp.title, an)
+    page.comparisons = [c for c in an.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
+    page.checks = [c for c in an.checks if c.get("run") is None or camp.run(c["run"]).arm in chosen]
     return page
 
 
@@ -93,11 +96,12 @@ def header(page: Page) -> bd.Block:
 
 def how_to_read(page: Page) -> bd.Block:
 
+    an = page.analysis
     cells = baseline.phase_cells(page.camp, page.arms, page.warmup_rounds) if page.camp.runs_of("phases") else None
-    ns = sorted(set(cells["n"].to_list())) if cells is not None and cells.height else []
+    ns = an.cell_ns(page.arms)
     disc = sorted(set(cells["discarded"].to_list())) if cells is not None and cells.height else []
-    nz = baseline.noise(page.camp)
-    spread = page.spread_override if page.spread_override is not None else (nz.spread if nz else None)
+    nz = an.noise
+    spread = an.spread
     noise_line = RULE_TEXT[page.rule] + (
         f". Measured spread: {nz.describe()}."
         if nz
@@ -109,9 +113,14 @@ def how_to_read(page: Page) -> bd.Block:
     bd.record("n_per_cell", ns)
     return bd.how_to_read(
         n_per_cell=(
-            f"phase-split cells are the median of n={'/'.join(map(str, ns))} samples with [min–max]; "
-            "with n=3 the three samples are exactly min, median and max. Whole-request figures are one run "
-            "each (n=1); runs of the same arm are separate rows. Runs, not requests, are the unit of replication."
+            (
+                f"phase-split cells are the median of n={'/'.join(map(str, ns))} samples with [min–max]"
+                + ("; with n=3 the three samples are exactly min, median and max. " if 3 in ns else ". ")
+                if ns
+                else "no phase-split cells. "
+            )
+            + "Whole-request figures are one run each (n=1); runs of the same arm are separate rows. Runs, not "
+            "requests, are the unit of replication."
         ),
         warmup=(
             f"{'/'.join(map(str, disc)) or 'no'} warm-up round(s) per cell discarded before statistics "
@@ -121,9 +130,10 @@ def how_to_read(page: Page) -> bd.Block:
         ),
         noise_rule=noise_line,
         marks=("result", "noise", "pass", "fail", "excluded"),
+        # what the smallest n allows (p-values, bootstrap): stats.small_n_notes, past its first two
+        # sentences, which restate n per cell and the unit of replication said above
         extra=[
-            "At n=3 against n=3 no rank test can reach p < 0.05 (the smallest two-sided Mann–Whitney p is "
-            "0.10) and a bootstrap interval of a median of three is just [min, max]; so this page prints no p-values.",
+            *an.small_n_notes(page.arms)[2:],
             "Decode rates are floors: the engine's duration runs to the end of the response.",
         ],
     )
@@ -389,7 +399,63 @@ def phase_split(page: Page) -> bd.Block:
                     )
                 )
             )
+    out.append(_interval_rates(page))
+    out.append(_references(page))
     return bd.Block("".join(out))
+
+
+def _interval_rates(page: Page) -> str:
+    rates = [r for r in page.analysis.interval_rates if r.arm in page.arms]
+    bd.record("interval_rates", [r.as_dict() for r in rates])
+    if not rates:
+        return ""
+    return (
+        "<h3>Interval rates between the prompt lengths</h3><ul>"
+        + "".join(f"<li>{bd.esc(r.describe())}</li>" for r in rates)
+        + "</ul>"
+        + str(
+            bd.text(
+                "(ptok₂ − ptok₁) / (prefill₂ − prefill₁) between the two prompt classes. It is labelled an interval "
+                "rate because the interval contains the fixed per-request cost; it is not a prefill throughput, "
+                "and no curve is fitted through two points."
+            )
+        )
+    )
+
+
+def _references(page: Page) -> str:
+    refs = page.analysis.references
+    bd.record("references", [r.as_dict() for r in refs])
+    if not refs:
+        return ""
+    rows = [
+        {
+            "Reference": f"{r.name} ({r.date})" if r.date else r.name,
+            "Figure": f"{METRIC_NAMES.get(r.metric, r.metric)} at {r.prompt_tokens:g} prompt tokens",
+            "Earlier points": ", ".join(f"{t:g} → {v:g} {r.unit}" for t, v in r.points),
+            "Method": r.method,
+            "Reference figure": "—" if r.reference is None else f"{r.reference:.2f} {r.unit}",
+            "This campaign": f"{r.measured:.3f} {r.unit} ({r.arm}, n={r.n})",
+            "Change": "—" if r.change is None else stats.fmt_pct(r.change, signed=True),
+            "Verdict": r.verdict,
+        }
+        for r in refs
+    ]
+    notes = "".join(f'<p class="bb-note">{bd.esc(r.note)} Source: {bd.esc(r.source)}</p>' for r in refs)
+    return (
+        "<h3>Against earlier measurements</h3>"
+        + str(
+            bd.table(
+                rows,
+                id="references",
+                caption=(
+                    "Reference points carried by the campaign (campaign.json references); the reference figure is "
+                    "what the stated method gives from those points, not a figure quoted from prose."
+                ),
+            )
+        )
+        + notes
+    )
 
 
 def phase_chart(page: Page) -> bd.Block:
@@ -528,26 +594,7 @@ METRIC_NAMES = {
 
 
 def comparisons_table(page: Page) -> bd.Block:
-    bd.record(
-        "comparisons",
-        [
-            {
-                k: c[k]
-                for k in (
-                    "baseline",
-                    "candidate",
-                    "metric",
-                    "context",
-                    "ratio",
-                    "change_pct",
-                    "verdict",
-                    "is_result",
-                    "reason",
-                )
-            }
-            for c in page.comparisons
-        ],
-    )
+    bd.record("comparisons", page.comparisons)  # as the analysis computed them (the summary's entries)
     rows = [
         {
             "Candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
@@ -606,13 +653,12 @@ def checks_section(page: Page) -> bd.Block:
 
 # ---- memory and clamps --------------------------------------------------------------------------
 def memory(page: Page) -> bd.Block:
-    from benchbook.analysis.memory import memory_summaries, memory_table
+    from benchbook.analysis.memory import memory_table
 
     runs = [r for r in page.camp.runs_of("memory") if r.arm in page.arms]
     if not runs:
         return bd.Block("")
-    gpu, host, markers = page.camp.memory
-    summ = memory_summaries(gpu, host, markers)
+    summ = page.analysis.memory
     t = memory_table(summ)
     bd.record("memory", t)
     rows = []
@@ -645,37 +691,56 @@ def memory(page: Page) -> bd.Block:
             )
         )
         + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes)
+        + _memory_delta_table(page)
+    )
+
+
+def _memory_deltas(page: Page) -> list:
+    return [d for d in page.analysis.memory_deltas if d.baseline in page.arms and d.candidate in page.arms]
+
+
+def _memory_delta_table(page: Page) -> str:
+    deltas = _memory_deltas(page)
+    bd.record("memory_deltas", [d.as_dict() for d in deltas])
+    if not deltas:
+        return ""
+    rows = [
+        {
+            "Candidate vs baseline": f"{d.candidate} vs {d.baseline}",
+            "Figure": d.quantity.capitalize() + " GPU per rank",
+            "Baseline": f"{d.baseline_gib:.2f} GiB",
+            "Candidate": f"{d.candidate_gib:.2f} GiB",
+            "Delta": f"{d.delta_gib:+.2f} GiB",
+            "Verdict": bd.mark("result" if d.is_result else "noise", d.verdict),
+            "Why": d.reason,
+        }
+        for d in deltas
+    ]
+    return "<h3>Memory deltas between compared arms</h3>" + str(
+        bd.table(
+            rows,
+            id="memory-deltas",
+            caption=(
+                "Candidate − baseline per rank (the largest rank), one memory run per arm. No memory spread is "
+                "measured, so the campaign's run-to-run spread, applied to the baseline's figure, is the threshold."
+            ),
+        )
     )
 
 
 def clamps(page: Page) -> bd.Block:
-    from benchbook.analysis.clamps import detect_clamps, parse_startup_line
-
     rows, found = [], []
-    for arm in page.arms:
-        runs = [r for r in page.camp.runs if r.arm == arm and r.server_log.exists()]
-        if not runs:
+    for c in page.analysis.clamps:
+        if c.arm not in page.arms:
             continue
-        r = runs[0]
-        st = parse_startup_line(page.camp.server_log_text(r) or "", r.server_log)
-        cl = detect_clamps(page.camp.arms[arm].get("server_args", {}), st)
-        detail = "; ".join(c.explanation for c in cl) or "the server ran what was requested"
-        found.append(
-            {
-                "arm": arm,
-                "run": r.id,
-                "clamped": bool(cl),
-                "clamps": [{"setting": c.setting, "requested": c.requested, "ran": c.ran} for c in cl],
-                "line": st.text,
-            }
-        )
+        found.append(c.as_dict())
         rows.append(
             {
-                "Arm": arm,
-                "Requested": _mode(page, arm),
-                "Startup line (what ran)": st.text,
-                "Verdict": bd.mark("fail" if cl else "pass", "clamped" if cl else "as requested"),
-                "Detail": detail,
+                "Arm": c.arm,
+                "Requested": _mode(page, c.arm),
+                "Startup line (what ran)": c.line,
+                "Verdict": bd.mark("fail" if c.clamped else "pass", c.verdict),
+                "Detail": c.detail,
             }
         )
     bd.record("clamps", found)
@@ -697,7 +762,7 @@ def clamps(page: Page) -> bd.Block:
 def verdict(page: Page) -> bd.Block:
     """Sentences generated from the computed comparisons and checks — none typed by hand."""
     lines: list[str] = []
-    nz = baseline.noise(page.camp)
+    nz = page.analysis.noise
     if nz:
         lines.append(f"Noise yardstick: {nz.describe()}. A difference smaller than that is not a result.")
     flats = [c for c in page.checks if c["name"].startswith("serialization") and c.get("flat")]
@@ -711,8 +776,11 @@ def verdict(page: Page) -> bd.Block:
         by_pair.setdefault((c["baseline"], c["candidate"]), []).append(c)
     for (b, cnd), cs in by_pair.items():
         res = [c for c in cs if c["is_result"]]
+        ns = ", ".join(sorted({f"n={c['candidate_n']} vs n={c['baseline_n']}" for c in cs}))
         if not res:
-            lines.append(f"{cnd} vs {b}: every compared figure is within noise — not a result ({len(cs)} figures).")
+            lines.append(
+                f"{cnd} vs {b}: every compared figure is within noise — not a result ({len(cs)} figures; {ns})."
+            )
             continue
         parts = [
             f"{METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']}) {c['speedup']:.2f}x "
@@ -722,11 +790,12 @@ def verdict(page: Page) -> bd.Block:
         lines.append(
             f"{cnd} vs {b}: {len(res)} of {len(cs)} figures are results — "
             + "; ".join(parts)
-            + f". The other {len(cs) - len(res)} are within noise."
+            + f". The other {len(cs) - len(res)} are within noise ({ns})."
         )
     for c in page.checks:
         if c["name"].startswith("batching amortization"):
             lines.append(c["detail"])
+    lines += [d.describe() for d in _memory_deltas(page)]
     bd.record("verdict_sentences", lines)
     return bd.Block("<h2>Verdict</h2><ol>" + "".join(f"<li>{bd.esc(x)}</li>" for x in lines) + "</ol>")
 

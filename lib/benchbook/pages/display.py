@@ -76,42 +76,13 @@ def esc(value: Any) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    """Convert ``value`` to plain JSON types deterministically (polars/pandas/numpy included)."""
-    if value is None or isinstance(value, (bool, str, int)):
-        return value
-    if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
-            return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
-        return value
-    if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted(_jsonable(v) for v in value)
-    if isinstance(value, (_dt.date, _dt.datetime)):
-        return value.isoformat()
-    if isinstance(value, Path):
-        return str(value)
-    mod = type(value).__module__
-    if mod.startswith("polars"):
-        if hasattr(value, "to_dicts"):  # DataFrame
-            return [_jsonable(r) for r in value.to_dicts()]
-        if hasattr(value, "to_list"):  # Series
-            return [_jsonable(v) for v in value.to_list()]
-    if mod.startswith("pandas"):
-        if hasattr(value, "to_dict") and hasattr(value, "columns"):
-            return [_jsonable(r) for r in value.to_dict(orient="records")]
-        if hasattr(value, "tolist"):
-            return [_jsonable(v) for v in value.tolist()]
-    if mod.startswith("numpy"):
-        if hasattr(value, "tolist"):
-            return _jsonable(value.tolist())
-    if hasattr(value, "__dataclass_fields__"):
-        import dataclasses
+    """Recorded values go through the one serializer the summary uses (:func:`benchbook.jsonfile.plain`)."""
+    from benchbook.jsonfile import plain
 
-        return _jsonable(dataclasses.asdict(value))
-    raise TypeError(f"record(): cannot store a {type(value).__name__} as JSON")
+    try:
+        return plain(value)
+    except TypeError as e:
+        raise TypeError(f"record(): {e}") from None
 
 
 _NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
@@ -322,7 +293,6 @@ def how_to_read(
 
 PACKAGES = (
     "polars",
-    "pandas",
     "numpy",
     "scipy",
     "altair",

@@ -12,6 +12,11 @@ Frames (all polars):
 ``phase_cells``    median [min–max] per (arm, prompt class, metric) after the warm-up discard
 ``metric_deltas``  one row per (phase sample, counter series): before, after, delta, reset
 ``memory_gpu`` / ``memory_host`` / ``memory_markers``  the memory samplers' series
+``pd_cells``       PD runs: one row per (run, statistics window, figure) with its value and where it came from
+``pd_comparisons`` PD runs: each figure of one arm against the baseline arm, with its verdict
+
+Everything computed (cells, the PD figures) comes from the campaign's one analysis object
+(:func:`benchbook.analysis.campaign_analysis.analyse`); ``t.analysis`` is that object.
 """
 
 from __future__ import annotations
@@ -35,6 +40,9 @@ class Tables:
     memory_gpu: Any
     memory_host: Any
     memory_markers: Any
+    pd_cells: Any = None
+    pd_comparisons: Any = None
+    analysis: Any = None
 
     FRAMES = (
         "requests",
@@ -45,6 +53,8 @@ class Tables:
         "memory_gpu",
         "memory_host",
         "memory_markers",
+        "pd_cells",
+        "pd_comparisons",
     )
 
     def counts(self) -> dict[str, int]:
@@ -56,26 +66,19 @@ def metric_deltas(camp: Any) -> Any:
 
     ``delta`` is null where the series is missing on one side or went down (``reset`` true): the
     same rule the phase split applies, shown per series rather than per sample. Histogram
-    ``_bucket`` series are left out (``_sum`` and ``_count`` are kept).
+    ``_bucket`` series are left out (``_sum`` and ``_count`` are kept). Samples are read by the
+    campaign's one phase-sample reader (``Campaign.sample_snapshots``): capture files or the
+    run's Prometheus server for a sample's window.
     """
     import polars as pl
 
-    from benchbook.metrics import phases, prometheus
+    from benchbook.metrics import phases
 
     names = phases.needed_names(camp.profile)
     rows = []
     for r in camp.runs_of("phases"):
-        doc = camp._phases_doc(r)
-        cache: dict[str, Any] = {}
-
-        def snap(rel: str, where: str) -> Any:
-            if rel not in cache:
-                cache[rel] = prometheus.read(camp.snapshot_path(r, rel, where), names)
-            return cache[rel]
-
-        for i, s in enumerate(doc["samples"]):
-            before = snap(s["metrics_before"], f"$.samples[{i}].metrics_before")
-            after = snap(s["metrics_after"], f"$.samples[{i}].metrics_after")
+        for i, s in enumerate(camp._phases_doc(r)["samples"]):
+            before, after, _win, _restart = camp.sample_snapshots(r, i)  # capture files or a Prometheus window
             samples = sorted(
                 n
                 for n in set(before.values) | set(after.values)
@@ -121,17 +124,40 @@ def load(campaign: str) -> Tables:
     """Load ``campaign`` and build every frame (records their row counts as ``rows``)."""
     import polars as pl
 
+    from benchbook.analysis.campaign_analysis import analyse
     from benchbook.analysis.ladder import ladder_table
     from benchbook.ingest.campaign import load_campaign
 
     camp = load_campaign(campaign)
+    an = analyse(camp)
     req = camp.requests
     ladder = ladder_table(req) if req.height else pl.DataFrame()
     ps = camp.phase_samples
-    cells = baseline.phase_cells(camp) if ps.height else pl.DataFrame(schema=baseline._CELL_SCHEMA())
+    cells = an.phase_cells if an.phase_cells is not None else pl.DataFrame(schema=baseline._CELL_SCHEMA())
     gpu, host, markers = camp.memory
-    t = Tables(camp, req, ladder, ps, cells, metric_deltas(camp), gpu, host, markers)
-    return t
+    pd_cells = _frame(an.pd.cells if an.pd else [])
+    pd_cmp = _frame(an.pd.comparisons if an.pd else [])
+    return Tables(camp, req, ladder, ps, cells, metric_deltas(camp), gpu, host, markers, pd_cells, pd_cmp, an)
+
+
+def _frame(rows: list[dict[str, Any]]) -> Any:
+    """A list of records as a polars frame (values of mixed kinds in a column become strings)."""
+    import polars as pl
+
+    if not rows:
+        return pl.DataFrame()
+    cols = list(dict.fromkeys(k for r in rows for k in r))
+    data = {}
+    for c in cols:
+        vals = [r.get(c) for r in rows]
+        kinds = {type(v) for v in vals if v is not None}
+        if kinds <= {int, float} and kinds:
+            data[c] = pl.Series(c, [None if v is None else float(v) for v in vals], dtype=pl.Float64)
+        elif kinds <= {bool}:
+            data[c] = pl.Series(c, vals, dtype=pl.Boolean)
+        else:
+            data[c] = pl.Series(c, [None if v is None else (v if isinstance(v, str) else str(v)) for v in vals])
+    return pl.DataFrame(data)
 
 
 def overview(t: Tables) -> bd.Block:

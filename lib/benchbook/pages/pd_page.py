@@ -384,27 +384,7 @@ def throughput(page: Page) -> bd.Block:
             )
     gains = [c for c in page.report.comparisons if c["key"] == "output_tok_s_per_card"]
     bd.record("throughput", rows)
-    bd.record(
-        "gains",
-        [
-            {
-                k: c[k]
-                for k in (
-                    "baseline",
-                    "candidate",
-                    "window",
-                    "context",
-                    "baseline_value",
-                    "candidate_value",
-                    "change_pct",
-                    "verdict",
-                    "reason",
-                    "source",
-                )
-            }
-            for c in gains
-        ],
-    )
+    bd.record("gains", gains)  # the analysis's comparison entries, as the summary carries them
     table = [
         {
             "Run": x["run"],
@@ -523,16 +503,7 @@ def throughput(page: Page) -> bd.Block:
 
 def comparisons(page: Page) -> bd.Block:
     cs = [c for c in page.report.comparisons if c["key"] != "output_tok_s_per_card"]
-    bd.record(
-        "comparisons",
-        [
-            {
-                k: c[k]
-                for k in ("metric", "context", "baseline_value", "candidate_value", "change_pct", "verdict", "source")
-            }
-            for c in cs
-        ],
-    )
+    bd.record("comparisons", cs)  # the analysis's comparison entries, as the summary carries them
     if not cs:
         return bd.Block("")
     rows = [
@@ -646,7 +617,7 @@ def acceptance(page: Page) -> bd.Block:
                 "output_tokens": spec["output_tokens"],
                 "verify_calls": spec["verify_calls"],
                 "verify_width": spec.get("verify_width"),
-                "acceptance_length": disaggregation.acceptance_length(spec["output_tokens"], spec["verify_calls"]),
+                "acceptance_length": chk["acceptance_length"] if chk else None,  # computed by the analysis
                 "status": chk["status"] if chk else None,
             }
         )
@@ -660,7 +631,7 @@ def acceptance(page: Page) -> bd.Block:
             "Output tokens": x["output_tokens"],
             "Verify calls": x["verify_calls"],
             "Verify width": x["verify_width"],
-            "Acceptance length": f"{x['acceptance_length']:.4f}",
+            "Acceptance length": "—" if x["acceptance_length"] is None else f"{x['acceptance_length']:.4f}",
             "Check": _status_mark(x["status"]) if x["status"] else "—",
         }
         for x in rows

@@ -304,19 +304,12 @@ def render_page(
 
 
 def read_manifest(campaign: Path) -> dict[str, Any]:
-    """``campaign.json`` as a dict (only what the renderer needs; full validation lives in ingest)."""
-    from benchbook.jsonfile import load_json
+    """``campaign.json`` as a dict, read by the one manifest reader
+    (:func:`benchbook.ingest.campaign.open_manifest`; only what the renderer needs is checked here,
+    full validation happens when a page loads the campaign)."""
+    from benchbook.ingest.campaign import open_manifest
 
-    path = Path(campaign) / "campaign.json"
-    if not path.exists():
-        raise InputError(path, None, "no campaign.json: not a campaign folder")
-    data = load_json(path)  # the input limits, bad bytes, nesting and duplicate keys: InputError
-    if not isinstance(data, dict):
-        raise InputError(path, "$", "expected a JSON object")
-    for key, typ in (("arms", dict), ("runs", list)):
-        if key in data and not isinstance(data[key], typ):
-            raise InputError(path, f"$.{key}", f"expected {'an object' if typ is dict else 'an array'}")
-    return data
+    return open_manifest(campaign, schema=False)[2]
 
 
 def pages_for(manifest: Mapping[str, Any]) -> list[str]:

@@ -1,0 +1,140 @@
+"""``benchbook summary --json`` serializes the campaign's one analysis object: every verdict a page
+shows is in the summary with the same value, and every verdict in the summary is on a page.
+
+The pages of both bundled campaigns are rendered through the campaign renderer; their recorded
+``values.json`` and the summary are walked as JSON trees. A *verdict* is any object with a
+``verdict`` key (comparisons, memory deltas, clamps, ablation cells and steps, PD comparisons) or a
+check (``name`` + ``status``); it is identified by the keys that say what it judges.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchbook.commands.cli import main
+from benchbook.commands.summary import build
+from benchbook.pipeline.render import render_campaign
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[1]
+CAMPAIGNS = ["dsv4-163", "pd-prefill-cap"]
+# keys that say what a verdict judges (whichever of them the object has)
+IDENTITY = (
+    "baseline",
+    "candidate",
+    "metric",
+    "context",
+    "arm",
+    "phase",
+    "prompt_class",
+    "run",
+    "window",
+    "key",
+    "quantity",
+    "concurrency",
+    "from",
+    "to",
+    "added",
+    "name",
+)
+
+
+def _objects(tree):
+    """Every JSON object in a tree, depth first."""
+    if isinstance(tree, dict):
+        yield tree
+        for v in tree.values():
+            yield from _objects(v)
+    elif isinstance(tree, list):
+        for v in tree:
+            yield from _objects(v)
+
+
+def _verdicts(tree) -> list[dict]:
+    out = []
+    for o in _objects(tree):
+        if isinstance(o.get("verdict"), str) and o["verdict"] != "baseline":
+            out.append({"verdict": o["verdict"], **{k: o[k] for k in IDENTITY if k in o}})
+        elif isinstance(o.get("name"), str) and o.get("status") in ("pass", "warn", "fail"):
+            out.append({"status": o["status"], "name": o["name"]})
+    return out
+
+
+def _found(v: dict, pool: list[dict]) -> bool:
+    """``v`` is in ``pool``: an entry with the same verdict (or status) and the same value for every
+    identity key the two share — at least the keys ``v`` has, apart from display-only context."""
+    for p in pool:
+        if all(k in p and p[k] == x for k, x in v.items() if k != "context") and v.get("context") in (
+            None,
+            p.get("context"),
+        ):
+            return True
+    return False
+
+
+@pytest.fixture(scope="module", params=CAMPAIGNS)
+def rendered(request, tmp_path_factory):
+    camp = ROOT / "data" / request.param
+    res = render_campaign(camp, tmp_path_factory.mktemp(request.param))
+    pages = {r.html.stem: json.loads(r.values_path.read_text()) for r in res.rendered}
+    return request.param, pages, build(camp)
+
+
+def test_every_page_verdict_is_in_the_summary(rendered):
+    name, pages, summary = rendered
+    pool = _verdicts(summary)
+    missing = []
+    for page, values in pages.items():
+        for v in _verdicts(values):
+            if not _found(v, pool):
+                missing.append((page, v))
+    assert pages and pool
+    assert missing == [], f"{name}: page verdicts absent from the summary: {missing[:5]}"
+
+
+def test_every_summary_verdict_is_on_a_page(rendered):
+    name, pages, summary = rendered
+    pool = [v for values in pages.values() for v in _verdicts(values)]
+    missing = [v for v in _verdicts(summary) if not _found(v, pool)]
+    assert missing == [], f"{name}: summary verdicts no page shows: {missing[:5]}"
+
+
+def test_dsv4_summary_carries_the_seed_figures(capsys):
+    assert main(["summary", str(ROOT / "data" / "dsv4-163"), "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)
+    assert s["format"] == "benchbook.summary/2"
+    mem = {(d["baseline"], d["candidate"], d["quantity"]): d for d in s["memory_deltas"]}
+    # seed: "7.4 GiB per rank over the default at peak"; steady is 8.15 − 6.29 = 1.86 (its prose says 3)
+    assert round(mem[("default", "tuned", "peak")]["delta_gib"], 1) == 7.4
+    assert round(mem[("default", "tuned", "steady")]["delta_gib"], 2) == 1.86
+    # seed: "Widening the scheduler from 1 to 8 costs about 1.6 GiB per rank"
+    assert round(mem[("serial", "batched", "peak")]["delta_gib"], 1) == 1.6
+    assert mem[("default", "tuned", "peak")]["verdict"] == "result (more memory)"
+    assert all(d["verdict"] for d in mem.values())
+    rate = next(r for r in s["interval_rates"] if r["arm"] == "tuned")
+    assert round(rate["rate_tok_s"]) == 543 and rate["label"] == "interval rate, not a throughput"
+    assert (rate["tokens_from"], rate["tokens_to"], rate["n"]) == (120, 1446, 3)
+    (ref,) = s["references"]
+    assert round(ref["reference"], 2) == 5.05 and round(ref["measured"], 3) == 5.139
+    assert ref["method"] == "linear interpolation between 786 and 1602 tokens"
+    ab = s["ablation"]
+    assert ab["baseline_arm"] == "default"
+    (inter,) = [
+        i for i in ab["interactions"] if i["minimal"] and i["phase"] == "decode" and i["prompt_class"] == "short"
+    ]
+    assert inter["arm"] == "sparse+cached"
+    assert any(st["added"].startswith("POCKETLLM_CPP_PREFILL_MOE_PREFETCH") and st["repairs"] for st in ab["steps"])
+    assert any("n=3" in x for x in s["small_n"]) and any("0.10" in x for x in s["small_n"])
+
+
+def test_summary_writes_no_infinity_as_a_string():
+    from benchbook.jsonfile import plain
+
+    assert plain({"a": float("inf"), "b": [float("-inf"), float("nan"), 1 / 3]}) == {
+        "a": None,
+        "b": [None, None, 1 / 3],
+    }
