@@ -89,7 +89,6 @@ TESTS_UNDER_ANOTHER_NAME = {
     "charts": "test_render_display",
     "cli": "test_exit_codes, test_render_cli",
     "history_page": "test_history",
-    "kernels": "test_render_schedule, test_render",
     "schedule": "test_render_schedule",
     "capture_folder": "test_capture, test_engine_capture",
     "capture_phases": "test_capture, test_engine_capture",
