@@ -88,7 +88,38 @@ def header(page: Page) -> bd.Block:
         parts.append(bd.Block(f'<p class="bb-banner"><strong>{bd.esc(banner)}</strong></p>'))
     bd.record("title", page.title)
     bd.record("provenance", prov)
+    if isinstance(page, Page):  # the ablation page reuses this opening and adds its own box
+        parts.append(findings(page))
     return bd.Block("".join(str(p) for p in parts))
+
+
+def findings(page: Page) -> bd.Block:
+    """The findings box: the comparisons called results (worst first), failed checks and clamps, and
+    what could not be judged — each linked to its section."""
+    results, unjudged = sections.comparison_findings(
+        page.comparisons,
+        lambda c: f"{c['candidate']} vs {c['baseline']}, {METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']})",
+        "comparisons",
+    )
+    failed = [(f"{c['name']}: {c['detail']}", "checks") for c in page.checks if c["status"] == "fail"]
+    failed += [
+        (
+            f"{r['arm']} clamped: "
+            + "; ".join(f"{x['setting']} {x['requested']} requested, {x['ran']} ran" for x in r["clamps"]),
+            "clamps",
+        )
+        for r in _clamp_findings(page)
+        if r["clamped"]
+    ]
+    excluded = [e for e in page.camp.exclusions if "warm-up" not in e.reason]
+    if excluded:
+        unjudged.append(
+            (
+                f"{len(excluded)} sample(s) excluded from the statistics besides warm-up rounds; reasons listed",
+                "exclusions",
+            )
+        )
+    return sections.findings(results=results, failed=failed, unjudged=unjudged, results_section="comparisons")
 
 
 def how_to_read(page: Page) -> bd.Block:
@@ -141,15 +172,16 @@ def scope(page: Page) -> bd.Block:
 def configuration(page: Page) -> bd.Block:
     c = page.camp
     m = c.manifest
-    rows = [{"Item": k, "Value": v} for k, v in {**m.get("host", {}), **m.get("checkpoint", {})}.items()]
+    host = [{"Host and engine": k, "Value": v} for k, v in m.get("host", {}).items()]
+    rows = [{"Model": k, "Value": v} for k, v in m.get("checkpoint", {}).items()]
     eng = m["engine"]
-    rows += [
-        {"Item": "Engine", "Value": eng.get("name")},
-        {"Item": "Engine commit", "Value": eng.get("commit", "—")},
-        {"Item": "Metric profile", "Value": eng.get("profile")},
+    host += [
+        {"Host and engine": "Engine", "Value": eng.get("name")},
+        {"Host and engine": "Engine commit", "Value": eng.get("commit", "—")},
+        {"Host and engine": "Metric profile", "Value": eng.get("profile")},
     ]
     pcs = ", ".join(f"{k}: {v.get('words', '?')} words = {v['tokens']} tokens" for k, v in c.prompt_classes.items())
-    rows.append({"Item": "Sampling", "Value": f"--max-tokens {c.generation_tokens}; prompts {pcs}"})
+    rows.append({"Model": "Sampling", "Value": f"--max-tokens {c.generation_tokens}; prompts {pcs}"})
     arms = [
         {
             "Arm": a,
@@ -177,16 +209,22 @@ def configuration(page: Page) -> bd.Block:
         for v in names
     ]
     return bd.Block(
-        "<h2>Configuration</h2>"
+        str(bd.heading("Configuration", id="configuration"))
+        + '<div class="bb-cols">'
+        + str(bd.table(host, id="configuration-host"))
         + str(bd.table(rows, id="configuration"))
+        + "</div>"
         + "<h3>Arms</h3>"
         + str(bd.table(arms, id="arms", caption="Each arm is one configuration; each run one server process."))
         + "<h3>Environment</h3>"
         + str(
-            bd.table(
-                env_rows,
-                id="environment",
-                caption="Variables per named environment; unset means the built-in default applies.",
+            bd.collapsed(
+                f"{len(env_rows)} variables across {len(envs)} environments ({', '.join(envs)}): show the table",
+                bd.table(
+                    env_rows,
+                    id="environment",
+                    caption="Variables per named environment; unset means the built-in default applies.",
+                ),
             )
         )
     )
@@ -277,7 +315,7 @@ def _ratio_rows(page: Page, sr: list[dict]) -> list[dict]:
             c = next((c for c in cs if c["metric"] == metric and c["concurrency"] == n), None)
             if c is None:
                 return "—"
-            return bd.Block(f"{c['speedup']:.2f}x {bd.mark('result' if c['is_result'] else 'noise')}")
+            return bd.Block(f"{c['speedup']:.2f}x {bd.mark(_mark_kind(c), _short_verdict(c))}")
 
         out.append(
             {
@@ -528,6 +566,7 @@ METRIC_NAMES = {
 
 
 def comparisons_table(page: Page) -> bd.Block:
+    """One compact row per comparison (the reason folded per row) and the forest chart of ratios."""
     bd.record(
         "comparisons",
         [
@@ -548,36 +587,152 @@ def comparisons_table(page: Page) -> bd.Block:
             for c in page.comparisons
         ],
     )
-    rows = [
-        {
-            "Candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
-            "Figure": METRIC_NAMES.get(c["metric"], c["metric"]),
-            "Context": c["context"],
-            "Baseline": _cell_txt(c, "baseline"),
-            "Candidate": _cell_txt(c, "candidate"),
-            "Ratio": f"{c['ratio']:.3f}x",
-            "Change": f"{c['change_pct']:+.1f}%",
-            "Verdict": bd.mark("result" if c["is_result"] else "noise", c["verdict"]),
-            "Why": c["reason"],
-        }
-        for c in page.comparisons
-    ]
+    rows, last = [], None
+    for c in page.comparisons:
+        pair = f"{c['candidate']} vs {c['baseline']}"
+        rows.append(
+            {
+                "Comparison": pair if pair != last else "",
+                "Figure, unit": _figure(c),
+                "Prompt (tokens) / load": _short_context(page, c),
+                "n": f"{c['baseline_n']} / {c['candidate_n']}",
+                "Baseline": _cell_txt(c, "baseline"),
+                "Candidate": _cell_txt(c, "candidate"),
+                "Ratio [range]": f"{c['ratio']:.3f}x [{c['ratio_min']:.2f}–{c['ratio_max']:.2f}]",
+                "Verdict": bd.Block(
+                    f"{bd.mark(_mark_kind(c), _short_verdict(c))}"
+                    f"<details><summary>why</summary>{bd.esc(c['reason'])}</details>"
+                ),
+            }
+        )
+        last = pair
     return bd.Block(
-        "<h2>Comparisons and verdicts</h2>"
+        str(bd.heading("Comparisons and verdicts", id="comparisons"))
         + str(
             bd.table(
                 rows,
                 id="comparisons",
-                caption="Every ratio with its verdict; context states the prompt and concurrency of the figure.",
+                caption=(
+                    f"Every ratio (candidate / baseline median) with its range (from the two [min–max] ranges) and its "
+                    f"verdict. Prompts: {', '.join(f'{k} {_prompt_tokens(page, k)} tokens' for k in page.camp.prompt_classes)}; "
+                    f"{page.camp.generation_tokens} generated tokens per request; each "
+                    "arm in its own environment (see Arms). Cells: median [min–max] over n samples (phase split) or runs "
+                    "(whole request); 'why' gives the rule's reasoning."
+                ),
+                compact=True,
             )
         )
+        + str(forest_chart(page))
+    )
+
+
+# short names for the one-line comparison rows (the sections above use the long ones)
+FIGURE_SHORT = {
+    "prefill_tok_s": "prefill",
+    "decode_tok_s": "decode",
+    "prefill_s": "prefill",
+    "engine_total_s": "engine total",
+    "client_total_s": "client total",
+    "single_tok_s": "single request",
+    "ladder_tok_s": "ladder rate",
+    "interleave_short_latency_s": "interleave",
+}
+
+
+def _figure(c: dict[str, Any]) -> str:
+    unit = baseline.PHASE_METRICS.get(c["metric"], baseline.WHOLE_METRICS.get(c["metric"], ("",)))[0]
+    return f"{FIGURE_SHORT.get(c['metric'], METRIC_NAMES.get(c['metric'], c['metric']))}, {unit}"
+
+
+def _prompt_tokens(page: Page, pclass: str) -> str:
+    return str(page.camp.prompt_classes.get(pclass, {}).get("tokens", "?"))
+
+
+def _short_context(page: Page, c: dict[str, Any]) -> str:
+    """The comparison's context in a few words: the prompt class and its tokens, or the load."""
+    if c["metric"] in baseline.PHASE_METRICS:
+        return f"{c['prompt_class']} ({_prompt_tokens(page, c['prompt_class'])})"
+    if c["metric"] == "interleave_short_latency_s":
+        return "short + long"
+    return f"n={c['concurrency']}"
+
+
+def _mark_kind(c: dict[str, Any]) -> str:
+    if not c["is_result"]:
+        return "noise"
+    return "regression" if c.get("direction") == "regression" else "result"
+
+
+def _short_verdict(c: dict[str, Any]) -> str:
+    if c["is_result"]:
+        return c.get("direction") or "result"
+    return "no verdict" if c.get("speedup") is None else "within noise"
+
+
+def forest_chart(page: Page) -> bd.Block:
+    """Ratio with its range per comparison, the noise band shaded, one panel per compared pair."""
+    import altair as alt
+
+    if not page.comparisons:
+        return bd.Block("")
+    d = [
+        {
+            "pair": f"{c['candidate']} vs {c['baseline']}",
+            "figure": f"{_figure(c)}, {_short_context(page, c)}",
+            "ratio": c["ratio"],
+            "lo": c["ratio_min"],
+            "hi": c["ratio_max"],
+            "band_lo": c["band_min"] if c["band_min"] is not None else 1.0,
+            "band_hi": c["band_max"] if c["band_max"] is not None else 1.0,
+            "verdict": _short_verdict(c),
+        }
+        for c in page.comparisons
+    ]
+    order = list(dict.fromkeys(r["figure"] for r in d))
+    y = alt.Y("figure:N", sort=order, title=None, axis=alt.Axis(labelLimit=0))
+    scale = alt.Scale(type="log", nice=False, padding=8)
+    x = alt.X("ratio:Q", title="candidate / baseline (log scale)", scale=scale)
+    kinds = ["improvement", "regression", "within noise", "no verdict"]
+    color = alt.Color(
+        "verdict:N",
+        title="verdict",
+        scale=alt.Scale(domain=kinds, range=["#2f855a", "#c53030", "#718096", "#b7791f"]),
+        legend=alt.Legend(orient="top"),
+    )
+    base = alt.Chart().encode(y=y)
+    band = base.mark_bar(color="#cbd5e0", opacity=0.7, height=10).encode(
+        x=alt.X("band_lo:Q", scale=scale), x2="band_hi:Q"
+    )
+    one = alt.Chart().mark_rule(color="#4a5568", strokeDash=[3, 3]).encode(x=alt.datum(1.0))
+    rng = base.mark_rule(strokeWidth=2).encode(x=alt.X("lo:Q", scale=scale), x2="hi:Q", color=color)
+    pts = base.mark_point(filled=True, size=40, opacity=1).encode(x=x, color=color)
+    ch = (
+        alt.layer(band, one, rng, pts, data=alt.Data(values=d))
+        .properties(width=520, height=alt.Step(12))
+        .facet(
+            row=alt.Row(
+                "pair:N",
+                sort=list(dict.fromkeys(r["pair"] for r in d)),
+                title=None,
+                header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold"),
+            )
+        )
+        .resolve_scale(y="independent")
+    )
+    return bd.chart(
+        ch,
+        id="forest",
+        caption=(
+            "Each comparison's ratio (dot) with its range (bar: candidate min / baseline max to candidate max / baseline "
+            "min); the grey band is the noise threshold around 1 the verdict used. For latencies a ratio below 1 is faster."
+        ),
     )
 
 
 def _cell_txt(c, side):
     med, lo, hi, n = (c[f"{side}_{k}"] for k in ("median", "min", "max", "n"))
     d = 1 if "prefill_tok" in c["metric"] else 3
-    return f"{med:.{d}f}" if n == 1 else f"{med:.{d}f} ({lo:.{d}f}–{hi:.{d}f}, n={n})"
+    return f"{med:.{d}f}" if n == 1 else f"{med:.{d}f} [{lo:.{d}f}–{hi:.{d}f}]"
 
 
 def amortization(page: Page) -> bd.Block:
@@ -601,7 +756,10 @@ def checks_section(page: Page) -> bd.Block:
         }
         for c in page.checks
     ]
-    return bd.Block("<h2>Checks</h2>" + str(bd.table(rows, id="checks")))
+    return bd.Block(
+        str(bd.heading("Checks", id="checks"))
+        + str(sections.checks_table(rows, [c["status"] == "pass" for c in page.checks], id="checks"))
+    )
 
 
 # ---- memory and clamps --------------------------------------------------------------------------
@@ -648,10 +806,11 @@ def memory(page: Page) -> bd.Block:
     )
 
 
-def clamps(page: Page) -> bd.Block:
+def _clamp_findings(page: Page) -> list[dict[str, Any]]:
+    """Per arm with a server log: what was requested, what the startup line says ran, the clamps."""
     from benchbook.analysis.clamps import detect_clamps, parse_startup_line
 
-    rows, found = [], []
+    found = []
     for arm in page.arms:
         runs = [r for r in page.camp.runs if r.arm == arm and r.server_log.exists()]
         if not runs:
@@ -659,7 +818,6 @@ def clamps(page: Page) -> bd.Block:
         r = runs[0]
         st = parse_startup_line(page.camp.server_log_text(r) or "", r.server_log)
         cl = detect_clamps(page.camp.arms[arm].get("server_args", {}), st)
-        detail = "; ".join(c.explanation for c in cl) or "the server ran what was requested"
         found.append(
             {
                 "arm": arm,
@@ -667,22 +825,29 @@ def clamps(page: Page) -> bd.Block:
                 "clamped": bool(cl),
                 "clamps": [{"setting": c.setting, "requested": c.requested, "ran": c.ran} for c in cl],
                 "line": st.text,
+                "detail": "; ".join(c.explanation for c in cl) or "the server ran what was requested",
             }
         )
-        rows.append(
-            {
-                "Arm": arm,
-                "Requested": _mode(page, arm),
-                "Startup line (what ran)": st.text,
-                "Verdict": bd.mark("fail" if cl else "pass", "clamped" if cl else "as requested"),
-                "Detail": detail,
-            }
-        )
-    bd.record("clamps", found)
+    return found
+
+
+def clamps(page: Page) -> bd.Block:
+    found = _clamp_findings(page)
+    rows = [
+        {
+            "Arm": f["arm"],
+            "Requested": _mode(page, f["arm"]),
+            "Startup line (what ran)": f["line"],
+            "Verdict": bd.mark("fail" if f["clamped"] else "pass", "clamped" if f["clamped"] else "as requested"),
+            "Detail": f["detail"],
+        }
+        for f in found
+    ]
+    bd.record("clamps", [{k: v for k, v in f.items() if k != "detail"} for f in found])
     if not rows:
         return bd.Block("")
     return bd.Block(
-        "<h2>Clamps: what was asked vs what ran</h2>"
+        str(bd.heading("Clamps: what was asked vs what ran", id="clamps"))
         + str(
             bd.table(
                 rows,

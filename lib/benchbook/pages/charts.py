@@ -19,7 +19,11 @@ from typing import Any
 
 import altair as alt
 
-FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
+# the page's font stack (page.css), CJK families included, so chart text matches the page
+FONT = (
+    'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", "Noto Sans CJK SC", '
+    '"Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Micro Hei", sans-serif'
+)
 PALETTE = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b7791f", "#c53030", "#4a5568", "#0987a0"]
 THEME = "benchbook"
 
@@ -30,6 +34,8 @@ def house_theme() -> dict[str, Any]:
         "config": {
             "font": FONT,
             "background": "white",
+            # room at the right: the browser's fonts may be wider than the ones vl-convert measured with
+            "padding": {"left": 5, "top": 5, "right": 40, "bottom": 5},
             "view": {"continuousWidth": 420, "continuousHeight": 260, "stroke": None},
             "axis": {
                 "labelFont": FONT,
@@ -41,7 +47,8 @@ def house_theme() -> dict[str, Any]:
                 "domainColor": "#718096",
                 "tickColor": "#718096",
             },
-            "legend": {"labelFont": FONT, "titleFont": FONT, "labelFontSize": 11, "titleFontSize": 12},
+            # labelLimit 0: legends show full names ("batched-ccb339d", never "batched-ccb339…")
+            "legend": {"labelFont": FONT, "titleFont": FONT, "labelFontSize": 11, "titleFontSize": 12, "labelLimit": 0},
             "title": {"font": FONT, "fontSize": 13, "anchor": "start", "fontWeight": "bold"},
             "range": {"category": PALETTE},
             "mark": {"color": PALETTE[0]},

@@ -28,6 +28,7 @@ from typing import Any
 from benchbook import __version__
 from benchbook.errors import EXIT_BAD_INPUT, EXIT_RENDER, EXIT_SOURCE, InputError, RenderError, SourceError
 from benchbook.pages.display import VALUES_MIME
+from benchbook.pipeline.outline import outline
 
 ROOT = Path(__file__).resolve().parents[3]
 # the checkout's notebooks/; an installed (non-editable) package ships them as benchbook/notebooks/
@@ -226,7 +227,7 @@ def export_html(nb: Any, *, title: str) -> str:
         exclude_output_prompt=True,
     )
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
-    return body
+    return outline(body)  # heading anchors and the table of contents
 
 
 def render_page(
