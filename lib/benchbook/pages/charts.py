@@ -63,6 +63,9 @@ def _theme() -> alt.theme.ThemeConfig:
     return house_theme()  # type: ignore[return-value]
 
 
+VEGALITE_MIME = f"application/vnd.vegalite.v{alt.SCHEMA_VERSION.lstrip('v').split('.')[0]}+json"
+
+
 def _vl_version() -> str:
     major, minor = alt.SCHEMA_VERSION.lstrip("v").split(".")[:2]
     return f"{major}.{minor}"

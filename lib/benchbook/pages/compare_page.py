@@ -25,6 +25,7 @@ from typing import Any
 from benchbook.analysis import stats
 from benchbook.errors import InputError
 from benchbook.pages import display as bd
+from benchbook.pages import sections
 
 THROUGHPUT = (
     ("output_throughput", "output tok/s", True),
@@ -192,6 +193,7 @@ def header(page: Page) -> bd.Block:
                 b=page.baseline,
             )
         )
+        + str(findings(page))
     )
 
 
@@ -341,10 +343,53 @@ def ratios(page: Page) -> bd.Block:
     )
 
 
-def verdicts(page: Page) -> bd.Block:
+def _judgements(page: Page) -> list[tuple]:
+    """(configuration, metric, baseline cell, candidate cell, spread, Comparison) per judged pair."""
     from benchbook.analysis.verdict import compare
 
-    out = ["<h2>Verdicts</h2>"]
+    out = []
+    for c in page.configs:
+        if c == page.baseline:
+            continue
+        for k, hib in VERDICT_METRICS:
+            bc, cc, sp = _cell(page, page.baseline, k), _cell(page, c, k), page.spreads.get(k)
+            if bc is None or cc is None or sp is None or bc.min <= 0 or cc.min <= 0:
+                continue
+            out.append((c, k, bc, cc, sp, compare(bc, cc, spread=sp, higher_is_better=hib, rule=page.rule)))
+    return out
+
+
+def findings(page: Page) -> bd.Block:
+    """The findings box: verdicts called results (worst first), failed gates, and what could not be
+    judged (no repeats: no spread)."""
+    from benchbook.analysis.reconcile import gates
+
+    results = [
+        (
+            v.direction,
+            v.speedup,
+            f"{c} vs the baseline, {k}: {v.ratio:.2f}x ({stats.fmt_pct(v.change, signed=True)})",
+            "verdicts",
+        )
+        for c, k, _b, _c, _s, v in _judgements(page)
+        if v.is_result
+    ]
+    failed = [
+        (f"{r.id}: {g.name} — {g.detail}", "checks")
+        for r in page.runs
+        for g in gates(r.run, **page.gate_params)
+        if g.status == "fail"
+    ]
+    unjudged = []
+    if not page.spreads:
+        unjudged.append(("No configuration was run twice: no spread, so no difference is called a result", "verdicts"))
+    elif len(page.configs) < 2:
+        unjudged.append(("Only one configuration: nothing to compare against", "verdicts"))
+    return sections.findings(results=results, failed=failed, unjudged=unjudged, results_section="verdicts")
+
+
+def verdicts(page: Page) -> bd.Block:
+    out = [str(bd.heading("Verdicts", id="verdicts"))]
     spread_rows = [{"Metric": k, "Spread between repeats": stats.fmt_pct(v)} for k, v in page.spreads.items()]
     bd.record("spreads", page.spreads)
     if not page.spreads:
@@ -371,34 +416,27 @@ def verdicts(page: Page) -> bd.Block:
         )
     )
     rows, rec = [], []
-    for c in page.configs:
-        if c == page.baseline:
-            continue
-        for k, hib in VERDICT_METRICS:
-            bc, cc, sp = _cell(page, page.baseline, k), _cell(page, c, k), page.spreads.get(k)
-            if bc is None or cc is None or sp is None or bc.min <= 0 or cc.min <= 0:
-                continue
-            v = compare(bc, cc, spread=sp, higher_is_better=hib, rule=page.rule)
-            rows.append(
-                {
-                    "Configuration": c,
-                    "Metric": k,
-                    "Baseline": bc.fmt(2),
-                    "Candidate": cc.fmt(2),
-                    "Verdict": bd.mark("result" if v.is_result else "noise"),
-                    "Why": v.describe(),
-                }
-            )
-            rec.append(
-                {
-                    "config": c,
-                    "metric": k,
-                    "is_result": v.is_result,
-                    "direction": v.direction,
-                    "ratio": v.ratio,
-                    "spread": sp,
-                }
-            )
+    for c, k, bc, cc, sp, v in _judgements(page):
+        rows.append(
+            {
+                "Configuration": c,
+                "Metric": k,
+                "Baseline": bc.fmt(2),
+                "Candidate": cc.fmt(2),
+                "Verdict": bd.mark("result" if v.is_result else "noise"),
+                "Why": v.describe(),
+            }
+        )
+        rec.append(
+            {
+                "config": c,
+                "metric": k,
+                "is_result": v.is_result,
+                "direction": v.direction,
+                "ratio": v.ratio,
+                "spread": sp,
+            }
+        )
     bd.record("verdicts", rec)
     if rows:
         out.append(
@@ -447,7 +485,7 @@ def checks(page: Page) -> bd.Block:
     bd.record("checks", rec)
     p = page.gate_params
     return bd.Block(
-        "<h2>Validity gates and reconciliation</h2>"
+        str(bd.heading("Validity gates and reconciliation", id="checks"))
         + str(
             bd.table(
                 rows,

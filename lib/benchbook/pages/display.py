@@ -333,16 +333,35 @@ def text(template: str, /, **values: Any) -> Block:
     return Block(f"<p>{esc(template).format(**safe)}</p>")
 
 
-def chart(ch: Any, *, caption: str | None = None, id: str | None = None) -> Block:
-    """An Altair chart as inline SVG in a ``<figure>`` (see :mod:`benchbook.pages.charts`)."""
-    from benchbook.pages.charts import to_svg
+class InteractiveChart(Block):
+    """A chart that JupyterLab draws with Altair's own interactivity (its Vega-Lite renderer: tooltips,
+    pan and zoom) while a rendered page shows the same chart as static SVG: the output carries both
+    the Vega-Lite spec and the HTML figure, and the page template takes the HTML."""
+
+    def __init__(self, html_: str, spec: dict[str, Any]):
+        super().__init__(html_)
+        self.spec = spec
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from benchbook.pages.charts import VEGALITE_MIME
+
+        return {VEGALITE_MIME: self.spec, "text/html": self.html}
+
+
+def chart(ch: Any, *, caption: str | None = None, id: str | None = None, interactive: bool = False) -> Block:
+    """An Altair chart as inline SVG in a ``<figure>`` (see :mod:`benchbook.pages.charts`).
+
+    ``interactive``: in JupyterLab the chart is live (add ``.interactive()`` and tooltips to it);
+    the rendered page still shows the static SVG (:class:`InteractiveChart`)."""
+    from benchbook.pages.charts import spec, to_svg
 
     if id is not None and not _ID_OK.match(id):
         raise ValueError(f"chart(): id {id!r} must match [a-z][a-z0-9-]*")
     svg = to_svg(ch, id_prefix=f"bb-{id}" if id else None)
     attr = f' id="bb-{id}"' if id else ""
     cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
-    return Block(f'<figure class="bb-chart"{attr}>{svg}{cap}</figure>')
+    html_ = f'<figure class="bb-chart"{attr}>{svg}{cap}</figure>'
+    return InteractiveChart(html_, spec(ch)) if interactive else Block(html_)
 
 
 # --------------------------------------------------------------------------- how to read

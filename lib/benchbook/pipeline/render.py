@@ -476,6 +476,23 @@ def find_campaigns(data_dir: Path) -> list[Path]:
 # --------------------------------------------------------------------------- index
 
 
+def page_findings(html: Path) -> dict[str, Any]:
+    """What a page's findings box counted (``findings_box``) and its one-line ``headline`` ("3 results
+    (1 regression), 2 failed checks"), read from the ``<page>.values.json`` beside it; {} if none."""
+    try:
+        values = json.loads(html.with_suffix(".values.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(values, dict) or not isinstance(values.get("headline"), str):
+        return {}
+    box = values.get("findings_box") if isinstance(values.get("findings_box"), dict) else {}
+    return {"headline": values["headline"], **{k: v for k, v in box.items() if isinstance(v, int)}}
+
+
+def page_headline(html: Path) -> str:
+    return page_findings(html).get("headline", "")
+
+
 def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
     """The index page: every campaign (newest first) with its title, date, provenance and pages."""
     import jinja2
@@ -489,7 +506,14 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
         done = {r.page.rsplit("/", 1)[-1] for r in o.rendered}
         for page in PAGES:
             if page in done:
-                links.append({"label": PAGES[page][1], "href": f"{o.name}/{page}.html", "status": "ok"})
+                links.append(
+                    {
+                        "label": PAGES[page][1],
+                        "href": f"{o.name}/{page}.html",
+                        "status": "ok",
+                        "headline": page_headline(reports / o.name / f"{page}.html"),
+                    }
+                )
             elif page in o.failed:
                 kept = (reports / o.name / f"{page}.html").exists()
                 links.append(
@@ -498,6 +522,7 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
                         "href": f"{o.name}/{page}.html" if kept else None,
                         "status": "failed",
                         "reason": o.failed[page][1],
+                        "headline": page_headline(reports / o.name / f"{page}.html") if kept else "",
                     }
                 )
         rows.append(
@@ -512,7 +537,41 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
             }
         )
     css = (TEMPLATES / TEMPLATE_NAME / "page.css").read_text(encoding="utf-8")
-    return env.get_template("reports_index.html.j2").render(campaigns=rows, css=css, version=__version__)
+    box = index_findings(rows, reports)
+    return outline(
+        env.get_template("reports_index.html.j2").render(campaigns=rows, css=css, version=__version__, box=box)
+    )
+
+
+def index_findings(rows: list[dict[str, Any]], reports: Path) -> str:
+    """The index's findings box: the totals over every page, then one line per page that found a
+    regression, a failed check or something it could not judge, or that failed to render."""
+    from benchbook.pages import display as bd
+    from benchbook.pages.sections import headline
+
+    totals = {"results": 0, "regressions": 0, "failed_checks": 0, "unjudged": 0}
+    lines = []
+    for i, c in enumerate(rows, 1):
+        for link in c["links"]:
+            f = page_findings(reports / link["href"]) if link.get("href") else {}
+            for k in totals:
+                totals[k] += f.get(k, 0)
+            where = f"campaign-{i}"
+            name = f"{c['name']} / {link['label']}"
+            if link["status"] == "failed":
+                lines.append(bd.Finding("fail", f"{name}: the last render failed — {link['reason']}", where))
+            elif f.get("regressions"):
+                lines.append(bd.Finding("regression", f"{name}: {f['headline']}", where))
+            elif f.get("failed_checks"):
+                lines.append(bd.Finding("fail", f"{name}: {f['headline']}", where))
+            elif f.get("unjudged"):
+                lines.append(bd.Finding("unjudged", f"{name}: {f['headline']}", where))
+    order = {k: i for i, k in enumerate(bd.FINDING_ORDER)}
+    lines.sort(key=lambda f: order[f.kind])
+    head = f"{len(rows)} campaign{'s' * (len(rows) != 1)}: " + headline(
+        totals["results"], totals["regressions"], totals["failed_checks"], totals["unjudged"]
+    )
+    return bd.findings_box(lines, headline=head, empty="No regression, failed check or unjudged figure.").html
 
 
 # --------------------------------------------------------------------------- CLI
