@@ -161,12 +161,7 @@ def how_to_read(page: Page) -> bd.Block:
 
 
 def scope(page: Page) -> bd.Block:
-    sc = page.camp.manifest.get("scope", {})
-    li = lambda xs: "".join(f"<li>{bd.esc(x)}</li>" for x in xs)  # noqa: E731
-    return bd.Block(
-        "<h2>Scope</h2><p>The measured path:</p><ul>" + li(sc.get("measured", [])) + "</ul>"
-        "<p>Outside this result:</p><ul>" + li(sc.get("outside", [])) + "</ul>"
-    )
+    return sections.scope(page.camp.manifest.get("scope", {}))
 
 
 def configuration(page: Page) -> bd.Block:
@@ -708,7 +703,7 @@ def forest_chart(page: Page) -> bd.Block:
     pts = base.mark_point(filled=True, size=40, opacity=1).encode(x=x, color=color)
     ch = (
         alt.layer(band, one, rng, pts, data=alt.Data(values=d))
-        .properties(width=520, height=alt.Step(12))
+        .properties(width=520, height=alt.Step(11))
         .facet(
             row=alt.Row(
                 "pair:N",
@@ -848,11 +843,10 @@ def clamps(page: Page) -> bd.Block:
         return bd.Block("")
     return bd.Block(
         str(bd.heading("Clamps: what was asked vs what ran", id="clamps"))
+        + str(bd.text("The server's startup line states the batch width and prefill budget it actually used."))
         + str(
-            bd.table(
-                rows,
-                id="clamps",
-                caption=("The server's startup line states the batch width and prefill budget it actually used."),
+            sections.checks_table(
+                rows, [not f["clamped"] for f in found], id="clamps", passed_label="{n} arm(s) ran as requested"
             )
         )
     )

@@ -215,14 +215,7 @@ def how_to_read(page: Page) -> bd.Block:
 
 
 def scope(page: Page) -> bd.Block:
-    sc = page.camp.manifest.get("scope", {})
-    if not sc:
-        return bd.Block("")
-    li = lambda xs: "".join(f"<li>{bd.esc(x)}</li>" for x in xs)  # noqa: E731
-    return bd.Block(
-        "<h2>Scope</h2><p>The measured path:</p><ul>" + li(sc.get("measured", [])) + "</ul>"
-        "<p>Outside this result:</p><ul>" + li(sc.get("outside", [])) + "</ul>"
-    )
+    return sections.scope(page.camp.manifest.get("scope", {}))
 
 
 def configuration(page: Page) -> bd.Block:

@@ -53,6 +53,24 @@ def exclusions(
     return bd.Block(head + str(bd.collapsed(summary, bd.table(rows, id=id, caption=caption))))
 
 
+def scope(sc: Mapping[str, Any]) -> bd.Block:
+    """The manifest's scope: what the result covers and what it does not, side by side."""
+    if not sc:
+        return bd.Block("")
+
+    def li(xs: Iterable[str]) -> str:
+        return "".join(f"<li>{bd.esc(x)}</li>" for x in xs)
+
+    return bd.Block(
+        str(bd.heading("Scope", id="scope"))
+        + '<div class="bb-cols bb-scope"><div><p><strong>The measured path</strong></p><ul>'
+        + li(sc.get("measured", []))
+        + "</ul></div><div><p><strong>Outside this result</strong></p><ul>"
+        + li(sc.get("outside", []))
+        + "</ul></div></div>"
+    )
+
+
 def provenance(inputs: Iterable[Path], parameters: Mapping[str, Any], readme: Path | None = None) -> bd.Block:
     """The provenance block over the campaign's input files (and its README, which says where they came from)."""
     files = set(inputs)
@@ -146,17 +164,18 @@ def comparison_findings(
     return results, unjudged
 
 
-def checks_table(rows: list[dict[str, Any]], passed: Iterable[bool], *, id: str, what: str = "check") -> bd.Block:
+def checks_table(
+    rows: list[dict[str, Any]], passed: Iterable[bool], *, id: str, passed_label: str = "{n} check(s) passed"
+) -> bd.Block:
     """A checks table whose failing and warning rows stay in view while the passing rows fold into a
-    ``<details>`` (still in the HTML); when every row passed, the whole table folds."""
+    ``<details>`` (still in the HTML, summary ``passed_label`` with ``{n}``); when every row passed,
+    the whole table folds."""
     flags = list(passed)
     bad = [r for r, ok in zip(rows, flags) if not ok]
     good = [r for r, ok in zip(rows, flags) if ok]
     out = [str(bd.table(bad, id=id))] if bad else []
     if good:
         folded = bd.table(good, id=f"{id}-passed" if bad else id)
-        label = f"{len(good)} {what}{'s' * (len(good) != 1)} passed" + (
-            ": show them" if bad else " (every one): show them"
-        )
+        label = passed_label.format(n=len(good)) + (": show them" if bad else " (all of them): show them")
         out.append(str(bd.collapsed(label, folded)))
     return bd.Block("".join(out))
