@@ -58,3 +58,19 @@ def test_every_chart_drawn_and_offline(explored, open_page):
     rep = open_page(explored.html, table_ids=["bb-explore-frames"], screenshot="explore.png")
     assert rep.ok, rep.problems()
     assert rep.charts >= 4
+
+
+def test_charts_are_live_in_jupyterlab_and_static_svg_on_the_page(explored):
+    import nbformat
+
+    from benchbook.pages.charts import VEGALITE_MIME
+
+    nb = nbformat.read(str(explored.notebook), as_version=4)
+    specs = [
+        o["data"][VEGALITE_MIME] for c in nb.cells for o in c.get("outputs", []) if VEGALITE_MIME in o.get("data", {})
+    ]
+    assert len(specs) >= 4  # latency, ladder, phase split, memory: JupyterLab draws these with Vega-Lite
+    assert sum('"bind": "scales"' in json.dumps(s) for s in specs) >= 2  # pan and zoom
+    assert all('"tooltip"' in json.dumps(s) for s in specs)
+    html = explored.html.read_text()
+    assert "<script" not in html and html.count("<svg") >= 4  # the page itself stays static

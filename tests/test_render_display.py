@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import altair as alt
 import polars as pl
 import pytest
@@ -87,6 +89,15 @@ def test_numbers_and_text_starting_with_a_number_are_right_aligned_header_includ
     assert '<th scope="col">run</th>' in html
     assert '<th scope="col" class="num">rate</th>' in html and '<td class="numtext">2.684 tok/s</td>' in html
     assert '<th scope="col" class="num">n</th>' in html and '<td class="num">3</td>' in html
+    prose = bd.table([{"load": "640 requests, C128, 6 req/s"}, {"load": "320 requests"}], id="p").html
+    assert '<th scope="col">load</th>' in prose  # starts with a number, but it is words
+
+
+def test_the_font_stack_names_cjk_families_and_stays_local():
+    css = (Path(charts.__file__).parents[1] / "templates" / "benchbook" / "page.css").read_text()
+    for family in ("Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Micro Hei"):
+        assert f'"{family}"' in css and family in charts.FONT
+    assert "@font-face" not in css and "url(" not in css
 
 
 def test_a_long_token_may_break_inside_its_cell_and_stays_escaped():

@@ -269,6 +269,13 @@ def table(
 _LEADING_NUMBER = re.compile(r"^[-+−]?[0-9][0-9,.]*(?:[ x%]|$)")
 
 
+def _number_like(s: str) -> bool:
+    """Text that reads as a figure: it starts with a number and is mostly digits ("11.922 s / 2.684
+    tok/s", "46.5 [46.2–46.7]", "8.19 GiB"), not prose that happens to ("640 requests, C128")."""
+    chars = [c for c in s if not c.isspace()]
+    return bool(_LEADING_NUMBER.match(s)) and sum(c.isdigit() for c in chars) >= 0.4 * len(chars)
+
+
 def _numeric_column(values: list[Any], cells: list[tuple[str, bool]]) -> bool:
     """True when every present cell of a column is a number or text that starts with a number."""
     seen = False
@@ -277,7 +284,7 @@ def _numeric_column(values: list[Any], cells: list[tuple[str, bool]]) -> bool:
             continue
         if hasattr(v, "__html__"):
             return False
-        if not (numeric or (isinstance(v, str) and _LEADING_NUMBER.match(v))):
+        if not (numeric or (isinstance(v, str) and _number_like(v))):
             return False
         seen = True
     return seen
