@@ -393,7 +393,7 @@ def ablation_table(page: Page) -> bd.Block:
             if a == page.baseline_arm:
                 row[cell_title(page, k)] = bd.Block(f"{bd.esc(fig)}<br><small>baseline</small>")
             else:
-                kind = "result" if r["is_result"] else "noise"
+                kind = ("regression" if r["direction"] == "regression" else "result") if r["is_result"] else "noise"
                 label = (f"{r['direction']}" if r["is_result"] else "noise") + (
                     " · interaction" if r["interaction"] else ""
                 )
