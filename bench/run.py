@@ -144,7 +144,7 @@ def run_command(cmd: list[str], repeats: int) -> dict:
 
 
 def _synth_hash() -> str:
-    return hashlib.sha256((ROOT / "lib" / "benchbook" / "synth.py").read_bytes()).hexdigest()[:16]
+    return hashlib.sha256((ROOT / "lib" / "benchbook" / "commands" / "synth.py").read_bytes()).hexdigest()[:16]
 
 
 def campaign(cache: Path, requests: int, snapshots: int, itl: bool) -> Path:
@@ -251,12 +251,119 @@ def _empty_notebook_cmd(tmp: Path) -> list[str]:
     return [PY, "-c", script]
 
 
+def _page_vs_empty(cache: Path, R: int, rows: list[dict], target) -> float | None:
+    """One baseline page (a kernel of its own) vs an empty notebook with the same imports; returns
+    the page's median seconds."""
+    single = None
+    with tempfile.TemporaryDirectory() as td:
+        print("render …", file=sys.stderr, flush=True)
+        empty = run_command(_empty_notebook_cmd(Path(td)), R)
+        rows.append(row("empty notebook: papermill + nbconvert (floor)", "imports only", empty))
+        small = campaign(cache, 18, 6, False)
+        if importlib.util.find_spec("benchbook.pipeline.render") is None:
+            rows.append(
+                row("benchbook render (one page)", "baseline page", None, "pending: no benchbook.pipeline.render")
+            )
+            target("page render <= 1.5x empty notebook", None, "pending")
+        else:
+            try:
+                res = run_command(
+                    [BENCHBOOK, "render", str(small), "--out", str(Path(td) / "out"), "--page", "baseline"], R
+                )
+                ratio = statistics.median(res["times"]) / statistics.median(empty["times"])
+                rows.append(row("benchbook render (one page)", "baseline page, synthetic", res, f"{ratio:.2f}x empty"))
+                target("page render <= 1.5x empty notebook (one page at a time)", ratio <= 1.5, f"{ratio:.2f}x")
+                single = statistics.median(res["times"])
+            except RuntimeError as e:
+                rows.append(row("benchbook render (one page)", "baseline page", None, f"failed: {e}"))
+                target("page render <= 1.5x empty notebook", False, f"failed: {str(e)[:200]}")
+    return single
+
+
+def _series(cache: Path, count: int) -> Path:
+    """A cached data folder of ``count`` synthetic nightly campaigns with two known steps."""
+    root = cache / f"series-{count}"
+    stamp = root / ".bench-stamp"
+    if stamp.exists() and stamp.read_text() == _synth_hash():
+        return root
+    import shutil
+
+    shutil.rmtree(root, ignore_errors=True)
+    print(f"  generating {count} nightly campaigns …", file=sys.stderr, flush=True)
+    t = time.perf_counter()
+    cmd = [PY, "-m", "benchbook.commands.cli", "synth", "--series", str(count), "--out", str(root)]
+    cmd += ["--start", "2026-01-01", "--step", "2026-01-20:decode_tok_s:-9%", "--step", "2026-02-10:prefill_tok_s:+12%"]
+    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    print(f"  generated in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
+    stamp.write_text(_synth_hash())
+    return root
+
+
+def _schedule(cache: Path, quick: bool, rows: list[dict], target, single_page: float | None) -> None:
+    """The five scheduled-rendering figures of issue 16 (whole ``benchbook render --all`` commands,
+    each in its own child process, output folders fresh unless stated)."""
+    n_warm, n_cold, n_hist = (12, 8, 40) if quick else (100, 50, 365)
+    render = [BENCHBOOK, "render", "--all"]
+    with tempfile.TemporaryDirectory() as td:
+        td = Path(td)
+        # 1. warm no-op over n_warm unchanged campaigns vs the cold render of the same folder
+        data = _series(cache, n_warm)
+        print(f"schedule: cold render of {n_warm} campaigns (-j 2) …", file=sys.stderr, flush=True)
+        cold = run_command(render + [str(data), "--out", str(td / "warm"), "-j", "2", "--quiet"], 1)
+        warm = run_command(render + [str(data), "--out", str(td / "warm"), "-j", "2", "--quiet"], 3)
+        c, w = statistics.median(cold["times"]), statistics.median(warm["times"])
+        rows.append(row("render --all cold (-j 2)", f"{n_warm} campaigns", cold, f"{n_warm / c:.2f} pages/s"))
+        rows.append(row("render --all warm no-op", f"{n_warm} campaigns", warm, f"{w / c:.2%} of cold"))
+        target(f"warm no-op over {n_warm} unchanged campaigns <= 2% of cold", w / c <= 0.02, f"{w / c:.2%}")
+
+        # 2./3. cold -j 1 vs -j 2 over n_cold campaigns (pages and headline figures; no history page)
+        data = _series(cache, n_cold)
+        res = {}
+        for j in (1, 2):
+            print(f"schedule: cold render of {n_cold} campaigns, -j {j} …", file=sys.stderr, flush=True)
+            res[j] = run_command(
+                render + [str(data), "--out", str(td / f"j{j}"), "-j", str(j), "--page", "baseline", "--quiet"], 1
+            )
+            t = statistics.median(res[j]["times"])
+            rows.append(row(f"render --all cold -j {j}", f"{n_cold} campaigns", res[j], f"{t / n_cold:.2f} s/page"))
+        t1, t2 = statistics.median(res[1]["times"]), statistics.median(res[2]["times"])
+        target("-j 2 >= 1.7x the pages/s of -j 1 (cold)", t1 / t2 >= 1.7, f"{t1 / t2:.2f}x")
+        target(
+            f"cold render --all over {n_cold} campaigns <= 0.4 s/page", t2 / n_cold <= 0.4, f"{t2 / n_cold:.2f} s/page"
+        )
+
+        # 5. the history page over n_hist nightly campaigns vs one baseline page (each with its kernel)
+        data = _series(cache, n_hist)
+        out = td / "hist"
+        print(f"schedule: headline figures of {n_hist} campaigns …", file=sys.stderr, flush=True)
+        run_command(render + [str(data), "--out", str(out), "--page", "history", "-j", "2", "--quiet"], 1)
+        times = []
+        for _ in range(3):
+            (out / "history.key").unlink()
+            times += run_command(render + [str(data), "--out", str(out), "--page", "history", "--quiet"], 1)["times"]
+        h = {"times": times, "rss_kib": 0}
+        hm = statistics.median(times)
+        note = f"{hm / single_page:.2f}x one baseline page" if single_page else "no one-page figure"
+        rows.append(row("render --all --page history (history page only)", f"{n_hist} campaigns", h, note))
+        target(
+            f"history page over {n_hist} nightly campaigns <= 3x one baseline page",
+            (hm / single_page <= 3) if single_page else None,
+            note,
+        )
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench.json")
     ap.add_argument("--quick", action="store_true", help="10k/100k records and 1k pairs only")
     ap.add_argument("--repeats", type=int, default=3, help="timed calls per figure (at least 3)")
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
+    ap.add_argument(
+        "--only",
+        choices=("all", "schedule"),
+        default="all",
+        help="schedule: only the scheduled-rendering figures (and the one-page figure they need)",
+    )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
     a = ap.parse_args()
@@ -274,6 +381,11 @@ def main() -> int:
         targets.append(
             {"target": name, "result": "PASS" if ok else ("pending" if ok is None else "FAIL"), "figure": figure}
         )
+
+    if a.only == "schedule":
+        single_page = _page_vs_empty(a.cache, R, rows, target)
+        _schedule(a.cache, a.quick, rows, target, single_page)
+        return _finish(a, R, rows, targets, t_start)
 
     print("generating campaigns (cached in .cache/bench) …", file=sys.stderr)
     camps = {}
@@ -384,27 +496,10 @@ def main() -> int:
             target("summary on 1M records + 10k pairs < 20 s and < 2 GB", False, f"failed: {str(e)[:200]}")
 
     # 4. one page render vs executing + exporting an empty notebook with the same imports
-    with tempfile.TemporaryDirectory() as td:
-        print("render …", file=sys.stderr, flush=True)
-        empty = run_command(_empty_notebook_cmd(Path(td)), R)
-        rows.append(row("empty notebook: papermill + nbconvert (floor)", "imports only", empty))
-        small = campaign(a.cache, 18, 6, False)
-        if importlib.util.find_spec("benchbook.pipeline.render") is None:
-            rows.append(
-                row("benchbook render (one page)", "baseline page", None, "pending: no benchbook.pipeline.render")
-            )
-            target("page render <= 2x empty notebook", None, "pending")
-        else:
-            try:
-                res = run_command(
-                    [BENCHBOOK, "render", str(small), "--out", str(Path(td) / "out"), "--page", "baseline"], R
-                )
-                ratio = statistics.median(res["times"]) / statistics.median(empty["times"])
-                rows.append(row("benchbook render (one page)", "baseline page, synthetic", res, f"{ratio:.2f}x empty"))
-                target("page render <= 2x empty notebook", ratio <= 2, f"{ratio:.2f}x")
-            except RuntimeError as e:
-                rows.append(row("benchbook render (one page)", "baseline page", None, f"failed: {e}"))
-                target("page render <= 2x empty notebook", False, f"failed: {str(e)[:200]}")
+    single_page = _page_vs_empty(a.cache, R, rows, target)
+
+    # 6. scheduled rendering (issue 16): warm no-op, -j 2 vs -j 1, amortized cost, history page
+    _schedule(a.cache, a.quick, rows, target, single_page)
 
     # 5. benchbook --help
     res = run_command([BENCHBOOK, "--help"], max(R, 5))
@@ -412,6 +507,10 @@ def main() -> int:
     rows.append(row("benchbook --help", "subprocess", res))
     target("benchbook --help < 0.3 s", med < 0.3, f"{med:.3f} s")
 
+    return _finish(a, R, rows, targets, t_start)
+
+
+def _finish(a, R: int, rows: list[dict], targets: list[dict], t_start: float) -> int:
     total = time.perf_counter() - t_start
     _print(rows, targets, total)
     doc = {

@@ -128,6 +128,7 @@ class PageReport:
     missing_tables: list[str] = field(default_factory=list)
     screenshot: Path | None = None
     layout: Layout | None = None
+    texts: dict[str, str] = field(default_factory=dict)  # selector -> innerText of its first match ("" if none)
 
     @property
     def ok(self) -> bool:
@@ -186,6 +187,7 @@ def open_page(
     first_screen: str | Path | None = None,
     viewport: tuple[int, int] = (1280, 900),
     settle_ms: int = 300,
+    text_of: Iterable[str] = (),
 ) -> PageReport:
     """Load ``path`` from file:// with every other request blocked; see :class:`PageReport`.
 
@@ -230,6 +232,10 @@ def open_page(
         report.tables = page.evaluate("() => Array.from(document.querySelectorAll('table[id]')).map(t => t.id)")
         report.missing_tables = [t for t in table_ids if t not in report.tables]
         report.layout = Layout(**page.evaluate(_LAYOUT))
+        for sel in text_of:
+            report.texts[sel] = page.evaluate(
+                "(s) => { const e = document.querySelector(s); return e ? e.innerText : ''; }", sel
+            )
         if screenshot is not None:
             shot = Path(screenshot)
             if not shot.is_absolute():

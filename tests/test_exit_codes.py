@@ -83,7 +83,12 @@ CASES = [
     ("validate-ok", ["validate", "-q", "{w}/data/mini"], 0, None),
     ("prefill-sim-ok", SIM, 0, None),
     ("render-missing-campaign", ["render", "{w}/nowhere", "--out", "{w}/o"], 2, "campaign folder does not exist"),
-    ("render-bad-manifest", ["render", "{w}/broken", "--out", "{w}/o"], 2, "campaign.json: line 2: not valid JSON"),
+    (
+        "render-bad-manifest",
+        ["render", "{w}/broken", "--out", "{w}/o"],
+        2,
+        "campaign.json: line 2 column 10: not valid JSON",
+    ),
     (
         "render-all-bad-params",
         ["render", "--all", "{w}/data", "--out", "{w}/o", "--params", "{w}/params.json"],
@@ -181,3 +186,17 @@ def test_the_process_exit_status_is_the_code(ws):
     )
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) <= 2 and "Traceback" not in r.stderr
     assert str(ws / "nowhere") in r.stderr
+
+
+def test_every_exit_code_is_in_the_readme_and_bad_input_tables():
+    """The README's exit-code table (and docs/bad-input.md's) lists exactly the codes errors.py defines."""
+    import re
+
+    from benchbook import errors
+
+    codes = {v for k, v in vars(errors).items() if k.startswith("EXIT_")}
+    root = Path(__file__).resolve().parents[1]
+    for doc in ("README.md", "docs/bad-input.md"):
+        text = (root / doc).read_text(encoding="utf-8")
+        listed = {int(m) for m in re.findall(r"^\| (\d) \|", text, flags=re.M)}
+        assert listed == codes, doc

@@ -78,10 +78,10 @@ def test_render_and_summary_never_write_raw_input(bundled):
 
 def test_every_bundled_page_is_byte_identical_with_source_date_epoch(bundled):
     base = bundled[0]
-    a, b = _tree(base / "a"), _tree(base / "b")
+    a, b = _outputs(base / "a"), _outputs(base / "b")
     assert set(BUNDLED) <= set(a)
-    assert a == b  # pages, executed notebooks, values JSON and the index
-    assert not [p for p in a if Path(p).name.startswith(".")]  # no temporary files
+    assert a == b  # pages, executed notebooks, values JSON, render keys, the history page and the index
+    assert not list(base.rglob("*.tmp"))  # no temporary files
 
 
 def test_without_source_date_epoch_only_the_timestamp_differs(bundled):
@@ -102,7 +102,13 @@ def test_without_source_date_epoch_only_the_timestamp_differs(bundled):
 
 
 def _outputs(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file()}
+    """What readers open: every file by its public name (page generations under ``.pages/`` are read
+    through those names; hidden files are the writer's business)."""
+    return {
+        str(p.relative_to(out)): p.read_bytes()
+        for p in sorted(out.rglob("*"))
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(out).parts)
+    }
 
 
 def test_failed_renders_keep_the_previous_pages_and_index(tmp_path, monkeypatch, capsys):
@@ -112,13 +118,22 @@ def test_failed_renders_keep_the_previous_pages_and_index(tmp_path, monkeypatch,
     for name in ("alpha", "beta"):
         shutil.copytree(MINI, data / name)
     raw = _tree(data)
-    args = ["render", "--all", str(data), "--out", str(out)]
+    # --force: every run renders (render --all is incremental); -j 1: in this process, where the
+    # monkeypatched failures below apply
+    args = ["render", "--all", str(data), "--out", str(out), "--force", "-j", "1"]
     assert main(args) == 0
     assert main(["summary", str(data / "alpha"), "--json"]) == 0
     assert _tree(data) == raw  # a campaign copy outside data/ is not written either
     good = _outputs(out)
     alpha = {k: v for k, v in good.items() if k.startswith("alpha/")}
-    assert sorted(alpha) == ["alpha/baseline.html", "alpha/baseline.ipynb", "alpha/baseline.values.json"]
+    assert sorted(alpha) == [
+        "alpha/baseline.html",
+        "alpha/baseline.ipynb",
+        "alpha/baseline.key",
+        "alpha/baseline.values.json",
+        "alpha/headline.json",
+        "alpha/headline.key",
+    ]
     capsys.readouterr()
 
     # 1. a notebook cell meets bad input in alpha: alpha's three files kept, beta re-rendered, index says so

@@ -233,9 +233,9 @@ DEFECTS = {
 
 BUCKET_DEFECTS = {
     # (old, new, reason): a defect in a _bucket line, which the split does not read
-    "non-cumulative bucket": (
+    "non-cumulative bucket": (  # the old value moves to a comment line (a token after it is rejected)
         'pocket_ttft_seconds_bucket{le="+Inf"}',
-        'pocket_ttft_seconds_bucket{le="+Inf"} 0 #',
+        'pocket_ttft_seconds_bucket{le="+Inf"} 0\n#',
         "buckets not cumulative",
     ),
     "+Inf differs from _count": (

@@ -49,7 +49,9 @@ def test_executed_notebook_is_kept_and_source_has_no_outputs(smoke, smoke_notebo
     source = nbformat.read(smoke_notebook, as_version=4)
     assert not any(c.get("outputs") for c in source.cells if c.cell_type == "code")
     # no temp files left behind by the atomic writes
-    assert sorted(p.name for p in smoke.html.parent.iterdir()) == ["smoke.html", "smoke.ipynb", "smoke.values.json"]
+    visible = sorted(p.name for p in smoke.html.parent.iterdir() if not p.name.startswith("."))
+    assert visible == ["smoke.html", "smoke.ipynb", "smoke.values.json"]
+    assert not [p for p in smoke.html.parent.rglob("*") if p.name.endswith(".tmp")]
 
 
 def test_page_is_self_contained_with_inputs_hidden(smoke):
@@ -72,14 +74,14 @@ def test_input_strings_are_escaped(smoke):
 def test_cell_error_is_a_render_error_and_keeps_the_previous_page(tmp_path, smoke_notebook):
     out = tmp_path / "page.html"
     good = render_page(smoke_notebook, {"label": "first"}, out, title="t")
-    before = {p.name: _sha(p) for p in tmp_path.iterdir()}
+    before = {p.name: _sha(p) for p in tmp_path.iterdir() if p.is_file()}
     with pytest.raises(RenderError) as e:
         render_page(smoke_notebook, {"label": "second", "fail": True}, out, title="t")
     msg = e.value.one_line()
     assert e.value.exit_code == 3
     assert msg.startswith("page: render failed:")
     assert "ValueError: smoke notebook asked to fail (fail=True)" in msg and "cell " in msg
-    assert {p.name: _sha(p) for p in tmp_path.iterdir()} == before  # untouched, no temp files
+    assert {p.name: _sha(p) for p in tmp_path.iterdir() if p.is_file()} == before  # untouched, no temp files
     assert json.loads(good.values_path.read_text())["label"] == "first"
 
 

@@ -76,7 +76,8 @@ def test_single_campaign_writes_into_out(tmp_path, notebooks, monkeypatch):
     c = _campaign(tmp_path / "data", "alpha", title="Alpha", date="2026-01-02")
     out = tmp_path / "pages"
     assert main(["render", str(c), "--out", str(out), "--page", "baseline", "--notebooks", str(notebooks)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["baseline.html", "baseline.ipynb", "baseline.values.json"]
+    visible = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    assert visible == ["baseline.html", "baseline.ipynb", "baseline.values.json"]
     assert "<title>Alpha — baseline</title>" in (out / "baseline.html").read_text()
 
 
@@ -86,7 +87,7 @@ def test_bad_manifest_exits_2_with_file_and_line(tmp_path, capsys):
     (c / "campaign.json").write_text('{"title": "x",\n "arms": }')
     assert main(["render", str(c), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
-    assert "campaign.json: line 2: not valid JSON" in err
+    assert "campaign.json: line 2 column 10: not valid JSON" in err
     assert main(["render", "--all", str(tmp_path / "data"), "--out", str(tmp_path / "o")]) == 2
     assert (tmp_path / "o" / "index.html").is_file()
 
@@ -115,3 +116,114 @@ def test_unknown_override_and_missing_explicit_page(tmp_path, notebooks, capsys)
     assert "declares no parameter 'nope'" in capsys.readouterr().err
     assert main(["render", str(c), "--out", out, "--notebooks", str(notebooks), "--page", "pd"]) == 3
     assert "pd.ipynb does not exist" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- one campaign never stops the others
+
+BROKEN_MANIFESTS = {
+    "bad-byte": b'{"title": "x\xff"}',  # undecodable bytes
+    "nesting-bomb": b'{"title": "x", "arms": {}, "runs": [], "x": ' + b"[" * 1000 + b"]" * 1000 + b"}",
+    "duplicate-key": b'{"title": "x", "title": "y", "arms": {}, "runs": []}',
+    "not-an-object": b"[1, 2]",
+}
+
+
+def test_all_isolates_every_kind_of_campaign_failure(tmp_path, notebooks, capsys, monkeypatch):
+    """Bad bytes, a nesting bomb, a duplicate key, a RecursionError, a kernel that dies: each is its
+    campaign's failure; later campaigns render, the previous pages stay, the index marks them."""
+    from benchbook.pipeline import render
+
+    data, out = tmp_path / "data", tmp_path / "reports"
+    names = [*BROKEN_MANIFESTS, "recursion", "kernel-dies"]
+    for name in [*names, "zz-last"]:
+        _campaign(data, name, title=f"T {name}", date="2026-01-01")
+    argv = ["render", "--all", str(data), "--out", str(out), "--notebooks", str(notebooks)]
+    assert main(argv) == 0
+    before = {n: (out / n / "baseline.html").read_bytes() for n in names}
+
+    for name, raw in BROKEN_MANIFESTS.items():
+        (data / name / "campaign.json").write_bytes(raw)
+    (data / "kernel-dies" / "render.yml").write_text("baseline: {exit_kernel: true}\n")
+    real = render.read_manifest
+
+    def recursing(campaign):
+        if campaign.name == "recursion":
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(campaign)
+
+    monkeypatch.setattr(render, "read_manifest", recursing)
+    capsys.readouterr()
+    assert main(argv) == 2  # bad input among the failures
+    err = capsys.readouterr().err
+    assert "zz-last/baseline: wrote" in err
+    assert "bad-byte/campaign.json: line 1 column 13: not UTF-8 (byte 0xff" in err
+    assert (
+        "nesting-bomb/campaign.json: line 1 column 108: nested 1001 levels deep (the limit, 64, is passed here)" in err
+    )
+    assert "duplicate-key/campaign.json: $: key 'title' appears twice" in err
+    assert "not-an-object/campaign.json: $: expected a JSON object" in err
+    assert "recursion: render failed: RecursionError: maximum recursion depth exceeded" in err
+    assert "kernel-dies/baseline: render failed:" in err
+    for name in names:
+        assert (out / name / "baseline.html").read_bytes() == before[name], f"{name}: previous page not kept"
+    index = (out / "index.html").read_text()
+    assert index.count("campaign failed") == 5 and index.count("last render failed; previous page kept") == 6
+    for name in names:
+        assert f'href="{name}/baseline.html"' in index
+
+
+def test_all_with_only_render_failures_exits_3(tmp_path, notebooks, monkeypatch):
+    from benchbook.pipeline import render
+
+    data = tmp_path / "data"
+    _campaign(data, "a", title="A", date="2026-01-01")
+    monkeypatch.setattr(render, "read_manifest", lambda c: (_ for _ in ()).throw(MemoryError()))
+    assert main(["render", "--all", str(data), "--out", str(tmp_path / "o"), "--notebooks", str(notebooks)]) == 3
+    assert "campaign failed" in (tmp_path / "o" / "index.html").read_text()
+
+
+# --------------------------------------------------------------------------- parameters never choose the input
+
+
+@pytest.mark.parametrize("where", ["render.yml", "--params"])
+@pytest.mark.parametrize(
+    "override",
+    [{"campaign": "/some/other/folder"}, {"campaign": "../other"}, {"inputs": "/etc/hostname"}, {"files": ["/x"]}],
+)
+def test_parameter_files_cannot_choose_what_a_page_reads(tmp_path, notebooks, where, override, capsys):
+    c = _campaign(tmp_path / "data", "alpha", title="Alpha", date="2026-01-02")
+    argv = ["render", str(c), "--out", str(tmp_path / "o"), "--notebooks", str(notebooks), "--page", "baseline"]
+    if where == "render.yml":
+        (c / "render.yml").write_text(json.dumps({"baseline": override}))
+        source = "render.yml"
+    else:
+        (tmp_path / "p.json").write_text(json.dumps({"baseline": override}))
+        argv += ["--params", str(tmp_path / "p.json")]
+        source = "--params"
+    assert main(argv) == 2
+    key = next(iter(override))
+    err = capsys.readouterr().err
+    assert f"{source}: $.baseline.{key}: '{key}' chooses which files the page reads" in err
+    assert not (tmp_path / "o" / "baseline.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        (
+            "a: &a [x, x, x]\nb: &b [*a, *a, *a]\nc: [*b, *b, *b]\n",
+            "line 2 column 8: not valid YAML: aliases (*name) are not allowed",
+        ),
+        (
+            "baseline: {rule: seed}\nbaseline: {rule: strict}\n",
+            "line 2 column 1: not valid YAML: key 'baseline' appears twice",
+        ),
+        ("baseline: " + "[" * 200 + "]" * 200 + "\n", "not valid YAML: nested deeper than 64 levels"),
+        ('baseline: {label: "\xff"}\n', "not UTF-8"),
+    ],
+)
+def test_render_yml_limits(tmp_path, notebooks, text, says, capsys):
+    c = _campaign(tmp_path / "data", "alpha", title="Alpha", date="2026-01-02")
+    (c / "render.yml").write_bytes(text.encode("utf-8", "surrogateescape").replace(b"\xc3\xbf", b"\xff"))
+    assert main(["render", str(c), "--out", str(tmp_path / "o"), "--notebooks", str(notebooks)]) == 2
+    assert says in capsys.readouterr().err

@@ -6,6 +6,7 @@ print one line ``file: location: reason`` and exit with a code a scheduler can a
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 # Exit codes (documented in the README).
@@ -14,6 +15,16 @@ EXIT_INTERNAL = 1  # a bug in benchbook: please report it
 EXIT_BAD_INPUT = 2  # the input files are wrong; the message names file, place and reason
 EXIT_RENDER = 3  # input was fine but a page failed to render; the previous page is kept
 EXIT_SOURCE = 4  # a remote source (Prometheus server) could not be reached or queried
+EXIT_LOCKED = 5  # another benchbook render is writing into the same output folder
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def printable(s: str) -> str:
+    """``s`` with control characters (C0, DEL, C1: NUL, ESC of terminal escape sequences, a
+    newline inside a name …) written as escapes (``\\x00``), so a message is one inert line."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
 
 
 class BenchbookError(Exception):
@@ -31,9 +42,9 @@ class InputError(BenchbookError):
     exit_code = EXIT_BAD_INPUT
 
     def __init__(self, file: str | Path | None, location: str | None, reason: str):
-        self.file = str(file) if file is not None else "<input>"
-        self.location = location or "-"
-        self.reason = reason
+        self.file = printable(str(file)) if file is not None else "<input>"
+        self.location = printable(location or "-")
+        self.reason = printable(reason)
         super().__init__(f"{self.file}: {self.location}: {self.reason}")
 
 
@@ -55,9 +66,9 @@ class RenderError(BenchbookError):
     exit_code = EXIT_RENDER
 
     def __init__(self, page: str, reason: str):
-        self.page = page
-        self.reason = reason
-        super().__init__(f"{page}: render failed: {reason}")
+        self.page = printable(page)
+        self.reason = printable(reason)
+        super().__init__(f"{self.page}: render failed: {self.reason}")
 
 
 class SourceError(BenchbookError):
@@ -66,12 +77,23 @@ class SourceError(BenchbookError):
     exit_code = EXIT_SOURCE
 
     def __init__(self, source: str, reason: str):
-        self.source = source
-        self.reason = reason
-        super().__init__(f"{source}: {reason}")
+        self.source = printable(source)
+        self.reason = printable(reason)
+        super().__init__(f"{self.source}: {self.reason}")
 
 
 class UsageError(BenchbookError):
     """Bad command-line arguments."""
 
     exit_code = EXIT_BAD_INPUT
+
+
+class LockedError(BenchbookError):
+    """Another ``benchbook render`` holds the output folder's lock; nothing was written."""
+
+    exit_code = EXIT_LOCKED
+
+    def __init__(self, folder: str | Path, reason: str):
+        self.folder = str(folder)
+        self.reason = reason
+        super().__init__(f"{self.folder}: {reason}")

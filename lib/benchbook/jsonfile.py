@@ -1,8 +1,18 @@
-"""Reading input files — bytes, UTF-8 text, JSON — with errors that name the file, the place and the reason."""
+"""Reading input files — bytes, UTF-8 text, JSON, YAML — with errors that name the file, the place
+and the reason, and with the input limits (docs/bad-input.md) enforced before anything is parsed:
+
+- file size (:data:`MAX_FILE_BYTES`; callers pass a smaller ``limit`` for manifests and parameter files);
+- JSON nesting depth (:data:`MAX_DEPTH`), found by a vectorized scan of the bytes, so neither the
+  parser nor anything after it (schema validation, pages) meets a nesting bomb;
+- duplicate keys in a JSON object or YAML mapping (the last value would win silently);
+- YAML aliases (``*ref``): refused, so an alias-expansion bomb costs nothing.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -10,11 +20,27 @@ from typing import Any
 
 from benchbook.errors import InputError
 
+MAX_FILE_BYTES = 2**30  # 1 GiB: any input file (a campaign's request log is the big one)
+MAX_MANIFEST_BYTES = 16 * 2**20  # campaign.json
+MAX_PARAMS_BYTES = 2**20  # render.yml / --params
+MAX_DEPTH = 64  # JSON/YAML nesting; benchbook's own formats need 6, other tools' under 12
 
-def read_bytes(path: str | Path, what: str = "file") -> bytes:
-    """The file's bytes; a directory, a missing file or an unreadable one is an InputError."""
+
+def _size_check(path: Path, limit: int) -> None:
+    try:
+        size = path.stat().st_size
+    except OSError:
+        return  # reading it says why
+    if size > limit:
+        raise InputError(path, "-", f"file is {size} bytes, above the {limit}-byte limit for this input")
+
+
+def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
+    """The file's bytes; a directory, a missing file, an unreadable one or one above ``limit`` is an InputError."""
     path = Path(path)
     try:
+        if path.is_file():
+            _size_check(path, limit)
         return path.read_bytes()
     except IsADirectoryError:
         raise InputError(path, "-", f"is a directory, expected a {what}") from None
@@ -24,9 +50,9 @@ def read_bytes(path: str | Path, what: str = "file") -> bytes:
         raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
 
 
-def read_text(path: str | Path, what: str = "text file") -> str:
+def read_text(path: str | Path, what: str = "text file", limit: int = MAX_FILE_BYTES) -> str:
     """The file as UTF-8 text; a bad byte is reported with its line and offset."""
-    raw = read_bytes(path, what)
+    raw = read_bytes(path, what, limit)
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as e:
@@ -34,23 +60,112 @@ def read_text(path: str | Path, what: str = "text file") -> str:
         raise InputError(path, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
 
 
-def load_json(path: str | Path) -> Any:
-    """Parse a JSON file with orjson; NaN/Infinity, truncation and bad bytes are InputErrors."""
-    import orjson
+def _line_col(raw: bytes, pos: int) -> str:
+    line = raw[:pos].count(b"\n") + 1
+    col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1
+    return f"line {line} column {col}"
 
+
+_ESCAPED_QUOTES = re.compile(rb'\\+"')
+
+
+def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
+    """``(deepest nesting, offset where it first exceeds limit, keys)`` of JSON text, without parsing
+    it: brackets and colons outside strings, vectorized (numpy). ``keys`` counts every key as
+    written, so a parsed document holding fewer has a duplicate key."""
+    import numpy as np
+
+    a = np.frombuffer(raw, dtype=np.uint8)
+    interesting = np.flatnonzero(np.isin(a, np.frombuffer(b'"[]{}:', dtype=np.uint8)))
+    if b"\\" in raw:  # drop quotes escaped by an odd run of backslashes
+        escaped = [m.end() - 1 for m in _ESCAPED_QUOTES.finditer(raw) if (m.end() - 1 - m.start()) % 2 == 1]
+        if escaped:
+            interesting = np.setdiff1d(interesting, np.asarray(escaped, dtype=interesting.dtype), assume_unique=True)
+    ch = a[interesting]
+    quote = ch == ord('"')
+    outside = (np.cumsum(quote) - quote) % 2 == 0  # an even number of quotes before it
+    keep = outside & ~quote
+    ch, pos = ch[keep], interesting[keep]
+    keys = int(np.count_nonzero(ch == ord(":")))
+    step = np.isin(ch, np.frombuffer(b"[{", dtype=np.uint8)).astype(np.int64) - np.isin(
+        ch, np.frombuffer(b"]}", dtype=np.uint8)
+    )
+    if not len(step):
+        return 0, 0, keys
+    depth = np.cumsum(step)
+    deepest = int(depth.max())
+    over = int(pos[int(np.argmax(depth > limit))]) if deepest > limit else -1
+    return deepest, over, keys
+
+
+def _count_keys(doc: Any) -> int:
+    n, stack = 0, [doc]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            n += len(v)
+            stack.extend(x for x in v.values() if isinstance(x, (dict, list)))
+        elif isinstance(v, list):
+            stack.extend(x for x in v if isinstance(x, (dict, list)))
+    return n
+
+
+class _Pairs(dict):
+    dup: str | None = None
+
+
+def _first_duplicate(raw: bytes) -> tuple[str, str]:
+    """(JSON path of the object, key) of the first duplicate key (the slow, exact pass)."""
+
+    def hook(pairs):
+        d = _Pairs()
+        for k, v in pairs:
+            if k in d and d.dup is None:
+                d.dup = k
+            d[k] = v
+        return d
+
+    doc = json.loads(raw, object_pairs_hook=hook)
+    stack: list[tuple[Any, tuple]] = [(doc, ())]
+    while stack:
+        v, at = stack.pop(0)
+        if isinstance(v, _Pairs) and v.dup is not None:
+            return json_path(at), v.dup
+        if isinstance(v, dict):
+            stack.extend((x, at + (k,)) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend((x, at + (i,)) for i, x in enumerate(v))
+    return "$", "?"
+
+
+def check_json_limits(raw: bytes, path: str | Path) -> int:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH` (before parsing); returns the key count."""
+    depth, at, keys = scan_json(raw)
+    if depth > MAX_DEPTH:
+        raise InputError(
+            path, _line_col(raw, at), f"nested {depth} levels deep (the limit, {MAX_DEPTH}, is passed here)"
+        )
+    return keys
+
+
+def load_json(path: str | Path, limit: int = MAX_FILE_BYTES) -> Any:
+    """Parse a JSON file with orjson; NaN/Infinity, truncation, bad bytes, nesting deeper than
+    :data:`MAX_DEPTH`, duplicate keys and files above ``limit`` bytes are InputErrors."""
     path = Path(path)
     if path.is_dir():
         raise InputError(path, "-", "is a directory, expected a JSON file")
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(path, "-", "file not found") from None
-    except OSError as e:
-        raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
+    return parse_json(read_bytes(path, "JSON file", limit), path)
+
+
+def parse_json(raw: bytes, path: str | Path) -> Any:
+    """:func:`load_json` on bytes already read (``path`` names them in errors)."""
+    import orjson
+
     if not raw.strip():
         raise InputError(path, "-", "file is empty")
+    keys = check_json_limits(raw, path)
     try:
-        return orjson.loads(raw)
+        doc = orjson.loads(raw)
     except orjson.JSONDecodeError as e:
         if "UTF-8" in str(e):  # orjson reports position 0 for bad bytes: find them ourselves
             try:
@@ -72,6 +187,57 @@ def load_json(path: str | Path) -> Any:
         if b"NaN" in raw or b"Infinity" in raw:
             msg += " (NaN and Infinity are not JSON numbers)"
         raise InputError(path, where, f"not valid JSON: {msg}") from None
+    if _count_keys(doc) != keys:
+        at, key = _first_duplicate(raw)
+        raise InputError(path, at, f"key {key!r} appears twice in this object (which value is meant?)")
+    return doc
+
+
+def load_yaml(path: str | Path, limit: int = MAX_PARAMS_BYTES) -> Any:
+    """Parse a YAML file safely: no aliases (expansion bombs), no duplicate keys, nesting at most
+    :data:`MAX_DEPTH`, size at most ``limit``."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        def compose_node(self, parent, index):
+            if self.check_event(yaml.AliasEvent):
+                mark = self.peek_event().start_mark
+                raise yaml.MarkedYAMLError(None, None, "aliases (*name) are not allowed", mark)
+            if self.depth > MAX_DEPTH:
+                raise yaml.MarkedYAMLError(
+                    None, None, f"nested deeper than {MAX_DEPTH} levels", self.peek_event().start_mark
+                )
+            self.depth += 1
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
+
+        def construct_mapping(self, node, deep=False):
+            seen: set = set()
+            for k, _ in node.value:
+                key = self.construct_object(k, deep=True)
+                if isinstance(key, (str, int, float, bool)) and key in seen:
+                    raise yaml.MarkedYAMLError(None, None, f"key {key!r} appears twice", k.start_mark)
+                seen.add(key) if isinstance(key, (str, int, float, bool)) else None
+            return super().construct_mapping(node, deep=deep)
+
+    path = Path(path)
+    text = read_text(path, "YAML file", limit)
+    loader = Loader(text)
+    loader.depth = 0
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        where = f"line {mark.line + 1} column {mark.column + 1}" if mark else "-"
+        raise InputError(path, where, f"not valid YAML: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise InputError(
+            path, "-", f"not valid YAML: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        ) from None
+    finally:
+        loader.dispose()
 
 
 @cache
@@ -103,20 +269,97 @@ def validate(doc: Any, schema_name: str, path: str | Path) -> None:
         if len(msg) > 200:
             msg = msg[:200] + "…"
         raise InputError(path, json_path(err.absolute_path), msg)
-    _check_number_range(doc, path)
+    _check_values(doc, path)
 
 
 _LIMIT = 2.0**63  # tables hold Int64/Float64; no time, token count or memory size comes near this
 
 
-def _check_number_range(doc: Any, path: str | Path) -> None:
-    """Reject numbers beyond ±2**63 (they overflow the Int64 columns the tables use)."""
-    stack: list[tuple[Any, tuple]] = [(doc, ())]
+# fields holding an id or a name (shown in tables, chart labels, element ids, terminal lines): no
+# control character at all; other strings (descriptions, notes) may hold tabs and line breaks only
+NAME_FIELDS = frozenset(
+    {"id", "run", "arm", "label", "title", "name", "environment", "prompt_class", "harness", "scenario", "profile"}
+    | {"reference_arm", "baseline", "candidate", "series", "role", "mode", "finish_reason", "format"}
+)
+_ANY_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TEXT_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _control_error(path: str | Path, at: tuple, s: str, what: str) -> InputError:
+    ch = (_ANY_CONTROL.search(s) or _TEXT_CONTROL.search(s)).group()
+    return InputError(path, json_path(at), f"{what} contains the control character \\x{ord(ch):02x}")
+
+
+def _check_values(doc: Any, path: str | Path) -> None:
+    """Reject numbers beyond ±2**63 (they overflow the Int64 columns the tables use) and control
+    characters in names (any C0 character or DEL in a key or a name field; in other text, any but
+    tab, line feed and carriage return): a NUL in an arm name would reach a chart renderer."""
+    stack: list[tuple[Any, tuple, bool]] = [(doc, (), False)]
     while stack:
-        v, at = stack.pop()
+        v, at, is_name = stack.pop()
         if isinstance(v, dict):
-            stack.extend((x, at + (k,)) for k, x in v.items())
+            for k, x in v.items():
+                if _ANY_CONTROL.search(k):
+                    raise _control_error(path, at + (k,), k, "key")
+                stack.append((x, at + (k,), k in NAME_FIELDS))
         elif isinstance(v, list):
-            stack.extend((x, at + (i,)) for i, x in enumerate(v))
+            stack.extend((x, at + (i,), is_name) for i, x in enumerate(v))
+        elif isinstance(v, str):
+            if (_ANY_CONTROL if is_name else _TEXT_CONTROL).search(v):
+                raise _control_error(path, at, v, "name" if is_name else "text")
         elif isinstance(v, (int, float)) and not isinstance(v, bool) and not -_LIMIT <= v < _LIMIT:
             raise InputError(path, json_path(at), f"number {v} is out of range (beyond ±2**63)")
+
+
+# --------------------------------------------------------------------------- containment
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def control_chars(s: str) -> str | None:
+    """The first C0 control character (or DEL) in ``s``, escaped (``\\x00``), or None."""
+    m = _CONTROL.search(s)
+    return None if m is None else repr(m.group())[1:-1]
+
+
+def inside(
+    root: str | Path,
+    path: str | Path,
+    named_by: str | Path,
+    location: str,
+    what: str = "file",
+    shown: str | None = None,
+) -> Path:
+    """``path`` (a file or folder a campaign reads), checked to resolve — after following every
+    symlink — inside the campaign folder ``root``; else bad input naming the document and the place
+    that referred to it. Nothing is read. Returns ``path`` unchanged."""
+    root_real = Path(root).resolve()
+    real = Path(path).resolve()
+    if real != root_real and not real.is_relative_to(root_real):
+        lexical = Path(os.path.normpath(Path(path).absolute()))
+        out_by_name = not lexical.is_relative_to(Path(os.path.normpath(Path(root).absolute())))
+        how = "leads outside" if out_by_name else "is a symlink out of"
+        raise InputError(
+            named_by,
+            location,
+            f"{what} {shown or repr(str(path))} {how} the campaign folder: a campaign reads only its own files",
+        )
+    return Path(path)
+
+
+def join_inside(
+    root: str | Path, base: str | Path, rel: Any, named_by: str | Path, location: str, what: str = "file"
+) -> Path:
+    """``base / rel`` for a path a campaign's document names (a run ``path``, a snapshot name …):
+    ``rel`` must be a relative path without control characters that stays, after symlinks, inside
+    ``root`` (:func:`inside`). An absolute path or a ``../`` leaving the folder is bad input."""
+    if not isinstance(rel, str) or not rel:
+        raise InputError(named_by, location, f"{what} must be a non-empty relative path, got {rel!r}")
+    bad = control_chars(rel)
+    if bad is not None:
+        raise InputError(named_by, location, f"{what} {rel!r} contains the control character {bad}")
+    if os.path.isabs(rel):
+        raise InputError(
+            named_by, location, f"{what} {rel!r} is an absolute path: name files relative to the campaign folder"
+        )
+    return inside(root, Path(base) / rel, named_by, location, what, repr(rel))

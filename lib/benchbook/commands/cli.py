@@ -28,7 +28,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="benchbook",
         description="Honest, reproducible reports from raw LLM-serving benchmark captures.",
-        epilog="Exit codes: 0 ok, 2 bad input, 3 render failed, 4 source unreachable, 1 internal error.",
+        epilog="Exit codes: 0 ok, 2 bad input, 3 render failed, 4 source unreachable, "
+        "5 output folder locked by another render, 1 internal error.",
     )
     p.add_argument("--version", action="version", version=f"benchbook {__version__}")
     p.add_subparsers(dest="command", metavar="COMMAND", title="commands")

@@ -637,8 +637,16 @@ def synthesize(
     interference: float = 0.01,
     memory: bool = True,
     force: bool = False,
+    *,
+    model: Model | None = None,
+    date: str = DATE,
+    history: dict | None = None,
 ) -> Path:
-    """Write a synthetic campaign folder; returns its path. See the module docstring."""
+    """Write a synthetic campaign folder; returns its path. See the module docstring.
+
+    ``model`` replaces the default timing model (before ``noise`` scales it), ``date`` the manifest
+    and run dates, ``history`` is written as campaign.json's ``history`` key (the series a history
+    page groups it in)."""
     if kind not in ("serial", "batch", "pd"):
         raise UsageError(f"--kind must be serial, batch or pd (got {kind!r})")
     if runs < 1:
@@ -657,7 +665,7 @@ def synthesize(
             raise UsageError(f"{root} is not a campaign folder; refusing to replace it")
         shutil.rmtree(root)
     root.mkdir(parents=True, exist_ok=True)
-    m = Model().scaled(noise)
+    m = (model or Model()).scaled(noise)
 
     arms: dict[str, dict] = {}
     run_list: list[dict] = []
@@ -696,7 +704,7 @@ def synthesize(
                     "arm": "pd",
                     "harness": "pd",
                     "path": f"runs/{rid}",
-                    "date": DATE,
+                    "date": date,
                     "load": {"requests": requests, "concurrency": requests, "prompt_class": "pd"},
                 }
             )
@@ -717,7 +725,7 @@ def synthesize(
                 d.mkdir(parents=True)
                 _write_requests(d, rid, _request_records(m, seed, rid, width, requests), requests, itl)
                 (d / "server.log").write_text(_server_log(width, 8), encoding="utf-8")
-                run_list.append({"id": rid, "arm": arm, "harness": "requests", "path": f"runs/{rid}", "date": DATE})
+                run_list.append({"id": rid, "arm": arm, "harness": "requests", "path": f"runs/{rid}", "date": date})
             if snapshots:
                 for r in range(1, runs + 1):
                     rid = f"phases-{arm}-{r}"
@@ -725,22 +733,23 @@ def synthesize(
                     d.mkdir(parents=True)
                     _write_phases(m, seed, d, rid, snapshots, interference)
                     (d / "server.log").write_text(_server_log(width, 8), encoding="utf-8")
-                    run_list.append({"id": rid, "arm": arm, "harness": "phases", "path": f"runs/{rid}", "date": DATE})
+                    run_list.append({"id": rid, "arm": arm, "harness": "phases", "path": f"runs/{rid}", "date": date})
             if memory:
                 rid = f"memory-{arm}"
                 d = root / "runs" / rid
                 d.mkdir(parents=True)
                 _write_memory(seed, d, rid, width)
                 (d / "server.log").write_text(_server_log(width, 8), encoding="utf-8")
-                run_list.append({"id": rid, "arm": arm, "harness": "memory", "path": f"runs/{rid}", "date": DATE})
+                run_list.append({"id": rid, "arm": arm, "harness": "memory", "path": f"runs/{rid}", "date": date})
 
     manifest = {
         "format": "benchbook.campaign/1",
         **({"kind": "pd"} if kind == "pd" else {}),
         "title": f"Synthetic {kind} campaign (seed {seed})",
         "question": "None: synthetic data from benchbook's timing model, for tests, demos and benchmarks",
-        "date": DATE,
+        "date": date,
         "provenance": "synthetic",
+        **({"history": history} if history else {}),
         "scope": {
             "measured": [],
             "outside": ["everything: no server ran; figures come from the timing model in docs/bench.md"],
@@ -780,6 +789,123 @@ def synthesize(
         encoding="utf-8",
     )
     return root
+
+
+# ------------------------------------------------------------------------------ a series (history)
+
+# metric a --step may move -> what it does to the timing model (factor f = 1 + X%)
+STEP_METRICS = {
+    "decode_tok_s": "decode steps take 1/f as long (decode tok/s × f)",
+    "prefill_tok_s": "prefill takes 1/f as long (prefill tok/s × f)",
+    "single_latency_s": "every engine time × f (latencies × f, rates / f)",
+    "ladder_tok_s": "every engine time / f (aggregate and single rates × f)",
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """A known step in a synthetic series: from ``date`` on, ``metric`` moves by ``change`` (0.09 = +9 %)."""
+
+    date: str
+    metric: str
+    change: float
+
+
+def parse_step(text: str) -> Step:
+    """``2026-11-13:decode_tok_s:-9%`` -> Step('2026-11-13', 'decode_tok_s', -0.09)."""
+    import datetime as dt
+
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise UsageError(f"--step {text!r}: expected DATE:METRIC:+X% (e.g. 2026-11-13:decode_tok_s:-9%)")
+    date, metric, pct = parts
+    try:
+        dt.date.fromisoformat(date)
+    except ValueError:
+        raise UsageError(f"--step {text!r}: {date!r} is not a YYYY-MM-DD date") from None
+    if metric not in STEP_METRICS:
+        raise UsageError(f"--step {text!r}: metric must be one of {', '.join(STEP_METRICS)}")
+    try:
+        change = float(pct.rstrip("%")) / 100.0
+    except ValueError:
+        raise UsageError(f"--step {text!r}: {pct!r} is not a percentage such as +9% or -9%") from None
+    if not change > -1.0:
+        raise UsageError(f"--step {text!r}: a change must be above -100%")
+    return Step(date, metric, change)
+
+
+def stepped_model(steps: list[Step], date: str, base: Model | None = None) -> Model:
+    """The timing model of a campaign measured on ``date``: every step dated on or before it applied."""
+    d = asdict(base or Model())
+    for st in steps:
+        if st.date > date:
+            continue
+        f = 1.0 + st.change
+        if st.metric == "decode_tok_s":
+            d["decode_step_s"] /= f
+            d["decode_ctx_s"] /= f
+        elif st.metric == "prefill_tok_s":
+            d["prefill_fixed_s"] /= f
+            d["prefill_tok_s"] *= f
+        else:
+            g = f if st.metric == "single_latency_s" else 1.0 / f
+            for k in ("prefill_fixed_s", "decode_step_s", "decode_ctx_s", "assembly_s"):
+                d[k] *= g
+            d["prefill_tok_s"] /= g
+    return Model(**d)
+
+
+def synthesize_series(
+    out: str | Path,
+    count: int,
+    steps: list[Step] | None = None,
+    *,
+    start: str = "2026-11-01",
+    name: str = "nightly",
+    kind: str = "serial",
+    runs: int = 2,
+    requests: int = ROUND0,
+    seed: int = 0,
+    snapshots: int = 6,
+    noise: float = 1.0,
+    memory: bool = True,
+    force: bool = False,
+) -> list[Path]:
+    """Write ``count`` nightly campaigns ``out/<name>-<date>`` (one a day from ``start``), all in
+    history series ``name``, each with its own noise seed, with ``steps`` applied from their dates."""
+    import datetime as dt
+
+    if count < 1:
+        raise UsageError(f"--series must be at least 1 (got {count})")
+    if kind == "pd" and steps:
+        raise UsageError("--step applies to serial and batch series only")
+    try:
+        day0 = dt.date.fromisoformat(start)
+    except ValueError:
+        raise UsageError(f"--start {start!r} is not a YYYY-MM-DD date") from None
+    steps = list(steps or [])
+    paths = []
+    for i in range(count):
+        date = (day0 + dt.timedelta(days=i)).isoformat()
+        paths.append(
+            synthesize(
+                Path(out) / f"{name}-{date}",
+                kind,
+                runs,
+                requests,
+                seed * 100003 + i,
+                snapshots,
+                False,
+                noise,
+                0.0,
+                memory,
+                force,
+                model=stepped_model(steps, date),
+                date=date,
+                history={"series": name, "steps": [asdict(s) for s in steps if s.date <= date]},
+            )
+        )
+    return paths
 
 
 # ------------------------------------------------------------------------- reading requests.ndjson
@@ -829,9 +955,46 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--no-memory", action="store_true", help="skip the memory runs")
     p.add_argument("--force", action="store_true", help="replace an existing campaign folder")
+    p.add_argument(
+        "--series",
+        type=int,
+        metavar="K",
+        help="write K nightly campaigns OUT/<name>-<date> (one a day from --start) in one history series",
+    )
+    p.add_argument(
+        "--step",
+        action="append",
+        default=[],
+        metavar="DATE:METRIC:+X%",
+        help=f"with --series: from DATE on, METRIC moves by X%% (METRIC: {', '.join(STEP_METRICS)}); repeatable",
+    )
+    p.add_argument("--start", default="2026-11-01", help="with --series: date of the first campaign (YYYY-MM-DD)")
+    p.add_argument("--name", default="nightly", help="with --series: the series name (campaign.json history.series)")
 
 
 def run(args) -> int:
+    if args.step and args.series is None:
+        raise UsageError("--step needs --series K")
+    if args.series is not None:
+        paths = synthesize_series(
+            args.out,
+            args.series,
+            [parse_step(t) for t in args.step],
+            start=args.start,
+            name=args.name,
+            kind=args.kind,
+            runs=args.runs,
+            requests=args.requests,
+            seed=args.seed,
+            snapshots=args.snapshots,
+            noise=args.noise,
+            memory=not args.no_memory,
+            force=args.force,
+        )
+        print(f"{args.out}: {len(paths)} synthetic {args.kind} campaign(s) in series {args.name!r}, seed {args.seed}")
+        for t in args.step:
+            print(f"  step {t}")
+        return 0
     root = synthesize(
         args.out,
         args.kind,

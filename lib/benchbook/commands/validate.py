@@ -96,12 +96,19 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
             extra = (", per-request records" if p.requests_file else "") + (", prefill log" if p.prefill_log else "")
             out(f"{r.file}: PD run, windows {', '.join(sorted(p.windows))}{extra}, valid")
         if r.server_log.exists():
-            text = _collect(lambda: camp.server_log_text(r), errors) or ""
-            startup = next((ln.strip() for ln in text.splitlines() if "batch width" in ln), None)
-            out(
-                f"{r.server_log}: "
-                + (f"startup line: {startup}" if startup else "no startup line stating the batch width")
+            from benchbook.analysis.clamps import parse_startup_line
+
+            text = _collect(lambda: camp.server_log_text(r), errors)
+            # the baseline page reads a non-PD arm's startup line (clamps): what it would reject is
+            # rejected here first
+            clamped = camp.arms[r.arm].get("mode") != "pd"
+            line = (
+                None
+                if text is None or not clamped
+                else _collect(lambda: parse_startup_line(text, r.server_log), errors)
             )
+            if line is not None:
+                out(f"{r.server_log}: startup line {line.line}: batch width {line.batch_width}")
     # An arm whose every sample was excluded would leave a hole in every table: that is bad input.
     for (arm, what), (n_ok, n_excl, file) in usable.items():
         if n_ok == 0:

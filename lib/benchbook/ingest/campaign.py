@@ -8,6 +8,7 @@ and listed with the reason — never silently dropped.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 
 from benchbook.errors import InputError, InputErrors
 from benchbook.findings import Exclusion  # noqa: F401 - also imported from here by readers
-from benchbook.jsonfile import load_json, read_text, validate
+from benchbook.jsonfile import MAX_MANIFEST_BYTES, inside, join_inside, load_json, read_text, validate
 from benchbook.metrics import phases as phases_mod
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, get_profile
@@ -129,7 +130,16 @@ class Campaign:
         p = run.server_log
         if not p.exists():
             return None
-        return _read_text(p)
+        return _read_text(self.inside(p, p, "-", "server log"))
+
+    def inside(self, path: Path, named_by: str | Path, location: str, what: str = "file") -> Path:
+        """``path`` checked to resolve inside the campaign folder (``jsonfile.inside``)."""
+        return inside(self.root, path, named_by, location, what)
+
+    def snapshot_path(self, r: Run, rel: str, where: str) -> Path:
+        """The ``/metrics`` capture a phase sample names, resolved and checked to lie inside the
+        campaign folder (an absolute name, a ``../`` or a symlink leaving it is bad input)."""
+        return join_inside(self.root, r.path, rel, r.file, where, "snapshot").resolve()
 
     def input_files(self) -> list[Path]:
         """Every raw file this campaign reads, for provenance hashes (sorted, stable)."""
@@ -141,11 +151,11 @@ class Campaign:
             if r.server_log.exists():
                 files.add(r.server_log)
             if r.harness == "phases":
-                for s in self._phases_doc(r)["samples"]:
+                for i, s in enumerate(self._phases_doc(r)["samples"]):
                     if "window" in s:  # counters from a Prometheus server: no capture file
                         continue
-                    files.add((r.path / s["metrics_before"]).resolve())
-                    files.add((r.path / s["metrics_after"]).resolve())
+                    for key in ("metrics_before", "metrics_after"):
+                        files.add(self.snapshot_path(r, s[key], f"$.samples[{i}].{key}"))
         return sorted(files)
 
     # ---- Prometheus source (phase samples that give a window instead of capture files) ----
@@ -185,7 +195,7 @@ class Campaign:
     def requests_file(self, run: Run) -> Path:
         """The file ``requests`` reads for a run: ``requests.ndjson`` if present, else ``requests.json``."""
         nd = run.path / "requests.ndjson"
-        return nd if nd.is_file() else run.file
+        return self.inside(nd, nd, "-", "request log") if nd.is_file() else run.file
 
     def _requests_of(self, r: Run):
         import polars as pl
@@ -229,6 +239,11 @@ class Campaign:
                 reason = f"end {q['end']} precedes start {q['start']}"
             elif q["end"] == q["start"]:  # a zero latency would divide by zero downstream
                 reason = f"end {q['end']} equals start {q['start']}: zero latency"
+            elif q["end"] - q["start"] < phases_mod.MIN_DURATION_S:  # a denormal: the rate would be meaningless
+                reason = (
+                    f"latency {q['end'] - q['start']:g} s (start {q['start']}, end {q['end']}) is below "
+                    f"{phases_mod.MIN_DURATION_S:g} s: no rate can be taken from it"
+                )
             elif (
                 self.generation_tokens and q["completion_tokens"] < self.generation_tokens and q["scenario"] != "warmup"
             ):
@@ -283,16 +298,18 @@ class Campaign:
         names = phases_mod.needed_names(self.profile)
         problems: list[InputError] = []
         seen: set[Path] = set()
-        for s in self._phases_doc(r)["samples"]:
+        for i, s in enumerate(self._phases_doc(r)["samples"]):
             for key in ("metrics_before", "metrics_after"):
                 if key not in s:
                     continue
-                p = (r.path / s[key]).resolve()
+                p = self.snapshot_path(r, s[key], f"$.samples[{i}].{key}")
                 if p in seen or str(p) in skip or not p.is_file():
                     continue
                 seen.add(p)
                 try:
-                    prometheus.read(p, names)
+                    text = prometheus.read_capture(p)
+                    prometheus.parse(text, p, names)
+                    prometheus.parse(text, p, phases_mod.counter_families(text))  # what the restart check reads
                 except InputError as e:
                     problems.append(e)
         return problems
@@ -312,14 +329,17 @@ class Campaign:
         rows = []
         for r in self.runs_of("phases"):
             doc = self._phases_doc(r)
-            snaps: dict[str, prometheus.Snapshot] = {}
+            snaps: dict[str, tuple[prometheus.Snapshot, prometheus.Snapshot]] = {}
 
-            def snap(rel: str, where: str) -> prometheus.Snapshot:
-                p = (r.path / rel).resolve()
+            def snap(rel: str, where: str) -> tuple[prometheus.Snapshot, prometheus.Snapshot]:
+                """(the split's samples, every counter family + process start time) of a capture."""
+                p = self.snapshot_path(r, rel, where)
                 if not p.exists():
                     raise InputError(r.file, where, f"references {rel!r}, which does not exist")
                 if rel not in snaps:
-                    snaps[rel] = prometheus.read(p, names)
+                    text = prometheus.read_capture(p)
+                    counters = prometheus.parse(text, p, phases_mod.counter_families(text))
+                    snaps[rel] = (prometheus.parse(text, p, names), counters)
                 return snaps[rel]
 
             seen: dict[tuple[str, int], int] = {}
@@ -340,8 +360,11 @@ class Campaign:
                     else:
                         if s["metrics_before"] == s["metrics_after"]:
                             raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
-                        before = snap(s["metrics_before"], f"{where}.metrics_before")
-                        after = snap(s["metrics_after"], f"{where}.metrics_after")
+                        before, before_counters = snap(s["metrics_before"], f"{where}.metrics_before")
+                        after, after_counters = snap(s["metrics_after"], f"{where}.metrics_after")
+                        restarted = phases_mod.restart(before_counters, after_counters)
+                        if restarted:
+                            raise phases_mod.Excluded(restarted)
                         sp = phases_mod.split(before, after, profile, s["client_total_s"], s.get("first_event_s"))
                 except phases_mod.Excluded as e:
                     self.exclusions.append(Exclusion(str(r.file), f"{where} ({label})", e.reason))
@@ -527,7 +550,8 @@ def open_manifest(path: str | Path) -> tuple[Path, Path, dict[str, Any]]:
     mpath = root / "campaign.json"
     if not mpath.exists():
         raise InputError(root, "-", "no campaign.json in this folder (an empty or non-campaign folder)")
-    manifest = load_json(mpath)
+    inside(root, mpath, mpath, "-", "campaign.json")
+    manifest = load_json(mpath, MAX_MANIFEST_BYTES)
     validate(manifest, "campaign", mpath)
     return root, mpath, manifest
 
@@ -567,7 +591,15 @@ def load_campaign(path: str | Path) -> Campaign:
         if r["arm"] not in arms:
             errors.append(InputError(mpath, f"{where}.arm", f"unknown arm {r['arm']!r}"))
             continue
-        run = Run(r["id"], r["arm"], r["harness"], (root / r["path"]), r.get("date"))
+        try:
+            path = join_inside(root, root, r["path"], mpath, f"{where}.path", "run folder")
+            run = Run(r["id"], r["arm"], r["harness"], path, r.get("date"))
+            for f in (run.file, run.server_log, run.path / "requests.ndjson"):  # the files it reads by name
+                if os.path.lexists(f):
+                    inside(root, f, mpath, f"{where}.path", f"run file {f.name}")
+        except InputError as e:
+            errors.append(e)
+            continue
         if not run.path.is_dir():
             errors.append(InputError(mpath, f"{where}.path", f"run folder {r['path']!r} does not exist"))
             continue

@@ -13,6 +13,7 @@ and reason. Lines of a scheduler log that look like a prefill report but cannot 
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import Any
 
 from benchbook.errors import InputError, InputErrors
 from benchbook.findings import Exclusion
-from benchbook.jsonfile import load_json, read_text, validate
+from benchbook.jsonfile import inside, join_inside, load_json, read_text, validate
 
 WINDOWS = ("whole", "native")
 METRICS = ("TTFT", "TPOT", "ITL", "E2EL")  # AISBench per-request metrics, milliseconds
@@ -173,9 +174,17 @@ def _json_path_of(window: str, section: str, key: str, stat: str | None = None) 
 
 
 def load_pd_run(
-    file: str | Path, run_id: str | None = None, arm: str = "", load: dict | None = None, purpose: str | None = None
+    file: str | Path,
+    run_id: str | None = None,
+    arm: str = "",
+    load: dict | None = None,
+    purpose: str | None = None,
+    root: str | Path | None = None,
 ) -> PDRun:
-    """Read and validate one ``pd.json``; cross-check its figures for internal consistency."""
+    """Read and validate one ``pd.json``; cross-check its figures for internal consistency.
+
+    The files it names (``prefill_log``, ``requests``) must lie inside ``root`` (the campaign
+    folder; the pd.json's own folder when it is read alone)."""
     file = Path(file)
     doc = load_json(file)
     validate(doc, "pd_run", file)
@@ -209,8 +218,8 @@ def load_pd_run(
         reported=doc.get("reported", {}),
         derived=dict(doc.get("derived", {})),
         approximate=dict(doc.get("approximate", {})),
-        prefill_log=_ref(file, base, doc.get("prefill_log"), "$.prefill_log"),
-        requests_file=_ref(file, base, doc.get("requests"), "$.requests"),
+        prefill_log=_ref(file, root or base, base, doc.get("prefill_log"), "$.prefill_log"),
+        requests_file=_ref(file, root or base, base, doc.get("requests"), "$.requests"),
         purpose=purpose,
         notes=doc.get("notes"),
     )
@@ -228,10 +237,10 @@ def _resolve(doc: Any, path: str) -> Any:
     return cur
 
 
-def _ref(file: Path, base: Path, rel: str | None, where: str) -> Path | None:
+def _ref(file: Path, root: str | Path, base: Path, rel: str | None, where: str) -> Path | None:
     if rel is None:
         return None
-    p = (base / rel).resolve()
+    p = join_inside(root, base, rel, file, where).resolve()
     if not p.is_file():
         raise InputError(file, where, f"references {rel!r}, which does not exist")
     return p
@@ -337,12 +346,18 @@ def load_pd_campaign(path: str | Path) -> PDCampaign:
         if pc is not None and pc not in classes:
             errors.append(InputError(mpath, f"{where}.load.prompt_class", f"unknown prompt class {pc!r}"))
             continue
-        file = root / entry["path"] / "pd.json"
+        try:
+            file = join_inside(root, root, entry["path"], mpath, f"{where}.path", "run folder") / "pd.json"
+            if os.path.lexists(file):
+                inside(root, file, mpath, f"{where}.path", "run file pd.json")
+        except InputError as e:
+            errors.append(e)
+            continue
         if not file.is_file():
             errors.append(InputError(mpath, f"{where}.path", f"run folder {entry['path']!r} has no pd.json"))
             continue
         try:
-            runs.append(load_pd_run(file, entry["id"], entry["arm"], load, entry.get("purpose")))
+            runs.append(load_pd_run(file, entry["id"], entry["arm"], load, entry.get("purpose"), root=root))
         except InputErrors as e:
             errors.extend(e.errors)
         except InputError as e:

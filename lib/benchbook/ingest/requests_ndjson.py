@@ -21,6 +21,7 @@ import functools
 from pathlib import Path
 
 from benchbook.errors import InputError
+from benchbook.metrics.phases import MIN_DURATION_S
 
 REQUIRED = ("round", "scenario", "n", "index", "prompt_class", "start", "end", "prompt_tokens",
             "completion_tokens", "finish_reason")  # fmt: skip
@@ -132,6 +133,8 @@ def read_requests_ndjson(
                 why = f"end {e} precedes start {s}"
             elif e == s:
                 why = f"end {e} equals start {s}: zero latency"
+            elif e - s < MIN_DURATION_S:
+                why = f"latency {e - s:g} s (start {s}, end {e}) is below {MIN_DURATION_S:g} s: no rate can be taken from it"
             else:
                 why = f"{c} of {budget} tokens generated (finish_reason {reasons[k]!r}): did not reach its budget"
             exclusions.append((f"line {k + 1}", why))
@@ -158,8 +161,10 @@ def _expressions(classes: tuple[str, ...], budget: int):
     ]
     if classes:
         checks.append(~pl.col("prompt_class").is_in(list(classes)))
-    unusable = (pl.col("end") <= pl.col("start")) | (
-        (pl.col("completion_tokens") < budget) & (pl.col("scenario") != "warmup")
+    unusable = (
+        (pl.col("end") - pl.col("start") < MIN_DURATION_S)
+        | (pl.col("end") <= pl.col("start"))
+        | ((pl.col("completion_tokens") < budget) & (pl.col("scenario") != "warmup"))
     )
     return pl.any_horizontal(checks), unusable
 

@@ -15,7 +15,10 @@ computes, but some of it can, silently:
 * a summary ``quantile`` that is not a number in [0, 1];
 * a metric name the text format does not allow;
 * a file whose **last line has no line feed** (the format requires one) is what a capture cut off
-  mid-write looks like: ``…_count 12`` may really have been ``…_count 127``.
+  mid-write looks like: ``…_count 12`` may really have been ``…_count 127``;
+* a sample line with **tokens after its timestamp** (``x 3.14 2 3``): the reference parser says
+  "spurious string after timestamp"; prometheus_client keeps the value and takes the last token as
+  the timestamp, so two samples glued together by a lost line feed would silently lose one.
 
 These checks run on the lines ``prometheus.parse`` was asked for (all families on a full parse,
 only the consumed lines on the narrow path), after ``prometheus_client`` has parsed them: no values
@@ -37,6 +40,30 @@ from pathlib import Path
 from benchbook.errors import InputError
 
 _HIST_TYPES = ("histogram", "gaugehistogram")
+
+
+def check_trailing_tokens(body: str, text: str, source: str | Path) -> None:
+    """Reject a 0.0.4 sample line with more than value and timestamp after its name and labels.
+
+    ``body`` holds the lines parsed (all of ``text``, or the narrow path's kept lines); the line
+    number is found in ``text``. The label set ends at the line's last ``}`` (a value or timestamp
+    holds no brace), so the tokens after it are the value, the timestamp, and nothing else."""
+    for line in body.split("\n"):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        close = stripped.rfind("}")
+        tail = stripped[close + 1 :].split() if close >= 0 else stripped.split()[1:]
+        if len(tail) <= 2:
+            continue
+        at = text.find(line)
+        line_no = text.count("\n", 0, at) + 1 if at >= 0 else None
+        raise InputError(
+            source,
+            f"line {line_no}" if line_no else "-",
+            f"spurious string after timestamp in {stripped[:120]!r} (as promtool says): "
+            f"{len(tail) - 2} token(s) after the value and timestamp — two samples glued by a lost line feed?",
+        )
 
 
 def check_unterminated(text: str, source: str | Path, wanted=None) -> None:

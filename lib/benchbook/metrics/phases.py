@@ -86,6 +86,55 @@ def _d(
     return d.value
 
 
+# No phase of a served request lasts under a microsecond (engines time in microseconds or coarser):
+# a shorter duration is a zero, a denormal or float noise, and a rate over it would be meaningless.
+MIN_DURATION_S = 1e-6
+# Engines export the process's start time (prometheus_client's process collector); when it changes
+# between two snapshots the engine restarted, whatever its counters did since.
+START_TIME = "process_start_time_seconds"
+
+
+def counter_families(text: str) -> list[str]:
+    """The families a snapshot declares as counters (``# TYPE name counter``), plus
+    :data:`START_TIME`: what :func:`restart` compares (handed to the parser as its ``names``)."""
+    out = {START_TIME}
+    for line in text.split("\n"):
+        if line.startswith("# TYPE ") and line.rstrip("\r").endswith(" counter"):
+            parts = line.split()
+            if len(parts) == 4:
+                out.add(parts[2])
+    return sorted(out)
+
+
+def restart(before: prometheus.Snapshot, after: prometheus.Snapshot) -> str | None:
+    """Why the engine restarted between two snapshots, or None: its ``process_start_time_seconds``
+    changed, or any counter (every counter family, not only those the split reads) went down or got
+    a new ``_created`` time. A restarted engine's counters may have grown past their old values by
+    the second snapshot, so a delta taken over the restart is not one request's."""
+
+    def is_counter(name: str) -> bool:
+        for suffix in ("_total", "_created", ""):
+            if name.endswith(suffix) and before.types.get(name[: len(name) - len(suffix)]) == "counter":
+                return True
+        return False
+
+    for name in sorted(set(before.values) & set(after.values)):
+        b, a = before.values[name], after.values[name]
+        if name == START_TIME:
+            for key in sorted(set(b) & set(a)):
+                if a[key] != b[key]:
+                    return f"engine restarted between the snapshots: {START_TIME} went from {b[key]:g} to {a[key]:g}"
+            continue
+        if not is_counter(name):
+            continue
+        for key in sorted(set(b) & set(a)):
+            moved = a[key] != b[key] if name.endswith("_created") else a[key] < b[key]
+            if moved:
+                shown = prometheus.Delta(name, key, b[key], a[key]).describe().removesuffix("{}")
+                return f"engine restarted between the snapshots: counter {shown} went from {b[key]:g} to {a[key]:g}"
+    return None
+
+
 def split(
     before: prometheus.Snapshot,
     after: prometheus.Snapshot,
@@ -114,6 +163,9 @@ def split(
         )
     if prefill_s <= 0:
         raise Excluded(f"TTFT delta {prefill_s:g} s is not positive")
+    for what, secs in (("TTFT delta", prefill_s), ("decode time (duration − TTFT)", total_s - prefill_s)):
+        if secs < MIN_DURATION_S:  # zero, denormal, float noise: a rate from it would be meaningless
+            raise Excluded(f"{what} {secs:g} s is below {MIN_DURATION_S:g} s: no rate can be taken from it")
     if gen < 2:
         raise Excluded(f"generation tokens moved by {gen:g}; need at least 2 for a decode phase")
     if ptok <= 0:

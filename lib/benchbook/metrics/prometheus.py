@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -267,6 +268,8 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
     from benchbook.metrics import exposition_checks as checks
 
     source = str(source)
+    if "\r\n" in text:  # CRLF line endings are read as LF (docs/bad-input.md), OpenMetrics included
+        text = text.replace("\r\n", "\n")
     om = is_openmetrics(text)
     if om:
         from prometheus_client.openmetrics.parser import text_string_to_metric_families
@@ -289,15 +292,16 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
         hit = _MEMO.get(memo_key)
         if hit is not None:
             return _snapshot(source, *hit)
-    if not om:  # the OpenMetrics parser enforces metadata placement itself
+    if not om:  # the OpenMetrics parser enforces metadata placement and trailing tokens itself
         if names is None:
             checks.check_metadata(text, source)
         else:
             checks.check_metadata_lines(kept_comments, text, source)
+        checks.check_trailing_tokens(body, text, source)
     try:
         families = list(text_string_to_metric_families(body))
     except Exception as e:  # noqa: BLE001 - any failure of the third-party parser means it rejected the text
-        line_no, line = _locate_error(text, om)
+        line_no, line = _locate_error(text, om, str(e))
         where = f"line {line_no}" if line_no else "-"
         shown = f" in {line[:120]!r}" if line else ""
         kind = "OpenMetrics text" if om else "Prometheus text exposition"
@@ -322,8 +326,12 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
     return snap
 
 
-def _locate_error(text: str, openmetrics: bool = False) -> tuple[int | None, str | None]:
-    """Find the first line at which the full parser fails (bisection over prefixes)."""
+def _locate_error(text: str, openmetrics: bool = False, message: str | None = None) -> tuple[int | None, str | None]:
+    """Find the first line at which the full parser fails (bisection over prefixes).
+
+    With ``message`` (the full parse's error), a prefix counts as failing only when it fails with
+    that same error: an OpenMetrics prefix that ends inside a histogram fails as an incomplete
+    family one line before the real fault (a bad exemplar), which must not be blamed."""
     if openmetrics:
         from prometheus_client.openmetrics.parser import text_string_to_metric_families
     else:
@@ -339,9 +347,11 @@ def _locate_error(text: str, openmetrics: bool = False) -> tuple[int | None, str
         try:
             list(text_string_to_metric_families(body))
             return False
-        except Exception:  # noqa: BLE001 - any parser failure counts as "fails" here
-            return True
+        except Exception as e:  # noqa: BLE001 - any parser failure counts as "fails" here
+            return message is None or str(e) == message
 
+    if message is not None and not fails(len(lines)):
+        message = None  # the whole text fails differently once cut to lines: any failure counts
     if not fails(len(lines)):
         # The prefixes all parse (e.g. OpenMetrics text without `# EOF`): blame the last line.
         last = len(lines) - 1 if len(lines) > 1 and lines[-1] == "" else len(lines)
@@ -356,15 +366,47 @@ def _locate_error(text: str, openmetrics: bool = False) -> tuple[int | None, str
     return hi, lines[hi - 1]
 
 
-def read(path: str | Path, names: Iterable[str] | None = None) -> Snapshot:
-    """Read and parse a `/metrics` capture file."""
-    from benchbook.jsonfile import read_text
+_FIRST_SAMPLE = re.compile(r"^[ \t]*([^#\s])", re.M)  # the first line that is not blank or a comment
+_NAME_START = re.compile(r"[a-zA-Z_:]")  # a metric name's first character
+
+
+def read_capture(path: str | Path) -> str:
+    """A `/metrics` capture file's text: not empty, not gzip (a compressed scrape saved as-is), UTF-8."""
+    from benchbook.jsonfile import read_bytes
 
     path = Path(path)
-    text = read_text(path, "/metrics text file")
+    raw = read_bytes(path, "/metrics text file")
+    if raw[:2] == b"\x1f\x8b":
+        raise InputError(path, "-", "this is gzip-compressed data, not /metrics text: decompress it (gunzip) first")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise InputError(path, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
     if not text.strip():
         raise InputError(path, "-", "empty /metrics capture: no samples (did the scrape fail?)")
-    return parse(text, path, names)
+    # what a capture must look like before any family is picked out of it, so a campaign (whose
+    # split parses a few families) rejects what a full parse of the file rejects
+    first = _FIRST_SAMPLE.search(text)
+    if first is None:
+        parse(text, path)  # a faulty metadata line is named first (cheap: there are no samples)
+        raise InputError(path, "-", "holds only comments and blank lines: no samples (did the scrape fail?)")
+    if not _NAME_START.match(first.group(1)):
+        line_no = text.count("\n", 0, first.start(1)) + 1
+        end = text.find("\n", first.start(1))
+        shown = text[first.start(1) : end if end >= 0 else len(text)][:120]
+        what = (
+            "an HTML page (an error page saved as the scrape?)"
+            if shown.lstrip().startswith("<")
+            else "not /metrics text"
+        )
+        raise InputError(path, f"line {line_no}", f"{what}: {shown!r}")
+    return text
+
+
+def read(path: str | Path, names: Iterable[str] | None = None) -> Snapshot:
+    """Read and parse a `/metrics` capture file."""
+    return parse(read_capture(path), Path(path), names)
 
 
 @dataclass(frozen=True)

@@ -821,4 +821,4 @@ def exclusions(page: Page) -> bd.Block:
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
-    return sections.provenance(page.camp.input_files(), parameters)
+    return sections.provenance(page.camp.input_files(), parameters, root=page.camp.root)

@@ -514,16 +514,38 @@ def package_versions(names: Iterable[str] = PACKAGES) -> dict[str, str]:
     return out
 
 
-def _display_path(p: Path) -> str:
-    root = Path(__file__).resolve().parents[2]
+def _display_path(p: str | Path, root: Path | None) -> str:
+    """A path as a page shows it: ``<root name>/<path inside root>``, never the machine's absolute
+    path (the same campaign rendered from two folders gives the same page)."""
+    if root is None:
+        return Path(p).name
     try:
-        return str(p.resolve().relative_to(root))
+        rel = Path(p).resolve().relative_to(root.resolve())
     except ValueError:
-        return str(p)
+        return Path(p).name
+    return str(Path(root.name) / rel) if rel.parts else root.name
 
 
-def file_hashes(inputs: Iterable[str | Path]) -> list[tuple[str, str, int]]:
-    """(path, sha256, bytes) of every file under ``inputs`` (folders walked), sorted by path."""
+def input_root(inputs: Iterable[str | Path]) -> Path | None:
+    """The folder the inputs share (their common parent), which the provenance names paths from."""
+    dirs = [str(Path(i).resolve() if Path(i).is_dir() else Path(i).resolve().parent) for i in inputs]
+    return Path(os.path.commonpath(dirs)) if dirs else None
+
+
+def _display_value(v: Any, root: Path | None) -> Any:
+    """A parameter as the provenance shows it: absolute paths made relative like the input files."""
+    if isinstance(v, str) and os.path.isabs(v):
+        return _display_path(v, root)
+    if isinstance(v, (list, tuple)):
+        return [_display_value(x, root) for x in v]
+    return v
+
+
+def file_hashes(inputs: Iterable[str | Path], root: Path | None = None) -> list[tuple[str, str, int]]:
+    """(path, sha256, bytes) of every file under ``inputs`` (folders walked), sorted by path; paths
+    are shown from ``root`` (default: the inputs' common folder)."""
+    inputs = list(inputs)
+    root = root if root is not None else input_root(inputs)
     files: set[Path] = set()
     for i in inputs:
         p = Path(i)
@@ -538,22 +560,29 @@ def file_hashes(inputs: Iterable[str | Path]) -> list[tuple[str, str, int]]:
         else:
             raise FileNotFoundError(f"provenance(): input {p} does not exist")
     out = []
-    for f in sorted(files, key=lambda f: _display_path(f)):
+    for f in sorted(files, key=lambda f: _display_path(f, root)):
         h = hashlib.sha256()
         with open(f, "rb") as fh:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
-        out.append((_display_path(f), h.hexdigest(), f.stat().st_size))
+        out.append((_display_path(f, root), h.hexdigest(), f.stat().st_size))
     return out
 
 
-def provenance(*, inputs: Iterable[str | Path] = (), parameters: Mapping[str, Any] | None = None) -> Block:
+def provenance(
+    *, inputs: Iterable[str | Path] = (), parameters: Mapping[str, Any] | None = None, root: str | Path | None = None
+) -> Block:
     """The provenance block: benchbook version + git SHA, input file hashes, parameters, packages,
-    render timestamp (the only time-dependent text on a page; fixed by ``SOURCE_DATE_EPOCH``)."""
+    render timestamp (the only time-dependent text on a page; fixed by ``SOURCE_DATE_EPOCH``).
+
+    Files and path parameters are named from ``root`` (the campaign folder; default: the inputs'
+    common folder) as ``<folder name>/<path>``: no absolute path of the rendering machine."""
     versions = package_versions()
-    hashes = file_hashes(inputs)
+    inputs = list(inputs)
+    root = Path(root) if root is not None else input_root(inputs)
+    hashes = file_hashes(inputs, root)
     combined = hashlib.sha256("".join(f"{p}\0{h}\n" for p, h, _ in hashes).encode()).hexdigest()
-    params = parameters or {}
+    params = {k: _display_value(v, root) for k, v in (parameters or {}).items()}
     param_rows = "".join(
         f'<tr><th scope="row">{esc(k)}</th><td><code>{esc(repr(params[k]))}</code></td></tr>' for k in sorted(params)
     )

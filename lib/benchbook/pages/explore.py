@@ -68,13 +68,14 @@ def metric_deltas(camp: Any) -> Any:
         doc = camp._phases_doc(r)
         cache: dict[str, Any] = {}
 
-        def snap(rel: str) -> Any:
+        def snap(rel: str, where: str) -> Any:
             if rel not in cache:
-                cache[rel] = prometheus.read((r.path / rel).resolve(), names)
+                cache[rel] = prometheus.read(camp.snapshot_path(r, rel, where), names)
             return cache[rel]
 
-        for s in doc["samples"]:
-            before, after = snap(s["metrics_before"]), snap(s["metrics_after"])
+        for i, s in enumerate(doc["samples"]):
+            before = snap(s["metrics_before"], f"$.samples[{i}].metrics_before")
+            after = snap(s["metrics_after"], f"$.samples[{i}].metrics_after")
             samples = sorted(
                 n
                 for n in set(before.values) | set(after.values)

@@ -1078,4 +1078,6 @@ def exclusions(page: Page) -> bd.Block:
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
-    return sections.provenance(page.camp.input_files(), parameters, readme=page.camp.root / "README.md")
+    return sections.provenance(
+        page.camp.input_files(), parameters, readme=page.camp.root / "README.md", root=page.camp.root
+    )

@@ -21,11 +21,12 @@ def slug(s: str | None) -> str:
 
 
 def rel_path(root: Path, f: str | Path) -> str:
-    """``f`` relative to the campaign root when it lies inside it, else as given."""
+    """``f`` relative to the campaign root when it lies inside it, else its name (a page never shows
+    an absolute path of the machine that rendered it)."""
     try:
         return str(Path(f).resolve().relative_to(Path(root).resolve()))
     except ValueError:
-        return str(f)
+        return Path(f).name
 
 
 def exclusions(
@@ -71,12 +72,15 @@ def scope(sc: Mapping[str, Any]) -> bd.Block:
     )
 
 
-def provenance(inputs: Iterable[Path], parameters: Mapping[str, Any], readme: Path | None = None) -> bd.Block:
-    """The provenance block over the campaign's input files (and its README, which says where they came from)."""
+def provenance(
+    inputs: Iterable[Path], parameters: Mapping[str, Any], readme: Path | None = None, root: Path | None = None
+) -> bd.Block:
+    """The provenance block over the campaign's input files (and its README, which says where they
+    came from), named relative to the campaign folder ``root``."""
     files = set(inputs)
     if readme is not None and readme.is_file():
         files.add(readme)
-    return bd.provenance(inputs=sorted(files), parameters=dict(parameters))
+    return bd.provenance(inputs=sorted(files), parameters=dict(parameters), root=root)
 
 
 # --------------------------------------------------------------------------- findings box

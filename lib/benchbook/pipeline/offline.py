@@ -138,11 +138,19 @@ def scan_html(text: str, file: str = "<html>") -> list[Finding]:
     return s.findings
 
 
+def pages_under(folder: Path) -> list[Path]:
+    """The HTML files under a folder as readers open them: not the copies inside hidden folders
+    (a page's generation folders, ``.pages/``, which the page's own name links to)."""
+    return sorted(
+        f for f in folder.rglob("*.html") if not any(part.startswith(".") for part in f.relative_to(folder).parts[:-1])
+    )
+
+
 def scan(paths: list[Path]) -> list[Finding]:
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
-            files.extend(sorted(p.rglob("*.html")))
+            files.extend(pages_under(p))
         elif p.is_file():
             files.append(p)
         else:
@@ -164,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"benchbook.pipeline.offline: {e}: no such file or folder", file=sys.stderr)
         return 2
-    n_files = sum(1 for p in paths for _ in (p.rglob("*.html") if p.is_dir() else [p]))
+    n_files = sum(1 for p in paths for _ in (pages_under(p) if p.is_dir() else [p]))
     for f in findings:
         print(f)
     if findings:

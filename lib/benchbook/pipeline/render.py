@@ -3,9 +3,9 @@
 ``render_page`` executes a source notebook (never written) with papermill in a kernel running this
 same Python, keeps the executed copy beside the page as ``<page>.ipynb`` (the immutable record),
 collects the values the notebook recorded with :func:`benchbook.pages.display.record` into
-``<page>.values.json``, and exports HTML with the project's offline template. All three files are
-written to temporary files in the destination folder first and moved into place with
-``os.replace`` only when everything succeeded, so a failed render leaves the previous page intact.
+``<page>.values.json``, and exports HTML with the project's offline template. The three files are
+published together (:mod:`benchbook.pipeline.writes`): only when everything succeeded, and so that a
+render killed at any moment leaves the previous three files or the new three, never a mix.
 
 The CLI (``benchbook render``) decides which pages a campaign gets from its ``campaign.json``,
 renders them, and with ``--all`` writes ``index.html`` linking every page.
@@ -17,9 +17,7 @@ import argparse
 import dataclasses
 import json
 import os
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -28,6 +26,7 @@ from typing import Any
 from benchbook import __version__
 from benchbook.errors import EXIT_BAD_INPUT, EXIT_RENDER, EXIT_SOURCE, InputError, RenderError, SourceError
 from benchbook.pages.display import VALUES_MIME
+from benchbook.pipeline import writes
 from benchbook.pipeline.outline import outline
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -57,7 +56,15 @@ class RenderResult:
     bytes: int  # size of the HTML
 
 
+QUIET = False  # --quiet: progress lines off, errors still printed (see _error)
+
+
 def _log(msg: str) -> None:
+    if not QUIET:
+        print(f"benchbook render: {msg}", file=sys.stderr, flush=True)
+
+
+def _error(msg: str) -> None:
     print(f"benchbook render: {msg}", file=sys.stderr, flush=True)
 
 
@@ -65,37 +72,11 @@ def _log(msg: str) -> None:
 
 
 def _kernel_manager_class():
-    """A KernelManager that runs the kernel on *this* interpreter, whatever kernelspecs exist
-    (a user-level ``python3`` kernelspec pointing at another Python would lack benchbook)."""
-    from jupyter_client.kernelspec import KernelSpec
-    from jupyter_client.manager import AsyncKernelManager
-    from traitlets import default
+    """A KernelManager that runs the kernel on *this* interpreter (see :mod:`benchbook.pipeline.kernels`;
+    its stdout/stderr go to a log file, not to the renderer's stderr)."""
+    from benchbook.pipeline.kernels import kernel_manager_class
 
-    class ThisPythonKernelManager(AsyncKernelManager):
-        # IPC sockets (a private temp folder) rather than TCP on localhost: nothing listens on a port
-        @default("transport")
-        def _transport_default(self):
-            return "ipc"
-
-        @default("ip")
-        def _ip_default(self):
-            return os.path.join(tempfile.mkdtemp(prefix="benchbook-kernel-"), "kernel")
-
-        async def _async_cleanup_resources(self, restart: bool = False) -> None:
-            await super()._async_cleanup_resources(restart=restart)
-            if not restart:
-                shutil.rmtree(os.path.dirname(self.ip), ignore_errors=True)
-
-        @property
-        def kernel_spec(self):  # type: ignore[override]
-            return KernelSpec(
-                argv=[sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-                display_name="benchbook (this Python)",
-                language="python",
-                env={"PYTHONHASHSEED": "0"},
-            )
-
-    return ThisPythonKernelManager
+    return kernel_manager_class()
 
 
 def declared_parameters(notebook: Path) -> dict[str, Any]:
@@ -194,27 +175,6 @@ def _normalize(nb: Any) -> None:
             cell.metadata.pop("execution", None)
 
 
-def _atomic_writes(files: Mapping[Path, bytes]) -> None:
-    """Write every file to a temp file in its folder, then ``os.replace`` them all (HTML last)."""
-    temps: list[tuple[str, Path]] = []
-    try:
-        for path, data in files.items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-            temps.append((tmp, path))
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o644)
-        for tmp, path in temps:
-            os.replace(tmp, path)
-    finally:
-        for tmp, _ in temps:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-
-
 def export_html(nb: Any, *, title: str) -> str:
     """Export an executed notebook with the project template (inputs hidden, nothing external)."""
     from nbconvert import HTMLExporter
@@ -238,6 +198,8 @@ def render_page(
     title: str,
     page: str | None = None,
     timeout: int = 600,
+    cwd: Path | None = None,
+    kernel: Any = None,
 ) -> RenderResult:
     """Execute ``notebook`` with ``parameters`` and write ``out_html`` (+ ``.ipynb``, ``.values.json``).
 
@@ -245,7 +207,11 @@ def render_page(
     parameters cell declares one and ``parameters`` does not set it. Raises :class:`RenderError`
     (exit 3) naming the page and the failing cell's error line; an ``InputError`` raised inside the
     notebook (a loader rejecting a file) is re-raised as :class:`InputError` (exit 2).
-    Nothing is written unless everything succeeded.
+    Nothing is written unless everything succeeded. The kernel runs in ``cwd`` (default: the
+    notebook's folder); a campaign page runs in the campaign's parent folder with ``campaign`` set
+    to the folder's name, so no absolute path of this machine enters the page or its notebook.
+    ``kernel``: a :class:`benchbook.pipeline.kernels.WorkerKernel` to execute in (reset first)
+    instead of a new kernel for this page.
     """
     import nbformat
     import papermill
@@ -267,24 +233,28 @@ def render_page(
 
     t0 = time.perf_counter()
     try:
-        nb = papermill.execute_notebook(
-            str(notebook),
-            None,  # papermill writes nothing; we write atomically below
-            parameters=params,
-            kernel_name="python3",
-            progress_bar=False,
-            request_save_on_cell_execute=False,
-            cwd=str(notebook.parent),
-            execution_timeout=timeout,
-            kernel_manager_class=_kernel_manager_class(),
-        )
+        if kernel is not None:
+            nb = kernel.execute(notebook, params, timeout, cwd=cwd)
+        else:
+            nb = papermill.execute_notebook(
+                str(notebook),
+                None,  # papermill writes nothing; we write atomically below
+                parameters=params,
+                kernel_name="python3",
+                progress_bar=False,
+                request_save_on_cell_execute=False,
+                cwd=str(cwd or notebook.parent),
+                execution_timeout=timeout,
+                kernel_manager_class=_kernel_manager_class(),
+            )
     except PapermillExecutionError as e:
         cell = _source_cell(notebook, e.cell_index)
         line = f"{e.ename}: {_first_line(e.evalue)}"
         if e.ename in ("InputError", "InputErrors"):
             parts = _first_line(e.evalue).split(": ", 2)
             if len(parts) == 3:
-                raise InputError(parts[0], parts[1], f"{parts[2]} (page {page}, {cell})") from None
+                file = parts[0] if cwd is None or os.path.isabs(parts[0]) else str(Path(cwd) / parts[0])
+                raise InputError(file, parts[1], f"{parts[2]} (page {page}, {cell})") from None
         if e.ename == "SourceError":  # a Prometheus server the campaign names did not answer: exit 4
             src, _, reason = _first_line(e.evalue).partition(": ")
             raise SourceError(src, f"{reason} (page {page}, {cell})") from None
@@ -307,12 +277,15 @@ def render_page(
     values_path = out_html.with_suffix(".values.json")
     html_bytes = body.encode("utf-8")
     try:
-        _atomic_writes(
+        writes.publish(
+            out_html.parent,
+            out_html.stem,
             {
-                ipynb_path: nbformat.writes(nb).encode("utf-8") + b"\n",
-                values_path: json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n",
-                out_html: html_bytes,
-            }
+                ".html": html_bytes,
+                ".ipynb": nbformat.writes(nb).encode("utf-8") + b"\n",
+                ".values.json": json.dumps(values, indent=2, sort_keys=True, ensure_ascii=False).encode("utf-8")
+                + b"\n",
+            },
         )
     except OSError as e:  # full disk, read-only folder: the previous page is intact, exit 3
         raise RenderError(page, f"cannot write {e.filename or out_html}: {e.strerror or e}") from None
@@ -333,17 +306,12 @@ def render_page(
 
 def read_manifest(campaign: Path) -> dict[str, Any]:
     """``campaign.json`` as a dict (only what the renderer needs; full validation lives in ingest)."""
+    from benchbook.jsonfile import load_json
+
     path = Path(campaign) / "campaign.json"
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(path, None, "no campaign.json: not a campaign folder") from None
-    except OSError as e:
-        raise InputError(path, None, f"cannot read: {e.strerror}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(path, f"line {e.lineno}", f"not valid JSON: {e.msg}") from None
+    if not path.exists():
+        raise InputError(path, None, "no campaign.json: not a campaign folder")
+    data = load_json(path)  # the input limits, bad bytes, nesting and duplicate keys: InputError
     if not isinstance(data, dict):
         raise InputError(path, "$", "expected a JSON object")
     for key, typ in (("arms", dict), ("runs", list)):
@@ -378,16 +346,36 @@ def page_title(manifest: Mapping[str, Any], campaign: Path, page: str) -> str:
     return f"{manifest.get('title') or campaign.name} — {PAGES[page][1]}"
 
 
+# notebook parameters that choose what a page reads: set by the renderer from the campaign folder (or
+# --compare's files), never by render.yml or --params, so a parameter file cannot pull another
+# folder's data onto a campaign's page
+INPUT_PARAMETERS = frozenset({"campaign", "files", "inputs", "engine_before", "engine_after"})
+
+
+def check_overrides(overrides: Mapping[str, Mapping[str, Any]], source: str, allowed: frozenset = frozenset()) -> None:
+    """Parameter files set a page's parameters only: naming an input (``campaign``, ``files`` …) is
+    bad input (exit 2), except the ``allowed`` ones."""
+    for page, params in overrides.items():
+        for k in sorted(set(params) & (INPUT_PARAMETERS - allowed)):
+            raise InputError(
+                source,
+                f"$.{page}.{k}",
+                f"{k!r} chooses which files the page reads; render.yml and --params set a page's parameters, "
+                "not its input (render the other folder itself)",
+            )
+
+
 def page_parameters(
     campaign: Path, manifest: Mapping[str, Any], page: str, notebook: Path, overrides: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
-    """Parameters for one page: ``campaign`` (absolute path) and ``title`` when the notebook
-    declares them, then the overrides (from ``--params``); an override the notebook does not
-    declare is an input error."""
+    """Parameters for one page: ``campaign`` (the folder's name: the kernel runs in its parent folder,
+    see :func:`render_page`) and ``title`` when the notebook declares them, then the overrides (from ``--params``); an override the notebook does not
+    declare, or one that names an input (:data:`INPUT_PARAMETERS`), is an input error."""
     declared = declared_parameters(notebook)
+    check_overrides({page: overrides or {}}, "--params")
     params: dict[str, Any] = {}
     if "campaign" in declared:
-        params["campaign"] = str(Path(campaign).resolve())
+        params["campaign"] = Path(campaign).resolve().name
     if "title" in declared:
         params["title"] = page_title(manifest, campaign, page)
     for k, v in (overrides or {}).items():
@@ -404,6 +392,26 @@ class CampaignOutcome:
     rendered: list[RenderResult] = dataclasses.field(default_factory=list)
     skipped: list[str] = dataclasses.field(default_factory=list)  # page kinds without a notebook
     failed: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)  # page -> (exit code, reason)
+    error: tuple[int, str] | None = None  # the whole campaign failed (manifest unreadable …): (exit code, reason)
+    # render --all (pipeline.schedule): pages rendered, unchanged (key matched), kept from earlier renders
+    rendered_pages: list[str] = dataclasses.field(default_factory=list)
+    unchanged: list[str] = dataclasses.field(default_factory=list)
+    kept: list[str] = dataclasses.field(default_factory=list)
+
+
+def campaign_failure(campaign: Path, exc: BaseException) -> CampaignOutcome:
+    """One campaign's failure in ``render --all``, whatever it was: bad input keeps its code (2), a
+    remote source its code (4); anything else (a RecursionError, a bug, memory) is that campaign's
+    render failure (3), so the batch goes on and the index marks it."""
+    from benchbook.errors import BenchbookError
+
+    if isinstance(exc, BenchbookError):
+        code, line = exc.exit_code, exc.one_line()
+    else:
+        code, line = EXIT_RENDER, f"{campaign.name}: render failed: {type(exc).__name__}: {_first_line(str(exc))}"
+    if code not in (EXIT_BAD_INPUT, EXIT_SOURCE):
+        code = EXIT_RENDER
+    return CampaignOutcome(campaign.name, {}, error=(code, line))
 
 
 def render_campaign(
@@ -427,8 +435,11 @@ def render_campaign(
     if not campaign.is_dir():
         raise InputError(campaign, None, "campaign folder does not exist")
     manifest = read_manifest(campaign)
-    overrides = _merge_params(campaign_params(campaign), overrides or {})
+    own = campaign_params(campaign)
+    check_overrides(own, str(_params_file(campaign)))
+    overrides = _merge_params(own, overrides or {})
     outcome = CampaignOutcome(campaign.name, manifest)
+    writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
     wanted = list(pages) if pages is not None else [p for p in pages_for(manifest) if only is None or p in only]
     if not wanted:
         _log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
@@ -453,12 +464,13 @@ def render_campaign(
                 Path(out_dir) / f"{page}.html",
                 title=page_title(manifest, campaign, page),
                 page=f"{campaign.name}/{page}",
+                cwd=campaign.resolve().parent,
             )
         except BenchbookError as e:
             if not keep_going:
                 raise
             outcome.failed[page] = (e.exit_code, e.one_line())
-            _log(f"{campaign.name}/{page}: FAILED: {e.one_line()}")
+            _error(f"{campaign.name}/{page}: FAILED: {e.one_line()}")
             continue
         outcome.rendered.append(res)
         _log(f"{campaign.name}/{page}: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
@@ -503,7 +515,11 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
     rows = []
     for o in sorted(outcomes, key=lambda o: (str(o.manifest.get("date") or ""), o.name), reverse=True):
         links = []
-        done = {r.page.rsplit("/", 1)[-1] for r in o.rendered}
+        done = {r.page.rsplit("/", 1)[-1] for r in o.rendered} | set(o.rendered_pages) | set(o.unchanged)
+        done |= set(o.kept)
+        failed = dict(o.failed)
+        if o.error is not None:  # the whole campaign failed: every page it had is marked, and kept
+            failed.update({p: o.error for p in PAGES if (reports / o.name / f"{p}.html").exists()})
         for page in PAGES:
             if page in done:
                 links.append(
@@ -514,14 +530,14 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
                         "headline": page_headline(reports / o.name / f"{page}.html"),
                     }
                 )
-            elif page in o.failed:
+            elif page in failed:
                 kept = (reports / o.name / f"{page}.html").exists()
                 links.append(
                     {
                         "label": PAGES[page][1],
                         "href": f"{o.name}/{page}.html" if kept else None,
                         "status": "failed",
-                        "reason": o.failed[page][1],
+                        "reason": failed[page][1],
                         "headline": page_headline(reports / o.name / f"{page}.html") if kept else "",
                     }
                 )
@@ -534,12 +550,16 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
                 "provenance": o.manifest.get("provenance") or "",
                 "links": links,
                 "skipped": [p for p in o.skipped],
+                "error": o.error[1] if o.error is not None else "",
             }
         )
     css = (TEMPLATES / TEMPLATE_NAME / "page.css").read_text(encoding="utf-8")
     box = index_findings(rows, reports)
+    history = "history.html" if (reports / "history.html").is_file() else None
     return outline(
-        env.get_template("reports_index.html.j2").render(campaigns=rows, css=css, version=__version__, box=box)
+        env.get_template("reports_index.html.j2").render(
+            campaigns=rows, css=css, version=__version__, history=history, box=box
+        )
     )
 
 
@@ -552,6 +572,8 @@ def index_findings(rows: list[dict[str, Any]], reports: Path) -> str:
     totals = {"results": 0, "regressions": 0, "failed_checks": 0, "unjudged": 0}
     lines = []
     for i, c in enumerate(rows, 1):
+        if c.get("error"):
+            lines.append(bd.Finding("fail", f"{c['name']}: the campaign failed — {c['error']}", f"campaign-{i}"))
         for link in c["links"]:
             f = page_findings(reports / link["href"]) if link.get("href") else {}
             for k in totals:
@@ -595,10 +617,25 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--page",
         action="append",
-        choices=list(PAGES),
+        choices=[*PAGES, "history"],
         help="render only this page kind (repeatable); default: the pages the campaign calls for. "
-        "With --all, only campaigns that call for it get it",
+        "With --all, only campaigns that call for it get it; every other page keeps its link in the index "
+        "(--page history: only the history page)",
     )
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --all: render on N worker processes, each reusing one kernel (default: the number of cores)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --all: render every page even when its inputs, parameters, notebook and benchbook are unchanged",
+    )
+    p.add_argument("--quiet", action="store_true", help="print errors only (for cron); exit codes are unchanged")
     p.add_argument(
         "--notebooks",
         type=Path,
@@ -611,6 +648,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help='JSON or YAML parameter overrides per page kind: {"baseline": {"warmup": 1}}',
+    )
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="if another benchbook render is writing into OUT, wait for it instead of exiting with code 5",
     )
     p.add_argument(
         "--compare",
@@ -627,11 +669,12 @@ PARAMS_FILES = ("render.yml", "render.yaml", "render.json")
 def campaign_params(campaign: Path) -> dict[str, dict[str, Any]]:
     """The campaign's own scheduled-run parameters: ``<campaign>/render.yml`` (or .yaml/.json),
     ``{page kind: {parameter: value}}``. Command-line ``--params`` override them."""
-    for name in PARAMS_FILES:
-        f = Path(campaign) / name
-        if f.is_file():
-            return _load_params(f)
-    return {}
+    f = _params_file(campaign)
+    return _load_params(f) if f is not None else {}
+
+
+def _params_file(campaign: Path) -> Path | None:
+    return next((Path(campaign) / n for n in PARAMS_FILES if (Path(campaign) / n).is_file()), None)
 
 
 def _merge_params(
@@ -641,21 +684,12 @@ def _merge_params(
 
 
 def _load_params(path: Path | None) -> dict[str, dict[str, Any]]:
+    from benchbook.jsonfile import load_json, load_yaml
+
     if path is None:
         return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(path, None, f"cannot read: {e.strerror}") from None
-    try:
-        if path.suffix in (".yaml", ".yml"):
-            import yaml
-
-            data = yaml.safe_load(text)
-        else:
-            data = json.loads(text)
-    except Exception as e:  # noqa: BLE001 - JSON/YAML syntax error becomes an InputError
-        raise InputError(path, None, f"not valid {path.suffix.lstrip('.') or 'JSON'}: {_first_line(str(e))}") from None
+    # the input limits hold here too: size, nesting, duplicate keys, no YAML aliases
+    data = load_yaml(path) if path.suffix in (".yaml", ".yml") else load_json(path)
     if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
         raise InputError(path, "$", "expected {page kind: {parameter: value}}")
     bad = sorted(set(data) - set(PAGES))
@@ -667,61 +701,122 @@ def _load_params(path: Path | None) -> dict[str, dict[str, Any]]:
 def run(args: argparse.Namespace) -> int:
     from benchbook.errors import UsageError
 
+    global QUIET
+    QUIET = bool(getattr(args, "quiet", False))
+    if getattr(args, "jobs", None) is not None and args.jobs < 1:
+        raise UsageError("-j/--jobs must be at least 1")
+
     overrides = _load_params(args.params)
     if args.notebooks is not None and not args.notebooks.is_dir():
         raise InputError(args.notebooks, None, "notebooks folder does not exist")
-    if getattr(args, "compare", None):
+    compare = getattr(args, "compare", None)
+    if compare:
         if args.campaign is not None or args.data_dir is not None:
             raise UsageError("--compare takes result files; give no CAMPAIGN or --all with it")
-        for f in args.compare:
-            if not f.is_file():
-                raise InputError(f, None, "result file does not exist")
-        params = {**overrides.get("compare", {}), "files": [str(f.resolve()) for f in args.compare]}
-        res = render_page(
-            notebook_for("compare", args.notebooks),
-            params,
-            Path(args.out) / "compare.html",
-            title=params.get("title") or f"Comparison of {len(args.compare)} result file(s)",
-            page="compare",
-        )
-        _log(f"compare: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
-        return 0
-    if (args.campaign is None) == (args.data_dir is None):
+    elif (args.campaign is None) == (args.data_dir is None):
         raise UsageError("give either CAMPAIGN or --all DATA_DIR")
-    t0 = time.perf_counter()
-    if args.campaign is not None:
-        outcome = render_campaign(
-            args.campaign, args.out, pages=args.page, overrides=overrides, notebooks=args.notebooks
-        )
-        _log(f"done: {len(outcome.rendered)} page(s) in {time.perf_counter() - t0:.1f} s")
-        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with writes.render_lock(out, wait=getattr(args, "wait", False)):
+        removed = writes.clean_kernel_dirs() + writes.clean_folder(out)
+        if removed:
+            _log(f"removed {len(removed)} leftover(s) of an interrupted render: {', '.join(removed[:5])}")
+        if compare:
+            return _run_compare(args, overrides)
+        if args.campaign is not None:
+            t0 = time.perf_counter()
+            outcome = render_campaign(
+                args.campaign, out, pages=args.page, overrides=overrides, notebooks=args.notebooks
+            )
+            _log(f"done: {len(outcome.rendered)} page(s) in {time.perf_counter() - t0:.1f} s")
+            return 0
+        return _run_all(args, overrides)
 
-    outcomes: list[CampaignOutcome] = []
-    input_errors: list[str] = []
+
+def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]]) -> int:
+    """The compare page reads exactly the files it is given (and says which)."""
+    check_overrides(overrides, str(args.params), allowed=frozenset({"engine_before", "engine_after"}))
+    for f in args.compare:
+        if not f.is_file():
+            raise InputError(f, None, "result file does not exist")
+    params = dict(overrides.get("compare", {}))
+    engine = [k for k in ("engine_before", "engine_after") if params.get(k)]
+    given = [f.resolve() for f in args.compare] + [Path(params[k]).resolve() for k in engine]
+    named = [str(f) for f in args.compare] + [str(params[k]) for k in engine]
+    _log(f"compare: reading {len(named)} file(s): {', '.join(named)}")
+    # the kernel runs in the files' common folder and gets them relative to it: no absolute path of
+    # this machine in the page or its notebook
+    cwd = Path(os.path.commonpath([str(f.parent) for f in given]))
+    params["files"] = [os.path.relpath(f, cwd) for f in given[: len(args.compare)]]
+    params.update({k: os.path.relpath(f, cwd) for k, f in zip(engine, given[len(args.compare) :], strict=True)})
+    res = render_page(
+        notebook_for("compare", args.notebooks),
+        params,
+        Path(args.out) / "compare.html",
+        title=params.get("title") or f"Comparison of {len(args.compare)} result file(s)",
+        page="compare",
+        cwd=cwd,
+    )
+    _log(f"compare: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
+    return 0
+
+
+def render_one_of_many(campaign: Path, out: Path, **kw: Any) -> CampaignOutcome:
+    """One campaign of ``render --all``: whatever goes wrong (bad bytes, a nesting bomb, a
+    RecursionError, a dead kernel, a bug) is this campaign's failure, never the batch's."""
+    try:
+        return render_campaign(campaign, out, keep_going=True, **kw)
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - isolation is the point: recorded, logged, exit code kept
+        outcome = campaign_failure(campaign, e)
+        _error(f"{campaign.name}: FAILED: {outcome.error[1]}")
+        return outcome
+
+
+def batch_exit_code(outcomes: list[CampaignOutcome]) -> int:
+    """0 when every page rendered; else 2 if any input was bad, 4 if a source failed, 3 otherwise."""
+    codes = [c for o in outcomes for c, _ in [*o.failed.values(), *([o.error] if o.error else [])]]
+    if not codes:
+        return 0
+    for code in (EXIT_BAD_INPUT, EXIT_SOURCE):
+        if code in codes:
+            return code
+    return EXIT_RENDER
+
+
+def _run_all(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]]) -> int:
+    """Every campaign under DATA_DIR: planned, rendered where something changed (on ``-j`` workers),
+    then the history page, then the index, written once (:mod:`benchbook.pipeline.schedule`)."""
+    from benchbook.pipeline import schedule
+
+    t0 = time.perf_counter()
+    out = Path(args.out)
     campaigns = find_campaigns(args.data_dir)
     _log(f"{len(campaigns)} campaign(s) under {args.data_dir}")
-    for c in campaigns:
-        try:
-            outcomes.append(
-                render_campaign(
-                    c, args.out / c.name, only=args.page, overrides=overrides, notebooks=args.notebooks, keep_going=True
-                )
-            )
-        except InputError as e:
-            input_errors.append(e.one_line())
-            _log(f"{c.name}: FAILED: {e.one_line()}")
-    index = Path(args.out) / "index.html"
+    outcomes, summary = schedule.render_all(
+        campaigns,
+        out,
+        only=args.page,
+        overrides=overrides,
+        notebooks=args.notebooks,
+        force=getattr(args, "force", False),
+        workers=getattr(args, "jobs", None),
+        log=_log,
+        error=_error,
+    )
+    index = out / "index.html"
     try:
-        _atomic_writes({index: index_html(outcomes, Path(args.out)).encode("utf-8")})
+        writes.write_atomic(index, index_html(outcomes, out).encode("utf-8"))
     except OSError as e:
         raise RenderError("index", f"cannot write {index}: {e.strerror or e}") from None
-    n = sum(len(o.rendered) for o in outcomes)
-    failed = [(code, line) for o in outcomes for code, line in o.failed.values()]
-    _log(f"done: {n} page(s), index {index}, {time.perf_counter() - t0:.1f} s")
-    if input_errors or failed:
-        lines = input_errors + [line for _, line in failed]
-        print(f"benchbook render: {len(lines)} failure(s); first: {lines[0]}", file=sys.stderr)
-        if input_errors or any(c == EXIT_BAD_INPUT for c, _ in failed):
-            return EXIT_BAD_INPUT
-        return EXIT_SOURCE if any(c == EXIT_SOURCE for c, _ in failed) else EXIT_RENDER
-    return 0
+    summary.seconds = time.perf_counter() - t0
+    _log(f"done: {summary.line()}; index {index}")
+    lines = [line for o in outcomes for _, line in [*([o.error] if o.error else []), *o.failed.values()]]
+    lines += summary.other_failures
+    if lines:
+        _error(f"{len(lines)} failure(s); first: {lines[0]}")
+    code = batch_exit_code(outcomes)
+    if code == 0 and summary.other_failures:
+        code = EXIT_RENDER
+    return code

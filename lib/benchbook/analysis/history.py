@@ -1,0 +1,673 @@
+"""History across campaigns: each headline figure over a series of campaigns, its noise band, the
+changes between consecutive campaigns, and the steps over the whole history.
+
+Three steps, each testable on its own (``docs/history.md`` is the reader's version):
+
+1. :func:`headline` reads one campaign and returns its *headline figures*, one value per run
+   (runs are the unit of replication): per arm, decode and prefill tok/s per prompt class (phase
+   samples), single-request latency and the ladder's aggregate rate at each concurrency (whole
+   requests), peak and steady GPU memory (memory runs), and for PD campaigns the "whole" window's
+   output throughput per card, mean TTFT, mean TPOT and mean E2E. The renderer stores this beside
+   the campaign's pages as ``headline.json``, so a history over hundreds of campaigns reads small
+   files instead of re-analysing every campaign.
+2. :func:`history_table` turns those into one tidy polars frame, one row per (series, figure,
+   campaign): the campaign's median over its runs, [min–max] of the run values, n runs and the
+   run-to-run spread ``(max − min) / min`` (None with one run). Written as ``history.parquet``.
+3. :func:`analyse` judges it. Campaigns of a series are ordered by ``date``, then ``order`` (from
+   ``campaign.json``'s ``history``), then name.
+
+   * **Consecutive campaigns** are compared with :func:`benchbook.analysis.verdict.compare`, the
+     pages' own noise rule, with the larger of the two campaigns' measured spreads — or, once the
+     series has :data:`MIN_STEP_CAMPAIGNS` campaigns, the history's own noise when that is larger
+     (Conbench's idea: judge a change against the history's spread): ``exp(3.5 × √2 × σ) − 1``,
+     σ the robust campaign-to-campaign scatter below. Nightly campaigns vary more from day to day
+     than two runs of one campaign do, so the campaigns' own spreads alone would flag noise. A
+     campaign with one run has no measured spread: "cannot tell", never a verdict.
+   * **Steps over the whole history** (asv-style): the log of the campaign medians is fitted with a
+     piecewise-constant function by exact optimal partitioning (dynamic programming), minimising
+     ``Σ ((y_i − level)/σ_i)² + β × segments`` with ``β = 3 ln n``. ``σ_i`` is the history's own
+     campaign-to-campaign scatter (a robust estimate from consecutive differences,
+     ``1.4826 × median|Δy| / √2``), widened for a point whose own [min–max] range is wider than
+     the series' typical range (the point's interval weights it, as in asv). A fitted step is kept
+     as a *result* only when the levels on its two sides differ by more than the history's noise
+     band — the median of the campaigns' measured run-to-run spreads — the pages' rule applied to
+     the history. Fewer than :data:`MIN_STEP_CAMPAIGNS` campaigns, or no measured spread at all:
+     "cannot tell".
+
+Nothing here reads a rendered page; the pages format what :class:`History` holds.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchbook.analysis import stats
+from benchbook.analysis.verdict import NOT_A_RESULT, compare
+
+if TYPE_CHECKING:
+    import polars as pl
+
+HEADLINE_FORMAT = "benchbook.headline/1"
+CANNOT_TELL = "cannot tell"
+MIN_STEP_CAMPAIGNS = 4  # fewer campaigns than this: no step detection
+STEP_PENALTY_PER_LOG_N = 3.0  # β = 3 ln n per extra segment
+HISTORY_NOISE_SIGMAS = 3.5  # a consecutive change must also exceed this many σ of a campaign-to-campaign difference
+
+# metric -> (label, unit, higher_is_better, page kind); the documented headline figures
+HEADLINE_FIGURES: dict[str, tuple[str, str, bool, str]] = {
+    "decode_tok_s": ("Decode tok/s", "tok/s", True, "baseline"),
+    "prefill_tok_s": ("Prefill tok/s", "tok/s", True, "baseline"),
+    "single_latency_s": ("Single-request latency", "s", False, "baseline"),
+    "ladder_tok_s": ("Ladder aggregate rate", "tok/s", True, "baseline"),
+    "peak_gib": ("Peak GPU memory (max over ranks)", "GiB", False, "baseline"),
+    "steady_gib": ("Steady GPU memory (max over ranks)", "GiB", False, "baseline"),
+    "output_tok_s_per_card": ("Output throughput per card (whole window)", "tok/s/card", True, "pd"),
+    "mean_ttft_s": ("Mean TTFT (whole window)", "s", False, "pd"),
+    "mean_tpot_ms": ("Mean TPOT (whole window)", "ms", False, "pd"),
+    "mean_e2e_s": ("Mean E2E (whole window)", "s", False, "pd"),
+}
+
+
+# ----------------------------------------------------------------------------- one campaign
+
+
+def series_of(manifest: Mapping[str, Any]) -> str:
+    """The series a campaign belongs to: ``history.series`` in campaign.json, else the engine name."""
+    hist = manifest.get("history") or {}
+    if isinstance(hist, Mapping) and hist.get("series"):
+        return str(hist["series"])
+    engine = manifest.get("engine") or {}
+    return str(engine.get("name") or "unnamed engine") if isinstance(engine, Mapping) else "unnamed engine"
+
+
+def _figure(metric, arm, environment, prompt_class, prompt_tokens, generation_tokens, concurrency, runs, values):
+    label, unit, hib, page = HEADLINE_FIGURES[metric]
+    return {
+        "metric": metric,
+        "label": label,
+        "unit": unit,
+        "higher_is_better": hib,
+        "page": page,
+        "arm": arm,
+        "environment": environment,
+        "prompt_class": prompt_class,
+        "prompt_tokens": None if prompt_tokens is None else int(round(prompt_tokens)),
+        "generation_tokens": None if generation_tokens is None else int(round(generation_tokens)),
+        "concurrency": concurrency,
+        "runs": list(runs),
+        "values": [float(v) for v in values],
+    }
+
+
+def headline(campaign: str | Path) -> dict[str, Any]:
+    """The campaign's headline figures, one value per run (see the module docstring)."""
+    import polars as pl
+
+    from benchbook.ingest.campaign import load_campaign
+
+    root = Path(campaign)
+    man = _manifest(root)
+    figures: list[dict[str, Any]] = []
+    if man.get("kind") == "pd" or any(
+        isinstance(a, Mapping) and a.get("mode") == "pd" for a in (man.get("arms") or {}).values()
+    ):
+        figures += _pd_figures(root)
+    else:
+        from benchbook.analysis import baseline
+
+        camp = load_campaign(root)
+        gen = camp.generation_tokens
+        if camp.runs_of("phases"):
+            pc = baseline.phase_cells(camp).filter(pl.col("metric").is_in(["decode_tok_s", "prefill_tok_s"]))
+            for (arm, pclass, metric), g in pc.group_by(["arm", "prompt_class", "metric"], maintain_order=True):
+                figures.append(
+                    _figure(
+                        metric,
+                        arm,
+                        g["environment"][0],
+                        pclass,
+                        g["prompt_tokens"].median(),
+                        g["generated_tokens"].median(),
+                        None,
+                        g["run"].to_list(),
+                        g["median"].to_list(),
+                    )
+                )
+        if camp.runs_of("requests"):
+            wc = baseline.whole_request_cells(camp).filter(pl.col("metric").is_in(["single_latency_s", "ladder_tok_s"]))
+            for (arm, metric, n), g in wc.group_by(["arm", "metric", "concurrency"], maintain_order=True):
+                figures.append(
+                    _figure(
+                        metric,
+                        arm,
+                        g["environment"][0],
+                        g["prompt_class"][0],
+                        g["prompt_tokens"][0],
+                        gen,
+                        int(n),
+                        g["run"].to_list(),
+                        g["median"].to_list(),
+                    )
+                )
+        if camp.runs_of("memory"):
+            from benchbook.analysis.memory import memory_summaries
+
+            summ = memory_summaries(*camp.memory)
+            arm_of = {r.id: r.arm for r in camp.runs_of("memory")}
+            for metric in ("peak_gib", "steady_gib"):
+                for arm in camp.arms:
+                    runs = [r for r in sorted(summ) if arm_of.get(r) == arm]
+                    if not runs:
+                        continue
+                    vals = [summ[r].peak_max_gib if metric == "peak_gib" else summ[r].steady_max_gib for r in runs]
+                    figures.append(_figure(metric, arm, camp.arm_environment(arm), None, None, gen, None, runs, vals))
+    hist = man.get("history") if isinstance(man.get("history"), Mapping) else {}
+    engine = man.get("engine") if isinstance(man.get("engine"), Mapping) else {}
+    return {
+        "format": HEADLINE_FORMAT,
+        "campaign": root.name,
+        "title": str(man.get("title") or root.name),
+        "date": str(man.get("date") or ""),
+        "order": int(hist.get("order", 0)) if isinstance(hist.get("order", 0), int) else 0,
+        "series": series_of(man),
+        "commit": str(engine.get("commit") or ""),
+        "provenance": str(man.get("provenance") or ""),
+        "figures": figures,
+    }
+
+
+def _manifest(root: Path) -> dict[str, Any]:
+    from benchbook.jsonfile import load_json
+
+    return load_json(root / "campaign.json")
+
+
+def _pd_figures(root: Path) -> list[dict[str, Any]]:
+    from benchbook.analysis import disaggregation
+
+    rep = disaggregation.analyse(root)
+    groups: dict[tuple, dict[str, Any]] = {}
+    for c in rep.cells:
+        if c.get("window") != "whole" or c.get("key") not in HEADLINE_FIGURES:
+            continue
+        key = (c["key"], c["arm"], c.get("load") or "")
+        g = groups.setdefault(
+            key,
+            {
+                "environment": c.get("environment"),
+                "prompt_class": c.get("prompt_class"),
+                "prompt_tokens": c.get("prompt_tokens"),
+                "generation_tokens": c.get("generated_tokens"),
+                "runs": [],
+                "values": [],
+            },
+        )
+        if c["run"] not in g["runs"] and c["median"] is not None and c["median"] > 0:
+            g["runs"].append(c["run"])
+            g["values"].append(c["median"])
+    return [
+        _figure(
+            k[0],
+            k[1],
+            g["environment"],
+            g["prompt_class"],
+            g["prompt_tokens"],
+            g["generation_tokens"],
+            None,
+            g["runs"],
+            g["values"],
+        )
+        for k, g in groups.items()
+        if g["values"]
+    ]
+
+
+# ----------------------------------------------------------------------------- the tidy table
+
+TABLE_SCHEMA: dict[str, str] = {
+    "series": "str",
+    "figure": "str",
+    "metric": "str",
+    "label": "str",
+    "context": "str",
+    "unit": "str",
+    "higher_is_better": "bool",
+    "page": "str",
+    "arm": "str",
+    "environment": "str",
+    "prompt_class": "str",
+    "prompt_tokens": "int",
+    "generation_tokens": "int",
+    "concurrency": "int",
+    "campaign": "str",
+    "title": "str",
+    "date": "str",
+    "order": "int",
+    "commit": "str",
+    "provenance": "str",
+    "position": "int",
+    "median": "float",
+    "min": "float",
+    "max": "float",
+    "n": "int",
+    "spread": "float",
+}
+
+
+def _polars_schema() -> dict[str, Any]:
+    import polars as pl
+
+    types = {"str": pl.String, "bool": pl.Boolean, "int": pl.Int64, "float": pl.Float64}
+    return {k: types[v] for k, v in TABLE_SCHEMA.items()}
+
+
+def context_of(f: Mapping[str, Any]) -> str:
+    """What a figure's numbers are about: arm, prompt class and length, generation length,
+    concurrency and environment (every figure states them)."""
+    parts = [f"arm {f['arm']}"]
+    if f.get("prompt_class"):
+        pt = f.get("prompt_tokens")
+        parts.append(f"{f['prompt_class']} prompt" + (f" ({pt} tok)" if pt else ""))
+    if f.get("generation_tokens"):
+        parts.append(f"{f['generation_tokens']} generated")
+    if f.get("concurrency") and f["metric"] == "ladder_tok_s":
+        parts.append(f"n={f['concurrency']}")
+    parts.append(f"env {f.get('environment') or 'default'}")
+    return ", ".join(parts)
+
+
+def figure_id(f: Mapping[str, Any]) -> str:
+    keys = (f["metric"], f["arm"], f.get("prompt_class") or "", str(f.get("concurrency") or ""))
+    return "/".join(keys)
+
+
+def history_table(headlines: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
+    """One tidy row per (series, figure, campaign), ordered by series, figure, then campaign order."""
+    import polars as pl
+
+    rows = []
+    for h in headlines:
+        for f in h.get("figures", []):
+            vals = [v for v in f["values"] if v is not None and math.isfinite(v)]
+            if not vals:
+                continue
+            spread = stats.run_spread(vals) if len(vals) >= 2 and min(vals) > 0 else None
+            rows.append(
+                {
+                    "series": h["series"],
+                    "figure": figure_id(f),
+                    "metric": f["metric"],
+                    "label": f["label"],
+                    "context": context_of(f),
+                    "unit": f["unit"],
+                    "higher_is_better": bool(f["higher_is_better"]),
+                    "page": f["page"],
+                    "arm": f["arm"],
+                    "environment": f.get("environment") or "",
+                    "prompt_class": f.get("prompt_class"),
+                    "prompt_tokens": f.get("prompt_tokens"),
+                    "generation_tokens": f.get("generation_tokens"),
+                    "concurrency": f.get("concurrency"),
+                    "campaign": h["campaign"],
+                    "title": h["title"],
+                    "date": h["date"],
+                    "order": h.get("order", 0),
+                    "commit": h.get("commit", ""),
+                    "provenance": h.get("provenance", ""),
+                    "position": 0,
+                    "median": statistics.median(vals),
+                    "min": min(vals),
+                    "max": max(vals),
+                    "n": len(vals),
+                    "spread": spread,
+                }
+            )
+    df = pl.DataFrame(rows, schema=_polars_schema())
+    df = df.sort(["series", "figure", "date", "order", "campaign"])
+    return df.with_columns(
+        (pl.col("campaign").cum_count().over(["series", "figure"]) - 1).cast(pl.Int64).alias("position")
+    )
+
+
+def read_table(path: str | Path) -> pl.DataFrame:
+    """``history.parquet`` as written by the renderer (for the explore notebook)."""
+    import polars as pl
+
+    return pl.read_parquet(path)
+
+
+# ----------------------------------------------------------------------------- step detection
+
+
+def robust_scatter(y: Sequence[float]) -> float:
+    """Point-to-point noise of a series, robust to a few steps: ``1.4826 × median|Δy| / √2``."""
+    d = [abs(b - a) for a, b in zip(y, y[1:])]
+    if not d:
+        return 0.0
+    return 1.4826 * statistics.median(d) / math.sqrt(2)
+
+
+def detect_steps(
+    y: Sequence[float], sigma: Sequence[float], penalty: float | None = None
+) -> list[tuple[int, int, float]]:
+    """Exact optimal partitioning of ``y`` into constant segments.
+
+    Minimises ``Σ ((y_i − level)/σ_i)² + penalty × (segments − 1)`` over every segmentation
+    (O(n²) dynamic programming on prefix sums; the level of a segment is its weighted mean).
+    ``penalty`` defaults to ``3 ln n``. Returns the segments as ``(start, end, level)`` with
+    ``end`` exclusive, in order.
+    """
+    import numpy as np
+
+    n = len(y)
+    if n == 0:
+        return []
+    yy = np.asarray(y, dtype=float)
+    w = 1.0 / np.square(np.asarray(sigma, dtype=float))
+    beta = STEP_PENALTY_PER_LOG_N * math.log(max(n, 2)) if penalty is None else penalty
+    W = np.concatenate([[0.0], np.cumsum(w)])
+    WY = np.concatenate([[0.0], np.cumsum(w * yy)])
+    WYY = np.concatenate([[0.0], np.cumsum(w * yy * yy)])
+    best = np.zeros(n + 1)
+    prev = np.zeros(n + 1, dtype=int)
+    best[0] = -beta
+    for j in range(1, n + 1):
+        i = np.arange(j)
+        sw = W[j] - W[i]
+        swy = WY[j] - WY[i]
+        cost = (WYY[j] - WYY[i]) - swy * swy / sw
+        total = best[:j] + np.maximum(cost, 0.0) + beta
+        k = int(np.argmin(total))  # first minimum: deterministic
+        best[j] = total[k]
+        prev[j] = k
+    bounds = []
+    j = n
+    while j > 0:
+        bounds.append((int(prev[j]), j))
+        j = int(prev[j])
+    bounds.reverse()
+    out = []
+    for a, b in bounds:
+        level = float((WY[b] - WY[a]) / (W[b] - W[a]))
+        out.append((a, b, level))
+    return out
+
+
+# ----------------------------------------------------------------------------- the history
+
+
+@dataclass
+class Figure:
+    """One headline figure of one series, over its campaigns (rows of the tidy table)."""
+
+    series: str
+    figure: str
+    metric: str
+    label: str
+    context: str
+    unit: str
+    higher_is_better: bool
+    page: str
+    points: list[dict[str, Any]]  # one per campaign, in history order
+    band: float | None  # the history's noise band: median of the measured run-to-run spreads
+    scatter: float | None  # campaign-to-campaign scatter of ln(median), robust
+    history_noise: float | None = None  # exp(k·√2·scatter) − 1 with ≥ MIN_STEP_CAMPAIGNS campaigns
+    changes: list[dict[str, Any]] = field(default_factory=list)  # consecutive campaigns
+    segments: list[dict[str, Any]] = field(default_factory=list)  # the step fit
+    steps: list[dict[str, Any]] = field(default_factory=list)  # boundaries between segments
+    cannot_tell: list[str] = field(default_factory=list)  # why something could not be judged
+
+
+@dataclass
+class History:
+    rule: str
+    campaigns: int
+    series: dict[str, list[str]]  # series -> campaign names in order
+    figures: list[Figure]
+    what_changed: list[dict[str, Any]]  # worst first
+    cannot_tell: list[dict[str, Any]]
+
+    def figure(self, series: str, figure: str) -> Figure:
+        for f in self.figures:
+            if f.series == series and f.figure == figure:
+                return f
+        raise KeyError((series, figure))
+
+    def summary(self) -> dict[str, Any]:
+        """Plain JSON for recorded values and tests."""
+        return {
+            "rule": self.rule,
+            "campaigns": self.campaigns,
+            "series": self.series,
+            "what_changed": self.what_changed,
+            "cannot_tell": self.cannot_tell,
+            "steps": [
+                {"series": f.series, "figure": f.figure, **s} for f in self.figures for s in f.steps if s["is_result"]
+            ],
+        }
+
+
+def _cell(p: Mapping[str, Any]) -> stats.Cell:
+    if p["n"] <= 1:
+        return stats.Cell(p["median"], p["median"], p["median"], 1, (p["median"],))
+    return stats.Cell(p["median"], p["min"], p["max"], p["n"], (p["min"], p["median"], p["max"]))
+
+
+def _consecutive(fig: Figure, rule: str) -> None:
+    pts = fig.points
+    for a, b in zip(pts, pts[1:]):
+        row = {
+            "from": a["campaign"],
+            "to": b["campaign"],
+            "from_date": a["date"],
+            "to_date": b["date"],
+            "change": b["median"] / a["median"] - 1.0 if a["median"] else None,
+        }
+        if a["spread"] is None or b["spread"] is None:
+            one = [p["campaign"] for p in (a, b) if p["spread"] is None]
+            row.update(
+                verdict=CANNOT_TELL,
+                is_result=False,
+                direction=None,
+                threshold=None,
+                reason=f"no measured run-to-run spread in {' and '.join(one)} (one run): {CANNOT_TELL}",
+            )
+        elif not (a["min"] > 0 and b["min"] > 0):
+            row.update(
+                verdict=CANNOT_TELL, is_result=False, direction=None, threshold=None, reason="non-positive values"
+            )
+        else:
+            spread = max(a["spread"], b["spread"])
+            what = "the larger of the two campaigns' run-to-run spreads"
+            if fig.history_noise is not None and fig.history_noise > spread:
+                spread = fig.history_noise
+                what = f"the history's own campaign-to-campaign noise ({HISTORY_NOISE_SIGMAS:g} σ of a difference)"
+            c = compare(_cell(a), _cell(b), spread=spread, higher_is_better=fig.higher_is_better, rule=rule)
+            row.update(
+                verdict=c.verdict,
+                is_result=c.is_result,
+                direction=c.direction,
+                threshold=c.threshold,
+                reason=f"{c.reason}; spread: {what}",
+            )
+        fig.changes.append(row)
+
+
+def _steps(fig: Figure) -> None:
+    pts = fig.points
+    n = len(pts)
+    if n < MIN_STEP_CAMPAIGNS:
+        fig.cannot_tell.append(f"{n} campaign(s): step detection needs at least {MIN_STEP_CAMPAIGNS}; {CANNOT_TELL}")
+        return
+    if fig.band is None:
+        fig.cannot_tell.append(f"no campaign measured a run-to-run spread (one run each): {CANNOT_TELL}")
+        return
+    if any(p["median"] <= 0 for p in pts):
+        fig.cannot_tell.append(f"non-positive values: {CANNOT_TELL}")
+        return
+    y = [math.log(p["median"]) for p in pts]
+    widths = [math.log(p["max"] / p["min"]) if p["n"] > 1 and p["min"] > 0 else None for p in pts]
+    known = [x for x in widths if x is not None]
+    typical = statistics.median(known) if known else 0.0
+    base = max(fig.scatter or 0.0, 1e-9)
+    sigma = [base * max(1.0, (wd / typical) if (wd is not None and typical > 0) else 1.0) for wd in widths]
+    segs = detect_steps(y, sigma)
+    for a, b, level in segs:
+        fig.segments.append(
+            {
+                "start": pts[a]["campaign"],
+                "end": pts[b - 1]["campaign"],
+                "start_position": a,
+                "end_position": b - 1,
+                "campaigns": b - a,
+                "level": math.exp(level),
+            }
+        )
+    for left, right in zip(fig.segments, fig.segments[1:]):
+        before, after = left["level"], right["level"]
+        diff = stats.rel_diff(before, after)
+        change = after / before - 1.0
+        better = (after > before) == fig.higher_is_better
+        is_result = diff > fig.band
+        at = pts[right["start_position"]]
+        prev = pts[right["start_position"] - 1]
+        fig.steps.append(
+            {
+                "at": at["campaign"],
+                "at_date": at["date"],
+                "previous": prev["campaign"],
+                "previous_date": prev["date"],
+                "before": before,
+                "after": after,
+                "change": change,
+                "band": fig.band,
+                "is_result": is_result,
+                "direction": ("improvement" if better else "regression") if is_result else None,
+                "verdict": f"result ({'improvement' if better else 'regression'})" if is_result else NOT_A_RESULT,
+                "reason": (
+                    f"level {before:.4g} → {after:.4g} {fig.unit}: the difference {stats.fmt_pct(diff)} "
+                    f"{'exceeds' if is_result else 'does not exceed'} the history's noise band "
+                    f"{stats.fmt_pct(fig.band)} (median run-to-run spread)"
+                ),
+            }
+        )
+
+
+def analyse(table: pl.DataFrame, *, rule: str = "seed") -> History:
+    """Judge a :func:`history_table`: consecutive changes, steps, the "what changed" list."""
+
+    figures: list[Figure] = []
+    series: dict[str, list[str]] = {}
+    cannot: list[dict[str, Any]] = []
+    for (s,), g in table.sort(["series", "date", "order", "campaign"]).group_by(["series"], maintain_order=True):
+        series[s] = g.unique("campaign", maintain_order=True)["campaign"].to_list()
+    for s, names in series.items():
+        if len(names) < 2:
+            cannot.append(
+                {
+                    "series": s,
+                    "figure": None,
+                    "label": f"series {s}",
+                    "reason": f"only one campaign ({names[0]}): nothing to compare; {CANNOT_TELL}",
+                }
+            )
+    for (s, fid), g in table.sort(["series", "figure", "position"]).group_by(["series", "figure"], maintain_order=True):
+        pts = g.drop(["series", "figure"]).to_dicts()
+        spreads = [p["spread"] for p in pts if p["spread"] is not None]
+        first = pts[0]
+        fig = Figure(
+            series=s,
+            figure=fid,
+            metric=first["metric"],
+            label=first["label"],
+            context=first["context"],
+            unit=first["unit"],
+            higher_is_better=first["higher_is_better"],
+            page=first["page"],
+            points=pts,
+            band=statistics.median(spreads) if spreads else None,
+            scatter=robust_scatter([math.log(p["median"]) for p in pts if p["median"] > 0]),
+        )
+        if len(pts) >= MIN_STEP_CAMPAIGNS and fig.scatter:
+            fig.history_noise = math.exp(HISTORY_NOISE_SIGMAS * math.sqrt(2) * fig.scatter) - 1.0
+        if len(pts) >= 2:
+            _consecutive(fig, rule)
+            _steps(fig)
+        if len(series.get(s, [])) >= 2:
+            for why in fig.cannot_tell:
+                cannot.append({"series": s, "figure": fid, "label": f"{fig.label} — {fig.context}", "reason": why})
+            undecided = [c for c in fig.changes if c["verdict"] == CANNOT_TELL]
+            if undecided:
+                cannot.append(
+                    {
+                        "series": s,
+                        "figure": fid,
+                        "label": f"{fig.label} — {fig.context}",
+                        "reason": f"{len(undecided)} of {len(fig.changes)} consecutive change(s) cannot be judged: "
+                        + undecided[0]["reason"],
+                    }
+                )
+        figures.append(fig)
+    return History(
+        rule=rule,
+        campaigns=table["campaign"].n_unique() if table.height else 0,
+        series=series,
+        figures=figures,
+        what_changed=_what_changed(figures),
+        cannot_tell=cannot,
+    )
+
+
+def _what_changed(figures: list[Figure]) -> list[dict[str, Any]]:
+    """Every change that is a result — between consecutive campaigns or a step over the history —
+    one row per (figure, campaign where it happened), regressions first, largest first."""
+    rows: dict[tuple, dict[str, Any]] = {}
+    for f in figures:
+        for c in f.changes:
+            if c["is_result"]:
+                r = _row(rows, f, c["to"], c["to_date"], c["from"], c["from_date"])
+                r["consecutive"] = c["verdict"]
+                r["change"] = c["change"]
+                r["reason"] = c["reason"]
+        for st in f.steps:
+            if st["is_result"]:
+                r = _row(rows, f, st["at"], st["at_date"], st["previous"], st["previous_date"])
+                r["step"] = st["verdict"]
+                r["step_change"] = st["change"]
+                r.setdefault("reason", st["reason"])
+                if r.get("change") is None:
+                    r["change"] = st["change"]
+    out = list(rows.values())
+    for r in out:
+        better = (r["change"] > 0) == r["higher_is_better"]
+        r["direction"] = "improvement" if better else "regression"
+    out.sort(key=lambda r: (r["direction"] != "regression", -abs(r["change"]), r["series"], r["figure"], r["to_date"]))
+    return out
+
+
+def _row(rows, f: Figure, to, to_date, frm, from_date) -> dict[str, Any]:
+    key = (f.series, f.figure, to)
+    if key not in rows:
+        rows[key] = {
+            "series": f.series,
+            "figure": f.figure,
+            "label": f.label,
+            "context": f.context,
+            "unit": f.unit,
+            "page": f.page,
+            "higher_is_better": f.higher_is_better,
+            "from": frm,
+            "from_date": from_date,
+            "to": to,
+            "to_date": to_date,
+            "change": None,
+            "consecutive": None,
+            "step": None,
+            "step_change": None,
+        }
+    return rows[key]

@@ -1,0 +1,588 @@
+"""Scheduled rendering at scale: only what changed, on N workers, then the history page and the index.
+
+``benchbook render --all DATA --out REPORTS`` plans every page of every campaign, then:
+
+* **Incremental.** Each page has a *render key*: SHA-256 over the campaign folder's files (paths
+  and bytes), the page's parameters, the notebook's bytes and the benchbook code (version plus every
+  file of the installed package, so an edited checkout counts as a new version). The key is written
+  beside the page as ``<page>.key`` after the page itself; a page whose HTML exists and whose key
+  matches is *unchanged* and not rendered (no kernel is started for it). ``--force`` renders all.
+  Each campaign's headline figures (``headline.json``, read by the history page) carry their own
+  key the same way.
+* **Parallel.** ``-j N`` workers (default: the number of cores), each a process with one kernel it
+  reuses page after page (:class:`benchbook.pipeline.kernels.WorkerKernel`: started and warmed once,
+  reset to a fresh namespace before each notebook). Pages are independent files, so the output does
+  not depend on N or on the order pages finish in.
+* **History.** After the campaigns: every campaign's ``headline.json`` becomes one tidy table,
+  ``REPORTS/history.parquet`` (polars), and ``notebooks/history.ipynb`` renders it to
+  ``REPORTS/history.html`` — again only when the table, the notebook or the code changed.
+
+The index is written once, at the end, by the caller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from benchbook import __version__
+
+KEY_SUFFIX = ".key"
+HEADLINE = "headline.json"
+HISTORY_TABLE = "history.parquet"
+HISTORY_PAGE = "history"
+
+
+# ----------------------------------------------------------------------------------- render keys
+
+
+@lru_cache(maxsize=1)
+def code_fingerprint() -> str:
+    """benchbook's version plus a hash of every file of the package (code, templates, schemas)."""
+    pkg = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256(f"benchbook {__version__}\n".encode())
+    for p in sorted(pkg.rglob("*")):
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".j2", ".css", ".json", ".tpl"):
+            h.update(str(p.relative_to(pkg)).encode() + b"\0")
+            h.update(hashlib.sha256(p.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def folder_digest(folder: Path) -> str:
+    """SHA-256 over every file under ``folder``: relative path and bytes (a symlink: its target text)."""
+    folder = Path(folder)
+    h = hashlib.sha256()
+    entries = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for name in filenames:
+            entries.append(Path(dirpath) / name)
+    for p in sorted(entries, key=lambda q: q.relative_to(folder).as_posix()):
+        rel = p.relative_to(folder).as_posix()
+        h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
+        try:
+            data = os.readlink(p).encode("utf-8", "surrogateescape") if p.is_symlink() else p.read_bytes()
+        except OSError as e:  # unreadable: part of the key, so a later fix re-renders
+            data = f"unreadable: {e.strerror}".encode()
+        h.update(hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+def render_key(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(json.dumps(part, sort_keys=True, default=str, ensure_ascii=False).encode() + b"\0")
+    return h.hexdigest()
+
+
+def key_path(target: Path) -> Path:
+    return Path(target).with_suffix(KEY_SUFFIX)
+
+
+def is_current(target: Path, key: str) -> bool:
+    """True when ``target`` exists and the key recorded beside it is ``key``."""
+    kp = key_path(target)
+    try:
+        return Path(target).is_file() and kp.read_text(encoding="utf-8").strip() == key
+    except OSError:
+        return False
+
+
+def write_key(target: Path, key: str) -> None:
+    """Record ``key`` beside ``target`` — after the target was published, so a render killed in
+    between only renders that page again."""
+    _write_atomic(key_path(target), (key + "\n").encode())
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    from benchbook.pipeline import writes
+
+    writes.write_atomic(path, data)
+
+
+# ----------------------------------------------------------------------------------- jobs
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One unit of work: a page (``page`` set) or a campaign's headline figures (``page`` None)."""
+
+    campaign: str  # campaign folder name ("" for the history page)
+    source: str  # campaign folder (absolute), or the reports folder for the history page
+    target: str  # the page's HTML or headline.json
+    key: str
+    page: str | None = None
+    notebook: str | None = None
+    params: Mapping[str, Any] | None = None  # campaign pages: the overrides (render.yml, --params)
+    title: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"{self.campaign}/{self.page}" if self.page and self.campaign else (self.page or f"{self.campaign}")
+
+
+@dataclasses.dataclass
+class Done:
+    job: Job
+    ok: bool
+    seconds: float
+    bytes: int = 0
+    exit_code: int = 0
+    error: str = ""
+    values: dict[str, Any] | None = None
+
+
+def run_job(job: Job, kernel: Any = None) -> Done:
+    """Execute one job in this process (pages in ``kernel`` when given); never raises a BenchbookError."""
+    from benchbook.errors import BenchbookError, InputError, RenderError
+
+    t0 = time.perf_counter()
+    try:
+        if job.page is None:
+            from benchbook.analysis.history import headline
+
+            data = json.dumps(headline(job.source), indent=1, sort_keys=True, ensure_ascii=False).encode() + b"\n"
+            _write_atomic(Path(job.target), data)
+            write_key(Path(job.target), job.key)
+            return Done(job, True, time.perf_counter() - t0, len(data))
+        from benchbook.pipeline import render
+
+        params = dict(job.params or {})
+        if job.campaign:  # a campaign page: resolve its parameters against the notebook now
+            manifest = render.read_manifest(Path(job.source))
+            params = render.page_parameters(Path(job.source), manifest, job.page, Path(job.notebook), params)
+        # a campaign page runs in the campaign's parent folder (``campaign`` is the folder's name),
+        # the history page in the reports folder: no absolute path of this machine enters a page
+        res = render.render_page(
+            Path(job.notebook),
+            params,
+            Path(job.target),
+            cwd=Path(job.source).parent if job.campaign else Path(job.source),
+            title=job.title,
+            page=job.label,
+            kernel=kernel,
+        )
+        write_key(Path(job.target), job.key)
+        return Done(job, True, time.perf_counter() - t0, res.bytes, values=None)
+    except BenchbookError as e:
+        return Done(job, False, time.perf_counter() - t0, exit_code=e.exit_code, error=e.one_line())
+    except Exception as e:  # noqa: BLE001 - one job's failure of any kind is that job's, never the batch's
+        if job.page is None:  # headline figures that cannot be computed: that campaign's input
+            err = InputError(job.source, None, f"headline figures: {type(e).__name__}: {e}")
+        else:
+            err = RenderError(job.label, f"{type(e).__name__}: {e}")
+        return Done(job, False, time.perf_counter() - t0, exit_code=err.exit_code, error=err.one_line())
+
+
+class _LazyKernel:
+    """A worker's kernel, started on its first page (a worker that only computes headlines starts none)."""
+
+    def __init__(self, cwd: str):
+        self.cwd = cwd
+        self.kernel = None
+
+    def get(self):
+        from benchbook.pipeline.kernels import WorkerKernel
+
+        if self.kernel is not None and not self.kernel.alive():
+            self.kernel.close()
+            self.kernel = None
+        if self.kernel is None:
+            self.kernel = WorkerKernel(self.cwd)
+        return self.kernel
+
+    def close(self) -> None:
+        if self.kernel is not None:
+            self.kernel.close()
+            self.kernel = None
+
+
+def _job_to_json(job: Job) -> str:
+    return json.dumps(dataclasses.asdict(job), sort_keys=True)
+
+
+def _worker_main(notebooks: str) -> int:
+    """``python -m benchbook.pipeline.schedule --worker NOTEBOOKS``: read one job (JSON) per line on
+    stdin, run it in this process with one reused kernel, answer one result (JSON) per line."""
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything printed by libraries goes to stderr, never into the protocol
+    lazy = _LazyKernel(notebooks)
+    try:
+        for line in sys.stdin:
+            if not line.strip():
+                continue
+            job = Job(**json.loads(line))
+            d = run_job(job, lazy.get() if job.page is not None else None)
+            out = {k: v for k, v in dataclasses.asdict(d).items() if k != "job"}
+            proto.write(json.dumps(out) + "\n")
+            proto.flush()
+    finally:
+        lazy.close()
+    return 0
+
+
+class _Worker:
+    """One worker process (a fresh Python running :func:`_worker_main`), its stderr in a file."""
+
+    def __init__(self, notebooks: Path):
+        import subprocess
+        import tempfile
+
+        self.err = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchbook.pipeline.schedule", "--worker", str(notebooks)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.err,
+            text=True,
+            encoding="utf-8",
+        )
+
+    def run(self, job: Job) -> Done:
+        from benchbook.errors import RenderError
+
+        try:
+            self.proc.stdin.write(_job_to_json(job) + "\n")
+            self.proc.stdin.flush()
+            line = self.proc.stdout.readline()
+        except OSError:
+            line = ""
+        if not line:
+            self.err.seek(0)
+            tail = self.err.read().decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            err = RenderError(job.label, f"render worker died: {tail[0][:300]}")
+            return Done(job, False, 0.0, exit_code=err.exit_code, error=err.one_line())
+        return Done(job, **json.loads(line))
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=120)
+        except Exception:  # noqa: BLE001 - a worker that will not stop is killed
+            self.proc.kill()
+            self.proc.wait()
+        self.err.close()
+
+
+def run_jobs(
+    jobs: list[Job], workers: int, notebooks: Path, on_done: Callable[[Done], None] | None = None
+) -> list[Done]:
+    """Run ``jobs`` on ``workers`` worker processes (1: in this process), each with one reused
+    kernel. Returns the results in job order; ``on_done`` is called as each finishes."""
+    if not jobs:
+        return []
+    results: dict[int, Done] = {}
+    if workers <= 1 or len(jobs) == 1:
+        lazy = _LazyKernel(str(notebooks))
+        try:
+            for i, job in enumerate(jobs):
+                results[i] = run_job(job, lazy.get() if job.page is not None else None)
+                if on_done:
+                    on_done(results[i])
+        finally:
+            lazy.close()
+        return [results[i] for i in range(len(jobs))]
+
+    import queue
+    import threading
+
+    todo: queue.Queue = queue.Queue()
+    for i, job in enumerate(jobs):
+        todo.put((i, job))
+    lock = threading.Lock()
+
+    def drive() -> None:
+        w = _Worker(notebooks)
+        try:
+            while True:
+                try:
+                    i, job = todo.get_nowait()
+                except queue.Empty:
+                    return
+                d = w.run(job)
+                if not d.ok and "render worker died" in d.error:  # start a new worker for the rest
+                    w.close()
+                    w = _Worker(notebooks)
+                with lock:
+                    results[i] = d
+                    if on_done:
+                        on_done(d)
+        finally:
+            w.close()
+
+    threads = [threading.Thread(target=drive, daemon=True) for _ in range(min(workers, len(jobs)))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [results[i] for i in range(len(jobs))]
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# ----------------------------------------------------------------------------------- history
+
+
+def history_jobs(out: Path, campaigns: list[str], notebooks: Path, force: bool) -> list[Job]:
+    """The history page's job, unless it is current. Its key covers every campaign's headline key,
+    the notebook and the code, so a warm run decides without reading a table; when it must render,
+    ``OUT/history.parquet`` is rewritten first from the campaigns' ``headline.json``."""
+    out = Path(out)
+    nb = Path(notebooks) / "history.ipynb"
+    if not nb.is_file():
+        return []
+    html = out / f"{HISTORY_PAGE}.html"
+    table = out / HISTORY_TABLE
+    heads = []
+    for name in sorted(campaigns):
+        f = out / name / HEADLINE
+        try:
+            heads.append((name, key_path(f).read_text(encoding="utf-8").strip() if f.is_file() else ""))
+        except OSError:
+            heads.append((name, ""))
+    nb_hash = hashlib.sha256(nb.read_bytes()).hexdigest()
+    key = render_key("history", heads, nb_hash, code_fingerprint())
+    if not force and is_current(html, key) and table.is_file():
+        return []
+    import io
+
+    from benchbook.analysis.history import history_table
+
+    docs = [json.loads((out / n / HEADLINE).read_text(encoding="utf-8")) for n, k in heads if k]
+    buf = io.BytesIO()
+    history_table(docs).write_parquet(buf, statistics=False)
+    _write_atomic(table, buf.getvalue())
+    # executed with the reports folder as working directory, so the page names its input
+    # "history.parquet" wherever the reports are (two renders into two folders give the same page)
+    params: dict[str, Any] = {"table": HISTORY_TABLE}
+    return [
+        Job("", str(out.resolve()), str(html.resolve()), key, HISTORY_PAGE, str(nb), params, "History across campaigns")
+    ]
+
+
+# ----------------------------------------------------------------------------------- planning
+
+
+@dataclasses.dataclass
+class Plan:
+    """What ``render --all`` will do for one campaign."""
+
+    name: str
+    manifest: dict[str, Any]
+    jobs: list[Job] = dataclasses.field(default_factory=list)
+    unchanged: list[str] = dataclasses.field(default_factory=list)  # page kinds whose key matched
+    skipped: list[str] = dataclasses.field(default_factory=list)  # page kinds without a notebook yet
+
+
+def plan_campaign(
+    campaign: Path,
+    out_dir: Path,
+    *,
+    only: list[str] | None,
+    overrides: Mapping[str, Mapping[str, Any]],
+    notebooks: Path | None,
+    force: bool,
+    log: Callable[[str], None],
+) -> Plan:
+    """The jobs one campaign needs: its pages (unless current) and its headline figures (unless
+    current). Raises ``InputError`` for a campaign the renderer cannot read at all."""
+    from benchbook.pipeline import render, writes
+
+    campaign = Path(campaign).resolve()
+    if not campaign.is_dir():
+        from benchbook.errors import InputError
+
+        raise InputError(campaign, None, "campaign folder does not exist")
+    manifest = render.read_manifest(campaign)
+    own = render.campaign_params(campaign)
+    render.check_overrides(own, str(render._params_file(campaign)))
+    params_all = render._merge_params(own, overrides or {})
+    if Path(out_dir).is_dir():
+        writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
+    plan = Plan(campaign.name, manifest)
+    digest = folder_digest(campaign)
+    code = code_fingerprint()
+    applies = render.pages_for(manifest)
+    wanted = [p for p in applies if only is None or p in only]
+    if not applies:
+        log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
+    for page in wanted:
+        nb = render.notebook_for(page, notebooks)
+        if not nb.is_file():
+            log(f"{campaign.name}/{page}: skipped, {nb} does not exist yet")
+            plan.skipped.append(page)
+            continue
+        # the key covers what decides the parameters (campaign folder, overrides) rather than the
+        # resolved parameters, so checking it needs no papermill: a warm run only hashes
+        overrides_page = dict(params_all.get(page) or {})
+        target = Path(out_dir) / f"{page}.html"
+        nb_hash = hashlib.sha256(nb.read_bytes()).hexdigest()
+        key = render_key("page", page, str(campaign), digest, nb_hash, overrides_page, code)
+        if not force and is_current(target, key):
+            plan.unchanged.append(page)
+            continue
+        plan.jobs.append(
+            Job(
+                campaign.name,
+                str(campaign),
+                str(target.resolve()),
+                key,
+                page,
+                str(nb),
+                overrides_page,
+                render.page_title(manifest, campaign, page),
+            )
+        )
+    head = Path(out_dir) / HEADLINE
+    hkey = render_key("headline", digest, code)
+    if force or not is_current(head, hkey):
+        plan.jobs.append(Job(campaign.name, str(campaign), str(head.resolve()), hkey))
+    return plan
+
+
+# ----------------------------------------------------------------------------------- render --all
+
+
+@dataclasses.dataclass
+class Summary:
+    rendered: int = 0
+    unchanged: int = 0
+    failed: int = 0  # pages and campaigns (their lines are in the outcomes)
+    other_failures: list[str] = dataclasses.field(default_factory=list)  # the history page's
+    history: str = "not rendered"
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        failed = self.failed + len(self.other_failures)
+        return (
+            f"{self.rendered} page(s) rendered, {self.unchanged} unchanged, {failed} failed; "
+            f"history {self.history}; {self.seconds:.1f} s"
+        )
+
+
+def render_all(
+    campaigns: list[Path],
+    out: Path,
+    *,
+    only: list[str] | None = None,
+    overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    notebooks: Path | None = None,
+    force: bool = False,
+    workers: int | None = None,
+    log: Callable[[str], None] = lambda m: None,
+    error: Callable[[str], None] = lambda m: None,
+) -> tuple[list[Any], Summary]:
+    """Plan, render what changed on ``workers`` processes, then the history page.
+
+    Returns the campaigns' outcomes (``render.CampaignOutcome``, for the index) and the summary.
+    A campaign that cannot be planned (unreadable campaign.json, bad render.yml) is a failure of
+    that campaign only; the others render."""
+    from benchbook.errors import BenchbookError
+    from benchbook.pipeline import render
+
+    t0 = time.perf_counter()
+    out = Path(out)
+    nbdir = Path(notebooks) if notebooks is not None else render.NOTEBOOKS
+    summary = Summary()
+    plans: list[Plan] = []
+    outcomes: dict[str, Any] = {}
+    failed_campaigns: list[Any] = []
+    for c in campaigns:
+        try:
+            plan = plan_campaign(
+                c, out / c.name, only=only, overrides=overrides or {}, notebooks=notebooks, force=force, log=log
+            )
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 - one campaign's failure of any kind is that campaign's
+            o = render.campaign_failure(c, e)
+            failed_campaigns.append(o)
+            summary.failed += 1
+            error(f"{c.name}: FAILED: {o.error[1]}")
+            continue
+        plans.append(plan)
+        o = render.CampaignOutcome(plan.name, plan.manifest)
+        o.skipped = list(plan.skipped)
+        o.unchanged = list(plan.unchanged)
+        o.kept = [
+            p for p in render.PAGES if p not in plan.unchanged and (out / c.name / f"{p}.html").is_file()
+        ]  # pages of earlier renders (e.g. outside --page): still linked
+        outcomes[plan.name] = o
+        summary.unchanged += len(plan.unchanged)
+        for p in plan.unchanged:
+            log(f"{plan.name}/{p}: unchanged")
+    jobs = [j for p in plans for j in p.jobs]
+    workers = default_workers() if workers is None else workers
+    pages = sum(1 for j in jobs if j.page)
+    if pages:
+        log(f"rendering {pages} page(s) on {min(workers, len(jobs))} worker(s)")
+
+    def done(d: Done) -> None:
+        if d.job.page is None:
+            if not d.ok:
+                error(
+                    f"{d.job.campaign}: headline figures not updated (the history keeps the previous ones): {d.error}"
+                )
+            return
+        if d.ok:
+            log(f"{d.job.label}: wrote {d.job.target} ({d.bytes / 1024:.0f} KiB, {d.seconds:.1f} s)")
+        else:
+            error(f"{d.job.label}: FAILED: {d.error}")
+
+    for d in run_jobs(jobs, workers, nbdir, done):
+        o = outcomes.get(d.job.campaign)
+        if d.job.page is None:  # a failed headline keeps the previous one, as a failed page does
+            continue
+        if d.ok:
+            summary.rendered += 1
+            o.rendered_pages.append(d.job.page)
+            if d.job.page in o.kept:
+                o.kept.remove(d.job.page)
+        else:
+            summary.failed += 1
+            o.failed[d.job.page] = (d.exit_code, d.error)
+    if only is None or HISTORY_PAGE in (only or []):
+        try:
+            hjobs = history_jobs(out, [p.name for p in plans], nbdir, force)
+        except Exception as e:  # noqa: BLE001 - the history's failure is not the campaigns'
+            from benchbook.errors import RenderError
+
+            line = (
+                e if isinstance(e, BenchbookError) else RenderError("history", f"{type(e).__name__}: {e}")
+            ).one_line()
+            hjobs = []
+            summary.other_failures.append(line)
+            error(f"history: FAILED: {line}")
+        if not hjobs:
+            summary.history = "unchanged" if (out / f"{HISTORY_PAGE}.html").is_file() else "not rendered"
+        for d in run_jobs(hjobs, 1, nbdir):
+            if d.ok:
+                summary.history = "rendered"
+                log(f"history: wrote {d.job.target} ({d.bytes / 1024:.0f} KiB, {d.seconds:.1f} s)")
+            else:
+                summary.history = "FAILED"
+                summary.other_failures.append(d.error)
+                error(f"history: FAILED: {d.error}")
+    elif (out / f"{HISTORY_PAGE}.html").is_file():
+        summary.history = "kept"
+    summary.seconds = time.perf_counter() - t0
+    return [outcomes[p.name] for p in plans] + failed_campaigns, summary
+
+
+if __name__ == "__main__":  # a render worker: see _worker_main
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        sys.exit(_worker_main(sys.argv[2]))
+    sys.exit("usage: python -m benchbook.pipeline.schedule --worker NOTEBOOKS (started by benchbook render)")

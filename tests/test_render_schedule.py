@@ -1,0 +1,172 @@
+"""Scheduled rendering: incremental, parallel, quiet, the index under --page, and the history page.
+
+One small data folder (three synthetic nightly campaigns with a known decode step, one PD campaign)
+is rendered with the real notebooks; the tests then render it again in the ways cron and CI do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from benchbook.commands import synth
+from benchbook.commands.cli import main
+
+pytestmark = pytest.mark.slow
+
+EPOCH = "1790000000"
+SHA = "0" * 40
+
+
+def _tree(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _mtimes(root: Path, pattern: str = "*.html") -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob(pattern))}
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory):
+    """``render --all -j 2 --quiet`` of the data folder under SOURCE_DATE_EPOCH: (data, out, stderr
+    of that render, the output tree)."""
+    base = tmp_path_factory.mktemp("schedule")
+    data, out = base / "data", base / "reports"
+    synth.synthesize_series(data, 3, [synth.parse_step("2026-11-03:decode_tok_s:-20%")], snapshots=3, memory=False)
+    synth.synthesize(data / "pd-synthetic", "pd", runs=2, requests=16, seed=3)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("SOURCE_DATE_EPOCH", EPOCH)
+        mp.setenv("BENCHBOOK_GIT_SHA", SHA)
+        # stderr of the whole process, kernels included: file descriptor 2, not sys.stderr
+        log = base / "stderr.txt"
+        saved = os.dup(2)
+        with open(log, "wb") as fh:
+            os.dup2(fh.fileno(), 2)
+        try:
+            rc = main(["render", "--all", str(data), "--out", str(out), "-j", "2", "--quiet"])
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        err = log.read_text()
+    assert rc == 0, err
+    return data, out, err, _tree(out)
+
+
+def test_quiet_successful_render_has_empty_stderr(rendered):
+    _, out, err, tree = rendered
+    assert err == ""
+    assert {"index.html", "history.html", "history.parquet", "pd-synthetic/pd.html"} <= set(tree)
+    assert {f"nightly-2026-11-0{d}/baseline.html" for d in (1, 2, 3)} <= set(tree)
+
+
+def test_second_render_renders_nothing_and_says_so(rendered, capsys, monkeypatch):
+    data, out, _, _ = rendered
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.setenv("BENCHBOOK_GIT_SHA", SHA)
+    before = _mtimes(out, "*")
+    assert main(["render", "--all", str(data), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "0 page(s) rendered, 4 unchanged, 0 failed; history unchanged" in err
+    assert err.count(": unchanged") == 4 and "rendering" not in err
+    after = _mtimes(out, "*")
+    assert {k: v for k, v in after.items() if k != "index.html"} == {
+        k: v for k, v in before.items() if k != "index.html"
+    }
+
+
+def test_index_keeps_every_page_under_page(rendered, monkeypatch):
+    data, out, _, _ = rendered
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    assert main(["render", "--all", str(data), "--out", str(out), "--page", "baseline", "--quiet"]) == 0
+    index = (out / "index.html").read_text()
+    for href in ("pd-synthetic/pd.html", "nightly-2026-11-01/baseline.html", "history.html"):
+        assert f'href="{href}"' in index, href
+
+
+def test_j1_output_is_byte_identical_to_j2(rendered, tmp_path, monkeypatch):
+    data, out, _, tree = rendered
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.setenv("BENCHBOOK_GIT_SHA", SHA)
+    out1 = tmp_path / "reports"
+    assert main(["render", "--all", str(data), "--out", str(out1), "-j", "1", "--quiet"]) == 0
+    assert _tree(out1) == tree
+
+
+def test_reused_kernel_gives_the_bytes_of_a_fresh_kernel(rendered, tmp_path, monkeypatch):
+    """``render CAMPAIGN`` starts a kernel for the page; ``render --all`` reused a worker's kernel."""
+    data, out, _, tree = rendered
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.setenv("BENCHBOOK_GIT_SHA", SHA)
+    one = tmp_path / "one"
+    assert main(["render", str(data / "nightly-2026-11-03"), "--out", str(one), "--quiet"]) == 0
+    for suffix in (".html", ".ipynb", ".values.json"):
+        assert _tree(one)[f"baseline{suffix}"] == tree[f"nightly-2026-11-03/baseline{suffix}"], suffix
+
+
+def test_history_page_in_chromium(rendered, open_page):
+    _, out, _, _ = rendered
+    rep = open_page(
+        out / "history.html",
+        table_ids=["bb-what-changed"],
+        screenshot="history.png",
+        text_of=["#bb-what-changed", "#bb-findings"],
+    )
+    assert rep.ok, rep.problems()
+    assert rep.charts >= 5
+    # three campaigns: consecutive changes are judged; too few for step detection, and it says so
+    assert "nightly-2026-11-03" in rep.texts["#bb-what-changed"]
+    assert "Decode tok/s" in rep.texts["#bb-what-changed"]
+    assert "step detection needs at least 4" in rep.texts["#bb-findings"]
+
+
+def test_changing_one_input_rerenders_only_that_campaign(rendered, capsys, monkeypatch):
+    """Runs last of the tests on ``rendered``: it changes an input file."""
+    data, out, _, _ = rendered
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", EPOCH)
+    monkeypatch.setenv("BENCHBOOK_GIT_SHA", SHA)
+    before = _mtimes(out)
+    with open(data / "nightly-2026-11-02" / "runs" / "serial-1" / "server.log", "a") as fh:
+        fh.write("[server] one more line\n")
+    assert main(["render", "--all", str(data), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "1 page(s) rendered, 3 unchanged" in err
+    after = _mtimes(out)
+    changed = sorted(k for k in after if after[k] != before.get(k))
+    assert changed == ["history.html", "index.html", "nightly-2026-11-02/baseline.html"]
+
+
+@pytest.fixture(scope="module")
+def history_only(tmp_path_factory):
+    """Two series (one with known steps, one flat and noisy), headline figures and the history page
+    only (``--page history``: no campaign page is rendered)."""
+    base = tmp_path_factory.mktemp("history")
+    data, out = base / "data", base / "reports"
+    steps = [synth.parse_step("2026-11-05:decode_tok_s:-15%"), synth.parse_step("2026-11-09:prefill_tok_s:+20%")]
+    synth.synthesize_series(data, 12, steps, name="stepped", memory=False)
+    synth.synthesize_series(data, 12, [], name="flat", memory=False, seed=7)
+    assert main(["render", "--all", str(data), "--out", str(out), "--page", "history", "--quiet"]) == 0
+    return out
+
+
+def test_history_finds_each_step_and_none_in_the_flat_series(history_only, open_page):
+    out = history_only
+    assert not list(out.rglob("baseline.html"))
+    import json
+
+    values = json.loads((out / "history.values.json").read_text())
+    steps = {(s["series"], s["figure"].split("/")[0], s["at"]) for s in values["steps"]}
+    assert ("stepped", "decode_tok_s", "stepped-2026-11-05") in steps
+    assert ("stepped", "prefill_tok_s", "stepped-2026-11-09") in steps
+    assert not [s for s in steps if s[0] == "flat"]
+    assert not [r for r in values["what_changed"] if r["series"] == "flat"]
+    rep = open_page(out / "history.html", table_ids=["bb-what-changed"], text_of=["#bb-what-changed"])
+    assert rep.ok, rep.problems()
+    text = rep.texts["#bb-what-changed"]
+    assert "stepped-2026-11-05" in text and "stepped-2026-11-09" in text and "flat-" not in text
