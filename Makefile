@@ -8,7 +8,7 @@ DATA ?= data
 REPORTS ?= reports
 
 .DEFAULT_GOAL := help
-.PHONY: help setup report test lint lab bench check-offline clean browser-deps prometheus-deps
+.PHONY: help setup report test lint lab bench check-offline clean browser-deps prometheus-deps fixtures
 
 help: ## list the targets
 	@echo "benchbook — make targets:"
@@ -55,6 +55,26 @@ bench: $(STAMP) ## measure speed and memory; prints a table, writes reports/benc
 
 check-offline: $(STAMP) ## fail if any rendered page references an outside URL
 	$(BIN)/python -m benchbook.pipeline.offline $(REPORTS)
+
+GUIDELLM_VERSION ?= 0.8.1
+AIPERF_VERSION ?= 0.13.0
+
+# the peers live in their own venvs, outside CI; GuideLLM gets the local CPU torch wheel first so pip does
+# not fetch a multi-GB CUDA build for it
+.venv-guidellm/.installed:
+	$(PY) -m venv .venv-guidellm
+	.venv-guidellm/bin/pip install --quiet torch==2.13.0
+	.venv-guidellm/bin/pip install --quiet guidellm==$(GUIDELLM_VERSION)
+	touch $@
+
+.venv-aiperf/.installed:
+	$(PY) -m venv .venv-aiperf
+	.venv-aiperf/bin/pip install --quiet aiperf==$(AIPERF_VERSION)
+	touch $@
+
+fixtures: $(STAMP) .venv-guidellm/.installed .venv-aiperf/.installed ## regenerate tests/fixtures/tools: vllm bench serve, GuideLLM, AIPerf against the real engine (needs `make engine`; not part of make test)
+	@test -x .venv-engine/bin/vllm || { echo "make fixtures: .venv-engine is missing: run make engine first" >&2; exit 1; }
+	$(BIN)/python tests/make_tool_fixtures.py
 
 clean: ## remove rendered reports and caches (keeps .venv)
 	rm -rf $(REPORTS)/*/ $(REPORTS)/index.html .pytest_cache .hypothesis

@@ -254,22 +254,76 @@ def json_path(parts) -> str:
 
 
 def validate(doc: Any, schema_name: str, path: str | Path) -> None:
-    """Validate against a bundled JSON Schema; the first (deepest) error names its JSON path."""
+    """Validate against a bundled JSON Schema and report *every* problem at once.
+
+    One problem raises ``InputError``; several raise ``InputErrors`` (``benchbook validate`` prints one
+    ``file: $.path: reason`` line each). The most relevant error (jsonschema's ``best_match``) comes
+    first, the rest follow in document order; each reason says how to fix it where the schema can
+    tell (the key to add, the values allowed, the key to remove).
+    """
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
+
+    from benchbook.errors import InputErrors
 
     fmt = doc.get("format") if isinstance(doc, dict) else None
     expected = schema(schema_name)["$id"]
     if isinstance(fmt, str) and fmt != expected and fmt.split("/")[0] == expected.split("/")[0]:
         raise InputError(path, "$.format", f"unsupported version {fmt!r}; this benchbook reads {expected!r}")
     validator = Draft202012Validator(schema(schema_name))
-    err = best_match(validator.iter_errors(doc))
-    if err is not None:
-        msg = err.message
-        if len(msg) > 200:
-            msg = msg[:200] + "…"
-        raise InputError(path, json_path(err.absolute_path), msg)
+    errors = list(validator.iter_errors(doc))
+    if errors:
+        best = best_match(errors)
+        rest = sorted((e for e in errors if e is not best), key=lambda e: (_path_key(e.absolute_path), e.message))
+        problems: list[InputError] = []
+        seen: set[tuple[str, str]] = set()
+        for e in [best, *rest]:
+            where, why = json_path(e.absolute_path), _explain(e)
+            if (where, why) not in seen:
+                seen.add((where, why))
+                problems.append(InputError(path, where, why))
+        raise problems[0] if len(problems) == 1 else InputErrors(problems)
     _check_values(doc, path)
+
+
+def _path_key(parts) -> list[tuple[int, str]]:
+    return [(0, f"{p:09d}") if isinstance(p, int) else (1, str(p)) for p in parts]
+
+
+def _explain(e) -> str:
+    """jsonschema's message, shortened, plus how to fix it when the schema says."""
+    msg = e.message if len(e.message) <= 200 else e.message[:200] + "…"
+    kind = e.validator
+    if kind == "required":
+        missing = [k for k in e.validator_value if isinstance(e.instance, dict) and k not in e.instance]
+        descr = [(e.schema.get("properties", {}).get(k) or {}).get("description") for k in missing]
+        hint = "; ".join(f"add {k!r}" + (f" ({d})" if d else "") for k, d in zip(missing, descr, strict=True))
+        if "else" in e.schema_path:  # campaign.json: keys results-only campaigns may leave out
+            hint += (
+                " — needed because not every run is a results run"
+                if not e.absolute_path
+                else " — needed unless the run's harness is 'results'"
+            )
+        return f"{msg}: {hint}" if hint else msg
+    if kind == "enum":
+        return f"{msg}; use one of: {', '.join(repr(v) for v in e.validator_value)}"
+    if kind == "const":
+        return f"{msg}; expected {e.validator_value!r}"
+    if kind == "additionalProperties":
+        allowed = sorted(e.schema.get("properties", {}))
+        return f"{msg}: remove it or fix its spelling" + (f" (known keys: {', '.join(allowed)})" if allowed else "")
+    if kind == "pattern" and e.validator_value == "^[0-9]{4}-[0-9]{2}-[0-9]{2}$":
+        return f"{_short(e.instance)} is not a date: write it as YYYY-MM-DD"
+    if kind is False or msg.startswith("False schema"):
+        return "not allowed here: give either window or the capture files (metrics_before/metrics_after), not both"
+    if kind in ("minItems", "minLength", "minProperties"):
+        return f"{msg}: it must not be empty"
+    return msg
+
+
+def _short(v: Any) -> str:
+    r = repr(v)
+    return r if len(r) <= 60 else r[:57] + "…"
 
 
 _LIMIT = 2.0**63  # tables hold Int64/Float64; no time, token count or memory size comes near this

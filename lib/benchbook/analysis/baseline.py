@@ -316,9 +316,14 @@ def per_metric_spreads(camp: Campaign) -> pl.DataFrame:
 # ---- comparisons ------------------------------------------------------------------------------
 def main_arms(camp: Campaign) -> list[str]:
     """Arms the baseline page shows by default: every arm except those that exist only for the
-    ablation (role "ablation" and no whole-request or memory run)."""
+    ablation (role "ablation" and no whole-request or memory run) and results arms (benchmark-tool
+    files: the compare page's)."""
     measured = {r.arm for r in camp.runs if r.harness in ("requests", "memory")}
-    return [a for a, v in camp.arms.items() if v.get("role") != "ablation" or a in measured]
+    return [
+        a
+        for a, v in camp.arms.items()
+        if v.get("mode") != "results" and "environment" in v and (v.get("role") != "ablation" or a in measured)
+    ]
 
 
 def comparison_pairs(camp: Campaign) -> list[tuple[str, str]]:

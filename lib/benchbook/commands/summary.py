@@ -49,6 +49,11 @@ def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None
         comps += rep["comparisons"]
         chk += rep["checks"]
         camp.exclusions.extend(Exclusion(e["file"], e["sample"], e["reason"]) for e in rep["exclusions"])
+    if camp.runs_of("results"):  # each results run's engine window reconciled with its client
+        from benchbook.analysis import results
+
+        for run_id, checks in results.campaign_inputs(camp.root).engine_checks():
+            chk += [{**c.as_dict(), "name": f"{run_id}: {c.name}"} for c in checks]
     nz = baseline.noise(camp)
     # Each exclusion once, in the order found.
     seen, excl = set(), []
@@ -77,6 +82,7 @@ def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None
             "comparisons": comps,
             "checks": chk,
             "exclusions": excl,
+            "todo": list(camp.manifest.get("todo", [])),
         }
     )
 

@@ -44,10 +44,14 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
         pdc = _collect(lambda: load_pd_campaign(root), errors)
         if pdc is not None:
             pd_runs = {r.id: r for r in pdc.runs}
+    engine = camp.manifest.get("engine")
     out(
         f"{root / 'campaign.json'}: campaign {camp.title!r}: {len(camp.arms)} arms, {len(camp.runs)} runs, "
-        f"engine profile {camp.profile.name}, provenance {camp.manifest['provenance']}"
+        + (f"engine profile {engine['profile']}" if engine else "no engine named (results runs detect it)")
+        + f", provenance {camp.manifest['provenance']}"
     )
+    for t in camp.manifest.get("todo", []):
+        out(f"{root / 'campaign.json'}: todo: {t}")
     total = len(camp.runs)
     # (arm, harness) -> [usable samples, excluded samples, first file] over runs that loaded
     usable: dict[tuple[str, str], list] = {}
@@ -91,6 +95,8 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
             if tabs is not None:
                 gpu, host, _ = tabs
                 out(f"{r.file}: {host.height} memory samples, {gpu['rank'].n_unique()} ranks")
+        elif r.harness == "results":
+            _validate_results_run(camp, r, errors, out)
         elif r.harness == "pd" and r.id in pd_runs:
             p = pd_runs[r.id]
             extra = (", per-request records" if p.requests_file else "") + (", prefill log" if p.prefill_log else "")
@@ -120,6 +126,37 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
                 )
             )
     return errors
+
+
+def _validate_results_run(camp, r, errors: list, out) -> None:
+    """A results run: its results.json, every result file it names, its engine window (captures parsed
+    in full, or the Prometheus window fetched) and the model check against it."""
+    from benchbook.analysis import results
+    from benchbook.ingest import formats
+    from benchbook.metrics import prometheus
+
+    rr = _collect(lambda: camp.results_run(r), errors)
+    if rr is None:
+        return
+    bench = []
+    for f in rr.files:
+        got = _collect(lambda f=f: formats.read(f), errors)
+        if got is not None:
+            bench += got
+            for line in formats.describe(got):
+                out(f"{f}: {line}")
+    if rr.metrics_before is not None:
+        for p in (rr.metrics_before, rr.metrics_after):
+            _collect(lambda p=p: prometheus.read(p), errors)
+    ew = _collect(lambda: results.engine_window(camp, rr), errors)
+    if ew is None:
+        if not rr.has_engine:
+            out(f"{r.file}: {len(bench)} benchmark run(s), no engine window (nothing to reconcile)")
+        return
+    out(f"{r.file}: {len(bench)} benchmark run(s), engine window over {len(ew.window.series)} series")
+    if len(bench) == 1:
+        model, _ = results.pick_series(bench[0], ew)
+        out(f"  {model.name}: {model.status}: {model.detail}")
 
 
 def _prometheus_ok(camp, run, index: int, errors: list, out, unreachable: set[str]) -> bool:
@@ -203,7 +240,7 @@ def validate_file(path: Path, out=print) -> list[InputError]:
         fmt = doc.get("format") if isinstance(doc, dict) else None
         if isinstance(fmt, str) and fmt.startswith("benchbook."):
             kind = fmt.split("/")[0].split(".", 1)[1]
-            if kind not in ("campaign", "requests", "phases", "memory"):
+            if kind not in ("campaign", "requests", "phases", "memory", "results"):
                 try:
                     from benchbook.ingest import pd_runs as pd_ingest  # PD formats are read by the PD reader
 
@@ -215,7 +252,13 @@ def validate_file(path: Path, out=print) -> list[InputError]:
                     return [InputError(path, "$.format", f"unknown benchbook format {fmt!r}")]
             _collect(lambda: validate(doc, kind, path), errors)
             if not errors:
-                what = {"campaign": "runs", "requests": "requests", "phases": "samples", "memory": "samples"}[kind]
+                what = {
+                    "campaign": "runs",
+                    "requests": "requests",
+                    "phases": "samples",
+                    "memory": "samples",
+                    "results": "files",
+                }[kind]
                 out(f"{path}: benchbook {kind} file, {len(doc.get(what, []))} {what}, valid")
             return errors
     # Formats people already have (vLLM, SGLang, GuideLLM, AIPerf, llmperf …).

@@ -64,8 +64,25 @@ def _value(m: Any, file: str, where: str) -> Any:
 # profile_export.jsonl — one record per request
 
 
+def records_version(file: str, where: str, first: dict[str, Any]) -> str:
+    meta = first.get("metadata") or {}
+    if "benchmark_phase" in meta or "request_start_ns" in meta:
+        return "AIPerf 0.13+ record layout (benchmark_phase, request_start_ns/request_end_ns, session_num)"
+    if "credit_phase" in meta or "timestamp_ns" in meta:
+        return "AIPerf before 0.13 (record layout with credit_phase, timestamp_ns)"
+    raise InputError(
+        file,
+        f"{where}.metadata",
+        f"unknown AIPerf record layout: metadata keys {', '.join(sorted(meta)) or '(none)'}; known: "
+        "benchmark_phase + request_start_ns (0.13+), credit_phase + timestamp_ns (before 0.13)",
+    )
+
+
 def read_records(ld: Loaded) -> list[BenchmarkRun]:
     f = ld.file
+    recs = ld.records()
+    first = recs[0][1] if recs and isinstance(recs[0][1], dict) else {}
+    version = records_version(f, recs[0][0] if recs else "line 1", first)
     rows: dict[str, list[Any]] = {k: [] for k in ("index", "start_s", "ttft_s", "e2e_s", "itl", "itl_mean_s",
                                                   "prompt_tokens", "completion_tokens", "success", "error")}  # fmt: skip
     exclusions: list[Exclusion] = []
@@ -76,14 +93,17 @@ def read_records(ld: Loaded) -> list[BenchmarkRun]:
         meta, metrics, err = r.get("metadata") or {}, r.get("metrics") or {}, r.get("error")
         if not isinstance(metrics, dict):
             raise InputError(f, f"{where}.metrics", f"expected an object, found {type(metrics).__name__}")
-        phase = meta.get("credit_phase", "profiling")
-        if phase != "profiling":
-            exclusions.append(Exclusion(f, where, f"credit_phase={phase!r}: not part of the profiling window"))
+        phase_key = "benchmark_phase" if "benchmark_phase" in meta else "credit_phase"
+        phase = meta.get(phase_key, "profiling")
+        if str(phase).lower() != "profiling":
+            exclusions.append(Exclusion(f, where, f"{phase_key}={phase!r}: not part of the profiling window"))
             continue
-        ts = meta.get("timestamp_ns")
+        ts_key = "request_start_ns" if "request_start_ns" in meta else "timestamp_ns"
+        ts = meta.get(ts_key)
         rows["index"].append(n)
-        rows["start_s"].append(None if ts is None else number(ts, f, f"{where}.metadata.timestamp_ns") / 1e9)
-        rows["ttft_s"].append(_seconds(metrics.get("ttft"), f, f"{where}.metrics.ttft"))
+        rows["start_s"].append(None if ts is None else number(ts, f, f"{where}.metadata.{ts_key}") / 1e9)
+        ttft_tag = "time_to_first_token" if "time_to_first_token" in metrics else "ttft"
+        rows["ttft_s"].append(_seconds(metrics.get(ttft_tag), f, f"{where}.metrics.{ttft_tag}"))
         rows["e2e_s"].append(_seconds(metrics.get("request_latency"), f, f"{where}.metrics.request_latency"))
         rows["itl"].append(_seconds(metrics.get("inter_chunk_latency"), f, f"{where}.metrics.inter_chunk_latency"))
         rows["itl_mean_s"].append(
@@ -110,7 +130,7 @@ def read_records(ld: Loaded) -> list[BenchmarkRun]:
         if summary["total_output_tokens"] is not None:
             summary["output_throughput"] = summary["total_output_tokens"] / summary["duration_s"]
         notes.append("duration = max(max_response_timestamp) - min(min_request_timestamp), as AIPerf computes it")
-    return [BenchmarkRun(f, "aiperf-records", make_config(), summary, df, exclusions, "$", notes)]
+    return [BenchmarkRun(f, "aiperf-records", make_config(), summary, df, exclusions, "$", notes, version)]
 
 
 def _error_text(err: Any) -> str:
@@ -154,22 +174,33 @@ def _config_from_input(cfg: Any) -> dict[str, Any]:
     )
 
 
+def aggregate_version(d: dict[str, Any]) -> str:
+    if isinstance(d.get("records"), dict):
+        return "AIPerf before 0.13 (aggregate JSON with metrics under 'records')"
+    v, sv = d.get("aiperf_version"), d.get("schema_version")
+    return f"AIPerf {v or '0.13+'} (aggregate JSON, metrics at the top level, export schema {sv or '?'})"
+
+
 def read_aggregate_json(ld: Loaded) -> list[BenchmarkRun]:
     f, d = ld.file, ld.doc
-    recs = d["records"]
+    nested = isinstance(d.get("records"), dict)
+    recs = d["records"] if nested else d
+    base = "$.records" if nested else "$"
 
     def rec(tag: str, stat: str = "avg", to_ms: bool = False) -> Any:
+        if tag == "ttft" and not nested:
+            tag = "time_to_first_token"  # AIPerf 0.13 renamed the tag
         r = recs.get(tag)
         if r is None:
             return None
         if not isinstance(r, dict):
-            raise InputError(f, f"$.records.{tag}", f"expected an object, found {type(r).__name__}")
-        v = number(r.get(stat), f, f"$.records.{tag}.{stat}")
+            raise InputError(f, f"{base}.{tag}", f"expected an object, found {type(r).__name__}")
+        v = number(r.get(stat), f, f"{base}.{tag}.{stat}")
         if v is None or not to_ms:
             return v
         unit = r.get("unit", "ms")
         if unit not in _SCALE_TO_S:
-            raise InputError(f, f"$.records.{tag}.unit", f"unknown time unit {unit!r}")
+            raise InputError(f, f"{base}.{tag}.unit", f"unknown time unit {unit!r}")
         return v * _SCALE_TO_S[unit] * 1000
 
     errors = d.get("error_summary")
@@ -178,14 +209,15 @@ def read_aggregate_json(ld: Loaded) -> list[BenchmarkRun]:
         failed = sum(to_int(e.get("count"), f, f"$.error_summary[{i}].count") or 0 for i, e in enumerate(errors))
     summary = make_summary(
         duration_s=rec("benchmark_duration"),
-        completed=to_int(rec("request_count"), f, "$.records.request_count.avg"),
-        failed=to_int(failed, f, "$.records.error_request_count.avg"),
-        total_input_tokens=to_int(rec("total_isl"), f, "$.records.total_isl.avg"),
-        total_output_tokens=to_int(rec("total_osl"), f, "$.records.total_osl.avg"),
+        completed=to_int(rec("request_count"), f, f"{base}.request_count.avg"),
+        failed=to_int(failed, f, f"{base}.error_request_count.avg"),
+        total_input_tokens=to_int(rec("total_isl"), f, f"{base}.total_isl.avg"),
+        total_output_tokens=to_int(rec("total_osl"), f, f"{base}.total_osl.avg"),
         request_throughput=rec("request_throughput"),
         output_throughput=rec("output_token_throughput"),
-        total_output_tokens_answer_only=to_int(rec("total_output_tokens"), f, "$.records.total_output_tokens.avg"),
-        total_reasoning_tokens=to_int(rec("total_reasoning_tokens"), f, "$.records.total_reasoning_tokens.avg"),
+        total_token_throughput=rec("total_token_throughput"),
+        total_output_tokens_answer_only=to_int(rec("total_output_tokens"), f, f"{base}.total_output_tokens.avg"),
+        total_reasoning_tokens=to_int(rec("total_reasoning_tokens"), f, f"{base}.total_reasoning_tokens.avg"),
         errors=errors,
     )
     for tag, name in _LAT.items():
@@ -195,7 +227,8 @@ def read_aggregate_json(ld: Loaded) -> list[BenchmarkRun]:
     config["date"] = d.get("start_time")
     notes = ["AIPerf 'inter_token_latency' read as TPOT and 'inter_chunk_latency' as ITL (vLLM's meanings)"]
     requests, exclusions = _sibling_records(ld, notes)
-    return [BenchmarkRun(f, "aiperf-aggregate", config, summary, requests, exclusions, "$", notes)]
+    version = aggregate_version(d)
+    return [BenchmarkRun(f, "aiperf-aggregate", config, summary, requests, exclusions, "$", notes, version)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,7 +302,8 @@ def read_aggregate_csv(ld: Loaded) -> list[BenchmarkRun]:
     notes = ["AIPerf CSV figures are rounded to 2 decimals; the aggregate JSON has full precision",
              "AIPerf 'Inter Token Latency' read as TPOT and 'Inter Chunk Latency' as ITL (vLLM's meanings)"]  # fmt: skip
     requests, exclusions = _sibling_records(ld, notes)
-    return [BenchmarkRun(f, "aiperf-csv", make_config(), summary, requests, exclusions, "$", notes)]
+    version = "AIPerf CSV export (the file does not state a version; same table layout before and after 0.13)"
+    return [BenchmarkRun(f, "aiperf-csv", make_config(), summary, requests, exclusions, "$", notes, version)]
 
 
 _ANALYZE = {"p99 Time To First Token": "p99_ttft_ms", "p99 Inter Token Latency": "p99_tpot_ms",

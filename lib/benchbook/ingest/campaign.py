@@ -21,7 +21,13 @@ from benchbook.metrics import phases as phases_mod
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, get_profile
 
-HARNESS_FILES = {"requests": "requests.json", "phases": "phases.json", "memory": "memory.json", "pd": "pd.json"}
+HARNESS_FILES = {
+    "requests": "requests.json",
+    "phases": "phases.json",
+    "memory": "memory.json",
+    "pd": "pd.json",
+    "results": "results.json",
+}
 
 
 def REQUEST_SCHEMA():
@@ -89,11 +95,11 @@ class Campaign:
 
     @property
     def arms(self) -> dict[str, dict[str, Any]]:
-        return self.manifest["arms"]
+        return self.manifest.get("arms", {})
 
     @property
     def environments(self) -> dict[str, dict[str, Any]]:
-        return self.manifest["environments"]
+        return self.manifest.get("environments", {})
 
     @property
     def prompt_classes(self) -> dict[str, dict[str, Any]]:
@@ -105,17 +111,22 @@ class Campaign:
 
     @property
     def profile(self) -> EngineProfile:
-        return get_profile(self.manifest["engine"]["profile"])
+        engine = self.manifest.get("engine")
+        if not engine:  # a results-only campaign may omit it; the phase split cannot
+            raise InputError(
+                self.root / "campaign.json", "$.engine", 'no engine: add "engine": {"name": …, "profile": …}'
+            )
+        return get_profile(engine["profile"])
 
     @property
     def noise(self) -> dict[str, Any]:
         return self.manifest.get("noise", {})
 
     def arm_label(self, arm: str) -> str:
-        return self.arms[arm].get("label", arm)
+        return self.arms.get(arm, {}).get("label", arm)
 
     def arm_environment(self, arm: str) -> str:
-        return self.arms[arm]["environment"]
+        return self.arms.get(arm, {}).get("environment", "default")
 
     def runs_of(self, harness: str, arm: str | None = None) -> list[Run]:
         return [r for r in self.runs if r.harness == harness and (arm is None or r.arm == arm)]
@@ -150,6 +161,8 @@ class Campaign:
                 files.add(r.path / "requests.ndjson")
             if r.server_log.exists():
                 files.add(r.server_log)
+            if r.harness == "results":
+                files.update(self.results_run(r).input_files())
             if r.harness == "phases":
                 for i, s in enumerate(self._phases_doc(r)["samples"]):
                     if "window" in s:  # counters from a Prometheus server: no capture file
@@ -172,6 +185,21 @@ class Campaign:
             for s in self._phases_doc(run)["samples"]
             if "window" in s
         ]
+
+    # ---- results runs (benchmark-tool result files) ----------------------------------------
+    def results_run(self, run: Run):
+        """The run's ``results.json`` read and checked (``ingest.results_runs.ResultsRun``)."""
+        from benchbook.ingest.results_runs import read_results_run
+
+        cache = self.__dict__.setdefault("_results_runs", {})
+        if run.id not in cache:
+            cache[run.id] = read_results_run(self, run)
+        return cache[run.id]
+
+    @property
+    def results_runs(self) -> list:
+        """Every results run, in manifest order."""
+        return [self.results_run(r) for r in self.runs_of("results")]
 
     # ---- tables -------------------------------------------------------------------------
     @cached_property
@@ -320,16 +348,20 @@ class Campaign:
 
         Columns: run, arm, environment, prompt_class, repeat, warmup, client_total_s,
         first_event_s, prompt_tokens, generated_tokens, prefill_s, decode_tokens, decode_s,
-        engine_total_s, prefill_tok_s, decode_tok_s, file.
+        engine_total_s, prefill_tok_s, decode_tok_s, file, finished_reason (the success counter's
+        reason where the engine splits it: vLLM's stop/length; null otherwise).
         """
         import polars as pl
 
         profile = self.profile
         names = phases_mod.needed_samples(profile)  # _sum/_count of the histograms, no buckets
         rows = []
+        from benchbook.ingest.results_runs import metrics_labels
+
         for r in self.runs_of("phases"):
             doc = self._phases_doc(r)
             snaps: dict[str, tuple[prometheus.Snapshot, prometheus.Snapshot]] = {}
+            labels, labels_key = metrics_labels(self.manifest, r.id)
 
             def snap(rel: str, where: str) -> tuple[prometheus.Snapshot, prometheus.Snapshot]:
                 """(the split's samples, every counter family + process start time) of a capture."""
@@ -356,7 +388,7 @@ class Campaign:
                 label = f"{s['prompt_class']} repeat {s['repeat']}"
                 try:
                     if "window" in s:
-                        sp = _window_split(self, r, s, f"{where}.window", profile)
+                        sp = _window_split(self, r, s, f"{where}.window", profile, labels, labels_key)
                     else:
                         if s["metrics_before"] == s["metrics_after"]:
                             raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
@@ -365,7 +397,9 @@ class Campaign:
                         restarted = phases_mod.restart(before_counters, after_counters)
                         if restarted:
                             raise phases_mod.Excluded(restarted)
-                        sp = phases_mod.split(before, after, profile, s["client_total_s"], s.get("first_event_s"))
+                        sp = phases_mod.split(
+                            before, after, profile, s["client_total_s"], s.get("first_event_s"), labels, labels_key
+                        )
                 except phases_mod.Excluded as e:
                     self.exclusions.append(Exclusion(str(r.file), f"{where} ({label})", e.reason))
                     continue
@@ -392,6 +426,7 @@ class Campaign:
                         "prefill_tok_s": sp.prefill_tok_s,
                         "decode_tok_s": sp.decode_tok_s,
                         "file": str(r.file),
+                        "finished_reason": ",".join(k for k, v in sp.finished.items() if v) or None,
                     }
                 )
         schema = {
@@ -412,6 +447,7 @@ class Campaign:
             "prefill_tok_s": pl.Float64,
             "decode_tok_s": pl.Float64,
             "file": pl.String,
+            "finished_reason": pl.String,  # the success counter's reason(s), where the engine splits it
         }
         return pl.DataFrame(rows, schema=schema)
 
@@ -509,7 +545,13 @@ def prometheus_source(
 
 
 def _window_split(
-    camp: Campaign, run: Run, sample: dict[str, Any], where: str, profile: EngineProfile
+    camp: Campaign,
+    run: Run,
+    sample: dict[str, Any],
+    where: str,
+    profile: EngineProfile,
+    labels: dict[str, str] | None = None,
+    labels_key: str | None = None,
 ) -> phases_mod.PhaseSplit:
     """Phase split of a sample whose counters come from the run's Prometheus source.
 
@@ -533,7 +575,7 @@ def _window_split(
     win = promsource.fetch_window(
         src["url"], w["t0"], w["t1"], src["matchers"], profile, timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S)
     )
-    return win.split(profile, sample["client_total_s"], sample.get("first_event_s"))
+    return win.split(profile, sample["client_total_s"], sample.get("first_event_s"), labels, labels_key)
 
 
 def _read_text(p: Path) -> str:
@@ -559,15 +601,29 @@ def open_manifest(path: str | Path) -> tuple[Path, Path, dict[str, Any]]:
 def load_campaign(path: str | Path) -> Campaign:
     """Load and cross-check a campaign manifest; tables load lazily (``.requests`` …)."""
     root, mpath, manifest = open_manifest(path)
-    try:
-        get_profile(manifest["engine"]["profile"])
-    except InputError as e:
-        raise InputError(mpath, e.location, e.reason) from None
     errors: list[InputError] = []
-    arms = manifest["arms"]
-    envs = manifest["environments"]
+    if "engine" in manifest:
+        try:
+            get_profile(manifest["engine"]["profile"])
+        except InputError as e:
+            errors.append(InputError(mpath, e.location, e.reason))
+    arms = manifest.get("arms", {})
+    envs = manifest.get("environments", {})
+    harness_arms = {r["arm"] for r in manifest["runs"] if r["harness"] != "results" and "arm" in r}
     for name, arm in arms.items():
-        if arm["environment"] not in envs:
+        if name in harness_arms:
+            missing = [k for k in ("mode", "environment") if k not in arm]
+            if missing:
+                errors.append(
+                    InputError(
+                        mpath,
+                        f"$.arms.{name}",
+                        f"no {' or '.join(missing)}: required for an arm of a requests/phases/memory/pd run "
+                        '(mode: "serial", "batch" or "pd"; environment: a key of environments)',
+                    )
+                )
+                continue
+        if "environment" in arm and arm["environment"] not in envs:
             errors.append(
                 InputError(mpath, f"$.arms.{name}.environment", f"unknown environment {arm['environment']!r}")
             )
@@ -588,12 +644,17 @@ def load_campaign(path: str | Path) -> Campaign:
             )
             continue
         seen[r["id"]] = i
-        if r["arm"] not in arms:
-            errors.append(InputError(mpath, f"{where}.arm", f"unknown arm {r['arm']!r}"))
+        arm = r.get("arm", r["id"])  # a results run may leave its arm out: it is its own configuration
+        if "arm" in r and r["arm"] not in arms:
+            errors.append(
+                InputError(
+                    mpath, f"{where}.arm", f"unknown arm {r['arm']!r}; arms: {', '.join(arms) or 'none defined'}"
+                )
+            )
             continue
         try:
             path = join_inside(root, root, r["path"], mpath, f"{where}.path", "run folder")
-            run = Run(r["id"], r["arm"], r["harness"], path, r.get("date"))
+            run = Run(r["id"], arm, r["harness"], path, r.get("date"))
             for f in (run.file, run.server_log, run.path / "requests.ndjson"):  # the files it reads by name
                 if os.path.lexists(f):
                     inside(root, f, mpath, f"{where}.path", f"run file {f.name}")

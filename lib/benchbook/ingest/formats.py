@@ -101,6 +101,9 @@ class BenchmarkRun:
     exclusions: list[Exclusion] = field(default_factory=list)
     location: str = "$"  # where in ``source`` the run sits (``$[1]``, ``line 3``)
     notes: list[str] = field(default_factory=list)
+    # the tool and version (or version range) the file's layout says wrote it, e.g.
+    # "GuideLLM 0.8.1 (report schema 2)", "vllm bench serve 0.30+ layout"; pages print it
+    tool_version: str | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -348,11 +351,13 @@ def _aiperf_records(ld: Loaded) -> bool:
 
 def _aiperf_json(ld: Loaded) -> bool:
     d = ld.doc
-    return (
-        ld.kind == "json"
-        and _is_dict(d)
-        and _is_dict(d.get("records"))
-        and ("input_config" in d or "error_summary" in d)
+    if ld.kind != "json" or not _is_dict(d):
+        return False
+    if _is_dict(d.get("records")) and ("input_config" in d or "error_summary" in d):
+        return True  # before 0.13: metrics under "records"
+    # 0.13+: metrics at the top level, each {unit, avg, p50, ...}, beside aiperf_version/schema_version
+    return ("aiperf_version" in d or "schema_version" in d or "input_config" in d) and any(
+        _is_dict(d.get(k)) and "unit" in d[k] for k in ("request_count", "request_latency", "time_to_first_token")
     )
 
 
@@ -404,6 +409,24 @@ FORMATS: tuple[Format, ...] = (
 )  # fmt: skip
 
 
+# Which releases of each tool write the layouts the readers know (docs/formats.md has the detail).
+KNOWN_VERSIONS: dict[str, str] = {
+    "vllm-bench-serve": "benchmark_serving.py (vLLM <= 0.9), `vllm bench serve` 0.10+ (tested 0.25.1 and 0.32), "
+    "`vllm bench sweep`",
+    "vllm-nightly-table": "vLLM nightly-benchmark tables",
+    "sglang-bench-serving": "SGLang bench_serving 0.4+",
+    "guidellm-report": "GuideLLM 0.2-0.3 legacy layout; 0.4+ layout (report schema 1 in 0.5-0.6, 2 from 0.7; "
+    "tested 0.8.1)",
+    "aiperf-records": "AIPerf 0.1-0.12 (metadata.credit_phase, timestamp_ns) and 0.13+ "
+    "(metadata.benchmark_phase, request_start_ns/request_end_ns)",
+    "aiperf-aggregate": "AIPerf 0.1-0.12 (metrics under 'records') and 0.13+ (metrics at the top level)",
+    "aiperf-csv": "AIPerf CSV export (all releases so far)",
+    "genai-perf-analyze": "GenAI-Perf analyze export",
+    "llmperf-summary": "llmperf token_benchmark_ray summary",
+    "llmperf-individual": "llmperf token_benchmark_ray individual responses",
+}
+
+
 def _what_was_seen(ld: Loaded) -> str:
     if ld.kind == "csv":
         return f"CSV with header {_csv_header(ld)[:80]!r}"
@@ -422,7 +445,7 @@ def _identify(ld: Loaded) -> Format:
     for f in FORMATS:
         if f.matches(ld):
             return f
-    known = ", ".join(f.name for f in FORMATS)
+    known = "; ".join(f"{f.name} ({KNOWN_VERSIONS.get(f.name, '?')})" for f in FORMATS)
     raise InputError(ld.file, None, f"unknown benchmark format: found {_what_was_seen(ld)}; known formats: {known}")
 
 
@@ -465,6 +488,7 @@ def describe(runs: Iterable[BenchmarkRun]) -> list[str]:
         c, s = r.config, r.summary
         parts = [
             f"{r.format} {r.location}",
+            f"[{r.tool_version or 'version not stated'}]",
             f"model={c.get('model') or '?'}",
             f"rate={_fmt_num(c.get('request_rate'))}",
             f"concurrency={_fmt_num(c.get('max_concurrency'))}",

@@ -29,6 +29,8 @@ _LAT = {"ttft": "ttft_s", "itl": "inter_token_latency_s", "e2el": "end_to_end_la
 _STATS = (("mean", "mean"), ("median", "quantiles_p50"), ("std", "stddev"), ("p99", "quantiles_p99"),
           ("p90", "quantiles_p90"), ("p95", "quantiles_p95"))  # fmt: skip
 
+LLMPERF = "llmperf token_benchmark_ray (the file does not state a version)"
+
 
 def read_summary(ld: Loaded) -> list[BenchmarkRun]:
     f, d = ld.file, ld.doc
@@ -75,7 +77,7 @@ def read_summary(ld: Loaded) -> list[BenchmarkRun]:
             (ind,) = read_individual(load(sib))
             requests = ind.requests
             notes.append(f"requests read from {sib.name} beside this file")
-    return [BenchmarkRun(f, "llmperf-summary", config, summary, requests, [], "$", notes)]
+    return [BenchmarkRun(f, "llmperf-summary", config, summary, requests, [], "$", notes, LLMPERF)]
 
 
 def read_individual(ld: Loaded) -> list[BenchmarkRun]:
@@ -104,4 +106,4 @@ def read_individual(ld: Loaded) -> list[BenchmarkRun]:
         summary["mean_itl_ms"] = None if m.is_empty() else float(m.mean()) * 1000
     notes = ["summary computed by benchbook from the per-request records (llmperf records no duration)",
              "mean_itl_ms = mean over successful requests of llmperf's per-request mean ITL"]  # fmt: skip
-    return [BenchmarkRun(f, "llmperf-individual", make_config(), summary, df, [], "$", notes)]
+    return [BenchmarkRun(f, "llmperf-individual", make_config(), summary, df, [], "$", notes, LLMPERF)]

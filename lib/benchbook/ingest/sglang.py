@@ -122,4 +122,6 @@ def _run(ld: Loaded, where: str, r: dict[str, Any]) -> BenchmarkRun:
             summary[k] = derived[k]
         if filled:
             notes.append(f"computed by benchbook from the per-request records: {', '.join(filled)}")
-    return BenchmarkRun(f, "sglang-bench-serving", config, summary, requests, [], where, notes)
+    server_version = (config.get("server") or {}).get("version")
+    version = "SGLang bench_serving" + (f" (server {server_version})" if server_version else " (version not in file)")
+    return BenchmarkRun(f, "sglang-bench-serving", config, summary, requests, [], where, notes, version)

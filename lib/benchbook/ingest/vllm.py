@@ -39,6 +39,8 @@ _RESULT_KEYS = {
     "max_concurrent_requests", "rtfx", "input_lens", "output_lens", "ttfts", "itls", "errors",
     "generated_texts", "start_times", "run_number", "percentiles_ttft_ms", "percentiles_tpot_ms",
     "percentiles_itl_ms", "percentiles_e2el_ms", "use_beam_search", "ignore_eos", "metadata",
+    "latencies", "queue_times", "ramp_up_strategy", "ramp_up_start_rps", "ramp_up_end_rps",
+    "total_input_sequences", "input_sequence_throughput",
 }  # fmt: skip
 _LATENCY = tuple(k for k in SUMMARY_KEYS if k.endswith("_ms"))
 
@@ -53,8 +55,21 @@ def _variant(r: dict[str, Any]) -> str:
     return "benchmark_serving.py"
 
 
+def _tool_version(r: dict[str, Any], variant: str) -> str:
+    if variant == "benchmark_serving.py":
+        return "vLLM benchmarks/benchmark_serving.py (before `vllm bench serve`)"
+    if variant.startswith("reduced"):
+        return "vLLM benchmark_serving.py, reduced CI layout"
+    if "latencies" in r or "queue_times" in r:
+        return f"{variant}: layout with per-request latencies/queue_times (vLLM 0.30+; seen in 0.32)"
+    return f"{variant}: layout without per-request latencies (before 0.30; seen in 0.25.1)"
+
+
 def read_bench_serve(ld: Loaded) -> list[BenchmarkRun]:
-    return [_run(ld, where, check_record(ld, where, rec)) for where, rec in ld.records()]
+    runs = [_run(ld, where, check_record(ld, where, rec)) for where, rec in ld.records()]
+    for (_, rec), run in zip(ld.records(), runs):
+        run.tool_version = _tool_version(rec, run.config["variant"])
+    return runs
 
 
 def _run(ld: Loaded, where: str, r: dict[str, Any]) -> BenchmarkRun:
@@ -132,7 +147,7 @@ def _run(ld: Loaded, where: str, r: dict[str, Any]) -> BenchmarkRun:
 def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[str], e2e_note: str | None = None):
     """The requests table from the parallel per-request arrays vLLM and SGLang write (or None)."""
     f = ld.file
-    arrays = {k: r.get(k) for k in ("ttfts", "itls", "input_lens", "output_lens", "errors", "start_times")}
+    arrays = {k: r.get(k) for k in ("ttfts", "itls", "input_lens", "output_lens", "errors", "start_times", "latencies")}
     for k, v in arrays.items():
         if v is not None and not isinstance(v, list):
             raise InputError(f, f"{where}.{k}", f"expected a list, found {type(v).__name__}")
@@ -162,6 +177,7 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
         )
     e2e: list[float | None] = []
     ttft_out: list[float | None] = []
+    lat = arrays["latencies"]
     for i in range(n):
         t = ttfts[i]
         if success[i] is False:  # vLLM writes ttft 0.0 / empty itl for failed requests: not measurements
@@ -169,13 +185,23 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
             e2e.append(None)
             continue
         ttft_out.append(None if t is None else float(t))
-        e2e.append(None if t is None or itls[i] is None else float(t) + math.fsum(itls[i]))
-    notes.append(e2e_note or "e2e_s = ttft + sum(itl) per request (how vLLM's client computes latency)")
+        if lat is not None:
+            e2e.append(number(lat[i], f, f"{where}.latencies[{i}]"))
+        else:
+            e2e.append(None if t is None or itls[i] is None else float(t) + math.fsum(itls[i]))
+    if lat is not None:
+        notes.append("e2e_s from the file's per-request 'latencies'")
+    else:
+        notes.append(e2e_note or "e2e_s = ttft + sum(itl) per request (how vLLM's client computes latency)")
+    if arrays["start_times"] is not None:
+        notes.append("start_s from 'start_times' (the client's monotonic clock: only differences are meaningful)")
     start = arrays["start_times"]
     return requests_frame(
         {
             "index": list(range(n)),
-            "start_s": [None if v is None else float(number(v, f, f"{where}.start_times")) for v in start]
+            "start_s": [
+                None if v is None else float(number(v, f, f"{where}.start_times[{i}]")) for i, v in enumerate(start)
+            ]
             if start is not None
             else [None] * n,
             "ttft_s": ttft_out,

@@ -12,7 +12,8 @@ count each moved by exactly 1. Anything else excludes the sample, with the reaso
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile
@@ -30,6 +31,8 @@ class PhaseSplit:
     decode_tokens: float
     decode_s: float
     engine_total_s: float
+    # the success counter's delta per finished reason (vLLM: stop/length/repetition), when split so
+    finished: dict[str, float] = field(default_factory=dict)
 
     @property
     def prefill_tok_s(self) -> float:
@@ -71,11 +74,29 @@ def needed_samples(profile: EngineProfile) -> list[str]:
     return sorted(out)
 
 
+def _hint(labels_key: str | None) -> str:
+    where = labels_key or "metrics_labels"
+    return (
+        f'set {where} in campaign.json to the labels of one engine (e.g. {{"model_name": …}} or '
+        '{"engine": "0"}): series of different deployments or DP ranks are never added up'
+    )
+
+
 def _d(
-    before: prometheus.Snapshot, after: prometheus.Snapshot, profile: EngineProfile, q: str, suffix: str = ""
+    before: prometheus.Snapshot,
+    after: prometheus.Snapshot,
+    profile: EngineProfile,
+    q: str,
+    suffix: str = "",
+    labels: Mapping[str, str] | None = None,
+    labels_key: str | None = None,
+    per: dict[str, float] | None = None,
 ) -> float:
     ref = profile.ref(q)
-    d = prometheus.delta(before, after, ref.sample(suffix), ref.label_dict)
+    want = {**(labels or {}), **ref.label_dict}
+    if ref.sum_label is not None and not suffix:
+        return _summed(before, after, ref, want, _hint(labels_key), per)
+    d = prometheus.delta(before, after, ref.sample(suffix), want, _hint(labels_key))
     if d.missing:
         side = "before" if d.before is None else "after"
         raise Excluded(f"{d.describe()} missing from the {side} snapshot")
@@ -84,6 +105,31 @@ def _d(
             f"counter reset: {d.describe()} went from {d.before:g} to {d.after:g} (engine restarted?); no delta"
         )
     return d.value
+
+
+def _summed(
+    before: prometheus.Snapshot,
+    after: prometheus.Snapshot,
+    ref,
+    labels: Mapping[str, str],
+    hint: str,
+    per: dict[str, float] | None,
+) -> float:
+    """Delta of a counter summed over ``ref.sum_label`` (vLLM's success counter over
+    ``finished_reason``); the per-value deltas go to ``per``. A value whose series is absent on one
+    side counts as 0 there (a labelled child appears at its first increment); a total that went
+    down is a reset."""
+    b, pb = before.total(ref.name, labels, ref.sum_label, ref.sum_values, hint)
+    a, pa = after.total(ref.name, labels, ref.sum_label, ref.sum_values, hint)
+    shown = f"{ref.name}{{{ref.sum_label} in {'/'.join(ref.sum_values)}}}"
+    if b is None or a is None:
+        side = "before" if b is None else "after"
+        raise Excluded(f"{shown} missing from the {side} snapshot")
+    if a < b or any(pa.get(k, 0.0) < v for k, v in pb.items()):
+        raise Excluded(f"counter reset: {shown} went from {b:g} to {a:g} (engine restarted?); no delta")
+    if per is not None:
+        per.update({k: pa.get(k, 0.0) - pb.get(k, 0.0) for k in sorted(set(pa) | set(pb))})
+    return a - b
 
 
 # No phase of a served request lasts under a microsecond (engines time in microseconds or coarser):
@@ -141,21 +187,31 @@ def split(
     profile: EngineProfile,
     client_total_s: float | None = None,
     first_event_s: float | None = None,
+    labels: Mapping[str, str] | None = None,
+    labels_key: str | None = None,
 ) -> PhaseSplit:
-    """Phase split of one sample; raises Excluded with the reason when it cannot be attributed."""
+    """Phase split of one sample; raises Excluded with the reason when it cannot be attributed.
+
+    ``labels`` (the run's ``metrics_labels``) pick one engine's series when a capture holds several
+    (models, DP ranks); ``labels_key`` is where campaign.json sets them, named when they are needed.
+    A counter split by a label the profile sums on purpose (``finished_reason``) is summed, and its
+    per-value deltas are kept in ``PhaseSplit.finished``.
+    """
+    kw = {"labels": labels, "labels_key": labels_key}
+    finished: dict[str, float] = {}
     moved = {
-        "TTFT count": _d(before, after, profile, "ttft", "_count"),
-        "duration count": _d(before, after, profile, "e2e", "_count"),
-        "success count": _d(before, after, profile, "requests_success"),
+        "TTFT count": _d(before, after, profile, "ttft", "_count", **kw),
+        "duration count": _d(before, after, profile, "e2e", "_count", **kw),
+        "success count": _d(before, after, profile, "requests_success", per=finished, **kw),
     }
     off = {k: v for k, v in moved.items() if v != 1}
     if off:
         detail = ", ".join(f"{k} moved by {v:g}" for k, v in off.items())
         raise Excluded(f"not attributable to one request: {detail} (each must move by exactly 1)")
-    prefill_s = _d(before, after, profile, "ttft", "_sum")
-    total_s = _d(before, after, profile, "e2e", "_sum")
-    gen = _d(before, after, profile, "generation_tokens")
-    ptok = _d(before, after, profile, "prompt_tokens")
+    prefill_s = _d(before, after, profile, "ttft", "_sum", **kw)
+    total_s = _d(before, after, profile, "e2e", "_sum", **kw)
+    gen = _d(before, after, profile, "generation_tokens", **kw)
+    ptok = _d(before, after, profile, "prompt_tokens", **kw)
     if total_s <= prefill_s:
         raise Excluded(
             f"duration {total_s:.4f} s does not exceed TTFT {prefill_s:.4f} s: this path records no "
@@ -187,4 +243,5 @@ def split(
         decode_tokens=gen - 1,
         decode_s=total_s - prefill_s,
         engine_total_s=total_s,
+        finished={k: v for k, v in finished.items() if v},
     )

@@ -46,24 +46,58 @@ class Snapshot:
     def series(self, name: str) -> dict[LabelKey, float]:
         return self.values.get(name, {})
 
-    def get(self, name: str, labels: Mapping[str, str] | None = None) -> float | None:
+    def get(self, name: str, labels: Mapping[str, str] | None = None, hint: str | None = None) -> float | None:
         """Value of the one series of ``name`` whose labels include ``labels``.
 
         Returns None if no series matches. Raises InputError if several series match, because
-        summing them blindly (e.g. across engine ranks or models) would be silently wrong.
+        summing them blindly (e.g. across engine ranks or models) would be silently wrong; ``hint``
+        says where to name the label that tells them apart.
         """
         matches = self.match(name, labels)
         if not matches:
             return None
         if len(matches) > 1:
-            shown = ", ".join(_fmt_labels(k) for k in list(matches)[:4])
-            raise InputError(
-                self.source,
-                name,
-                f"{len(matches)} series match {_fmt_labels(_label_key(labels or {}))} ({shown}); "
-                "name the label that tells them apart",
-            )
+            raise self._several(name, labels, matches, hint)
         return next(iter(matches.values()))
+
+    def _several(self, name, labels, matches, hint) -> InputError:
+        shown = ", ".join(_fmt_labels(k) for k in list(matches)[:4])
+        return InputError(
+            self.source,
+            name,
+            f"{len(matches)} series match {_fmt_labels(_label_key(labels or {}))} ({shown}); "
+            + (hint or "name the label that tells them apart"),
+        )
+
+    def total(
+        self,
+        name: str,
+        labels: Mapping[str, str] | None,
+        sum_label: str,
+        sum_values: Iterable[str],
+        hint: str | None = None,
+    ) -> tuple[float | None, dict[str, float]]:
+        """The sum over ``sum_label`` (restricted to ``sum_values``) of the series of ``name`` whose
+        labels include ``labels``, and the value per ``sum_label`` value.
+
+        Only ``sum_label`` is added up (what the counter means: vLLM's success counter split by
+        ``finished_reason``); series that still differ in another label (``model_name``, ``engine``:
+        separate deployments or DP ranks) raise InputError naming them, as ``get`` does.
+        """
+        want = set(sum_values)
+        groups: dict[LabelKey, dict[str, float]] = {}
+        for key, v in self.match(name, labels).items():
+            d = dict(key)
+            reason = d.pop(sum_label, None)
+            if reason not in want:
+                continue
+            groups.setdefault(_label_key(d), {})[reason] = v
+        if not groups:
+            return None, {}
+        if len(groups) > 1:
+            raise self._several(name, labels, {k: 0.0 for k in groups}, hint)
+        per = dict(sorted(next(iter(groups.values())).items()))
+        return sum(per.values()), per
 
     def match(self, name: str, labels: Mapping[str, str] | None = None) -> dict[LabelKey, float]:
         want = (labels or {}).items()
@@ -438,9 +472,11 @@ class Delta:
         return f"{self.name}{_fmt_labels(self.labels)}"
 
 
-def delta(before: Snapshot, after: Snapshot, name: str, labels: Mapping[str, str] | None = None) -> Delta:
-    b = before.get(name, labels)
-    a = after.get(name, labels)
+def delta(
+    before: Snapshot, after: Snapshot, name: str, labels: Mapping[str, str] | None = None, hint: str | None = None
+) -> Delta:
+    b = before.get(name, labels, hint)
+    a = after.get(name, labels, hint)
     for v, snap in ((b, before), (a, after)):
         if v is not None and (math.isnan(v) or math.isinf(v)):
             raise InputError(snap.source, name, f"value {v} is not a finite counter value")

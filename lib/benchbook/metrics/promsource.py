@@ -339,10 +339,12 @@ class Window:
         profile: EngineProfile,
         client_total_s: float | None = None,
         first_event_s: float | None = None,
+        labels: Mapping[str, str] | None = None,
+        labels_key: str | None = None,
     ) -> phases_mod.PhaseSplit:
         """``phases.split`` of this window, excluding it first if a needed counter reset inside it."""
         self.check_resets(profile, phases_mod.NEEDED)
-        return phases_mod.split(self.before, self.after, profile, client_total_s, first_event_s)
+        return phases_mod.split(self.before, self.after, profile, client_total_s, first_event_s, labels, labels_key)
 
 
 def _key(metric: Mapping[str, str], pinned: Mapping[str, str]) -> LabelKey:

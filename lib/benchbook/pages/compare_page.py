@@ -71,6 +71,9 @@ class Page:
     spreads: dict[str, float] = field(default_factory=dict)
     window: Any = None
     engine_run: str | None = None
+    engine_checks: list[tuple[str, list[Any]]] = field(default_factory=list)  # (run id, checks), from analysis
+    inputs: list[str] = field(default_factory=list)  # every file read, for provenance
+    todo: list[str] = field(default_factory=list)  # the campaign's open decisions (campaign.json "todo")
 
     def runs_of(self, config: str) -> list[Run]:
         return [r for r in self.runs if r.config == config]
@@ -98,25 +101,42 @@ def load(
     engine_before: str = "",
     engine_after: str = "",
     engine_run: str = "",
+    campaign: str = "",
 ) -> Page:
     """Read the files and compute the page. ``baseline``: a run id or configuration label (empty: the
     first configuration). ``engine_before``/``engine_after``: a `/metrics` pair for the window of
-    ``engine_run`` (empty: the only run, else the first run of the baseline configuration)."""
+    ``engine_run`` (empty: the only run, else the first run of the baseline configuration).
+    ``campaign``: a campaign folder of results runs, read instead of ``files`` (``analysis.results``):
+    its result files, each run's engine window and reconciliation."""
     from benchbook.ingest import formats
 
+    inputs = None
+    if campaign:
+        from benchbook.analysis import results
+
+        if files or engine_before or engine_after:
+            raise InputError("parameters", "campaign", "give a campaign or files/engine_before/engine_after, not both")
+        inputs = results.campaign_inputs(campaign)
+        files = inputs.files
+        title = title or inputs.title
     if not files:
         raise InputError("parameters", "files", "no result files to compare")
     if rule not in RULES:
         raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
     runs: list[Run] = []
     seen: set[str] = set()
-    for f in files:
-        for r in formats.read(f):
-            rid = Path(f).stem + ("" if r.location == "$" else r.location)
-            while rid in seen:
-                rid += "'"
-            seen.add(rid)
-            runs.append(Run(rid, r, config_label(r.config)))
+    read = (
+        [(pid, r) for pid, _, r in inputs.runs]
+        if inputs is not None
+        else [(Path(f).stem + ("" if r.location == "$" else r.location), r) for f in files for r in formats.read(f)]
+    )
+    arm_of = inputs.configs if inputs is not None else {}  # a campaign's arms are its configurations
+    for rid, r in read:
+        label = arm_of.get(rid) or config_label(r.config)
+        while rid in seen:
+            rid += "'"
+        seen.add(rid)
+        runs.append(Run(rid, r, label))
     configs = list(dict.fromkeys(r.config for r in runs))
     base = configs[0]
     if baseline:
@@ -141,6 +161,10 @@ def load(
         {"min_duration_s": min_duration_s, "min_completed": min_completed, "max_error_rate": max_error_rate},
     )
     page.spreads = _spreads(page)
+    page.inputs = inputs.inputs if inputs is not None else list(files)
+    if inputs is not None:
+        page.engine_checks = inputs.engine_checks()
+        page.todo = inputs.open_items()
     if engine_before or engine_after:
         if not (engine_before and engine_after):
             raise InputError("parameters", "engine_before", "give both engine_before and engine_after, or neither")
@@ -152,6 +176,12 @@ def load(
         if engine_run and engine_run not in ids:
             raise InputError("parameters", "engine_run", f"unknown run {engine_run!r}; runs: {', '.join(ids)}")
         page.engine_run = engine_run or (ids[0] if len(ids) == 1 else page.runs_of(base)[0].id)
+        from benchbook.analysis.results import EngineWindow, reconcile_run
+
+        ew = EngineWindow(page.engine_run, page.window, {}, "metrics_labels", [engine_before, engine_after])
+        run = next(r for r in runs if r.id == page.engine_run)
+        page.engine_checks = [(run.id, [*page.window.checks, *reconcile_run(run.run, ew)])]
+        page.inputs += [engine_before, engine_after]
     return page
 
 
@@ -182,8 +212,13 @@ def header(page: Page) -> bd.Block:
     bd.record("title", page.title)
     bd.record("configurations", page.configs)
     bd.record("baseline", page.baseline)
+    bd.record("todo", page.todo)
+    todo = (
+        str(bd.text("Still to decide (campaign.json todo): {items}.", items="; ".join(page.todo))) if page.todo else ""
+    )
     return bd.Block(
         str(bd.heading(page.title, 1))
+        + todo
         + str(
             bd.text(
                 "{n} run(s) from {f} file(s) in {c} configuration(s); baseline configuration: {b}.",
@@ -232,7 +267,7 @@ def runs_table(page: Page) -> bd.Block:
         rows.append(
             {
                 "Run": r.id,
-                "Format": r.run.format,
+                "Format": r.run.format + (f" — {r.run.tool_version}" if r.run.tool_version else ""),
                 "Configuration": r.config,
                 "Rate": _rate(c.get("request_rate")),
                 "Concurrency": c.get("max_concurrency") if c.get("max_concurrency") is not None else "—",
@@ -461,7 +496,7 @@ def verdicts(page: Page) -> bd.Block:
 
 
 def checks(page: Page) -> bd.Block:
-    from benchbook.analysis.reconcile import gates, reconcile
+    from benchbook.analysis.reconcile import gates
 
     rows, rec = [], []
     for r in page.runs:
@@ -477,11 +512,10 @@ def checks(page: Page) -> bd.Block:
                 }
             )
             rec.append({"run": r.id, "kind": "gate", "name": c.name, "status": c.status})
-    if page.window is not None:
-        run = next(r for r in page.runs if r.id == page.engine_run)
-        for c in [*page.window.checks, *reconcile(run.run, page.window.engine())]:
-            rows.append({"Run": run.id, "Check": c.name, "Status": c.status, "Detail": c.detail})
-            rec.append({"run": run.id, "kind": "engine", "name": c.name, "status": c.status})
+    for run_id, engine_checks in page.engine_checks:
+        for c in engine_checks:
+            rows.append({"Run": run_id, "Check": c.name, "Status": c.status, "Detail": c.detail})
+            rec.append({"run": run_id, "kind": "engine", "name": c.name, "status": c.status})
     bd.record("checks", rec)
     p = page.gate_params
     return bd.Block(
@@ -492,7 +526,8 @@ def checks(page: Page) -> bd.Block:
                 id="compare-checks",
                 caption=(
                     f"Gates (parameters): duration ≥ {p['min_duration_s']:g} s, completed ≥ {p['min_completed']}, error rate ≤ "
-                    f"{p['max_error_rate']:.2%}; warn means the check could not be made. Engine checks need a before/after /metrics pair."
+                    f"{p['max_error_rate']:.2%}; warn means the check could not be made. Engine checks need a before/after /metrics pair; "
+                    "the client's model must name the engine series compared with it."
                 ),
             )
         )
@@ -564,6 +599,13 @@ def sweep_chart(page: Page) -> bd.Block:
     )
 
 
+def request_views(page: Page) -> bd.Block:
+    """Per-request distributions, time course and outcome shares (benchbook.pages.request_views)."""
+    from benchbook.pages import request_views as rv
+
+    return rv.section((r.id, r.config, r.run) for r in page.runs)
+
+
 def notes(page: Page) -> bd.Block:
     rows = [{"Run": r.id, "Note": n} for r in page.runs for n in r.run.notes]
     rows += [{"Run": r.id, "Note": f"excluded: {e}"} for r in page.runs for e in r.run.exclusions]
@@ -574,7 +616,4 @@ def notes(page: Page) -> bd.Block:
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
-    inputs = list(page.files)
-    if page.window is not None:
-        inputs += [page.window.before.source, page.window.after.source]
-    return bd.provenance(inputs=inputs, parameters=parameters)
+    return bd.provenance(inputs=list(page.inputs), parameters=parameters)

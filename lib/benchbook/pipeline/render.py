@@ -322,8 +322,8 @@ def read_manifest(campaign: Path) -> dict[str, Any]:
 
 def pages_for(manifest: Mapping[str, Any]) -> list[str]:
     """Which pages a campaign gets: ``baseline`` when it has requests/phases runs, ``ablation`` when
-    any arm has role "ablation", ``pd`` when any arm has mode "pd". (``compare`` is only rendered
-    when asked for with ``--page compare``.)"""
+    any arm has role "ablation", ``pd`` when any arm has mode "pd", ``compare`` when it has results
+    runs (benchmark-tool result files; the page reads them from the campaign)."""
     arms = manifest.get("arms") or {}
     runs = manifest.get("runs") or []
     pages = []
@@ -333,6 +333,8 @@ def pages_for(manifest: Mapping[str, Any]) -> list[str]:
         pages.append("ablation")
     if any(isinstance(a, dict) and a.get("mode") == "pd" for a in arms.values()):
         pages.append("pd")
+    if any(isinstance(r, dict) and r.get("harness") == "results" for r in runs):
+        pages.append("compare")
     return pages
 
 
@@ -442,7 +444,7 @@ def render_campaign(
     writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
     wanted = list(pages) if pages is not None else [p for p in pages_for(manifest) if only is None or p in only]
     if not wanted:
-        _log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
+        _log(f"{campaign.name}: no page applies (no requests/phases/results runs, no ablation or pd arms)")
     for page in wanted:
         nb = notebook_for(page, notebooks)
         if not nb.is_file():
@@ -747,6 +749,7 @@ def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, 
     # the kernel runs in the files' common folder and gets them relative to it: no absolute path of
     # this machine in the page or its notebook
     cwd = Path(os.path.commonpath([str(f.parent) for f in given]))
+    params["campaign"] = ""  # the files, not the notebook's default campaign
     params["files"] = [os.path.relpath(f, cwd) for f in given[: len(args.compare)]]
     params.update({k: os.path.relpath(f, cwd) for k, f in zip(engine, given[len(args.compare) :], strict=True)})
     res = render_page(
