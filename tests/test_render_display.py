@@ -138,3 +138,14 @@ def test_an_interactive_chart_is_live_in_jupyterlab_and_static_svg_on_the_page()
     assert any(p.get("bind") == "scales" for p in bundle[charts.VEGALITE_MIME].get("params", []))
     assert "<svg" in bundle["text/html"] and "<script" not in bundle["text/html"]
     assert not hasattr(bd.chart(ch, id="still"), "_repr_mimebundle_")
+
+
+def test_a_forest_chart_draws_each_ratio_its_range_and_the_noise_band():
+    rows = [
+        {"group": "b vs a", "label": f"figure {i}", "ratio": r, "lo": r * 0.95, "hi": r * 1.05}
+        | {"band_lo": 1 / 1.075, "band_hi": 1.075, "verdict": v}
+        for i, (r, v) in enumerate([(1.01, "within noise"), (1.48, "improvement"), (0.91, "regression")])
+    ]
+    svg = charts.to_svg(charts.forest(rows))
+    assert "<script" not in svg and all(f"figure {i}" in svg for i in range(3))
+    assert charts.VERDICT_COLOURS["regression"] in svg and charts.VERDICT_COLOURS["improvement"] in svg

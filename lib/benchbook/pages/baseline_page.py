@@ -666,14 +666,14 @@ def _short_verdict(c: dict[str, Any]) -> str:
 
 def forest_chart(page: Page) -> bd.Block:
     """Ratio with its range per comparison, the noise band shaded, one panel per compared pair."""
-    import altair as alt
+    from benchbook.pages.charts import forest
 
     if not page.comparisons:
         return bd.Block("")
-    d = [
+    rows = [
         {
-            "pair": f"{c['candidate']} vs {c['baseline']}",
-            "figure": f"{_figure(c)}, {_short_context(page, c)}",
+            "group": f"{c['candidate']} vs {c['baseline']}",
+            "label": f"{_figure(c)}, {_short_context(page, c)}",
             "ratio": c["ratio"],
             "lo": c["ratio_min"],
             "hi": c["ratio_max"],
@@ -683,39 +683,8 @@ def forest_chart(page: Page) -> bd.Block:
         }
         for c in page.comparisons
     ]
-    order = list(dict.fromkeys(r["figure"] for r in d))
-    y = alt.Y("figure:N", sort=order, title=None, axis=alt.Axis(labelLimit=0))
-    scale = alt.Scale(type="log", nice=False, padding=8)
-    x = alt.X("ratio:Q", title="candidate / baseline (log scale)", scale=scale)
-    kinds = ["improvement", "regression", "within noise", "no verdict"]
-    color = alt.Color(
-        "verdict:N",
-        title="verdict",
-        scale=alt.Scale(domain=kinds, range=["#2f855a", "#c53030", "#718096", "#b7791f"]),
-        legend=alt.Legend(orient="top"),
-    )
-    base = alt.Chart().encode(y=y)
-    band = base.mark_bar(color="#cbd5e0", opacity=0.7, height=10).encode(
-        x=alt.X("band_lo:Q", scale=scale), x2="band_hi:Q"
-    )
-    one = alt.Chart().mark_rule(color="#4a5568", strokeDash=[3, 3]).encode(x=alt.datum(1.0))
-    rng = base.mark_rule(strokeWidth=2).encode(x=alt.X("lo:Q", scale=scale), x2="hi:Q", color=color)
-    pts = base.mark_point(filled=True, size=40, opacity=1).encode(x=x, color=color)
-    ch = (
-        alt.layer(band, one, rng, pts, data=alt.Data(values=d))
-        .properties(width=520, height=alt.Step(11))
-        .facet(
-            row=alt.Row(
-                "pair:N",
-                sort=list(dict.fromkeys(r["pair"] for r in d)),
-                title=None,
-                header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold"),
-            )
-        )
-        .resolve_scale(y="independent")
-    )
     return bd.chart(
-        ch,
+        forest(rows),
         id="forest",
         caption=(
             "Each comparison's ratio (dot) with its range (bar: candidate min / baseline max to candidate max / baseline "

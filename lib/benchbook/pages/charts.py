@@ -115,3 +115,52 @@ def _svg_renderer(spec_: dict, **_: Any) -> dict[str, str]:
 
 alt.renderers.register("benchbook-svg", _svg_renderer)
 alt.renderers.enable("benchbook-svg")
+
+
+# verdict word -> colour of the forest chart (improvement, regression, within noise, no verdict)
+VERDICT_COLOURS = {
+    "improvement": "#2f855a",
+    "regression": "#c53030",
+    "within noise": "#718096",
+    "no verdict": "#b7791f",
+}
+
+
+def forest(rows: list[dict[str, Any]], *, axis_title: str = "candidate / baseline (log scale)") -> alt.FacetChart:
+    """A forest chart: per comparison its ratio (dot) with its range (bar), the noise band the verdict
+    used shaded around 1, one panel per group. Any page with comparisons can draw one.
+
+    ``rows``: dicts with ``group`` (panel), ``label`` (one line), ``ratio``, ``lo``, ``hi`` (the
+    ratio's range), ``band_lo``/``band_hi`` (the band; 1.0 and 1.0 for none) and ``verdict`` (a key
+    of :data:`VERDICT_COLOURS`), all decided by the analysis; rows keep their order.
+    """
+    scale = alt.Scale(type="log", nice=False, padding=8)
+    color = alt.Color(
+        "verdict:N",
+        title="verdict",
+        scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
+        legend=alt.Legend(orient="top"),
+    )
+    y = alt.Y("label:N", sort=list(dict.fromkeys(r["label"] for r in rows)), title=None, axis=alt.Axis(labelLimit=0))
+    base = alt.Chart().encode(y=y)
+    band = base.mark_bar(color="#cbd5e0", opacity=0.7, height=10).encode(
+        x=alt.X("band_lo:Q", scale=scale), x2="band_hi:Q"
+    )
+    one = alt.Chart().mark_rule(color="#4a5568", strokeDash=[3, 3]).encode(x=alt.datum(1.0))
+    rng = base.mark_rule(strokeWidth=2).encode(x=alt.X("lo:Q", scale=scale), x2="hi:Q", color=color)
+    pts = base.mark_point(filled=True, size=40, opacity=1).encode(
+        x=alt.X("ratio:Q", title=axis_title, scale=scale), color=color
+    )
+    return (
+        alt.layer(band, one, rng, pts, data=alt.Data(values=rows))
+        .properties(width=520, height=alt.Step(11))
+        .facet(
+            row=alt.Row(
+                "group:N",
+                sort=list(dict.fromkeys(r["group"] for r in rows)),
+                title=None,
+                header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold"),
+            )
+        )
+        .resolve_scale(y="independent")
+    )
