@@ -523,16 +523,8 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
         if o.error is not None:  # the whole campaign failed: every page it had is marked, and kept
             failed.update({p: o.error for p in PAGES if (reports / o.name / f"{p}.html").exists()})
         for page in PAGES:
-            if page in done:
-                links.append(
-                    {
-                        "label": PAGES[page][1],
-                        "href": f"{o.name}/{page}.html",
-                        "status": "ok",
-                        "headline": page_headline(reports / o.name / f"{page}.html"),
-                    }
-                )
-            elif page in failed:
+            # a failure first: a page kept from an earlier render is still marked as failed now
+            if page in failed:
                 kept = (reports / o.name / f"{page}.html").exists()
                 links.append(
                     {
@@ -541,6 +533,15 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
                         "status": "failed",
                         "reason": failed[page][1],
                         "headline": page_headline(reports / o.name / f"{page}.html") if kept else "",
+                    }
+                )
+            elif page in done:
+                links.append(
+                    {
+                        "label": PAGES[page][1],
+                        "href": f"{o.name}/{page}.html",
+                        "status": "ok",
+                        "headline": page_headline(reports / o.name / f"{page}.html"),
                     }
                 )
         rows.append(
