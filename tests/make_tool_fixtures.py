@@ -1,12 +1,12 @@
 """Regenerate tests/fixtures/tools/: result files written by the real benchmark tools against a real
 vLLM engine (CPU build, tiny local Llama, 127.0.0.1), with /metrics captured around each run.
 
-    make fixtures          (builds nothing itself: needs .venv-engine from `make engine`,
-                            .venv-guidellm and .venv-aiperf, see the Makefile target)
+    make fixtures          (builds .venv-engine as `make engine` does, .venv-guidellm and
+                            .venv-aiperf first; ENGINE_VENV, GUIDELLM_VENV, AIPERF_VENV override)
 
 Not part of `make test`: CI reads the committed files only. Every server this starts listens on
 127.0.0.1 and is stopped by its process-group id; every tool run is bounded by a request count.
-The folder of each tool is named after the version that wrote it (``vllm-0.32.0``,
+The folder of each tool is named after the version that wrote it (``vllm-0.32.0+cpu``,
 ``guidellm-0.8.1``, ``aiperf-0.13.0``); PROVENANCE.md lists the versions, commands and date.
 """
 
@@ -129,11 +129,17 @@ def engine(log: Path):
                 break
 
 
+def _shown(arg: str, url: str = "") -> str:
+    """An argument as PROVENANCE.md shows it: no machine paths, no port."""
+    arg = arg.replace(str(ENGINE), ".venv-engine").replace(str(ROOT) + "/", "")
+    return arg.replace(url, "http://127.0.0.1:PORT") if url else arg
+
+
 def run_tool(name: str, venv: Path, argv: list[str], url: str, dest: Path, commands: list[str]) -> None:
     """/metrics before, the tool, /metrics after; the command line is recorded for PROVENANCE.md."""
     dest.mkdir(parents=True, exist_ok=True)
     scrape(url, dest / "metrics_before.prom")
-    shown = " ".join(shlex.quote(a.replace(str(ROOT) + "/", "").replace(url, "http://127.0.0.1:PORT")) for a in argv)
+    shown = " ".join(shlex.quote(_shown(a, url)) for a in argv)
     commands.append(f"{name}: {shown}")
     print(f"make_tool_fixtures: {shown}", flush=True)
     with (WORK / f"{name}.log").open("wb") as log:
@@ -195,7 +201,7 @@ def main() -> None:
 
 
 def write_provenance(versions: dict[str, str], commands: list[str], serve_cmd: list[str]) -> None:
-    serve = " ".join(shlex.quote(a.replace(str(ROOT) + "/", "")) for a in serve_cmd).replace(
+    serve = " ".join(shlex.quote(_shown(a)) for a in serve_cmd).replace(
         serve_cmd[serve_cmd.index("--port") + 1], "PORT"
     )
     lines = [
@@ -205,7 +211,12 @@ def write_provenance(versions: dict[str, str], commands: list[str], serve_cmd: l
         f"against one real vLLM engine (vLLM's CPU build, a tiny random-weight Llama built by tests/tiny_llama.py, "
         f"no download) on 127.0.0.1, {N} requests of {ISL} prompt / {OSL} output tokens, {CONC} in flight. "
         "`metrics_before.prom` / `metrics_after.prom` in each folder are the engine's /metrics scraped right before "
-        "and after that tool's run. Nothing in these files was edited.",
+        "and after that tool's run. Nothing in these files was edited (the tools themselves wrote some local paths "
+        "into them, e.g. vLLM's tokenizer_id and AIPerf's artifact dir).",
+        "",
+        "The timings measure the tools on a shared 2-core machine with a tiny model, not the engine's capability: "
+        "the fixtures exist to pin the file layouts and to check that benchbook's figures match each tool's own "
+        "summary in the same file.",
         "",
         "| tool | version |",
         "|---|---|",

@@ -206,3 +206,23 @@ def test_same_campaign_from_two_folders_gives_the_same_page(tmp_path, monkeypatc
         assert made["a"][s] == made["b/deeper/still"][s], s
         assert str(tmp_path).encode() not in made["a"][s], s
     assert b"mini/runs/phases-serial/metrics/s1.prom" in made["a"][".html"]  # named from the campaign
+
+
+@pytest.mark.slow
+def test_compare_reads_what_it_is_given_says_which_and_embeds_no_machine_path(tmp_path, monkeypatch, capsys):
+    fix = Path(__file__).resolve().parent / "fixtures" / "realdata" / "vllm_bench_serving"
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    monkeypatch.setenv("BENCHBOOK_GIT_SHA", "0" * 40)
+    pages = {}
+    for where in ("x", "y/z"):
+        d = tmp_path / where / "results"
+        d.mkdir(parents=True)
+        files = [shutil.copy(fix / f"nv-action_serving_llama8B_tp1_{i}.json", d) for i in (1, 2)]
+        out = tmp_path / f"out-{where.replace('/', '-')}"
+        assert main(["render", "--compare", *map(str, files), "--out", str(out)]) == 0
+        err = capsys.readouterr().err
+        assert f"compare: reading 2 file(s): {files[0]}, {files[1]}" in err
+        pages[where] = (out / "compare.html").read_bytes()
+        assert str(tmp_path).encode() not in pages[where]
+        assert b"results/nv-action_serving_llama8B_tp1_1.json" in pages[where]
+    assert pages["x"] == pages["y/z"]

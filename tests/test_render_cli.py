@@ -144,6 +144,8 @@ def test_all_isolates_every_kind_of_campaign_failure(tmp_path, notebooks, capsys
     for name, raw in BROKEN_MANIFESTS.items():
         (data / name / "campaign.json").write_bytes(raw)
     (data / "kernel-dies" / "render.yml").write_text("baseline: {exit_kernel: true}\n")
+    _campaign(tmp_path / "new", "zz-last", title="T zz-last, changed", date="2026-01-01")  # so it renders again
+    shutil.copy(tmp_path / "new" / "zz-last" / "campaign.json", data / "zz-last" / "campaign.json")
     real = render.read_manifest
 
     def recursing(campaign):
@@ -153,7 +155,7 @@ def test_all_isolates_every_kind_of_campaign_failure(tmp_path, notebooks, capsys
 
     monkeypatch.setattr(render, "read_manifest", recursing)
     capsys.readouterr()
-    assert main(argv) == 2  # bad input among the failures
+    assert main([*argv, "--force"]) == 2  # bad input among the failures; --force: zz-last renders again
     err = capsys.readouterr().err
     assert "zz-last/baseline: wrote" in err
     assert "bad-byte/campaign.json: line 1 column 13: not UTF-8 (byte 0xff" in err

@@ -21,16 +21,21 @@ EPOCH = "1790000000"
 SHA = "0" * 40
 
 
+def _public(root: Path, pattern: str = "*") -> list[Path]:
+    """Files by the names readers open (page generations under .pages/ are read through them)."""
+    return [
+        p
+        for p in sorted(root.rglob(pattern))
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    ]
+
+
 def _tree(root: Path) -> dict[str, str]:
-    return {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*"))
-        if p.is_file()
-    }
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in _public(root)}
 
 
 def _mtimes(root: Path, pattern: str = "*.html") -> dict[str, int]:
-    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in sorted(root.rglob(pattern))}
+    return {str(p.relative_to(root)): p.stat().st_mtime_ns for p in _public(root, pattern)}
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from benchbook.pipeline.offline import scan
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "realdata"
 REAL = ROOT / ".." / "shared" / "realdata"
-TABLES = ["bb-request-outcomes", "bb-request-percentiles", "bb-request-definitions"]
+TABLES = ["bb-request-outcomes", "bb-request-saturation", "bb-request-percentiles", "bb-request-definitions"]
 
 
 def _render(tmp_path, files, name="compare"):

@@ -271,3 +271,51 @@ def test_server_log_without_startup_line_is_rejected_by_validate(camp, capsys):
     code, _, err = _validate(camp, capsys)
     assert code == 2
     assert f"{log}: whole file: no startup line 'batch width … prefill budget …'" in err
+
+
+def _ndjson(camp: Path) -> Path:
+    run = camp / "runs" / "req-serial"
+    recs = json.loads((run / "requests.json").read_text())["requests"]
+    p = run / "requests.ndjson"
+    p.write_text("".join(json.dumps({"round": 0, **r}) + "\n" for r in recs))
+    return p
+
+
+@pytest.mark.parametrize(
+    ("edit", "says"),
+    [
+        (lambda line: line[:-1] + ', "deep": ' + "[" * 5000 + "]" * 5000 + "}", r"line 1: not valid JSON"),
+        (
+            lambda line: line.replace('"short"', '"sh\\u0000ort"', 1),
+            r"line 3: prompt_class contains the control character \\x00",
+        ),
+        (
+            lambda line: line.replace('"length"', '"len\\u001bgth"', 1),
+            r"line 3: finish_reason contains the control character \\x1b",
+        ),
+    ],
+    ids=["nesting", "NUL in prompt class", "ESC in finish reason"],
+)
+def test_request_log_faults(camp, edit, says, capsys):
+    p = _ndjson(camp)
+    assert _validate(camp, capsys)[0] == 0
+    lines = p.read_text().splitlines(keepends=True)
+    i = 0 if "not valid JSON" in says else 2
+    lines[i] = edit(lines[i].rstrip("\n")) + "\n"
+    p.write_text("".join(lines))
+    code, out, err = _validate(camp, capsys)
+    assert code == 2 and re.search(re.escape(f"{p}: ") + says, err), err
+    assert not RAW_CONTROL.search(out + err.replace("\n", ""))
+
+
+@pytest.mark.parametrize("ms", [5e-324, 1e-9])
+def test_a_pd_window_too_short_for_a_rate_is_bad_input(tmp_path, ms, capsys):
+    c = tmp_path / "pd"
+    shutil.copytree(PD, c)
+    path = c / "runs" / "cap1-n320" / "pd.json"
+    doc = json.loads(path.read_text())
+    doc["windows"]["whole"]["common"]["Benchmark Duration"] = ms
+    path.write_text(json.dumps(doc))
+    code, _, err = _validate(c, capsys)
+    assert code == 2, err
+    assert f"{path}: $.windows.whole.common.Benchmark Duration: " in err and "is below 1e-06 s" in err

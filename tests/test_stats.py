@@ -172,3 +172,13 @@ def test_small_n_notes_say_what_n3_allows():
     text = " ".join(small_n_notes(3))
     assert "0.10" in text and "p < 0.05" in text and "[min, max]" in text
     assert "unit of replication" in text
+
+
+def test_mannwhitney_and_bootstrap_ratio_interval():
+    from benchbook.analysis.stats import bootstrap_ratio_ci, mannwhitney_p
+
+    assert mannwhitney_p([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == pytest.approx(2 / 252)
+    assert mannwhitney_p([1, 2, 3], [4, 5, 6]) == pytest.approx(0.1)  # the floor at 3 vs 3
+    ci = bootstrap_ratio_ci([10, 11, 12, 10.5, 11.5], [20, 22, 24, 21, 23])
+    assert ci == bootstrap_ratio_ci([10, 11, 12, 10.5, 11.5], [20, 22, 24, 21, 23])  # seeded: same every render
+    assert 20 / 12 <= ci[0] <= 2.0 <= ci[1] <= 24 / 10

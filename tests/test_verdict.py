@@ -122,3 +122,42 @@ def test_bad_arguments():
 def test_describe_line():
     c = compare(R(3.554, 3.529, 3.571), R(5.248, 5.205, 5.371), spread=SPREAD)
     assert c.describe().startswith("1.48x (+47.7%) ✓ result (improvement): ranges do not overlap")
+
+
+# --- three states: a result, within noise, cannot tell ------------------------------------------
+
+
+def test_judge_cannot_tell_without_a_measured_spread():
+    from benchbook.analysis.verdict import judge
+
+    j = judge([661.83], [665.46], spread=None, higher_is_better=True)  # two SGLang PD runs, n=1 each
+    assert j.state == "cannot" and not j.is_result
+    assert j.ratio == pytest.approx(665.46 / 661.83)
+    assert "run-to-run noise is unknown" in j.why and "no rank test at n=1 vs 1" in j.why
+
+
+def test_judge_below_five_uses_the_spread_rule_and_says_why_no_test():
+    from benchbook.analysis.verdict import judge
+
+    j = judge([3.430, 3.686], [5.1, 5.3], spread=SPREAD, higher_is_better=True)
+    assert j.state == "result" and j.direction == "improvement" and j.p_value is None and j.ci is None
+    assert "smallest p-value 2 vs 2 runs can give is 0.33" in j.why
+    j = judge([3.430, 3.686], [3.5, 3.6], spread=SPREAD, higher_is_better=True)
+    assert j.state == "noise"
+
+
+def test_judge_at_five_per_side_uses_mann_whitney_and_a_bootstrap_interval():
+    from benchbook.analysis.verdict import judge
+
+    base = [10.0, 10.2, 10.1, 9.9, 10.3]
+    fast = [12.0, 12.4, 12.1, 11.9, 12.2]
+    j = judge(base, fast, spread=0.04, higher_is_better=True)
+    # complete separation at 5 vs 5: exact two-sided p = 2 / C(10, 5) = 2 / 252
+    assert j.state == "result" and j.p_value == pytest.approx(2 / 252)
+    lo, hi = j.ci
+    assert 1 < lo <= 12.1 / 10.1 <= hi
+    mixed = [10.1, 9.8, 10.4, 10.0, 10.2]
+    j = judge(base, mixed, spread=0.04, higher_is_better=True)
+    assert j.state == "noise" and j.p_value > 0.05 and j.ci[0] < 1 < j.ci[1]
+    # swapping the sides never changes whether it is a result
+    assert judge(fast, base, spread=0.04, higher_is_better=True).state == "result"

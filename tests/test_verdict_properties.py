@@ -1,5 +1,7 @@
 """Invariants of the verdict rules (hypothesis)."""
 
+import math
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,3 +66,20 @@ def test_strict_result_implies_seed_result(xs, ys, s, h):
     seed = compare(cell(xs), cell(ys), spread=s, rule="seed", higher_is_better=h)
     if strict.is_result:
         assert seed.is_result
+
+
+runs5 = st.lists(value, min_size=5, max_size=7)
+maybe_spread = st.one_of(st.none(), spread)
+
+
+@settings(max_examples=60, deadline=None)
+@given(runs5, runs5, maybe_spread, higher)
+def test_judge_is_symmetric_and_identical_sides_are_never_a_result(xs, ys, s, h):
+    from benchbook.analysis.verdict import judge
+
+    a = judge(xs, ys, spread=s, higher_is_better=h)
+    b = judge(ys, xs, spread=s, higher_is_better=h)
+    assert a.state == b.state
+    if a.ci is not None:
+        assert b.ci is not None and math.isclose(b.ci[0], 1 / a.ci[1]) and math.isclose(b.ci[1], 1 / a.ci[0])
+    assert judge(xs, xs, spread=s, higher_is_better=h).state == "noise"

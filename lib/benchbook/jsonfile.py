@@ -26,6 +26,11 @@ MAX_PARAMS_BYTES = 2**20  # render.yml / --params
 MAX_DEPTH = 64  # JSON/YAML nesting; benchbook's own formats need 6, other tools' under 12
 
 
+def check_size(path: Path, limit: int = MAX_FILE_BYTES) -> None:
+    """A file above ``limit`` bytes is bad input (checked before it is read)."""
+    _size_check(Path(path), limit)
+
+
 def _size_check(path: Path, limit: int) -> None:
     try:
         size = path.stat().st_size
@@ -69,29 +74,43 @@ def _line_col(raw: bytes, pos: int) -> str:
 _ESCAPED_QUOTES = re.compile(rb'\\+"')
 
 
-def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
-    """``(deepest nesting, offset where it first exceeds limit, keys)`` of JSON text, without parsing
-    it: brackets and colons outside strings, vectorized (numpy). ``keys`` counts every key as
-    written, so a parsed document holding fewer has a duplicate key."""
+_QUOTE, _OPEN, _CLOSE, _COLON = 1, 2, 3, 4
+
+
+@cache
+def _classes():
     import numpy as np
 
-    a = np.frombuffer(raw, dtype=np.uint8)
-    interesting = np.flatnonzero(np.isin(a, np.frombuffer(b'"[]{}:', dtype=np.uint8)))
+    lut = np.zeros(256, dtype=np.int8)
+    lut[ord('"')] = _QUOTE
+    lut[[ord("["), ord("{")]] = _OPEN
+    lut[[ord("]"), ord("}")]] = _CLOSE
+    lut[ord(":")] = _COLON
+    return lut
+
+
+def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
+    """``(deepest nesting, offset where it first exceeds limit, keys)`` of JSON text, without parsing
+    it: brackets and colons outside strings, vectorized (numpy: one byte-class lookup, then work on
+    the structural bytes only). ``keys`` counts every key as written, so a parsed document holding
+    fewer has a duplicate key."""
+    import numpy as np
+
+    codes = _classes()[np.frombuffer(raw, dtype=np.uint8)]
+    pos = np.flatnonzero(codes)
     if b"\\" in raw:  # drop quotes escaped by an odd run of backslashes
         escaped = [m.end() - 1 for m in _ESCAPED_QUOTES.finditer(raw) if (m.end() - 1 - m.start()) % 2 == 1]
         if escaped:
-            interesting = np.setdiff1d(interesting, np.asarray(escaped, dtype=interesting.dtype), assume_unique=True)
-    ch = a[interesting]
-    quote = ch == ord('"')
-    outside = (np.cumsum(quote) - quote) % 2 == 0  # an even number of quotes before it
+            pos = np.setdiff1d(pos, np.asarray(escaped, dtype=pos.dtype), assume_unique=True)
+    ch = codes[pos]
+    quote = ch == _QUOTE
+    outside = (np.cumsum(quote) & 1) == quote  # an even number of quotes before it (itself excluded)
     keep = outside & ~quote
-    ch, pos = ch[keep], interesting[keep]
-    keys = int(np.count_nonzero(ch == ord(":")))
-    step = np.isin(ch, np.frombuffer(b"[{", dtype=np.uint8)).astype(np.int64) - np.isin(
-        ch, np.frombuffer(b"]}", dtype=np.uint8)
-    )
+    ch, pos = ch[keep], pos[keep]
+    keys = int(np.count_nonzero(ch == _COLON))
+    step = (ch == _OPEN).astype(np.int64) - (ch == _CLOSE)
     if not len(step):
-        return 0, 0, keys
+        return 0, -1, keys
     depth = np.cumsum(step)
     deepest = int(depth.max())
     over = int(pos[int(np.argmax(depth > limit))]) if deepest > limit else -1
@@ -99,15 +118,10 @@ def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
 
 
 def _count_keys(doc: Any) -> int:
-    n, stack = 0, [doc]
-    while stack:
-        v = stack.pop()
-        if isinstance(v, dict):
-            n += len(v)
-            stack.extend(x for x in v.values() if isinstance(x, (dict, list)))
-        elif isinstance(v, list):
-            stack.extend(x for x in v if isinstance(x, (dict, list)))
-    return n
+    """Keys in a parsed document: counted on its serialization (orjson, C) by the same scan."""
+    import orjson
+
+    return scan_json(orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS))[2]
 
 
 class _Pairs(dict):
@@ -187,10 +201,16 @@ def parse_json(raw: bytes, path: str | Path) -> Any:
         if b"NaN" in raw or b"Infinity" in raw:
             msg += " (NaN and Infinity are not JSON numbers)"
         raise InputError(path, where, f"not valid JSON: {msg}") from None
+    check_duplicate_keys(raw, doc, keys, path)
+    return doc
+
+
+def check_duplicate_keys(raw: bytes, doc: Any, keys: int, path: str | Path) -> None:
+    """A duplicate key is bad input: the parsed ``doc`` holds fewer keys than the text writes
+    (``keys`` from :func:`check_json_limits`); the slow exact pass then names it."""
     if _count_keys(doc) != keys:
         at, key = _first_duplicate(raw)
         raise InputError(path, at, f"key {key!r} appears twice in this object (which value is meant?)")
-    return doc
 
 
 def load_yaml(path: str | Path, limit: int = MAX_PARAMS_BYTES) -> Any:

@@ -598,6 +598,8 @@ def analyse(table: pl.DataFrame, *, rule: str = "seed") -> History:
         if len(pts) >= 2:
             _consecutive(fig, rule)
             _steps(fig)
+        else:
+            fig.cannot_tell.append(f"one campaign ({pts[0]['campaign']}): nothing to compare; {CANNOT_TELL}")
         if len(series.get(s, [])) >= 2:
             for why in fig.cannot_tell:
                 cannot.append({"series": s, "figure": fid, "label": f"{fig.label} — {fig.context}", "reason": why})

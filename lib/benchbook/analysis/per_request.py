@@ -140,9 +140,10 @@ class Saturation:
     status: str  # "saturated" | "not saturated" | "not judged"
     detail: str
     bins: list[dict[str, float]] = field(default_factory=list)  # per bin: start_s, in_flight, ttft_ms
+    reason: str = ""  # the rule's outcome in a few words (the detail without the per-bin figures)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"status": self.status, "detail": self.detail, "bins": self.bins}
+        return {"status": self.status, "detail": self.detail, "reason": self.reason, "bins": self.bins}
 
 
 @dataclass
@@ -235,7 +236,8 @@ def saturation(start: np.ndarray, e2e: np.ndarray, ttft: np.ndarray) -> Saturati
     n = int(ok.sum())
     need = SATURATION_BINS * SATURATION_MIN_PER_BIN
     if n < need:
-        return Saturation("not judged", f"{n} request(s) with start time, TTFT and E2E; the rule needs {need}")
+        why = f"{n} request(s) with start time, TTFT and E2E; the rule needs {need}"
+        return Saturation("not judged", why, reason=why)
     start, e2e, ttft = start[ok], e2e[ok], ttft[ok]
     flight = in_flight_at_start(start, start + e2e)
     order = np.argsort(start, kind="stable")
@@ -259,7 +261,8 @@ def saturation(start: np.ndarray, e2e: np.ndarray, ttft: np.ndarray) -> Saturati
         f"{' → '.join(f'{x:.1f}' for x in tt)} ms over {SATURATION_BINS} bins of ~{n // SATURATION_BINS} requests"
     )
     if rising and fl[-1] > fl[0] and growth >= SATURATION_TTFT_GROWTH:
-        return Saturation("saturated", f"{desc}: both keep rising (TTFT x{growth:.2f})", bins)
+        why = f"both keep rising (TTFT x{growth:.2f})"
+        return Saturation("saturated", f"{desc}: {why}", bins, why)
     why = []
     if not all(b >= a for a, b in zip(fl, fl[1:])) or fl[-1] <= fl[0]:
         why.append("in-flight count does not keep rising")
@@ -267,7 +270,7 @@ def saturation(start: np.ndarray, e2e: np.ndarray, ttft: np.ndarray) -> Saturati
         why.append("TTFT does not keep rising")
     elif growth < SATURATION_TTFT_GROWTH:
         why.append(f"TTFT grows only x{growth:.2f}")
-    return Saturation("not saturated", f"{desc}: {'; '.join(why)}", bins)
+    return Saturation("not saturated", f"{desc}: {'; '.join(why)}", bins, "; ".join(why))
 
 
 def analyse(run: BenchmarkRun, *, run_id: str = "", config: str = "") -> RequestViews | None:
@@ -339,7 +342,9 @@ def analyse(run: BenchmarkRun, *, run_id: str = "", config: str = "") -> Request
     sat = (
         saturation(arr("start_s"), e2e, ttft)
         if has_start
-        else Saturation("not judged", "the file has no request start times")
+        else Saturation(
+            "not judged", "the file has no request start times", reason="the file has no request start times"
+        )
     )
     return RequestViews(
         run_id=run_id or run.location,

@@ -361,3 +361,52 @@ def small_n_notes(n_per_side: int = 3) -> list[str]:
             "so it is not printed separately from the range."
         )
     return notes
+
+
+# --- what n >= 5 allows ------------------------------------------------------------------------
+
+#: repeats per side from which a rank test and a bootstrap interval are given
+MIN_N_FOR_TEST = 5
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 20240613
+
+
+def mannwhitney_p(a: Sequence[float], b: Sequence[float]) -> float:
+    """Two-sided Mann–Whitney U p-value between two sets of run-level figures (scipy; exact when
+    there are no ties, the normal approximation with tie correction otherwise)."""
+    from scipy.stats import mannwhitneyu
+
+    x, y = _finite(a, "mannwhitney.a"), _finite(b, "mannwhitney.b")
+    if not x or not y:
+        raise InputError(None, "mannwhitney", "both sides need at least one value")
+    ties = len(set(x) | set(y)) < len(x) + len(y)
+    res = mannwhitneyu(x, y, alternative="two-sided", method="asymptotic" if ties else "exact")
+    return float(res.pvalue)
+
+
+def bootstrap_ratio_ci(
+    baseline: Sequence[float],
+    candidate: Sequence[float],
+    level: float = 0.95,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of median(candidate) / median(baseline), resampling runs within
+    each side independently. A fixed seed keeps a page's numbers the same from render to render, and
+    the sides are resampled in a canonical order with order-statistic bounds, so swapping them gives
+    exactly the reciprocal interval (a verdict never depends on which side is the baseline)."""
+    import numpy as np
+
+    bx, cy = _finite(baseline, "bootstrap.baseline"), _finite(candidate, "bootstrap.candidate")
+    if not bx or not cy or min(bx) <= 0 or min(cy) <= 0:
+        raise InputError(None, "bootstrap", "both sides need positive values")
+    if (len(cy), sorted(cy)) < (len(bx), sorted(bx)):
+        lo, hi = bootstrap_ratio_ci(cy, bx, level, resamples, seed)
+        return 1 / hi, 1 / lo
+    x, y = np.asarray(bx), np.asarray(cy)
+    rng = np.random.default_rng(seed)
+    mx = np.median(x[rng.integers(0, x.size, (resamples, x.size))], axis=1)
+    my = np.median(y[rng.integers(0, y.size, (resamples, y.size))], axis=1)
+    r = np.sort(my / mx)
+    k = int((1 - level) / 2 * resamples)
+    return float(r[k]), float(r[resamples - 1 - k])

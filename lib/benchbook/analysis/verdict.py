@@ -210,3 +210,87 @@ def _strict(
     if overlap:
         return "?", False, f"ranges overlap although the difference {d} exceeds the {band_txt}"
     return "✓", True, f"ranges do not overlap and the difference {d} exceeds the {band_txt}"
+
+
+# --- three states: a result, within noise, cannot tell ------------------------------------------
+
+STATES = ("result", "noise", "cannot")
+STATE_TEXT = {"result": "a result", "noise": NOT_A_RESULT, "cannot": "cannot tell"}
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Candidate vs baseline over their repeats, in one of three states (:data:`STATES`).
+
+    * ``n ≥ 5`` runs per side: a two-sided Mann–Whitney test on the run-level figures and a bootstrap
+      95 % interval of the ratio of medians; a result when p < 0.05 and the interval excludes 1;
+    * fewer: the spread rule (:func:`compare`) with the run-to-run spread measured between repeats;
+      no rank test is given, and ``why`` says so;
+    * no spread measured (no configuration in the comparison was run twice): cannot tell.
+    """
+
+    state: str
+    ratio: float  # median(candidate) / median(baseline)
+    direction: str  # "improvement" | "regression" | "no change"
+    why: str
+    p_value: float | None = None
+    ci: tuple[float, float] | None = None
+    spread: float | None = None
+
+    @property
+    def is_result(self) -> bool:
+        return self.state == "result"
+
+
+def judge(
+    baseline: list[float],
+    candidate: list[float],
+    *,
+    spread: float | None,
+    higher_is_better: bool,
+    rule: Rule = "seed",
+    alpha: float = 0.05,
+) -> Judgement:
+    from benchbook.analysis import stats
+
+    b, c = stats.cell(baseline, what="baseline"), stats.cell(candidate, what="candidate")
+    _check_positive(b, "baseline")
+    _check_positive(c, "candidate")
+    ratio_ = c.median / b.median
+    direction = (
+        "no change"
+        if c.median == b.median
+        else "improvement"
+        if (c.median > b.median) == higher_is_better
+        else "regression"
+    )
+    nb, nc = len(baseline), len(candidate)
+    if nb >= stats.MIN_N_FOR_TEST and nc >= stats.MIN_N_FOR_TEST:
+        p = stats.mannwhitney_p(baseline, candidate)
+        lo, hi = stats.bootstrap_ratio_ci(baseline, candidate)
+        excl = lo > 1 or hi < 1
+        state = "result" if p < alpha and excl else "noise"
+        why = (
+            f"n={nb} vs {nc}: Mann–Whitney p = {p:.3g} ({'<' if p < alpha else '≥'} {alpha:g}), "
+            f"95% bootstrap interval of the ratio {lo:.3f}–{hi:.3f} ({'excludes' if excl else 'includes'} 1)"
+        )
+        return Judgement(state, ratio_, direction, why, p, (lo, hi), spread)
+    no_test = (
+        f"no rank test at n={nb} vs {nc} (needs ≥ {stats.MIN_N_FOR_TEST} runs per side; the smallest p-value "
+        f"{nb} vs {nc} runs can give is {stats.min_mannwhitney_p(nb, nc):.2f})"
+    )
+    if spread is None:
+        return Judgement(
+            "cannot",
+            ratio_,
+            direction,
+            "no configuration in this comparison was run more than once, so the run-to-run noise is unknown; "
+            + no_test,
+            None,
+            None,
+            None,
+        )
+    v = compare(b, c, spread=spread, higher_is_better=higher_is_better, rule=rule)
+    return Judgement(
+        "result" if v.is_result else "noise", ratio_, direction, f"{v.reason}; {no_test}", None, None, spread
+    )

@@ -1,0 +1,1 @@
+"""The command-line layer: one module per ``benchbook`` command (argument parsing and console output)."""

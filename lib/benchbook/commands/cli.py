@@ -21,6 +21,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "render": ("benchbook.pipeline.render", "render a campaign's pages to HTML"),
     "prefill-sim": ("benchbook.analysis.admission", "simulate chunked-prefill admission batches"),
     "synth": ("benchbook.commands.synth", "generate a synthetic campaign (marked synthetic)"),
+    "capture": ("benchbook.commands.capture", "make runs against a server: /metrics around a benchmark, phases"),
     "init": ("benchbook.commands.init", "scaffold a campaign from result files and capture folders"),
 }
 

@@ -312,9 +312,9 @@ def _host(runs: list[PlannedRun]) -> dict[str, str]:
 
 def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None, question: str | None) -> dict:
     """Copy every file and write campaign.json, each results.json and README.md."""
+    from benchbook.analysis.identity import config_label
     from benchbook.ingest import formats
     from benchbook.jsonfile import load_json
-    from benchbook.pages.compare_page import config_label
 
     dir_.mkdir(parents=True, exist_ok=True)
     hashes: list[tuple[str, str, str]] = []  # (copy, sha256, original)

@@ -120,6 +120,9 @@ def read_records(ld: Loaded) -> list[BenchmarkRun]:
         for tag, acc in (("min_request_timestamp", first_start), ("max_response_timestamp", last_end)):
             if tag in metrics:
                 acc.append(_value(metrics[tag], f, f"{where}.metrics.{tag}"))
+        if not err and "request_start_ns" in meta and "request_end_ns" in meta:  # 0.13+: in the metadata
+            first_start.append(to_int(meta["request_start_ns"], f, f"{where}.metadata.request_start_ns"))
+            last_end.append(to_int(meta["request_end_ns"], f, f"{where}.metadata.request_end_ns"))
     df = requests_frame(rows)
     summary = make_summary(**summary_from_requests(df))
     notes = ["summary computed by benchbook from the per-request records"]
@@ -129,7 +132,10 @@ def read_records(ld: Loaded) -> list[BenchmarkRun]:
         summary["request_throughput"] = summary["completed"] / summary["duration_s"]
         if summary["total_output_tokens"] is not None:
             summary["output_throughput"] = summary["total_output_tokens"] / summary["duration_s"]
-        notes.append("duration = max(max_response_timestamp) - min(min_request_timestamp), as AIPerf computes it")
+        notes.append(
+            "duration = last response end - first request start over successful records (AIPerf's benchmark_duration; "
+            "AIPerf's own request_throughput divides by its slightly longer observation window)"
+        )
     return [BenchmarkRun(f, "aiperf-records", make_config(), summary, df, exclusions, "$", notes, version)]
 
 
@@ -160,6 +166,8 @@ def _sibling_records(ld: Loaded, notes: list[str]):
 
 def _config_from_input(cfg: Any) -> dict[str, Any]:
     cfg = cfg if isinstance(cfg, dict) else {}
+    if "models" in cfg or "phases" in cfg:
+        return _config_013(cfg)
     endpoint, loadgen = cfg.get("endpoint") or {}, cfg.get("loadgen") or {}
     names = endpoint.get("model_names") or [None]
     return make_config(
@@ -171,6 +179,29 @@ def _config_from_input(cfg: Any) -> dict[str, Any]:
         streaming=endpoint.get("streaming"),
         request_rate_mode=loadgen.get("request_rate_mode"),
         cli_command=cfg.get("cli_command"),
+    )
+
+
+def _config_013(cfg: dict[str, Any]) -> dict[str, Any]:
+    """AIPerf 0.13's input_config: ``models.items[].name``, ``endpoint``, ``phases[]`` (the profiling
+    phase has ``type`` concurrency/rate/..., ``requests``, ``concurrency``, ``rate``)."""
+    models = cfg.get("models") or {}
+    items = models.get("items") if isinstance(models, dict) else models
+    name = items[0].get("name") if isinstance(items, list) and items and isinstance(items[0], dict) else None
+    endpoint = cfg.get("endpoint") or {}
+    phases = cfg.get("phases") or []
+    if isinstance(phases, dict):
+        phases = list(phases.values())
+    prof = next((p for p in phases if isinstance(p, dict) and p.get("kind", p.get("name")) == "profiling"), {})
+    rate = prof.get("rate")
+    return make_config(
+        model=name,
+        request_rate=rate,
+        max_concurrency=prof.get("concurrency"),
+        num_prompts=prof.get("requests"),
+        endpoint_type=endpoint.get("type"),
+        streaming=endpoint.get("streaming"),
+        request_rate_mode=prof.get("type"),
     )
 
 

@@ -244,21 +244,13 @@ def _json_loads(data: bytes) -> Any:
 
 
 def load(path: str | Path) -> Loaded:
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-    except OSError as e:
-        raise InputError(p, None, f"cannot read: {e.strerror or e}") from None
-    suffix = p.suffix.lower()
-    if suffix in (".yaml", ".yml"):
-        import yaml
+    from benchbook.jsonfile import MAX_FILE_BYTES, check_duplicate_keys, check_json_limits, load_yaml, read_bytes
 
-        try:
-            return Loaded(p, "yaml", yaml.safe_load(data))
-        except yaml.YAMLError as e:
-            mark = getattr(e, "problem_mark", None)
-            where = f"line {mark.line + 1}" if mark is not None else None
-            raise InputError(p, where, f"not valid YAML: {getattr(e, 'problem', e)}") from None
+    p = Path(path)
+    data = read_bytes(p, "result file")  # the size limit holds
+    suffix = p.suffix.lower()
+    if suffix in (".yaml", ".yml"):  # no aliases, no duplicate keys, nesting limited
+        return Loaded(p, "yaml", load_yaml(p, MAX_FILE_BYTES))
     text_head = data[:4096].lstrip()
     if suffix == ".csv" or (text_head[:1] not in (b"{", b"[") and b"," in text_head.split(b"\n", 1)[0]):
         try:
@@ -267,11 +259,15 @@ def load(path: str | Path) -> Loaded:
             raise InputError(p, None, f"not UTF-8 text: {e.reason} at byte {e.start}") from None
     if not text_head:
         raise InputError(p, None, "file is empty")
+    keys = check_json_limits(data, p)  # nesting, before parsing (JSON and JSON Lines alike)
     if suffix != ".jsonl":
         try:
-            return Loaded(p, "json", _json_loads(data))
+            doc = _json_loads(data)
         except ValueError as whole_err:
             first_err = whole_err
+        else:
+            check_duplicate_keys(data, doc, keys, p)
+            return Loaded(p, "json", doc)
     else:
         first_err = None
     records: list[tuple[str, Any]] = []

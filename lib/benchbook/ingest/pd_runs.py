@@ -22,6 +22,7 @@ from typing import Any
 from benchbook.errors import InputError, InputErrors
 from benchbook.findings import Exclusion
 from benchbook.jsonfile import inside, join_inside, load_json, read_text, validate
+from benchbook.metrics.phases import MIN_DURATION_S
 
 WINDOWS = ("whole", "native")
 METRICS = ("TTFT", "TPOT", "ITL", "E2EL")  # AISBench per-request metrics, milliseconds
@@ -263,6 +264,13 @@ def _check_window(file: Path, w: Window) -> None:
         raise InputError(file, f"{where}.common.Success Requests", f"{ok} successes out of {tot} requests")
     if tot is not None and ok is not None and bad is not None and ok + bad != tot:
         raise InputError(file, f"{where}.common", f"Success {ok} + Failed {bad} != Total {tot}")
+    d = w.duration_s
+    if d is not None and d < MIN_DURATION_S:  # a denormal: every rate over it would be infinite
+        raise InputError(
+            file,
+            f"{where}.common.Benchmark Duration",
+            f"{d:g} s is below {MIN_DURATION_S:g} s: no rate can be taken over it",
+        )
     if w.start_s is not None and w.end_s is not None and w.end_s <= w.start_s:
         raise InputError(file, f"{where}.end_s", f"window end {w.end_s} is not after its start {w.start_s}")
 

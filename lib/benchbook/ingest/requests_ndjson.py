@@ -21,6 +21,7 @@ import functools
 from pathlib import Path
 
 from benchbook.errors import InputError
+from benchbook.jsonfile import MAX_FILE_BYTES, check_size, control_chars
 from benchbook.metrics.phases import MIN_DURATION_S
 
 REQUIRED = ("round", "scenario", "n", "index", "prompt_class", "start", "end", "prompt_tokens",
@@ -84,6 +85,9 @@ def read_requests_ndjson(
     path = Path(path)
     if not path.is_file():
         raise InputError(path, "-", "file not found")
+    # the size limit before polars reads it; nesting is bounded by polars' own parser (a deeper line
+    # is "DepthLimitExceeded", then named by line below), and fields outside the schema are dropped
+    check_size(path, MAX_FILE_BYTES)
     if itl is None:
         with open(path, "rb") as f:
             itl = b'"itl"' in f.readline()
@@ -161,6 +165,7 @@ def _expressions(classes: tuple[str, ...], budget: int):
     ]
     if classes:
         checks.append(~pl.col("prompt_class").is_in(list(classes)))
+    checks.extend(pl.col(c).str.contains(r"[\x00-\x1f\x7f]") for c in ("prompt_class", "finish_reason"))
     unusable = (
         (pl.col("end") - pl.col("start") < MIN_DURATION_S)
         | (pl.col("end") <= pl.col("start"))
@@ -205,6 +210,8 @@ def _record_problem(rec, classes=frozenset(), itl: bool = True) -> str | None:
     for k in ("scenario", "prompt_class", "finish_reason"):
         if not isinstance(rec[k], str):
             return f"{k} must be a string (got {rec[k]!r})"
+        if control_chars(rec[k]) is not None:
+            return f"{k} contains the control character {control_chars(rec[k])}"
     if "stream" in rec and rec["stream"] is not None and not isinstance(rec["stream"], bool):
         return f"stream must be true or false (got {rec['stream']!r})"
     if classes and rec["prompt_class"] not in classes:

@@ -1,92 +1,56 @@
-"""Sections of the compare page: benchmark result files side by side.
+"""Sections of the compare page: benchmark result files compared like with like.
 
-``notebooks/compare.ipynb`` is a parameters cell and one call per section. :func:`load` reads every
-file with :func:`benchbook.ingest.formats.read`, groups runs by configuration (model, request rate,
-max concurrency, prompt count) and computes what the page shows; each section returns a display
-Block and records its values (``display.record``) for tests.
-
-* throughput and TTFT/TPOT/ITL/E2E statistics per run, as the files report them;
-* per configuration, the median over its repeats and its ratio to a chosen baseline configuration;
-* verdicts (``verdict.compare``) only when some configuration was run at least twice: the spread of
-  each metric is measured between those repeats (the largest spread over the repeated
-  configurations); with no repeats nothing is called a result;
-* validity gates per run and, when a before/after ``/metrics`` pair is given, reconciliation of one
-  run against the engine's window deltas (``enginemetrics``);
-* rate-sweep charts: metric vs offered request rate (or max concurrency) on an ordinal axis.
+``notebooks/compare.ipynb`` is a parameters cell and one call per section. :func:`load` hands the
+files and options to :func:`benchbook.analysis.resultset.build`, which decides everything the page
+shows (identity, duplicates, comparability, verdicts, sweeps, SLOs, findings); each section here
+formats one part of it as a display Block and records its values (``display.record``) for tests.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from benchbook.analysis import resultset as rset
 from benchbook.analysis import stats
+from benchbook.analysis.verdict import STATE_TEXT
 from benchbook.errors import InputError
 from benchbook.pages import display as bd
-from benchbook.pages import sections
 
 THROUGHPUT = (
-    ("output_throughput", "output tok/s", True),
-    ("request_throughput", "req/s", True),
-    ("total_token_throughput", "total tok/s", True),
+    ("output_throughput", "output tok/s"),
+    ("request_throughput", "req/s"),
+    ("total_token_throughput", "total tok/s"),
 )
 LATENCY = ("ttft", "tpot", "itl", "e2el")
 LAT_NAME = {"ttft": "TTFT", "tpot": "TPOT", "itl": "ITL", "e2el": "E2E"}
-VERDICT_METRICS = (
-    ("output_throughput", True),
-    ("request_throughput", True),
-    *((f"median_{m}_ms", False) for m in LATENCY),
-    *((f"p99_{m}_ms", False) for m in LATENCY),
-)
-RULES = ("seed", "strict")
-
-
-def _rate(v: Any) -> str:
-    if v is None:
-        return "—"
-    return "inf" if math.isinf(v) else f"{v:g}"
-
-
-@dataclass
-class Run:
-    id: str
-    run: Any  # formats.BenchmarkRun
-    config: str
-
-    def get(self, key: str) -> Any:
-        return self.run.summary.get(key)
+STATE_MARK = {"result": "result", "noise": "noise", "cannot": "cannot"}
+METRIC_NAME = {
+    "output_throughput": "output tok/s",
+    "request_throughput": "req/s",
+    **{
+        f"{st}_{m}_ms": f"{'p50' if st == 'median' else st} {LAT_NAME[m]} ms"
+        for m in LATENCY
+        for st in ("median", "p99")
+    },
+}
 
 
 @dataclass
 class Page:
-    files: list[str]
-    runs: list[Run]
-    configs: list[str]  # in first-seen order
-    baseline: str
-    rule: str
+    rs: rset.ResultSet
     title: str
-    gate_params: dict[str, Any]
-    spreads: dict[str, float] = field(default_factory=dict)
     window: Any = None
     engine_run: str | None = None
     engine_checks: list[tuple[str, list[Any]]] = field(default_factory=list)  # (run id, checks), from analysis
     inputs: list[str] = field(default_factory=list)  # every file read, for provenance
     todo: list[str] = field(default_factory=list)  # the campaign's open decisions (campaign.json "todo")
 
-    def runs_of(self, config: str) -> list[Run]:
-        return [r for r in self.runs if r.config == config]
-
-
-def config_label(cfg: dict[str, Any]) -> str:
-    model = str(cfg.get("model") or cfg.get("label") or "unknown model").rstrip("/").split("/")[-1]
-    parts = [model, f"rate {_rate(cfg.get('request_rate'))}"]
-    if cfg.get("max_concurrency") is not None:
-        parts.append(f"concurrency {cfg['max_concurrency']}")
-    if cfg.get("num_prompts") is not None:
-        parts.append(f"{cfg['num_prompts']} prompts")
-    return ", ".join(parts)
+    @property
+    def runs(self) -> list[rset.Entry]:
+        return self.rs.entries
 
 
 def load(
@@ -95,6 +59,8 @@ def load(
     baseline: str = "",
     rule: str = "seed",
     title: str = "",
+    labels: Mapping[str, str] | Iterable[str] = (),
+    slo: Mapping[str, Any] | None = None,
     min_duration_s: float = 60.0,
     min_completed: int = 100,
     max_error_rate: float = 0.01,
@@ -103,13 +69,12 @@ def load(
     engine_run: str = "",
     campaign: str = "",
 ) -> Page:
-    """Read the files and compute the page. ``baseline``: a run id or configuration label (empty: the
-    first configuration). ``engine_before``/``engine_after``: a `/metrics` pair for the window of
-    ``engine_run`` (empty: the only run, else the first run of the baseline configuration).
-    ``campaign``: a campaign folder of results runs, read instead of ``files`` (``analysis.results``):
-    its result files, each run's engine window and reconciliation."""
-    from benchbook.ingest import formats
-
+    """Read the files and decide the page (:func:`resultset.build`). ``labels``: ``{file: label}``
+    or ``["FILE=LABEL"]``; ``slo``: ``{ttft_ms, tpot_ms, itl_ms, e2el_ms, percentile | attainment}``.
+    ``engine_before``/``engine_after``: a ``/metrics`` pair for the window of ``engine_run`` (empty:
+    the only run, else the first run of the baseline configuration). ``campaign``: a campaign folder of
+    results runs, read instead of ``files`` (``analysis.results``): its result files, each run's arm,
+    engine window and reconciliation."""
     inputs = None
     if campaign:
         from benchbook.analysis import results
@@ -119,49 +84,24 @@ def load(
         inputs = results.campaign_inputs(campaign)
         files = inputs.files
         title = title or inputs.title
-    if not files:
-        raise InputError("parameters", "files", "no result files to compare")
-    if rule not in RULES:
-        raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
-    runs: list[Run] = []
-    seen: set[str] = set()
-    read = (
-        [(pid, r) for pid, _, r in inputs.runs]
+    rs = rset.build(
+        files,
+        baseline=baseline,
+        rule=rule,
+        labels=labels,
+        slo=slo,
+        min_duration_s=min_duration_s,
+        min_completed=min_completed,
+        max_error_rate=max_error_rate,
+        runs=None if inputs is None else [(pid, r) for pid, _, r in inputs.runs],
+        arms=None if inputs is None else inputs.configs,
+    )
+    page = Page(rs, title or f"Comparison of {len(rs.entries)} runs")
+    page.inputs = (
+        list(inputs.inputs)
         if inputs is not None
-        else [(Path(f).stem + ("" if r.location == "$" else r.location), r) for f in files for r in formats.read(f)]
+        else list(files) + [o for o in rs.overrides if not o.startswith("--label")]
     )
-    arm_of = inputs.configs if inputs is not None else {}  # a campaign's arms are its configurations
-    for rid, r in read:
-        label = arm_of.get(rid) or config_label(r.config)
-        while rid in seen:
-            rid += "'"
-        seen.add(rid)
-        runs.append(Run(rid, r, label))
-    configs = list(dict.fromkeys(r.config for r in runs))
-    base = configs[0]
-    if baseline:
-        by_id = {r.id: r.config for r in runs}
-        if baseline in by_id:
-            base = by_id[baseline]
-        elif baseline in configs:
-            base = baseline
-        else:
-            raise InputError(
-                "parameters",
-                "baseline",
-                f"{baseline!r} is neither a run id nor a configuration; runs: {', '.join(by_id)}",
-            )
-    page = Page(
-        list(files),
-        runs,
-        configs,
-        base,
-        rule,
-        title or f"Comparison of {len(runs)} runs",
-        {"min_duration_s": min_duration_s, "min_completed": min_completed, "max_error_rate": max_error_rate},
-    )
-    page.spreads = _spreads(page)
-    page.inputs = inputs.inputs if inputs is not None else list(files)
     if inputs is not None:
         page.engine_checks = inputs.engine_checks()
         page.todo = inputs.open_items()
@@ -172,103 +112,244 @@ def load(
         from benchbook.metrics import prometheus
 
         page.window = enginemetrics.window(prometheus.read(engine_before), prometheus.read(engine_after))
-        ids = [r.id for r in runs]
+        ids = [e.id for e in rs.entries]
         if engine_run and engine_run not in ids:
             raise InputError("parameters", "engine_run", f"unknown run {engine_run!r}; runs: {', '.join(ids)}")
-        page.engine_run = engine_run or (ids[0] if len(ids) == 1 else page.runs_of(base)[0].id)
+        page.engine_run = engine_run or (ids[0] if len(ids) == 1 else rs.config(rs.baseline).entries[0].id)
         from benchbook.analysis.results import EngineWindow, reconcile_run
 
         ew = EngineWindow(page.engine_run, page.window, {}, "metrics_labels", [engine_before, engine_after])
-        run = next(r for r in runs if r.id == page.engine_run)
-        page.engine_checks = [(run.id, [*page.window.checks, *reconcile_run(run.run, ew)])]
+        page.engine_checks = [
+            (page.engine_run, [*page.window.checks, *reconcile_run(rs.entry(page.engine_run).run, ew)])
+        ]
         page.inputs += [engine_before, engine_after]
     return page
 
 
-def _spreads(page: Page) -> dict[str, float]:
-    """Per metric: the largest run-to-run spread over configurations run at least twice."""
-    out: dict[str, float] = {}
-    for metric, _ in VERDICT_METRICS:
-        for c in page.configs:
-            vals = [r.get(metric) for r in page.runs_of(c)]
-            vals = [v for v in vals if v is not None and v > 0]
-            if len(vals) >= 2:
-                out[metric] = max(out.get(metric, 0.0), stats.run_spread(vals, metric))
-    return out
+def _rate(v: Any) -> str:
+    if v is None:
+        return "—"
+    return "inf" if isinstance(v, float) and math.isinf(v) else f"{v:g}"
 
 
-def _cell(page: Page, config: str, metric: str) -> stats.Cell | None:
-    vals = [r.get(metric) for r in page.runs_of(config)]
-    vals = [v for v in vals if v is not None]
-    return stats.cell(vals, what=metric) if vals else None
+def _json_rate(v: Any) -> Any:
+    return "inf" if isinstance(v, float) and math.isinf(v) else v
 
 
 def _n(x: Any, d: int = 1) -> str:
     return "—" if x is None else f"{x:,.{d}f}"
 
 
+def _status(status: str) -> bd.Block:
+    """A check's status as every check row prints it: ``✓ pass``, ``✗ fail``, ``warn``."""
+    if status == "warn":
+        return bd.Block("warn")
+    return bd.mark("pass" if status == "pass" else "fail", status)
+
+
+def _section(anchor: str, title: str, body: str) -> bd.Block:
+    return bd.Block(f'<section id="{anchor}"><h2>{bd.esc(title)}</h2>{body}</section>')
+
+
+def _table_section(anchor: str, title: str, rows: list[dict[str, Any]], caption: str) -> bd.Block:
+    """A section holding one table; the table's id is the section's anchor."""
+    return _section(anchor, title, str(bd.table(rows, id=anchor, caption=caption)))
+
+
 # ---- sections ----------------------------------------------------------------------------------
 def header(page: Page) -> bd.Block:
+    rs = page.rs
     bd.record("title", page.title)
-    bd.record("configurations", page.configs)
-    bd.record("baseline", page.baseline)
+    bd.record("configurations", [c.label for c in rs.configs])
+    bd.record("baseline", rs.baseline)
+    bd.record("repeats", {c.label: len(c.entries) for c in rs.configs})
     bd.record("todo", page.todo)
     todo = (
         str(bd.text("Still to decide (campaign.json todo): {items}.", items="; ".join(page.todo))) if page.todo else ""
     )
+    n_read = sum(len(e.carried_by) for e in rs.entries)
     return bd.Block(
         str(bd.heading(page.title, 1))
         + todo
         + str(
             bd.text(
-                "{n} run(s) from {f} file(s) in {c} configuration(s); baseline configuration: {b}.",
-                n=len(page.runs),
-                f=len(page.files),
-                c=len(page.configs),
-                b=page.baseline,
+                "{n} run(s) ({r} read from {f} file(s); duplicates counted once) in {c} configuration(s); "
+                "reference configuration: {b}.",
+                n=len(rs.entries),
+                r=n_read,
+                f=len(rs.files),
+                c=len(rs.configs),
+                b=rs.baseline,
             )
         )
-        + str(findings(page))
+    )
+
+
+_FINDING_MARK = {
+    "fail": ("fail", "failed check"),
+    "result": ("result", None),
+    "cannot": ("cannot", None),
+    "not comparable": ("note", "not comparable"),
+    "saturation": ("note", "saturation"),
+    "slo": ("note", "SLO"),
+    "duplicate": ("note", "duplicate"),
+}
+
+
+def findings(page: Page) -> bd.Block:
+    """What a reader needs first: failed checks, results (regressions first), what could not be
+    judged, not-comparable pairs, saturation and SLO outcomes, duplicates — one line each, linked."""
+    fs = page.rs.findings
+    bd.record("findings", [{"kind": f.kind, "text": f.text} for f in fs])
+    counts = {k: sum(f.kind == k for f in fs) for k in ("result", "fail", "cannot")}
+    head = f"{counts['result']} result(s), {counts['fail']} failed check(s), {counts['cannot']} not judged"
+    bd.record("headline", head)
+    if not fs:
+        body = "<p>Nothing to report: no check failed and nothing was judged.</p>"
+    else:
+        items = []
+        for f in fs:
+            kind, label = _FINDING_MARK.get(f.kind, ("note", f.kind))
+            items.append(f'<li>{bd.mark(kind, label)} <a href="#{f.anchor}">{bd.esc(f.text)}</a></li>')
+        body = f"<ul>{''.join(items)}</ul>"
+    # the shared findings box (display.findings_box's frame): first screen, then the table of contents
+    return bd.Block(
+        '<section class="bb-findings" id="bb-findings"><h2 id="compare-findings">Findings</h2>'
+        f'<p class="bb-headline">{bd.esc(head)}</p>{body}</section>' + bd.TOC_PLACEHOLDER
     )
 
 
 def how_to_read(page: Page) -> bd.Block:
-    reps = {c: len(page.runs_of(c)) for c in page.configs}
+    rs = page.rs
+    reps = sorted({len(c.entries) for c in rs.configs})
     rule = (
         "a difference is a result only when the repeats' [min–max] ranges do not overlap AND it exceeds the run-to-run "
-        "spread measured between repeats of the same configuration"
-        if page.rule == "seed"
-        else "strict: a noise band of max(2 %, 2 × the measured spread); a result needs disjoint ranges and a difference beyond it"
+        "spread measured between repeats of the configurations in that comparison"
+        if rs.rule == "seed"
+        else "strict: a noise band of max(2 %, 2 × the measured spread); a result needs disjoint ranges and a difference "
+        "beyond it"
     )
-    if not page.spreads:
-        rule += ". No configuration was run twice: no spread was measured, so nothing on this page is called a result"
-    bd.record("repeats", reps)
     return bd.how_to_read(
         n_per_cell=(
-            "each run is one benchmark file entry; figures per run are the tool's own statistics over its requests. "
-            "Per-configuration cells are the median over repeats (n = "
-            + ", ".join(sorted({str(v) for v in reps.values()}))
+            "each run is one benchmark run, counted once however many files carried it; figures per run are the tool's own "
+            "statistics over its requests. A configuration's cell is the median over its repeats (n = "
+            + ", ".join(map(str, reps))
             + "). Runs, not requests, are the unit of replication."
         ),
         warmup="as recorded by the benchmark tool; benchbook discards nothing on this page",
-        noise_rule=rule,
-        marks=("result", "noise", "pass", "fail"),
+        noise_rule=rule
+        + f". With ≥ {stats.MIN_N_FOR_TEST} runs per side a Mann–Whitney test and a bootstrap interval of the ratio of "
+        "medians decide instead; with no repeats at all the verdict is 'cannot tell'",
+        marks=("result", "noise", "cannot", "pass", "fail", "note"),
         extra=[
-            "Ratios are candidate / baseline configuration; for latencies a ratio below 1 is faster.",
-            "Prompt and generation lengths come from each run's dataset (see the runs table); compare only like with like.",
+            "Runs are repeats only when everything their files say about the configuration agrees (model, backend and "
+            "version, dataset and lengths, prompt count, request rate, concurrency, tag/label/metadata, parallelism, "
+            "hardware); see 'Configurations'.",
+            "Configurations are judged against each other only when model and dataset agree and only the deployment "
+            "differs; configurations differing only in offered load form a sweep; the rest are shown side by side, "
+            "'not comparable'.",
+            "Ratios are candidate / reference configuration; for latencies a ratio below 1 is faster.",
         ],
+    )
+
+
+def configurations(page: Page) -> bd.Block:
+    """Each configuration's identity (what the files say) and why its runs were grouped."""
+    rs = page.rs
+    rows, rec = [], []
+    for c in rs.configs:
+        rows.append(
+            {
+                "Configuration": c.label + (" (reference)" if c.label == rs.baseline else ""),
+                "Runs": ", ".join(e.id for e in c.entries),
+                "n": len(c.entries),
+                "Why grouped": c.why,
+                "Spread between repeats": ", ".join(f"{k} {stats.fmt_pct(v)}" for k, v in c.spreads.items()) or "—",
+                "Identity": "; ".join(
+                    f"{f['field']}: {f['value']}" + (" [user]" if f["source"] == "user" else "")
+                    for f in c.identity.as_rows()
+                ),
+            }
+        )
+        rec.append(
+            {
+                "label": c.label,
+                "runs": [e.id for e in c.entries],
+                "why": c.why,
+                "identity": {k: f.shown for k, f in c.identity.fields.items()},
+                "spreads": c.spreads,
+            }
+        )
+    bd.record("identities", rec)
+    cap = (
+        "Identity fields as read from the files (measured means are tokens per request from the run's totals; [user] marks "
+        "a value from a benchbook-compare.yml or --label)."
+    )
+    if rs.overrides:
+        cap += " User overrides read from: " + ", ".join(rs.overrides) + "."
+    return _section(
+        "compare-configurations", "Configurations", str(bd.table(rows, id="compare-configurations", caption=cap))
+    )
+
+
+def duplicates(page: Page) -> bd.Block:
+    rs = page.rs
+    bd.record("duplicates", rs.duplicates)
+    if not rs.duplicates:
+        return _section(
+            "compare-duplicates", "Duplicates", "<p>No run was read twice: every file entry is a distinct run.</p>"
+        )
+    rows = [
+        {"Run (kept)": d["kept"], "Carried by": ", ".join(d["files"]), "Counted": "once", "Why the same run": d["why"]}
+        for d in rs.duplicates
+    ]
+    return _table_section(
+        "compare-duplicates",
+        "Duplicates",
+        rows,
+        "The same run's figures in several files or formats, counted once (the copy with most detail is kept).",
+    )
+
+
+def pairings(page: Page) -> bd.Block:
+    rs = page.rs
+    rows = [
+        {
+            "Reference": p.reference,
+            "Configuration": p.other,
+            "Comparison": bd.mark("note", p.kind) if p.kind in ("not comparable", "no verdict") else p.kind,
+            "Why": p.reason,
+        }
+        for p in rs.pairings
+    ]
+    bd.record(
+        "pairings",
+        [{"reference": p.reference, "other": p.other, "kind": p.kind, "reason": p.reason} for p in rs.pairings],
+    )
+    if not rows:
+        return _section(
+            "compare-pairings", "What is compared with what", "<p>Only one configuration: nothing to compare.</p>"
+        )
+    return _table_section(
+        "compare-pairings",
+        "What is compared with what",
+        rows,
+        (
+            "verdicts: same model, dataset and load, the deployment differs; sweep: only the offered load (or one "
+            "swept parameter) differs; not comparable: model or dataset differ — figures side by side, no ratio."
+        ),
     )
 
 
 def runs_table(page: Page) -> bd.Block:
     rows = []
-    for r in page.runs:
-        c, s = r.run.config, r.run.summary
+    for e in page.runs:
+        c, s = e.run.config, e.run.summary
         rows.append(
             {
-                "Run": r.id,
-                "Format": r.run.format + (f" — {r.run.tool_version}" if r.run.tool_version else ""),
-                "Configuration": r.config,
+                "Run": e.id,
+                "Format": e.run.format + (f" — {e.run.tool_version}" if e.run.tool_version else ""),
+                "Configuration": e.config,
                 "Rate": _rate(c.get("request_rate")),
                 "Concurrency": c.get("max_concurrency") if c.get("max_concurrency") is not None else "—",
                 "Completed": s.get("completed") if s.get("completed") is not None else "—",
@@ -276,210 +357,107 @@ def runs_table(page: Page) -> bd.Block:
                 "Duration s": _n(s.get("duration_s"), 2),
                 "In tokens": s.get("total_input_tokens") or "—",
                 "Out tokens": s.get("total_output_tokens") or "—",
-                **{lab: _n(s.get(k)) for k, lab, _ in THROUGHPUT},
+                **{lab: _n(s.get(k)) for k, lab in THROUGHPUT},
             }
         )
     bd.record(
         "runs",
         [
             {
-                "id": r.id,
-                "config": r.config,
-                "request_rate": _json_rate(r.run.config.get("request_rate")),
+                "id": e.id,
+                "config": e.config,
+                "files": e.carried_by,
+                "request_rate": _json_rate(e.run.config.get("request_rate")),
                 **{
-                    k: r.get(k)
+                    k: e.get(k)
                     for k in ("completed", "failed", "duration_s", "output_throughput", "request_throughput")
                 },
             }
-            for r in page.runs
+            for e in page.runs
         ],
     )
-    return bd.Block(
-        "<h2>Runs and throughput</h2>"
-        + str(
-            bd.table(
-                rows,
-                id="compare-runs",
-                caption=(
-                    "One row per run, as the file reports it; — where the file does not say. In/Out tokens are the run's totals "
-                    "(prompt and generation lengths come from its dataset)."
-                ),
-            )
-        )
+    return _table_section(
+        "compare-runs",
+        "Runs and throughput",
+        rows,
+        (
+            "One row per run (duplicates counted once), as the file reports it; — where the file does not say. "
+            "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset)."
+        ),
     )
-
-
-def _json_rate(v: Any) -> Any:
-    return "inf" if isinstance(v, float) and math.isinf(v) else v
 
 
 def latency_table(page: Page) -> bd.Block:
     rows, rec = [], []
-    for r in page.runs:
-        row: dict[str, Any] = {"Run": r.id}
+    for e in page.runs:
+        row: dict[str, Any] = {"Run": e.id}
         for m in LATENCY:
             for st in ("mean", "median", "p99"):
-                row[f"{LAT_NAME[m]} {st}"] = _n(r.get(f"{st}_{m}_ms"), 2)
+                row[f"{LAT_NAME[m]} {st}"] = _n(e.get(f"{st}_{m}_ms"), 2)
         rows.append(row)
         rec.append(
-            {"id": r.id, **{f"{st}_{m}_ms": r.get(f"{st}_{m}_ms") for m in LATENCY for st in ("mean", "median", "p99")}}
+            {"id": e.id, **{f"{st}_{m}_ms": e.get(f"{st}_{m}_ms") for m in LATENCY for st in ("mean", "median", "p99")}}
         )
     bd.record("latency", rec)
-    return bd.Block(
-        "<h2>Latency percentiles (ms)</h2>"
-        + str(
-            bd.table(
-                rows,
-                id="compare-latency",
-                caption=(
-                    "Milliseconds, per run, as computed by the benchmark tool over its successful requests (TPOT excludes the first "
-                    "token; ITL pools every inter-chunk gap)."
-                ),
-            )
-        )
-    )
-
-
-def ratios(page: Page) -> bd.Block:
-    rows, rec = [], []
-    metrics = [(k, lab) for k, lab, _ in THROUGHPUT] + [
-        (f"{st}_{m}_ms", f"{LAT_NAME[m]} {st}") for m in LATENCY for st in ("median", "p99")
-    ]
-    for c in page.configs:
-        row: dict[str, Any] = {
-            "Configuration": c + (" (baseline)" if c == page.baseline else ""),
-            "n": len(page.runs_of(c)),
-        }
-        r_rec: dict[str, Any] = {"config": c}
-        for k, lab in metrics:
-            cc, bc = _cell(page, c, k), _cell(page, page.baseline, k)
-            ratio = cc.median / bc.median if cc and bc and bc.median else None
-            row[lab] = (
-                "—"
-                if cc is None
-                else f"{cc.median:,.2f}" + ("" if ratio is None or c == page.baseline else f" ({ratio:.2f}x)")
-            )
-            r_rec[k] = {"median": None if cc is None else cc.median, "ratio": ratio}
-        rows.append(row)
-        rec.append(r_rec)
-    bd.record("ratios", rec)
-    return bd.Block(
-        "<h2>Configurations vs the baseline</h2>"
-        + str(
-            bd.table(
-                rows,
-                id="compare-ratios",
-                caption=(
-                    "Median over each configuration's repeats (n); in brackets the ratio to the baseline configuration's median. "
-                    "A ratio alone is not a verdict: see the next section."
-                ),
-            )
-        )
-    )
-
-
-def _judgements(page: Page) -> list[tuple]:
-    """(configuration, metric, baseline cell, candidate cell, spread, Comparison) per judged pair."""
-    from benchbook.analysis.verdict import compare
-
-    out = []
-    for c in page.configs:
-        if c == page.baseline:
-            continue
-        for k, hib in VERDICT_METRICS:
-            bc, cc, sp = _cell(page, page.baseline, k), _cell(page, c, k), page.spreads.get(k)
-            if bc is None or cc is None or sp is None or bc.min <= 0 or cc.min <= 0:
-                continue
-            out.append((c, k, bc, cc, sp, compare(bc, cc, spread=sp, higher_is_better=hib, rule=page.rule)))
-    return out
-
-
-def findings(page: Page) -> bd.Block:
-    """The findings box: verdicts called results (worst first), failed gates, and what could not be
-    judged (no repeats: no spread)."""
-    from benchbook.analysis.reconcile import gates
-
-    results = [
+    return _table_section(
+        "compare-latency",
+        "Latency percentiles (ms)",
+        rows,
         (
-            v.direction,
-            v.speedup,
-            f"{c} vs the baseline, {k}: {v.ratio:.2f}x ({stats.fmt_pct(v.change, signed=True)})",
-            "verdicts",
-        )
-        for c, k, _b, _c, _s, v in _judgements(page)
-        if v.is_result
-    ]
-    failed = [
-        (f"{r.id}: {g.name} — {g.detail}", "checks")
-        for r in page.runs
-        for g in gates(r.run, **page.gate_params)
-        if g.status == "fail"
-    ]
-    unjudged = []
-    if not page.spreads:
-        unjudged.append(("No configuration was run twice: no spread, so no difference is called a result", "verdicts"))
-    elif len(page.configs) < 2:
-        unjudged.append(("Only one configuration: nothing to compare against", "verdicts"))
-    return sections.findings(results=results, failed=failed, unjudged=unjudged, results_section="verdicts")
+            "Milliseconds, per run, as computed by the benchmark tool over its successful requests (TPOT excludes the "
+            "first token; ITL pools every inter-chunk gap)."
+        ),
+    )
 
 
 def verdicts(page: Page) -> bd.Block:
-    out = [str(bd.heading("Verdicts", id="verdicts"))]
-    spread_rows = [{"Metric": k, "Spread between repeats": stats.fmt_pct(v)} for k, v in page.spreads.items()]
-    bd.record("spreads", page.spreads)
-    if not page.spreads:
-        bd.record("verdicts", [])
-        out.append(
+    """Verdicts between comparable configurations, in three states, with the spread they used."""
+    rs = page.rs
+    bd.record("spreads", rs.spreads)
+    rec = [
+        {
+            "baseline": v.baseline,
+            "candidate": v.candidate,
+            "metric": v.metric,
+            "state": v.judgement.state,
+            "is_result": v.judgement.is_result,
+            "direction": v.judgement.direction,
+            "ratio": v.judgement.ratio,
+            "spread": v.judgement.spread,
+            "p_value": v.judgement.p_value,
+            "ci": list(v.judgement.ci) if v.judgement.ci else None,
+            "why": v.judgement.why,
+        }
+        for v in rs.verdicts
+    ]
+    bd.record("verdicts", rec)
+    if not rs.verdicts:
+        return _section(
+            "compare-verdicts",
+            "Verdicts",
             str(
                 bd.text(
-                    "No configuration was run more than once, so the run-to-run noise is unknown and no "
-                    "difference on this page is called a result."
+                    "No two configurations here differ only in their deployment at the same model, dataset and load, so "
+                    "there is nothing to judge; see 'What is compared with what'."
                 )
-            )
+            ),
         )
-        return bd.Block("".join(out))
-    out.append(
-        str(
-            bd.table(
-                spread_rows,
-                id="compare-spreads",
-                caption=(
-                    "Run-to-run spread (max − min) / min between repeats of the same configuration; the largest over repeated "
-                    "configurations is used for every verdict."
-                ),
-            )
-        )
-    )
-    rows, rec = [], []
-    for c, k, bc, cc, sp, v in _judgements(page):
-        rows.append(
-            {
-                "Configuration": c,
-                "Metric": k,
-                "Baseline": bc.fmt(2),
-                "Candidate": cc.fmt(2),
-                "Verdict": bd.mark("result" if v.is_result else "noise"),
-                "Why": v.describe(),
-            }
-        )
-        rec.append(
-            {
-                "config": c,
-                "metric": k,
-                "is_result": v.is_result,
-                "direction": v.direction,
-                "ratio": v.ratio,
-                "spread": sp,
-            }
-        )
-    bd.record("verdicts", rec)
-    if rows:
+    out = []
+    spread_rows = [
+        {"Reference": ref, "Metric": k, "Spread between repeats": stats.fmt_pct(v)}
+        for ref, sp in rs.spreads.items()
+        for k, v in sp.items()
+    ]
+    if spread_rows:
         out.append(
             str(
                 bd.table(
-                    rows,
-                    id="compare-verdicts",
-                    caption="Candidate configuration vs baseline, median (min–max) over repeats.",
+                    spread_rows,
+                    id="compare-spreads",
+                    caption=(
+                        "Run-to-run spread (max − min) / min between repeats of one configuration; per comparison, the "
+                        "largest over its repeated configurations is used."
+                    ),
                 )
             )
         )
@@ -487,114 +465,421 @@ def verdicts(page: Page) -> bd.Block:
         out.append(
             str(
                 bd.text(
-                    "Only one configuration: the spread above is the noise between its repeats; there is no "
-                    "other configuration to compare against."
+                    "No configuration in these comparisons was run more than once: the run-to-run noise is unknown, so "
+                    "every verdict below is 'cannot tell' and the ratios are only ratios."
                 )
             )
         )
-    return bd.Block("".join(out))
-
-
-def checks(page: Page) -> bd.Block:
-    from benchbook.analysis.reconcile import gates
-
-    rows, rec = [], []
-    for r in page.runs:
-        for c in gates(r.run, **page.gate_params):
-            rows.append(
-                {
-                    "Run": r.id,
-                    "Check": c.name,
-                    "Status": bd.mark("pass" if c.status == "pass" else "fail", c.status)
-                    if c.status != "warn"
-                    else "warn",
-                    "Detail": c.detail,
-                }
-            )
-            rec.append({"run": r.id, "kind": "gate", "name": c.name, "status": c.status})
-    for run_id, engine_checks in page.engine_checks:
-        for c in engine_checks:
-            rows.append({"Run": run_id, "Check": c.name, "Status": c.status, "Detail": c.detail})
-            rec.append({"run": run_id, "kind": "engine", "name": c.name, "status": c.status})
-    bd.record("checks", rec)
-    p = page.gate_params
-    return bd.Block(
-        str(bd.heading("Validity gates and reconciliation", id="checks"))
-        + str(
-            bd.table(
-                rows,
-                id="compare-checks",
-                caption=(
-                    f"Gates (parameters): duration ≥ {p['min_duration_s']:g} s, completed ≥ {p['min_completed']}, error rate ≤ "
-                    f"{p['max_error_rate']:.2%}; warn means the check could not be made. Engine checks need a before/after /metrics pair; "
-                    "the client's model must name the engine series compared with it."
-                ),
+    pairs: dict[tuple[str, str], list[Any]] = {}
+    for v in rs.verdicts:
+        pairs.setdefault((v.baseline, v.candidate), []).append(v)
+    cannot = {k: vs for k, vs in pairs.items() if all(v.judgement.state == "cannot" for v in vs)}
+    if cannot:
+        # one row per pair: the ratios, and the one reason said once
+        why = next(iter(cannot.values()))[0].judgement.why
+        rows = [
+            {
+                "Reference": b,
+                "Configuration": c,
+                **{
+                    METRIC_NAME.get(v.metric, v.metric): f"{v.candidate_cell.fmt(2)} ({v.judgement.ratio:.3f}x)"
+                    for v in vs
+                },
+                "Verdict": bd.mark("cannot"),
+            }
+            for (b, c), vs in cannot.items()
+        ]
+        out.append(
+            str(
+                bd.table(
+                    rows,
+                    id="compare-cannot-tell",
+                    caption=f"Cannot tell: {why}. Each cell is the configuration's median with its ratio to the reference.",
+                )
             )
         )
+    rows = [
+        {
+            "Reference": v.baseline,
+            "Configuration": v.candidate,
+            "Metric": METRIC_NAME.get(v.metric, v.metric),
+            "Reference value": v.baseline_cell.fmt(2),
+            "Value": v.candidate_cell.fmt(2),
+            "Ratio": f"{v.judgement.ratio:.3f}x",
+            "Verdict": bd.mark(STATE_MARK[v.judgement.state], STATE_TEXT[v.judgement.state]),
+            "Why": v.judgement.why,
+        }
+        for k, vs in pairs.items()
+        if k not in cannot
+        for v in vs
+    ]
+    if rows:
+        out.append(
+            str(
+                bd.table(
+                    rows,
+                    id="compare-verdicts",
+                    caption="Configuration vs its reference, median (min–max) over repeats; ratio = configuration / reference.",
+                )
+            )
+        )
+    return _section("compare-verdicts", "Verdicts", "".join(out))
+
+
+def not_comparable(page: Page) -> bd.Block:
+    """Configurations that may not be compared, side by side with their reference: figures, no ratio."""
+    rs = page.rs
+    pairs = [p for p in rs.pairings if p.kind == "not comparable"]
+    bd.record("not_comparable", [{"reference": p.reference, "other": p.other, "reason": p.reason} for p in pairs])
+    if not pairs:
+        return bd.Block("")
+    rows = []
+    for p in pairs:
+        for lab in (p.reference, p.other):
+            c = rs.config(lab)
+            row: dict[str, Any] = {"Configuration": lab, "n": len(c.entries)}
+            for k, name in (*THROUGHPUT[:2], ("median_ttft_ms", "median TTFT ms"), ("median_tpot_ms", "median TPOT ms"),
+                            ("median_e2el_ms", "median E2E ms")):  # fmt: skip
+                vals = [v for v in (e.get(k) for e in c.entries) if v is not None]
+                row[name] = stats.cell(vals).fmt(2) if vals else "—"
+            row["Why no verdict"] = p.reason if lab == p.other else "reference"
+            rows.append(row)
+    return _table_section(
+        "compare-not-comparable",
+        "Side by side, not comparable",
+        rows,
+        "Figures of configurations whose model or dataset differ, next to each other; no ratio, no verdict.",
     )
 
 
-def sweep_chart(page: Page) -> bd.Block:
-    """Metric vs offered request rate (or max concurrency when the rate does not vary), one line per
-    model; an ordinal axis so ``inf`` has a place."""
+def sweeps(page: Page) -> bd.Block:
+    """Per sweep: the points table, latency vs achieved throughput, offered vs achieved with the
+    saturation point, and the per-GPU frontier where the GPU count is known."""
+    rs = page.rs
+    bd.record(
+        "sweeps",
+        [
+            {
+                "series": sw.series,
+                "axis": sw.axis,
+                "kind": sw.kind,
+                "saturation": sw.saturation,
+                "points": [
+                    {
+                        "run": p.run_id,
+                        "load": p.load_shown,
+                        "achieved_req_s": p.achieved_req_s,
+                        "output_tok_s": p.output_tok_s,
+                        "send_rate": p.send_rate,
+                        "saturated": p.saturated,
+                        "saturation_why": p.saturation_why,
+                        "valid": p.valid,
+                        "gpus": p.gpus,
+                        **p.latency,
+                    }
+                    for p in sw.points
+                ],
+            }
+            for sw in rs.sweeps
+        ],
+    )
+    if not rs.sweeps:
+        return bd.Block("")
+    out = []
+    for i, sw in enumerate(rs.sweeps):
+        out.append(f"<h3>{bd.esc(sw.series)}: {bd.esc(sw.axis)} sweep</h3>")
+        out.append(
+            str(
+                bd.text(
+                    "Saturation point: {s}.",
+                    s=f"{sw.axis} {sw.saturation}" if sw.saturation else "none found at the loads tested",
+                )
+            )
+        )
+        rows = [
+            {
+                f"Offered {sw.axis}": p.load_shown,
+                "Run": p.run_id,
+                "Achieved req/s": _n(p.achieved_req_s, 3),
+                "Send-window req/s": _n(p.send_rate, 3),
+                "Output tok/s": _n(p.output_tok_s, 1),
+                **{
+                    f"{LAT_NAME[m]} p50 / p99 ms": f"{_n(p.latency.get(f'median_{m}_ms'), 1)} / {_n(p.latency.get(f'p99_{m}_ms'), 1)}"
+                    for m in LATENCY
+                },
+                "Saturated": bd.mark("note", "saturated") if p.saturated else "no",
+                "Valid": bd.mark("pass", "valid") if p.valid else bd.mark("fail", "invalid"),
+            }
+            for p in sw.points
+        ]
+        why = [
+            f"<li>{bd.esc(sw.axis)} {bd.esc(p.load_shown)}: "
+            + bd.esc(
+                "; ".join(
+                    x
+                    for x in (
+                        f"saturated — {p.saturation_why}" if p.saturated else "",
+                        f"invalid — {p.invalid_why}" if not p.valid else "",
+                    )
+                    if x
+                )
+            )  # fmt: skip
+            + "</li>"
+            for p in sw.points
+            if p.saturated or not p.valid
+        ]
+        out.append(
+            str(
+                bd.table(
+                    rows,
+                    id=f"compare-sweep-{i}",
+                    caption=(
+                        "One row per run, in increasing load. Send-window rate = completed / (duration − mean E2E): the achieved "
+                        "rate without the drain of the last requests. Invalid points failed a validity gate (see the checks)."
+                    ),
+                )
+            )
+        )
+        if why:
+            out.append(f'<ul class="bb-sweep-why">{"".join(why)}</ul>')
+        out.extend(str(b) for b in _sweep_charts(sw, i))
+    if len(rs.sweeps) > 1:
+        both = _latency_chart(
+            [(sw.series, sw.points) for sw in rs.sweeps],
+            "compare-sweeps-latency",
+            "Every sweep on one set of axes: latency against achieved request rate, one line per series (dashed: p99).",
+        )
+        if both is not None:
+            out.append("<h3>All series</h3>" + str(both))
+    return _section("compare-sweeps", "Sweeps", "".join(out))
+
+
+_VALIDITY_DOMAIN = ["valid", "invalid"]
+
+
+def _validity() -> Any:
+    import altair as alt
+
+    return alt.Shape("validity:N", title="point", scale=alt.Scale(domain=_VALIDITY_DOMAIN, range=["circle", "cross"]))
+
+
+def _latency_chart(series: list[tuple[str, list[Any]]], id: str, caption: str) -> bd.Block | None:
+    """p50 and p99 of TTFT, TPOT, ITL and E2E against achieved req/s, one panel per metric; one line
+    per statistic for one series, one line per series (dashed p99) for several."""
     import altair as alt
     import polars as pl
 
-    rates = {r.run.config.get("request_rate") for r in page.runs}
-    concs = {r.run.config.get("max_concurrency") for r in page.runs}
-    axis = "request rate" if len(rates) > 1 else "max concurrency" if len(concs) > 1 else None
-    if axis is None:
-        bd.record("sweep", None)
-        return bd.Block("")
-    key = "request_rate" if axis == "request rate" else "max_concurrency"
-    pts = []
-    for r in page.runs:
-        x = r.run.config.get(key)
-        for metric, lab in (
-            ("output_throughput", "output tok/s"),
-            ("median_ttft_ms", "median TTFT ms"),
-            ("p99_ttft_ms", "p99 TTFT ms"),
-            ("median_tpot_ms", "median TPOT ms"),
-            ("median_itl_ms", "median ITL ms"),
-            ("median_e2el_ms", "median E2E ms"),
-        ):
-            v = r.get(metric)
-            if v is not None and x is not None:
-                pts.append(
-                    {
-                        "x": _rate(x),
-                        "order": math.inf if math.isinf(float(x)) else float(x),
-                        "metric": lab,
-                        "model": r.config.split(",")[0],
-                        "run": r.id,
-                        "value": float(v),
-                    }
-                )
-    if not pts:
-        bd.record("sweep", None)
-        return bd.Block("")
-    df = pl.DataFrame(pts).sort(["metric", "order", "run"])
-    xs = [x for x in dict.fromkeys(df.sort("order")["x"].to_list())]
-    bd.record("sweep", {"axis": axis, "x": xs, "points": df.drop("order").to_dicts()})
+    rows = [
+        {
+            "series": name,
+            "metric": f"{LAT_NAME[m]} ms",
+            "stat": label,
+            "x": p.achieved_req_s,
+            "y": p.latency.get(f"{st}_{m}_ms"),
+            "validity": "valid" if p.valid else "invalid",
+        }
+        for name, points in series
+        for p in points
+        for m in LATENCY
+        for st, label in (("median", "p50"), ("p99", "p99"))
+        if p.latency.get(f"{st}_{m}_ms") is not None and p.achieved_req_s is not None
+    ]
+    if not rows:
+        return None
+    df = pl.DataFrame(rows)
+    if len(series) == 1:
+        enc: dict[str, Any] = {"color": alt.Color("stat:N", title="statistic")}
+    else:
+        enc = {
+            "color": alt.Color("series:N", title="series"),
+            "strokeDash": alt.StrokeDash("stat:N", title="statistic"),
+        }
     ch = (
-        alt.Chart(df.drop("order"))
-        .mark_line(point=True)
-        .encode(
-            x=alt.X("x:O", title=f"offered {axis}", sort=xs),
-            y=alt.Y("value:Q", title=None),
-            color=alt.Color("model:N", title="model"),
-            detail="run:N",
+        (
+            alt.Chart(df).mark_line().encode(x=alt.X("x:Q", title="achieved req/s"), y=alt.Y("y:Q", title=None), **enc)
+            + alt.Chart(df)
+            .mark_point(filled=True, size=60)
+            .encode(x="x:Q", y="y:Q", color=enc["color"], shape=_validity())
         )
-        .properties(width=240, height=160)
-        .facet(facet=alt.Facet("metric:N", title=None), columns=3)
+        .properties(width=220, height=150)
+        .facet(facet=alt.Facet("metric:N", title=None, sort=[f"{LAT_NAME[m]} ms" for m in LATENCY]), columns=4)
         .resolve_scale(y="independent")
     )
-    return bd.chart(
-        ch,
-        id="compare-sweep",
-        caption=(
-            f"Each panel one metric vs the offered {axis} (ordinal axis: points evenly spaced, not to scale; inf = all "
-            "requests sent at once). One point per run."
+    return bd.chart(ch, id=id, caption=caption)
+
+
+def _sweep_charts(sw: Any, i: int) -> list[bd.Block]:
+    import altair as alt
+    import polars as pl
+
+    validity = _validity()
+    blocks = []
+    lat = _latency_chart(
+        [(sw.series, sw.points)],
+        f"compare-sweep-latency-{i}",
+        "Latency (p50 and p99) against achieved request rate, one point per run; crosses failed a validity gate.",
+    )
+    if lat is not None:
+        blocks.append(lat)
+    if sw.kind == "load":
+        pts = [
+            {
+                "x": p.load if p.load is not None and math.isfinite(p.load) else None,
+                "load": p.load_shown,
+                "y": p.achieved_req_s,
+                "state": "saturated" if p.saturated else "keeps up",
+                "validity": "valid" if p.valid else "invalid",
+            }
+            for p in sw.points
+            if p.achieved_req_s is not None
+        ]
+        if pts:
+            df = pl.DataFrame(pts)
+            order = [p.load_shown for p in sw.points]
+            base = alt.Chart(df).encode(x=alt.X("load:O", title=f"offered {sw.axis}", sort=order))
+            offered = df.filter(pl.col("x").is_not_null()) if sw.axis == "request rate" else df.clear()
+            ch = (
+                alt.Chart(offered)
+                .mark_tick(color="#a0aec0", thickness=2, size=18)
+                .encode(x=alt.X("load:O", sort=order), y=alt.Y("x:Q"))
+                + base.mark_line(color="#718096").encode(y=alt.Y("y:Q", title="achieved req/s (grey ticks: offered)"))
+                + base.mark_point(filled=True, size=90).encode(
+                    y="y:Q",
+                    color=alt.Color(
+                        "state:N",
+                        title="load",
+                        scale=alt.Scale(domain=["keeps up", "saturated"], range=["#2f855a", "#c53030"]),
+                    ),
+                    shape=validity,
+                )
+            ).properties(width=360, height=200)
+            blocks.append(
+                bd.chart(
+                    ch,
+                    id=f"compare-sweep-offered-{i}",
+                    caption=(
+                        f"Achieved request rate per offered {sw.axis} (ordinal axis: evenly spaced, inf = every request at once); "
+                        "red points are saturated (achieved behind offered, or latency rising without throughput)."
+                    ),
+                )
+            )
+    front = [
+        {"x": p.per_user_tok_s, "y": p.per_gpu_tok_s, "load": p.load_shown}
+        for p in sw.points
+        if p.per_user_tok_s is not None and p.per_gpu_tok_s is not None
+    ]
+    if front:
+        df = pl.DataFrame(front)
+        ch = (
+            alt.Chart(df)
+            .mark_line(point=True)
+            .encode(
+                x=alt.X("x:Q", title="tokens/s per user (1000 / median TPOT)"),
+                y=alt.Y("y:Q", title="output tokens/s per GPU"),
+                order="x:Q",
+            )
+            + alt.Chart(df).mark_text(dy=-8, fontSize=10).encode(x="x:Q", y="y:Q", text="load:N")
+        ).properties(width=360, height=220)
+        blocks.append(
+            bd.chart(
+                ch,
+                id=f"compare-sweep-frontier-{i}",
+                caption="Throughput per GPU against per-user token rate, labelled with the offered load: the frontier.",
+            )
+        )
+    return blocks
+
+
+def slo_section(page: Page) -> bd.Block:
+    rs = page.rs
+    if rs.slo is None:
+        bd.record("slo", None)
+        return bd.Block("")
+    rec_runs = {
+        k: {
+            "records": v.records,
+            "attainment": v.attainment,
+            "good": v.good,
+            "sent": v.sent,
+            "request_goodput": v.request_goodput,
+            "token_goodput": v.token_goodput,
+            "percentiles": v.percentiles,
+            "percentile_source": v.percentile_source,
+            "meets": v.meets,
+            "why": v.why,
+        }
+        for k, v in rs.slo_runs.items()
+    }
+    highest = [
+        {"series": s, "status": h.status, "achieved_req_s": h.achieved_req_s, "offered": h.offered, "text": h.text}
+        for s, h in rs.slo_highest
+    ]
+    bd.record("slo", {"slo": rs.slo.describe(), "runs": rec_runs, "highest": highest})
+    rows = []
+    for e in rs.entries:
+        v = rs.slo_runs[e.id]
+        rows.append(
+            {
+                "Run": e.id,
+                "Attainment": "unknown" if v.attainment is None else f"{v.attainment:.1%} ({v.good}/{v.sent})",
+                "Request goodput req/s": _n(v.request_goodput, 3),
+                "Token goodput tok/s": _n(v.token_goodput, 1),
+                **{f"P{rs.slo.target_pct:g} {k[:-3].upper()} ms": _n(x, 1) for k, x in v.percentiles.items()},
+                "Meets the SLO": bd.mark("pass", "met")
+                if v.meets
+                else bd.mark("fail", "missed")
+                if v.meets is False
+                else bd.mark("cannot"),
+                "Why": v.why,
+            }
+        )
+    out = [
+        str(bd.text("SLO: {s} (all limits must hold together for a request to count).", s=rs.slo.describe())),
+        str(
+            bd.table(
+                rows,
+                id="compare-slo",
+                caption=(
+                    "Attainment = requests meeting every limit / requests sent; goodput = those requests (or their output "
+                    "tokens) per second of the run. 'unknown' where the file has no complete per-request records: then "
+                    "only the file's percentiles are held against the limits."
+                ),
+            )
+        ),
+    ]
+    if highest:
+        out.append(
+            str(
+                bd.table(
+                    [{"Sweep": h["series"], "Highest load meeting the SLO": h["text"]} for h in highest],
+                    id="compare-slo-highest",
+                    caption="Interpolated values are marked so; they are linear between the two bracketing runs.",
+                )
+            )
+        )
+    return _section("compare-slo", "SLO attainment and goodput", "".join(out))
+
+
+def checks(page: Page) -> bd.Block:
+    rows, rec = [], []
+    for e in page.runs:
+        for c in e.gates:
+            rows.append({"Run": e.id, "Check": c.name, "Status": _status(c.status), "Detail": c.detail})
+            rec.append({"run": e.id, "kind": "gate", "name": c.name, "status": c.status})
+    for run_id, engine_checks in page.engine_checks:
+        for c in engine_checks:
+            rows.append({"Run": run_id, "Check": c.name, "Status": _status(c.status), "Detail": c.detail})
+            rec.append({"run": run_id, "kind": "engine", "name": c.name, "status": c.status})
+    bd.record("checks", rec)
+    p = page.rs.gate_params
+    return _table_section(
+        "compare-checks",
+        "Validity gates and reconciliation",
+        rows,
+        (
+            f"Gates (parameters): duration ≥ {p['min_duration_s']:g} s, completed ≥ {p['min_completed']}, error rate ≤ "
+            f"{p['max_error_rate']:.2%}; warn means the check could not be made. Engine checks need a before/after "
+            "/metrics pair; the client's model must name the engine series compared with it."
         ),
     )
 
@@ -603,16 +888,16 @@ def request_views(page: Page) -> bd.Block:
     """Per-request distributions, time course and outcome shares (benchbook.pages.request_views)."""
     from benchbook.pages import request_views as rv
 
-    return rv.section((r.id, r.config, r.run) for r in page.runs)
+    return rv.section((e.id, e.config, e.run) for e in page.runs)
 
 
 def notes(page: Page) -> bd.Block:
-    rows = [{"Run": r.id, "Note": n} for r in page.runs for n in r.run.notes]
-    rows += [{"Run": r.id, "Note": f"excluded: {e}"} for r in page.runs for e in r.run.exclusions]
+    rows = [{"Run": e.id, "Note": n} for e in page.runs for n in e.run.notes]
+    rows += [{"Run": e.id, "Note": f"excluded: {x}"} for e in page.runs for x in e.run.exclusions]
     bd.record("notes", len(rows))
     if not rows:
         return bd.Block("")
-    return bd.Block("<h2>What the readers interpreted</h2>" + str(bd.table(rows, id="compare-notes")))
+    return _section("compare-notes", "What the readers interpreted", str(bd.table(rows, id="compare-notes")))
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:

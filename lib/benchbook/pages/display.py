@@ -156,6 +156,11 @@ MARKS: dict[str, tuple[str, str, str]] = {
         "within noise — not a result",
         "the difference is smaller than the spread, or the [min–max] ranges overlap",
     ),
+    "cannot": (
+        "?",
+        "cannot tell",
+        "no run-to-run noise could be measured (no configuration in the comparison was run twice), so no verdict",
+    ),
     "pass": ("✓", "check passed", "a consistency check held (e.g. engine total ≤ client total)"),
     "fail": ("✗", "check failed", "a consistency check did not hold; the figure is not trusted"),
     "excluded": ("⊘", "excluded", "a sample was left out of the statistics; the reason is listed on the page"),

@@ -186,7 +186,9 @@ def _chart(f: hist.Figure):
         for i, p in enumerate(f.points)
     ]
     df = pl.DataFrame(rows).to_dicts()
-    base = alt.Chart(alt.Data(values=df)).encode(x=alt.X("date:T", title="campaign date"))
+    base = alt.Chart(alt.Data(values=df)).encode(
+        x=alt.X("yearmonthdate(date):T", title="campaign date", axis=alt.Axis(format="%Y-%m-%d", labelAngle=-30))
+    )
     ytitle = f"{f.label} ({f.unit})"
     layers = []
     if f.segments:

@@ -42,26 +42,41 @@ def _outcomes(vs: list[pr.RequestViews]) -> bd.Block:
         rows.append(
             {
                 "Run": v.run_id,
-                "Configuration": v.config,
-                "Format (version)": f"{v.format} ({v.tool_version or 'version not stated'})",
+                "Read as": v.tool_version or f"{v.format} (version not stated)",
                 "Records": v.total,
                 "Successful": _pct(v.shares["successful"], v.total),
                 "Incomplete": _pct(v.shares["incomplete"], v.total),
                 "Errored": _pct(v.shares["errored"], v.total),
-                "Saturation": bd.mark("note", "saturated")
-                if v.saturation.status == "saturated"
-                else v.saturation.status,
-                "Why": v.saturation.detail,
             }
         )
     return bd.table(
         rows,
         id="request-outcomes",
         caption=(
-            "Per-request records in each file: outcome shares (incomplete = cut off when the benchmark ended) and the "
-            "saturation flag. Rule: " + pr.SATURATION_RULE + ". In-flight counts and TTFT come from successful "
-            "requests with a start time."
+            "Per-request records in each file and their outcomes (incomplete = cut off when the benchmark ended); "
+            "'Read as' is the tool version or layout the reader detected."
         ),
+    )
+
+
+def _saturation(vs: list[pr.RequestViews]) -> bd.Block:
+    rows = []
+    for v in vs:
+        s = v.saturation
+        rows.append(
+            {
+                "Run": v.run_id,
+                "Saturation": bd.mark("note", "saturated") if s.status == "saturated" else s.status,
+                "Median in flight per bin": " → ".join(f"{b['in_flight']:g}" for b in s.bins) or "—",
+                "Median TTFT ms per bin": " → ".join(f"{b['ttft_ms']:,.1f}" for b in s.bins) or "—",
+                "Why": s.reason,
+            }
+        )
+    return bd.table(
+        rows,
+        id="request-saturation",
+        caption="Saturation flag. Rule: " + pr.SATURATION_RULE + ". In-flight counts and TTFT come from successful "
+        "requests with a start time.",
     )
 
 
@@ -230,6 +245,7 @@ def section(items: Iterable[tuple[str, str, Any]]) -> bd.Block:
             )
         ),
         str(_outcomes(vs)),
+        str(_saturation(vs)),
         str(_percentile_table(vs)),
         str(_ecdf_chart(vs)),
         str(_timeline_chart(vs)),

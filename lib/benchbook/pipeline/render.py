@@ -664,6 +664,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="render the compare page of these benchmark result files into OUT/compare.html",
     )
+    p.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="FILE=LABEL",
+        help="with --compare: name the configuration of FILE (a file name, path or pattern); runs with "
+        "different labels are never repeats of each other (repeatable)",
+    )
 
 
 PARAMS_FILES = ("render.yml", "render.yaml", "render.json")
@@ -712,6 +720,8 @@ def run(args: argparse.Namespace) -> int:
     overrides = _load_params(args.params)
     if args.notebooks is not None and not args.notebooks.is_dir():
         raise InputError(args.notebooks, None, "notebooks folder does not exist")
+    if getattr(args, "label", None) and not getattr(args, "compare", None):
+        raise UsageError("--label names result files of --compare; give --compare FILE... with it")
     compare = getattr(args, "compare", None)
     if compare:
         if args.campaign is not None or args.data_dir is not None:
@@ -743,6 +753,13 @@ def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, 
         if not f.is_file():
             raise InputError(f, None, "result file does not exist")
     params = dict(overrides.get("compare", {}))
+    if args.label:  # FILE=LABEL; the kernel runs elsewhere, so a FILE that names a file becomes its name
+        named_labels = [
+            f"{Path(f).name}={lab}" if Path(f).is_file() else item
+            for item in args.label
+            for f, _, lab in [item.partition("=")]
+        ]
+        params["labels"] = [*params.get("labels", []), *named_labels]
     engine = [k for k in ("engine_before", "engine_after") if params.get(k)]
     given = [f.resolve() for f in args.compare] + [Path(params[k]).resolve() for k in engine]
     named = [str(f) for f in args.compare] + [str(params[k]) for k in engine]
@@ -763,19 +780,6 @@ def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, 
     )
     _log(f"compare: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
     return 0
-
-
-def render_one_of_many(campaign: Path, out: Path, **kw: Any) -> CampaignOutcome:
-    """One campaign of ``render --all``: whatever goes wrong (bad bytes, a nesting bomb, a
-    RecursionError, a dead kernel, a bug) is this campaign's failure, never the batch's."""
-    try:
-        return render_campaign(campaign, out, keep_going=True, **kw)
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as e:  # noqa: BLE001 - isolation is the point: recorded, logged, exit code kept
-        outcome = campaign_failure(campaign, e)
-        _error(f"{campaign.name}: FAILED: {outcome.error[1]}")
-        return outcome
 
 
 def batch_exit_code(outcomes: list[CampaignOutcome]) -> int:

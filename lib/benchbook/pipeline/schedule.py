@@ -3,8 +3,9 @@
 ``benchbook render --all DATA --out REPORTS`` plans every page of every campaign, then:
 
 * **Incremental.** Each page has a *render key*: SHA-256 over the campaign folder's files (paths
-  and bytes), the page's parameters, the notebook's bytes and the benchbook code (version plus every
-  file of the installed package, so an edited checkout counts as a new version). The key is written
+  and bytes), the page's parameter overrides, the notebook's bytes and the benchbook code (version
+  plus every file of the installed package, so an edited checkout counts as a new version, and the
+  versions of the libraries that shape a page: polars, Altair, vl-convert, papermill, nbconvert …). The key is written
   beside the page as ``<page>.key`` after the page itself; a page whose HTML exists and whose key
   matches is *unchanged* and not rendered (no kernel is started for it). ``--force`` renders all.
   Each campaign's headline figures (``headline.json``, read by the history page) carry their own
@@ -44,11 +45,35 @@ HISTORY_PAGE = "history"
 # ----------------------------------------------------------------------------------- render keys
 
 
+# libraries whose upgrade can change a page's bytes (read from package metadata, nothing imported)
+FINGERPRINT_PACKAGES = (
+    "polars",
+    "numpy",
+    "scipy",
+    "altair",
+    "vl-convert-python",
+    "papermill",
+    "nbconvert",
+    "nbclient",
+    "nbformat",
+    "prometheus_client",
+    "jinja2",
+)
+
+
 @lru_cache(maxsize=1)
 def code_fingerprint() -> str:
-    """benchbook's version plus a hash of every file of the package (code, templates, schemas)."""
+    """benchbook's version, a hash of every file of the package (code, templates, schemas), and the
+    versions of the libraries that shape a page."""
+    from importlib import metadata
+
     pkg = Path(__file__).resolve().parents[1]
     h = hashlib.sha256(f"benchbook {__version__}\n".encode())
+    for name in FINGERPRINT_PACKAGES:
+        try:
+            h.update(f"{name} {metadata.version(name)}\n".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{name} absent\n".encode())
     for p in sorted(pkg.rglob("*")):
         if p.is_file() and "__pycache__" not in p.parts and p.suffix in (".py", ".j2", ".css", ".json", ".tpl"):
             h.update(str(p.relative_to(pkg)).encode() + b"\0")
@@ -517,9 +542,12 @@ def render_all(
         o = render.CampaignOutcome(plan.name, plan.manifest)
         o.skipped = list(plan.skipped)
         o.unchanged = list(plan.unchanged)
-        o.kept = [
-            p for p in render.PAGES if p not in plan.unchanged and (out / c.name / f"{p}.html").is_file()
-        ]  # pages of earlier renders (e.g. outside --page): still linked
+        planned = {j.page for j in plan.jobs}
+        o.kept = [  # pages of earlier renders not rendered now (e.g. outside --page): still linked
+            p
+            for p in render.PAGES
+            if p not in plan.unchanged and p not in planned and (out / c.name / f"{p}.html").is_file()
+        ]
         outcomes[plan.name] = o
         summary.unchanged += len(plan.unchanged)
         for p in plan.unchanged:
@@ -549,8 +577,6 @@ def render_all(
         if d.ok:
             summary.rendered += 1
             o.rendered_pages.append(d.job.page)
-            if d.job.page in o.kept:
-                o.kept.remove(d.job.page)
         else:
             summary.failed += 1
             o.failed[d.job.page] = (d.exit_code, d.error)

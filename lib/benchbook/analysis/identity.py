@@ -1,0 +1,486 @@
+"""Configuration identity of benchmark runs, duplicates found by content, and what may be compared.
+
+A run's *identity* is what its file says about the configuration it measured, field by field, in
+four groups:
+
+* ``model``      — the model (the last path component, case-insensitive: a local copy of
+  ``meta-llama/Llama-3.3-70B-Instruct`` is the same model);
+* ``dataset``    — dataset name, input/output length settings (or, when the file has no settings,
+  the measured mean prompt/output tokens per request, equal within :data:`MEASURED_TOL`) and the
+  number of prompts;
+* ``load``       — offered request rate, maximum concurrency and (vLLM) burstiness;
+* ``deployment`` — client backend, engine version, SGLang ``tag``, vLLM ``label`` and metadata
+  (swept server parameters such as ``max_num_seqs``), parallelism, GPU count, hardware,
+  prefill/decode disaggregation, and a user's label.
+
+Two runs are *repeats* of one configuration only when every field agrees (a field recorded for one
+run and not the other disagrees). A user may add or override fields, or declare runs the same
+configuration, with :class:`Overrides` (a ``benchbook-compare.yml`` beside the files, or ``--label``).
+
+Two configurations are *comparable* (a ratio and a verdict between them mean something) only when
+model and dataset agree; configurations that differ in load alone form a sweep.
+
+*Duplicates* are the same run read twice (one report as JSON and YAML, AIPerf's JSON, CSV and JSONL,
+a vLLM sweep's ``summary.json`` beside its ``run=N.json``): identical per-request records, or every
+shared run-level figure equal (within the rounding of a CSV export). A duplicate set counts once.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchbook.errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from benchbook.ingest.formats import BenchmarkRun
+
+GROUPS = ("model", "dataset", "load", "deployment")
+#: a measured mean (tokens per request) agrees with another within this relative tolerance
+MEASURED_TOL = 0.05
+#: figures compared to detect duplicates (each must agree where both files carry it)
+DUPLICATE_FIGURES = (
+    "duration_s", "completed", "failed", "total_input_tokens", "total_output_tokens",
+    "request_throughput", "output_throughput", "total_token_throughput",
+    *(f"{s}_{m}_ms" for m in ("ttft", "tpot", "itl", "e2el") for s in ("mean", "median", "p99")),
+)  # fmt: skip
+#: at least this many shared figures must agree before two summaries are called one run
+MIN_SHARED_FIGURES = 4
+#: CSV exports round to 2 decimals: figures agree within half a unit of that, or a relative 1e-6
+ROUNDING_ABS = 0.0051
+ROUNDING_REL = 1e-6
+COUNTS = ("completed", "failed", "total_input_tokens", "total_output_tokens")
+OVERRIDE_FILES = ("benchbook-compare.yml", "benchbook-compare.yaml")
+#: keys a user may set per file in an overrides file (besides ``label`` and ``group``)
+USER_FIELDS = ("model", "dataset", "input_len", "output_len", "num_prompts", "request_rate", "max_concurrency",
+               "engine", "engine_version", "gpus", "hardware", "parallelism")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Field:
+    """One identity field: ``value`` is what is compared, ``shown`` what a reader sees."""
+
+    key: str
+    group: str
+    label: str
+    value: Any
+    shown: str
+    source: str = "file"  # "file" | "measured" | "user"
+
+    def agrees(self, other: Field) -> bool:
+        if self.source == "measured" or other.source == "measured":
+            a, b = self.value, other.value
+            if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+                return math.isclose(a, b, rel_tol=MEASURED_TOL)
+        return self.value == other.value
+
+
+@dataclass
+class Identity:
+    fields: dict[str, Field]
+    group: str | None = None  # declared by the user: runs with the same group are one configuration
+
+    def get(self, key: str) -> Field | None:
+        return self.fields.get(key)
+
+    def as_rows(self) -> list[dict[str, str]]:
+        return [
+            {"group": f.group, "field": f.label, "value": f.shown, "source": f.source} for f in self.fields.values()
+        ]
+
+
+@dataclass(frozen=True)
+class Difference:
+    key: str
+    group: str
+    label: str
+    a: str
+    b: str
+    measured: bool = False  # a measured mean on either side, not a setting
+
+    def text(self) -> str:
+        return f"{self.label} ({self.a} vs {self.b})"
+
+
+def differences(a: Identity, b: Identity) -> list[Difference]:
+    """Every field on which two identities disagree, in field order (absent on one side disagrees)."""
+    out = []
+    for key in dict.fromkeys([*a.fields, *b.fields]):
+        fa, fb = a.fields.get(key), b.fields.get(key)
+        if fa is not None and fb is not None and fa.agrees(fb):
+            continue
+        ref = fa or fb
+        assert ref is not None
+        measured = any(f is not None and f.source == "measured" for f in (fa, fb))
+        a_shown, b_shown = (f.shown if f else "not recorded" for f in (fa, fb))
+        out.append(Difference(key, ref.group, ref.label, a_shown, b_shown, measured))
+    return out
+
+
+def same_configuration(a: Identity, b: Identity) -> bool:
+    if a.group is not None or b.group is not None:
+        return a.group == b.group
+    return not differences(a, b)
+
+
+def not_comparable_reason(a: Identity, b: Identity) -> str | None:
+    """``None`` when model and dataset agree; else ``"not comparable: model differs (…)"``."""
+    diffs = [d for d in differences(a, b) if d.group in ("model", "dataset")]
+    if any(d.group == "model" for d in diffs):
+        # token counts are per tokenizer: measured means of two models say nothing about their dataset
+        diffs = [d for d in diffs if not d.measured]
+    if not diffs:
+        return None
+    kinds = list(dict.fromkeys(d.group for d in diffs))
+    return f"not comparable: {' and '.join(kinds)} differ{'s' if len(kinds) == 1 else ''} — " + "; ".join(
+        d.text() for d in diffs
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# reading an identity off a run
+
+
+def _num(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        if math.isinf(v):
+            return "inf"
+        return f"{v:g}"
+    return str(v)
+
+
+def model_key(model: Any) -> str | None:
+    if model is None or str(model).strip() == "":
+        return None
+    return str(model).rstrip("/").split("/")[-1].lower()
+
+
+def _requests_sent(run: BenchmarkRun) -> tuple[int | None, str]:
+    c, s = run.config, run.summary
+    if c.get("num_prompts") is not None:
+        return int(c["num_prompts"]), "file"
+    done, failed = s.get("completed"), s.get("failed")
+    if done is None:
+        return None, "file"
+    return int(done) + int(failed or 0) + int(s.get("incomplete") or 0), "measured"
+
+
+def _mean_tokens(run: BenchmarkRun, total_key: str) -> float | None:
+    s = run.summary
+    tot, done = s.get(total_key), s.get("completed")
+    if tot is None or not done:
+        return None
+    return float(tot) / float(done)
+
+
+def read_identity(run: BenchmarkRun, user: Mapping[str, Any] | None = None) -> Identity:
+    """The identity of ``run`` from what its file says, with ``user`` fields (``label``, ``group``,
+    any of :data:`USER_FIELDS`) added or overriding."""
+    c = run.config
+    f: dict[str, Field] = {}
+
+    def put(key: str, group: str, label: str, value: Any, shown: str | None = None, source: str = "file") -> None:
+        if value is None or value == "" or value == [] or value == {}:
+            return
+        f[key] = Field(key, group, label, value, shown if shown is not None else _num(value), source)
+
+    put("model", "model", "model", model_key(c.get("model")), str(c.get("model")))
+    # dataset: name and settings the tool recorded; measured means when it recorded none
+    dataset = c.get("dataset_name") or c.get("data")
+    if isinstance(dataset, (list, tuple)):
+        dataset = ", ".join(map(str, dataset))
+    put("dataset", "dataset", "dataset", None if dataset is None else str(dataset))
+    in_set = out_set = None
+    if c.get("dataset_name") == "random" or (c.get("dataset_name") is None and c.get("random_input_len")):
+        in_set, out_set = c.get("random_input_len"), c.get("random_output_len")
+        if c.get("random_range_ratio"):
+            put("range_ratio", "dataset", "length range ratio", c.get("random_range_ratio"))
+    elif c.get("dataset_name") == "sharegpt" and c.get("sharegpt_output_len"):
+        out_set = c.get("sharegpt_output_len")
+    in_set = in_set if in_set is not None else c.get("input_tokens")
+    if in_set is not None:
+        put("input_len", "dataset", "input length (setting)", in_set)
+    else:
+        m = _mean_tokens(run, "total_input_tokens")
+        put("input_len", "dataset", "input length (measured mean)", m, None if m is None else f"{m:.1f}", "measured")
+    if out_set is not None:
+        put("output_len", "dataset", "output length (setting)", out_set)
+    else:
+        m = _mean_tokens(run, "total_output_tokens")
+        put("output_len", "dataset", "output length (measured mean)", m, None if m is None else f"{m:.1f}", "measured")
+    n, how = _requests_sent(run)
+    put("num_prompts", "dataset", "prompts" if how == "file" else "requests (counted)", n)
+    # load
+    put("request_rate", "load", "request rate", c.get("request_rate"))
+    put("max_concurrency", "load", "max concurrency", c.get("max_concurrency"))
+    put("burstiness", "load", "burstiness", c.get("burstiness"))  # vLLM: 1 = Poisson arrivals
+    # deployment
+    put("engine", "deployment", "backend", c.get("backend"))
+    versions = sorted({str(v) for v in (c.get("prefill_versions") or []) + (c.get("decode_versions") or []) if v})
+    server = c.get("server") or {}
+    if not versions and server.get("version"):
+        versions = [str(server["version"])]
+    put("engine_version", "deployment", "engine version", ", ".join(versions) or None)
+    put("tag", "deployment", "tag", c.get("label") if run.format.startswith("sglang") else None)
+    if not run.format.startswith("sglang"):
+        put("label", "deployment", "label", c.get("label"))
+    for k, v in sorted((c.get("params") or {}).items()):
+        if isinstance(v, (str, int, float, bool)) or v is None:
+            put(f"param:{k}", "deployment", k, v)
+    par = {k: server.get(k) for k in ("tp_size", "pp_size", "dp_size") if server.get(k) is not None}
+    if par:
+        put(
+            "parallelism",
+            "deployment",
+            "parallelism",
+            tuple(sorted(par.items())),
+            " ".join(f"{k}={v}" for k, v in par.items()),
+        )
+    if c.get("disaggregated"):
+        shown = f"{c.get('prefill_servers')} prefill + {c.get('decode_servers')} decode server(s) reported"
+        put(
+            "disaggregation", "deployment", "disaggregation", (c.get("prefill_servers"), c.get("decode_servers")), shown
+        )
+    put("hardware", "deployment", "hardware", c.get("gpu"))
+    group = None
+    for key, v in (user or {}).items():
+        if key == "group":
+            group = str(v)
+        elif key == "label":
+            put("user_label", "deployment", "label (user)", str(v), source="user")
+        elif key in USER_FIELDS:
+            grp = next(g for g, keys in _USER_GROUPS.items() if key in keys)
+            value = model_key(v) if key == "model" else v
+            shown = str(v)
+            f[key] = Field(key, grp, _USER_LABEL.get(key, key), value, shown, "user")
+    return Identity(f, group)
+
+
+_USER_GROUPS = {
+    "model": ("model",),
+    "dataset": ("dataset", "input_len", "output_len", "num_prompts"),
+    "load": ("request_rate", "max_concurrency"),
+    "deployment": ("engine", "engine_version", "gpus", "hardware", "parallelism"),
+}
+_USER_LABEL = {"input_len": "input length", "output_len": "output length", "num_prompts": "prompts",
+               "request_rate": "request rate", "max_concurrency": "max concurrency", "engine": "backend",
+               "engine_version": "engine version", "gpus": "GPUs"}  # fmt: skip
+
+
+def gpu_count(run: BenchmarkRun, ident: Identity) -> int | None:
+    """GPUs the run used, where known: the user's ``gpus``, else the product of the server's
+    tensor/pipeline/data-parallel sizes (aggregated SGLang servers; unknown for disaggregated ones)."""
+    g = ident.get("gpus")
+    if g is not None:
+        try:
+            return int(g.value)
+        except (TypeError, ValueError):
+            return None
+    info = run.config.get("server_info")
+    if not isinstance(info, dict):
+        return None
+
+    def one(s: Any) -> int | None:
+        if not isinstance(s, dict) or s.get("tp_size") is None:
+            return None
+        return int(s.get("tp_size") or 1) * int(s.get("pp_size") or 1) * int(s.get("dp_size") or 1)
+
+    if isinstance(info.get("prefill"), list) or isinstance(info.get("decode"), list):
+        # a disaggregated router lists the servers it reported on, not every server it routes to
+        # (a 1-prefill/8-decode run lists one decode server): say "unknown" rather than undercount
+        return None
+    return one(info)
+
+
+# ---------------------------------------------------------------------------------------------
+# user overrides
+
+
+@dataclass
+class Overrides:
+    """Per-file identity fields a user declares: ``{file pattern: {label, group, model, …}}``.
+
+    Patterns match a file's name or its path as given (``fnmatch``). Read from
+    ``benchbook-compare.yml`` beside the files and from ``--label FILE=LABEL``.
+    """
+
+    entries: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)  # (pattern, fields, where)
+
+    def for_file(self, path: str | Path) -> dict[str, Any]:
+        p = Path(path)
+        out: dict[str, Any] = {}
+        for pattern, fields, _ in self.entries:
+            if fnmatch.fnmatch(p.name, pattern) or fnmatch.fnmatch(str(path), pattern):
+                out.update(fields)
+        return out
+
+    def sources(self) -> list[str]:
+        return list(dict.fromkeys(w.split(":", 1)[0] for _, _, w in self.entries))
+
+
+def _check_fields(fields: Any, file: str, where: str) -> dict[str, Any]:
+    if not isinstance(fields, dict):
+        raise InputError(
+            file, where, f"expected {{label, group, {', '.join(USER_FIELDS[:3])}, …}}, found {type(fields).__name__}"
+        )
+    allowed = ("label", "group", *USER_FIELDS)
+    for k, v in fields.items():
+        if k not in allowed:
+            raise InputError(file, f"{where}.{k}", f"unknown field; choose from {', '.join(allowed)}")
+        if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+            raise InputError(file, f"{where}.{k}", f"expected a string or a number, found {type(v).__name__}")
+    return dict(fields)
+
+
+def load_overrides(files: Sequence[str | Path], labels: Mapping[str, str] | Iterable[str] = ()) -> Overrides:
+    """Overrides from ``benchbook-compare.yml`` in each file's folder, then ``labels``
+    (``{file: label}`` or ``["FILE=LABEL", …]``), later entries winning."""
+    import yaml
+
+    ov = Overrides()
+    folders: dict[Path, Path] = {}  # resolved folder -> the folder as the files were given (no machine path on a page)
+    for f in files:
+        folders.setdefault(Path(f).resolve().parent, Path(f).parent)
+    for folder in folders.values():
+        for name in OVERRIDE_FILES:
+            p = folder / name
+            if not p.is_file():
+                continue
+            try:
+                doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError) as e:
+                raise InputError(p, None, f"cannot read: {e}") from None
+            except yaml.YAMLError as e:
+                mark = getattr(e, "problem_mark", None)
+                raise InputError(
+                    p, f"line {mark.line + 1}" if mark else None, f"not valid YAML: {getattr(e, 'problem', e)}"
+                ) from None
+            if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
+                raise InputError(p, "$", "expected {files: {file name or pattern: {label, group, …}}}")
+            for pattern, fields in doc["files"].items():
+                ov.entries.append(
+                    (str(pattern), _check_fields(fields, str(p), f"$.files.{pattern}"), f"{p}:$.files.{pattern}")
+                )
+    items = labels.items() if isinstance(labels, Mapping) else [_split_label(s) for s in labels]
+    for pattern, label in items:
+        ov.entries.append((str(pattern), {"label": str(label)}, f"--label:{pattern}"))
+    return ov
+
+
+def _split_label(s: str) -> tuple[str, str]:
+    if "=" not in s:
+        raise InputError("parameters", "labels", f"expected FILE=LABEL, found {s!r}")
+    k, v = s.split("=", 1)
+    if not k or not v:
+        raise InputError("parameters", "labels", f"expected FILE=LABEL, found {s!r}")
+    return k, v
+
+
+# ---------------------------------------------------------------------------------------------
+# duplicates
+
+
+def requests_fingerprint(run: BenchmarkRun) -> str | None:
+    """A hash of the per-request records (TTFT, E2E, token counts, success), or None without them."""
+    df = run.requests
+    if df is None or df.height == 0:
+        return None
+    import polars as pl
+
+    cols = df.select(
+        pl.col("ttft_s").round(9), pl.col("e2e_s").round(9), "prompt_tokens", "completion_tokens", "success"
+    )
+    if all(cols[c].null_count() == cols.height for c in ("ttft_s", "e2e_s")):
+        return None
+    h = hashlib.sha256()
+    for c in cols.columns:
+        h.update(repr(cols[c].to_list()).encode())
+    return h.hexdigest()
+
+
+def _figure_agree(key: str, a: Any, b: Any) -> bool:
+    if key in COUNTS:
+        return int(a) == int(b)
+    return math.isclose(float(a), float(b), rel_tol=ROUNDING_REL, abs_tol=ROUNDING_ABS)
+
+
+def same_figures(a: BenchmarkRun, b: BenchmarkRun) -> tuple[bool, list[str]]:
+    """True when at least :data:`MIN_SHARED_FIGURES` run-level figures are present in both and all agree."""
+    shared = [k for k in DUPLICATE_FIGURES if a.summary.get(k) is not None and b.summary.get(k) is not None]
+    if len(shared) < MIN_SHARED_FIGURES:
+        return False, shared
+    return all(_figure_agree(k, a.summary[k], b.summary[k]) for k in shared), shared
+
+
+@dataclass
+class DuplicateSet:
+    kept: int  # index of the run that stands for the set
+    members: list[int]  # every index in the set, the kept one included, in input order
+    why: str
+
+
+def _richness(run: BenchmarkRun) -> tuple[int, int, int]:
+    return (
+        0 if run.requests is None else 1,
+        sum(v is not None for v in run.summary.values() if not isinstance(v, (dict, list))),
+        sum(v is not None and v != {} for v in run.config.values()),
+    )
+
+
+def find_duplicates(runs: Sequence[BenchmarkRun]) -> list[DuplicateSet]:
+    """Sets of runs that are one run read more than once (only sets of two or more)."""
+    parent = list(range(len(runs)))
+    why: list[tuple[int, str]] = []
+
+    def root(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    prints = [requests_fingerprint(r) for r in runs]
+    for i in range(len(runs)):
+        for j in range(i + 1, len(runs)):
+            ok, shared = same_figures(runs[i], runs[j])
+            if ok:
+                more = ", …" if len(shared) > 4 else ""
+                reason = f"the same {len(shared)} run-level figures ({', '.join(shared[:4])}{more})"
+            elif prints[i] is not None and prints[i] == prints[j]:
+                reason = f"identical per-request records ({runs[i].requests.height} requests)"  # type: ignore[union-attr]
+            else:
+                continue
+            ri, rj = root(i), root(j)
+            if ri != rj:
+                parent[rj] = ri
+            why.append((i, reason))
+    sets: dict[int, list[int]] = {}
+    for i in range(len(runs)):
+        sets.setdefault(root(i), []).append(i)
+    out = []
+    for members in sets.values():
+        if len(members) < 2:
+            continue
+        kept = max(members, key=lambda i: (_richness(runs[i]), -i))
+        reasons = list(dict.fromkeys(w for a, w in why if a in members))
+        out.append(DuplicateSet(kept, members, "; ".join(reasons)))
+    return sorted(out, key=lambda d: d.members[0])
+
+
+def config_label(cfg: Mapping[str, Any]) -> str:
+    """A short name from a run's config — model, request rate, concurrency, prompts — as ``benchbook
+    init`` names an arm. A name, not an identity: runs sharing it may still differ (see
+    :func:`read_identity`), and the compare page keeps them apart."""
+    model = str(cfg.get("model") or cfg.get("label") or "unknown model").rstrip("/").split("/")[-1]
+    parts = [model, f"rate {_num(cfg.get('request_rate'))}"]
+    if cfg.get("max_concurrency") is not None:
+        parts.append(f"concurrency {cfg['max_concurrency']}")
+    if cfg.get("num_prompts") is not None:
+        parts.append(f"{cfg['num_prompts']} prompts")
+    return ", ".join(parts)

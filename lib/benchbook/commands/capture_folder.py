@@ -1,0 +1,143 @@
+"""The run folder ``benchbook capture`` writes, and its ``capture.json`` (schema benchbook.capture/1).
+
+Every file is written atomically (temporary file, then rename), and ``capture.json`` is rewritten
+after each step, so a capture stopped at any moment (Ctrl-C, a kill) leaves a folder whose files
+are valid and whose ``capture.json`` says how far it got: ``"complete": false`` and ``"stopped"``
+with the reason, until the last step sets ``"complete": true``. docs/capture.md describes the files.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from benchbook import __version__
+from benchbook.errors import InputError
+
+FORMAT = "benchbook.capture/1"
+NOT_SAMPLED = "not sampled"
+
+
+def utc(unix_s: float) -> str:
+    """Unix seconds -> ISO 8601 UTC with milliseconds (``2026-11-30T13:33:30.123Z``)."""
+    return (
+        _dt.datetime.fromtimestamp(unix_s, _dt.timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    )
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def dump_json(doc: Any) -> bytes:
+    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+
+
+class RunFolder:
+    """A fresh run folder and the ``capture.json`` describing it."""
+
+    def __init__(self, out: str | Path, kind: str, arguments: dict[str, Any]):
+        self.path = Path(out)
+        if self.path.exists() and (not self.path.is_dir() or any(self.path.iterdir())):
+            raise InputError(self.path, "-", "the run folder exists and is not empty; give a new --out folder")
+        self.path.mkdir(parents=True, exist_ok=True)
+        self.doc: dict[str, Any] = {
+            "format": FORMAT,
+            "kind": kind,
+            "complete": False,
+            "stopped": "capture in progress (or killed before it could say why)",
+            "benchbook": __version__,
+            "arguments": arguments,
+            "started_at": None,
+            "ended_at": None,
+            "host": host_facts(),
+            "files": {},
+        }
+
+    def write(self, rel: str, data: bytes | str) -> str:
+        write_atomic(self.path / rel, data.encode() if isinstance(data, str) else data)
+        return rel
+
+    def save(self) -> None:
+        self.write("capture.json", dump_json(self.doc))
+
+    def finish(self, stopped: str | None, ended_unix: float) -> None:
+        self.doc["complete"] = stopped is None
+        self.doc["stopped"] = stopped
+        self.doc["ended_at"] = utc(ended_unix)
+        self.save()
+
+
+def gpu_memory() -> dict[str, Any] | str:
+    """Per-GPU memory from ``nvidia-smi`` when it is on PATH and answers; else ``"not sampled (why)"``."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return f"{NOT_SAMPLED} (nvidia-smi not found)"
+    try:
+        r = subprocess.run(
+            [exe, "--query-gpu=index,name,memory.used,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=15,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{NOT_SAMPLED} (nvidia-smi failed: {type(e).__name__})"
+    if r.returncode != 0:
+        return f"{NOT_SAMPLED} (nvidia-smi exit {r.returncode}: {r.stderr.strip()[:200]})"
+    gpus = []
+    for line in r.stdout.strip().splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) == 4:
+            gpus.append(
+                {
+                    "index": parts[0],
+                    "name": parts[1],
+                    "memory_used_mib": _num(parts[2]),
+                    "memory_total_mib": _num(parts[3]),
+                }
+            )
+    return {"source": "nvidia-smi", "gpus": gpus} if gpus else f"{NOT_SAMPLED} (nvidia-smi listed no GPU)"
+
+
+def _num(s: str) -> float | str:
+    try:
+        return float(s)
+    except ValueError:
+        return s
+
+
+def _meminfo_kib(key: str) -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def host_facts() -> dict[str, Any]:
+    """What this client host can say about itself (the server may be elsewhere: see docs/capture.md)."""
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+        "cpu_count": os.cpu_count(),
+        "mem_total_kib": _meminfo_kib("MemTotal"),
+        "gpu_memory": gpu_memory(),
+    }

@@ -1,0 +1,309 @@
+"""``benchbook capture phases``: the seeds' phase harness against any OpenAI-compatible server.
+
+For each round and each prompt class, one streamed ``/v1/completions`` request at a time, with the
+engine's ``/metrics`` scraped immediately before and after it. The client records when the request
+was sent, when the first stream event arrived and when the stream ended (monotonic clock).
+``phases.json``'s ``first_event_s`` is a first event that carries no text yet (a role chunk, as the
+seeds' server sends); where the first event already carries generated text (vLLM's
+``/v1/completions``) it marks a first token, not such an event, so its time is kept in
+``capture.json`` only (``first_event_has_text``). The
+result is a ``phases`` run (``phases.json`` + ``metrics/<class>-<repeat>.{before,after}.prom``) in
+the campaign format, read by the baseline page exactly like the seeds' runs, plus ``capture.json``.
+
+An engine may update its counters a moment after the last byte of the stream (vLLM records stats
+after handing the output to the HTTP layer), so the *after* scrape is repeated, for at most
+``settle_s``, until the success counter has moved; the attribution checks (each count moved by
+exactly one) are left to the analysis, as for any phases run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from benchbook.analysis import enginemetrics
+from benchbook.commands.capture_folder import RunFolder, dump_json, utc
+from benchbook.commands.scrape import MetricsEndpoint
+from benchbook.errors import InputError, SourceError
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import EngineProfile
+
+SETTLE_S = 2.0
+REQUEST_TIMEOUT_S = 300.0
+
+_WORDS = (
+    "the engine serves one request at a time while the harness reads its counters before and after "
+    "each streamed completion so that prefill and decode can be told apart on the engine clock"
+).split()
+
+
+def default_prompts() -> dict[str, str]:
+    """``short``: 128 words, ``long``: 1024 words of plain English (the seeds used 128 and 1600; 1024 keeps
+    the long prompt inside a 2048-token context on most tokenizers)."""
+    return {"short": _words(128), "long": _words(1024)}
+
+
+def _words(n: int) -> str:
+    return " ".join(_WORDS[i % len(_WORDS)] for i in range(n))
+
+
+def parse_prompt(spec: str) -> tuple[str, str]:
+    """``NAME=TEXT`` or ``NAME=@FILE`` -> (name, text)."""
+    name, sep, value = spec.partition("=")
+    if not sep or not name or not value:
+        raise InputError("--prompt", spec[:60], "expected NAME=TEXT or NAME=@FILE (e.g. short='Tell me a story')")
+    if not name.replace("-", "").replace("_", "").isalnum():
+        raise InputError("--prompt", name, "a prompt class name is letters, digits, - and _")
+    if value.startswith("@"):
+        from benchbook.jsonfile import read_text
+
+        value = read_text(value[1:], "prompt file")
+    return name, value
+
+
+@dataclass
+class StreamResult:
+    start_unix: float
+    client_total_s: float
+    first_event_s: float | None
+    first_event_has_text: bool  # the first event already carries generated text: it is a first token
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    finish_reason: str | None
+    events: int
+
+
+def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any], timeout_s: float) -> StreamResult:
+    """One streamed completion; times on the monotonic clock from just before the request is sent."""
+    url = base_url.rstrip("/") + "/v1/completions"
+    start_unix = time.time()
+    t0 = time.monotonic()
+    deadline = t0 + timeout_s
+    first = None
+    first_has_text = False
+    usage: dict[str, Any] = {}
+    finish = None
+    events = 0
+    try:
+        with client.stream("POST", url, json=body, timeout=httpx.Timeout(timeout_s, connect=10.0)) as r:
+            if r.status_code != 200:
+                detail = r.read().decode(errors="replace").strip()[:300]
+                msg = f"HTTP {r.status_code} from /v1/completions: {detail}"
+                if 400 <= r.status_code < 500:  # the request is wrong (model name, options): bad input
+                    raise InputError(url, "-", msg)
+                raise SourceError(url, msg)
+            for line in r.iter_lines():
+                if time.monotonic() > deadline:
+                    raise SourceError(
+                        url, f"the streamed request did not finish within {timeout_s:g} s (--request-timeout)"
+                    )
+                if not line.startswith("data:"):
+                    continue
+                if first is None:
+                    first = time.monotonic()
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    break
+                events += 1
+                try:
+                    chunk = json.loads(data)
+                except ValueError:
+                    raise SourceError(url, f"stream event is not JSON: {data[:120]!r}") from None
+                if chunk.get("usage"):
+                    usage = chunk["usage"]
+                for ch in chunk.get("choices") or []:
+                    if events == 1 and (ch.get("text") or (ch.get("delta") or {}).get("content")):
+                        first_has_text = True
+                    if ch.get("finish_reason"):
+                        finish = ch["finish_reason"]
+    except httpx.TimeoutException:
+        raise SourceError(url, f"no answer within {timeout_s:g} s (--request-timeout)") from None
+    except httpx.TransportError as e:
+        raise SourceError(url, f"request failed: {type(e).__name__}: {e or 'no detail'}") from None
+    end = time.monotonic()
+    return StreamResult(
+        start_unix,
+        end - t0,
+        None if first is None else first - t0,
+        first_has_text,
+        usage.get("prompt_tokens"),
+        usage.get("completion_tokens"),
+        finish,
+        events,
+    )
+
+
+def _successes(snap: prometheus.Snapshot, profile: EngineProfile | None) -> float | None:
+    if profile is None or not profile.has("requests_success"):
+        return None
+    return sum(enginemetrics.values(snap, profile, "requests_success").values())
+
+
+def attribution(before: prometheus.Snapshot, after: prometheus.Snapshot, profile: EngineProfile | None) -> str:
+    """One line: the engine-clock split of this sample, or why it cannot be attributed (for the console;
+    the page decides from the files)."""
+    if profile is None:
+        return "no engine profile: split left to the analysis"
+    try:
+        w = enginemetrics.window(before, after, profile)
+        e = w.engine()
+    except InputError as err:
+        return f"not attributable: {err.reason}"
+    moved = {k: e.get(k) for k in ("ttft_count", "e2e_count", "successes")}
+    off = {k: v for k, v in moved.items() if v != 1}
+    if off:
+        return "not attributable: " + ", ".join(f"{k} moved by {v if v is None else f'{v:g}'}" for k, v in off.items())
+    return f"engine prefill {e['ttft_sum']:.4f} s, decode {e['e2e_sum'] - e['ttft_sum']:.4f} s"
+
+
+def capture_phases(
+    *,
+    url: str,
+    model: str,
+    out: str,
+    arguments: dict[str, Any],
+    prompts: dict[str, str],
+    repeats: int = 3,
+    warmup: int = 1,
+    max_tokens: int = 32,
+    metrics: str | None = None,
+    ignore_eos: bool = False,
+    request_timeout_s: float = REQUEST_TIMEOUT_S,
+    scrape_timeout_s: float = 10.0,
+    retries: int = 3,
+    settle_s: float = SETTLE_S,
+    log: Callable[[str], None] = print,
+) -> RunFolder:
+    """Run the harness; returns the folder (``doc["complete"]`` says whether every sample was taken)."""
+    if repeats < 1 or warmup < 0 or max_tokens < 2:
+        raise InputError(
+            "arguments", "-", "need --repeats >= 1, --warmup >= 0 and --max-tokens >= 2 (a decode phase needs 2 tokens)"
+        )
+    base = str(httpx.URL(url)).rstrip("/")
+    endpoint = MetricsEndpoint(metrics or base + "/metrics", timeout_s=scrape_timeout_s, retries=retries)
+    first, snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
+    folder = RunFolder(out, "phases", arguments)
+    run_id = folder.path.name
+    doc = folder.doc
+    doc.update(
+        {
+            "started_at": utc(first.unix_s),
+            "server": {"url": base, "model": model, "metrics_url": endpoint.url},
+            "engine_profile": profile.name if profile else None,
+            "engine_profile_note": why,
+            "prompt_classes": {name: {"words": len(text.split()), "tokens": None} for name, text in prompts.items()},
+            "generation_tokens": max_tokens,
+            "warmup_rounds": warmup,
+            "repeats": repeats,
+            "request": {"endpoint": "/v1/completions", "stream": True, "temperature": 0.0, "ignore_eos": ignore_eos},
+            "files": {"phases": "phases.json", "metrics": "metrics/<class>-<repeat>.before.prom / .after.prom"},
+            "samples": [],
+        }
+    )
+    phases = {"format": "benchbook.phases/1", "run": run_id, "warmup_rounds": warmup, "samples": []}
+    folder.write("phases.json", dump_json(phases))
+    folder.save()
+    log(
+        f"capture phases: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}); "
+        f"{len(prompts)} prompt classes x {warmup + repeats} rounds ({warmup} warm-up) -> {folder.path}"
+    )
+    total = (warmup + repeats) * len(prompts)
+    stopped = None
+    client = httpx.Client(trust_env=False)
+    try:
+        for rnd in range(warmup + repeats):
+            for name, text in prompts.items():
+                body: dict[str, Any] = {
+                    "model": model,
+                    "prompt": text,
+                    "max_tokens": max_tokens,
+                    "temperature": 0.0,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                }
+                if ignore_eos:
+                    body["ignore_eos"] = True
+                stem = f"metrics/{name}-{rnd}"
+                before = endpoint.fetch()
+                b_snap = endpoint.check(before)
+                res = stream_completion(client, base, body, request_timeout_s)
+                after, a_snap, tries = _settled_after(endpoint, b_snap, profile, settle_s)
+                folder.write(f"{stem}.before.prom", before.text)
+                folder.write(f"{stem}.after.prom", after.text)
+                sample: dict[str, Any] = {
+                    "prompt_class": name,
+                    "repeat": rnd,
+                    "warmup": rnd < warmup,
+                    "client_total_s": round(res.client_total_s, 6),
+                }
+                if res.first_event_s is not None and not res.first_event_has_text:
+                    # phases.json's first_event_s is an event *before* the first token (a role chunk); a
+                    # stream whose first event carries text has none (capture.json keeps the time anyway)
+                    sample["first_event_s"] = round(res.first_event_s, 6)
+                sample["metrics_before"] = f"{stem}.before.prom"
+                sample["metrics_after"] = f"{stem}.after.prom"
+                phases["samples"].append(sample)
+                folder.write("phases.json", dump_json(phases))
+                cls = doc["prompt_classes"][name]
+                if res.prompt_tokens is not None and cls["tokens"] is None:
+                    cls["tokens"] = res.prompt_tokens
+                doc["samples"].append(
+                    {
+                        "prompt_class": name,
+                        "repeat": rnd,
+                        "warmup": rnd < warmup,
+                        "start": utc(res.start_unix),
+                        "client_total_s": round(res.client_total_s, 6),
+                        "first_event_s": None if res.first_event_s is None else round(res.first_event_s, 6),
+                        "first_event_has_text": res.first_event_has_text,
+                        "prompt_tokens": res.prompt_tokens,
+                        "completion_tokens": res.completion_tokens,
+                        "finish_reason": res.finish_reason,
+                        "stream_events": res.events,
+                        "before_at": utc(before.unix_s),
+                        "after_at": utc(after.unix_s),
+                        "after_scrapes": tries,
+                    }
+                )
+                folder.save()
+                fe = "-" if res.first_event_s is None else f"{res.first_event_s:.4f}"
+                log(
+                    f"  {name} #{rnd}{' (warm-up)' if rnd < warmup else ''}: client {res.client_total_s:.4f} s, "
+                    f"first event {fe} s, {res.prompt_tokens} prompt + {res.completion_tokens} completion tokens "
+                    f"({res.finish_reason}); {attribution(b_snap, a_snap, profile)}"
+                )
+    except KeyboardInterrupt:
+        stopped = f"interrupted (Ctrl-C) after {len(phases['samples'])} of {total} samples"
+        raise
+    except Exception as e:
+        stopped = f"stopped by an error after {len(phases['samples'])} of {total} samples: {e}"
+        raise
+    finally:
+        client.close()
+        endpoint.close()
+        folder.finish(stopped, time.time())
+    return folder
+
+
+def _settled_after(
+    endpoint: MetricsEndpoint, before: prometheus.Snapshot, profile: EngineProfile | None, settle_s: float
+):
+    """The *after* scrape, repeated until the success counter moved (at most ``settle_s``)."""
+    want = _successes(before, profile)
+    deadline = time.monotonic() + settle_s
+    tries = 0
+    while True:
+        tries += 1
+        s = endpoint.fetch()
+        snap = endpoint.check(s)
+        if want is None:
+            return s, snap, tries
+        now = _successes(snap, profile)
+        if (now is not None and now > want) or time.monotonic() >= deadline:
+            return s, snap, tries
+        time.sleep(0.05)

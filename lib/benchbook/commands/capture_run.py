@@ -1,0 +1,261 @@
+"""``benchbook capture run``: ``/metrics`` before, every S seconds during, and after any benchmark command.
+
+The command (``vllm bench serve``, guidellm, aiperf, a script) runs as a child process with its
+output shown and kept in ``command.log``; benchbook records its command line, start, end and exit
+status, copies the result files it wrote into ``results/`` (raw, never modified, with their hashes),
+and describes it all in ``capture.json``. A scrape that fails *during* the run is recorded as a gap
+and the run goes on; the scrapes before and after must succeed (they bracket the window).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchbook.commands.capture_folder import RunFolder, utc
+from benchbook.commands.scrape import MetricsEndpoint, Scrape
+from benchbook.errors import BenchbookError, InputError
+
+# Options through which common benchmark tools name the folder they write results into.
+RESULT_DIR_OPTIONS = ("--result-dir", "--output-dir", "--artifact-dir", "--output-path", "--results-dir")
+GRACE_S = 10.0  # after Ctrl-C or the time limit: how long the command gets to exit before SIGKILL
+
+
+def result_dirs_from_command(cmd: list[str]) -> list[str]:
+    """Folders named by a ``--result-dir``-like option of the command (``--opt DIR`` or ``--opt=DIR``)."""
+    out = []
+    for i, a in enumerate(cmd):
+        for opt in RESULT_DIR_OPTIONS:
+            if a == opt and i + 1 < len(cmd):
+                out.append(cmd[i + 1])
+            elif a.startswith(opt + "="):
+                out.append(a.split("=", 1)[1])
+    return out
+
+
+def _new_files(place: Path, since_unix: float) -> list[Path]:
+    if place.is_file():
+        return [place] if place.stat().st_mtime >= since_unix - 1 else []
+    if not place.is_dir():
+        return []
+    return sorted(p for p in place.rglob("*") if p.is_file() and p.stat().st_mtime >= since_unix - 1)
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class _Tee(threading.Thread):
+    """Copies the child's output to our stdout and to command.log, line by line."""
+
+    def __init__(self, stream, log_path: Path, echo: bool):
+        super().__init__(daemon=True)
+        self.stream, self.log_path, self.echo = stream, log_path, echo
+
+    def run(self) -> None:
+        with open(self.log_path, "ab") as log:
+            for line in iter(self.stream.readline, b""):
+                log.write(line)
+                log.flush()
+                if self.echo:
+                    sys.stdout.buffer.write(line)
+                    sys.stdout.flush()
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: SIGTERM it if benchbook dies without stopping it (kill -9, a crash).
+
+    The command runs in its own session (so Ctrl-C reaches benchbook, which stops it in order); this
+    keeps a killed capture from leaving the benchmark running unattended. Linux only (prctl)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def _stop(proc: subprocess.Popen, sig: int = signal.SIGINT) -> None:
+    """Ask the command's process group to stop, then kill it after GRACE_S."""
+    for s, wait in ((sig, GRACE_S), (signal.SIGKILL, 5.0)):
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, s)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def capture_run(
+    *,
+    metrics: str,
+    out: str,
+    command: list[str],
+    arguments: dict[str, Any],
+    every_s: float = 5.0,
+    results: list[str] | None = None,
+    time_limit_s: float | None = None,
+    scrape_timeout_s: float = 10.0,
+    retries: int = 3,
+    echo: bool = True,
+    log: Callable[[str], None] = print,
+) -> RunFolder:
+    if not command:
+        raise InputError(
+            "command", "-", "no benchmark command: put it after `--` (capture run ... -- vllm bench serve ...)"
+        )
+    if every_s <= 0:
+        raise InputError("--every", str(every_s), "must be a positive number of seconds")
+    exe = shutil.which(command[0])
+    if exe is None:
+        raise InputError("command", command[0], "not found on PATH")
+    endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
+    first, _snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
+    folder = RunFolder(out, "run", arguments)
+    places = list(results) if results else result_dirs_from_command(command)
+    doc = folder.doc
+    doc.update(
+        {
+            "started_at": utc(first.unix_s),
+            "metrics_url": endpoint.url,
+            "engine_profile": profile.name if profile else None,
+            "engine_profile_note": why,
+            "every_s": every_s,
+            "command": {
+                "argv": list(command),
+                "cwd": os.getcwd(),
+                "exit_status": None,
+                "started_at": None,
+                "ended_at": None,
+                "duration_s": None,
+                "log": "command.log",
+            },
+            "snapshots": [],
+            "scrape_errors": [],
+            "result_places": places,
+            "result_files": [],
+            "files": {
+                "snapshots": "metrics/before.prom, metrics/during-NNNN.prom, metrics/after.prom",
+                "command_log": "command.log",
+                "results": "results/ (copies of the files the command wrote)",
+            },
+        }
+    )
+
+    def keep(s: Scrape, name: str, phase: str) -> None:
+        rel = folder.write(f"metrics/{name}.prom", s.text)
+        doc["snapshots"].append({"file": rel, "phase": phase, "at": utc(s.unix_s), "unix_s": round(s.unix_s, 6)})
+
+    keep(first, "before", "before")
+    folder.save()
+    log(
+        f"capture run: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}), "
+        f"every {every_s:g} s -> {folder.path}"
+    )
+    stopped: str | None = None
+    interrupted = False
+    proc = None
+    start = time.time()
+    try:
+        doc["command"]["started_at"] = utc(start)
+        proc = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
+        tee = _Tee(proc.stdout, folder.path / "command.log", echo)
+        tee.start()
+        folder.save()
+        t0 = time.monotonic()
+        n = 0
+        while True:
+            try:
+                proc.wait(timeout=max(0.0, t0 + (n + 1) * every_s - time.monotonic()))
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if time_limit_s is not None and time.monotonic() - t0 > time_limit_s:
+                stopped = f"the command exceeded the time limit of {time_limit_s:g} s and was stopped"
+                _stop(proc, signal.SIGTERM)
+                break
+            n += 1
+            try:
+                s = endpoint.fetch()
+                endpoint.check(s)
+                keep(s, f"during-{n:04d}", "during")
+            except BenchbookError as e:
+                doc["scrape_errors"].append({"at": utc(time.time()), "error": str(e)})
+            folder.save()
+        tee.join(timeout=5)
+    except KeyboardInterrupt:
+        stopped = "interrupted (Ctrl-C): the command was stopped before it finished"
+        interrupted = True
+        if proc is not None:
+            _stop(proc)
+    finally:
+        end = time.time()
+        cmd = doc["command"]
+        cmd["ended_at"] = utc(end)
+        cmd["duration_s"] = round(end - start, 3)
+        if proc is not None:
+            rc = proc.poll()
+            cmd["exit_status"] = rc
+            if rc is not None and rc < 0:
+                cmd["signal"] = signal.Signals(-rc).name
+            if rc and stopped is None:
+                stopped = f"the command failed (exit status {rc}); see command.log"
+        _collect(folder, places, start)
+        try:
+            keep(endpoint.check_fetch(), "after", "after")
+        except BenchbookError as e:
+            doc["scrape_errors"].append({"at": utc(time.time()), "error": f"after scrape: {e}"})
+            stopped = stopped or f"the scrape after the command failed: {e}"
+        endpoint.close()
+        folder.finish(stopped, time.time())
+    if interrupted:
+        raise KeyboardInterrupt
+    rc = doc["command"]["exit_status"]
+    log(
+        f"capture run: command exit status {rc}, {len(doc['snapshots'])} snapshots, "
+        f"{len(doc['result_files'])} result files{'; ' + stopped if stopped else ''}"
+    )
+    return folder
+
+
+def _collect(folder: RunFolder, places: list[str], since_unix: float) -> None:
+    doc = folder.doc
+    for place in places:
+        p = Path(place)
+        for f in _new_files(p, since_unix):
+            rel = Path("results") / (f.relative_to(p) if p.is_dir() else f.name)
+            if any(r["file"] == str(rel) for r in doc["result_files"]):
+                continue
+            (folder.path / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, folder.path / rel)
+            doc["result_files"].append(
+                {
+                    "file": str(rel),
+                    "source": str(f.resolve()),
+                    "bytes": f.stat().st_size,
+                    "sha256": _sha256(folder.path / rel),
+                }
+            )

@@ -1,0 +1,124 @@
+"""Scraping an engine's ``/metrics`` for ``benchbook capture``: bounded retries, time limits, a check
+that the answer is Prometheus text, and the raw bytes kept exactly as received.
+
+Failures the user can act on become benchbook errors: the server cannot be reached, times out or
+answers an HTTP error after the retries -> :class:`SourceError` (exit 4); it answers 200 with
+something that is not Prometheus text exposition (an HTML page, JSON, an empty body) ->
+:class:`InputError` naming the URL (exit 2: the URL given is wrong).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from benchbook.errors import InputError, SourceError
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import EngineProfile, detect_profile
+
+RETRIES = 3  # attempts per scrape
+BACKOFF_S = 0.5  # sleep before the 2nd attempt, doubled for each further one
+TIMEOUT_S = 10.0  # connect + read, per attempt
+
+
+@dataclass(frozen=True)
+class Scrape:
+    """One successful GET of /metrics."""
+
+    text: str
+    unix_s: float  # wall clock when the answer was complete
+    mono_s: float  # time.monotonic() at the same instant
+    elapsed_s: float  # request duration (last attempt)
+    attempts: int
+
+
+def metrics_url(url: str) -> str:
+    """``http://host:port`` -> ``http://host:port/metrics``; a URL with a path is kept as given."""
+    u = httpx.URL(url)
+    if u.scheme not in ("http", "https") or not u.host:
+        raise InputError(url, "-", "not an http(s) URL (expected e.g. http://127.0.0.1:8000/metrics)")
+    return str(u.copy_with(path="/metrics")) if u.path in ("", "/") else str(u)
+
+
+class MetricsEndpoint:
+    """GET ``url`` with at most ``retries`` attempts of ``timeout_s`` each, backing off between them."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout_s: float = TIMEOUT_S,
+        retries: int = RETRIES,
+        backoff_s: float = BACKOFF_S,
+        client: httpx.Client | None = None,
+    ):
+        if retries < 1:
+            raise ValueError("retries must be >= 1")
+        self.url = metrics_url(url)
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self.backoff_s = backoff_s
+        self._client = client or httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def fetch(self) -> Scrape:
+        """One scrape, retried on connection errors, time-outs and 5xx answers; the text is not checked."""
+        last = ""
+        for attempt in range(1, self.retries + 1):
+            if attempt > 1:
+                time.sleep(self.backoff_s * 2 ** (attempt - 2))
+            t0 = time.monotonic()
+            try:
+                r = self._client.get(self.url, headers={"Accept": "text/plain;version=0.0.4"})
+            except httpx.TimeoutException:
+                last = f"no answer within {self.timeout_s:g} s"
+                continue
+            except httpx.TransportError as e:
+                last = f"cannot connect ({type(e).__name__}: {e or 'no detail'})"
+                continue
+            t1 = time.monotonic()
+            if r.status_code >= 500:
+                last = f"HTTP {r.status_code}"
+                continue
+            if r.status_code != 200:  # 4xx: retrying will not help
+                raise SourceError(self.url, f"HTTP {r.status_code} {r.reason_phrase}: is this the /metrics endpoint?")
+            return Scrape(r.text, time.time(), t1, t1 - t0, attempt)
+        raise SourceError(self.url, f"{last} after {self.retries} attempt{'s' * (self.retries > 1)}; is the server up?")
+
+    def check(self, scrape: Scrape) -> prometheus.Snapshot:
+        """Parse the whole text with benchbook's reader (prometheus_client + its checks)."""
+        if not scrape.text.strip():
+            raise InputError(self.url, "-", "empty answer: not Prometheus text exposition (no samples)")
+        head = scrape.text.lstrip()[:1]
+        if head in ("<", "{", "["):
+            kind = "HTML" if head == "<" else "JSON"
+            raise InputError(
+                self.url, "-", f"answered {kind}, not Prometheus text exposition: is this the /metrics endpoint?"
+            )
+        try:
+            snap = prometheus.parse(scrape.text, self.url)
+        except InputError as e:
+            raise InputError(self.url, e.location, f"not Prometheus text exposition: {e.reason}") from None
+        if not snap.values:
+            raise InputError(self.url, "-", "Prometheus text without a single sample")
+        return snap
+
+    def check_fetch(self) -> Scrape:
+        """A scrape whose text passed :meth:`check`."""
+        s = self.fetch()
+        self.check(s)
+        return s
+
+    def first(self) -> tuple[Scrape, prometheus.Snapshot, EngineProfile | None, str | None]:
+        """The first scrape of a capture: fetched, checked, and its engine profile detected (None with
+        the reason when no profile matches: the capture still records the text)."""
+        s = self.fetch()
+        snap = self.check(s)
+        try:
+            return s, snap, detect_profile(snap), None
+        except InputError as e:
+            return s, snap, None, e.reason

@@ -1,0 +1,284 @@
+"""`benchbook capture` against a tiny local HTTP server (a unit-test aid: tests/test_engine_capture.py runs
+the same commands against a real vLLM engine)."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from benchbook.commands.capture_run import result_dirs_from_command
+from benchbook.commands.scrape import metrics_url
+from benchbook.errors import InputError
+from benchbook.jsonfile import validate
+
+METRICS = """# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 0.0
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{engine="0",model_name="m"} 0.0
+# HELP vllm:prompt_tokens_total Number of prefill tokens processed.
+# TYPE vllm:prompt_tokens_total counter
+vllm:prompt_tokens_total{engine="0",model_name="m"} 0.0
+"""
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    routes: dict[str, tuple[int, str, str]] = {}
+
+    def do_GET(self):  # noqa: N802 - http.server's name
+        code, ctype, body = self.routes.get(self.path, (404, "text/plain", "not found"))
+        data = body.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *a):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    _Handler.routes = {
+        "/metrics": (200, "text/plain; version=0.0.4", METRICS),
+        "/page": (200, "text/html", "<!doctype html><html><body>hello</body></html>"),
+        "/json": (200, "application/json", '{"object": "list"}'),
+        "/broken": (500, "text/plain", "boom"),
+    }
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+    srv.server_close()
+
+
+def _bb(*args: str, timeout: float = 60, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "benchbook.commands.cli", *args], capture_output=True, text=True, timeout=timeout, **kw
+    )
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_metrics_url_completes_a_bare_server_url():
+    assert metrics_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000/metrics"
+    assert metrics_url("http://h:1/custom/metrics") == "http://h:1/custom/metrics"
+    with pytest.raises(InputError, match="not an http"):
+        metrics_url("127.0.0.1:8000")
+
+
+def test_result_dirs_are_read_from_the_commands_options():
+    cmd = ["vllm", "bench", "serve", "--result-dir", "out", "--save-result"]
+    assert result_dirs_from_command(cmd) == ["out"]
+    assert result_dirs_from_command(["guidellm", "--output-path=a/b.json"]) == ["a/b.json"]
+    assert result_dirs_from_command(["x"]) == []
+
+
+def test_unreachable_server_is_exit_4_with_the_url_and_no_folder(tmp_path):
+    url = f"http://127.0.0.1:{_closed_port()}"
+    t0 = time.monotonic()
+    r = _bb("capture", "run", "--metrics", url, "--retries", "2", "--out", str(tmp_path / "r"), "--", "true")
+    assert r.returncode == 4, r.stderr
+    assert f"{url}/metrics: cannot connect" in r.stderr and "after 2 attempts" in r.stderr
+    assert time.monotonic() - t0 < 20  # bounded retries
+    assert not (tmp_path / "r").exists()
+    r = _bb("capture", "phases", "--url", url, "--model", "m", "--retries", "1", "--out", str(tmp_path / "p"))
+    assert r.returncode == 4 and "cannot connect" in r.stderr
+
+
+@pytest.mark.parametrize("path, what", [("/page", "answered HTML"), ("/json", "answered JSON")])
+def test_an_endpoint_that_is_not_prometheus_text_is_exit_2(server, tmp_path, path, what):
+    r = _bb("capture", "run", "--metrics", server + path, "--out", str(tmp_path / "r"), "--", "true")
+    assert r.returncode == 2, r.stderr
+    assert f"{server}{path}: -: {what}, not Prometheus text exposition" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_http_errors_are_retried_then_exit_4(server, tmp_path):
+    r = _bb(
+        "capture", "run", "--metrics", server + "/broken", "--retries", "2", "--out", str(tmp_path / "r"), "--", "true"
+    )
+    assert r.returncode == 4 and "HTTP 500 after 2 attempts" in r.stderr
+    r = _bb("capture", "run", "--metrics", server + "/nothing", "--out", str(tmp_path / "r"), "--", "true")
+    assert r.returncode == 4 and "HTTP 404" in r.stderr
+
+
+def test_capture_run_records_the_command_snapshots_and_result_files(server, tmp_path):
+    res = tmp_path / "res"
+    script = (
+        f"import os, time; os.makedirs({str(res)!r}, exist_ok=True); time.sleep(1.2); "
+        f"open(os.path.join({str(res)!r}, 'bench.json'), 'w').write('{{\"ok\": 1}}'); print('bench done')"
+    )
+    out = tmp_path / "run"
+    r = _bb(
+        "capture",
+        "run",
+        "--metrics",
+        server,
+        "--every",
+        "0.3",
+        "--out",
+        str(out),
+        "--",
+        sys.executable,
+        "-c",
+        script,
+        "--result-dir",
+        str(res),
+    )
+    assert r.returncode == 0, r.stderr
+    assert "bench done" in r.stdout
+    cap = json.loads((out / "capture.json").read_text())
+    validate(cap, "capture", out / "capture.json")
+    assert cap["complete"] is True and cap["stopped"] is None
+    assert cap["engine_profile"] == "vllm"
+    assert cap["command"]["exit_status"] == 0 and cap["command"]["argv"][0] == sys.executable
+    phases = [s["phase"] for s in cap["snapshots"]]
+    assert phases[0] == "before" and phases[-1] == "after" and phases.count("during") >= 2
+    assert all((out / s["file"]).read_text() == METRICS for s in cap["snapshots"])
+    times = [s["unix_s"] for s in cap["snapshots"]]
+    assert times == sorted(times)
+    (rf,) = cap["result_files"]
+    assert rf["file"] == "results/bench.json" and (out / rf["file"]).read_text() == '{"ok": 1}'
+    assert (out / "command.log").read_text().strip() == "bench done"
+    assert cap["host"]["gpu_memory"].startswith("not sampled") or "gpus" in cap["host"]["gpu_memory"]
+
+
+def test_a_failed_command_is_recorded_and_its_status_returned(server, tmp_path):
+    out = tmp_path / "run"
+    r = _bb("capture", "run", "--metrics", server, "--out", str(out), "--", sys.executable, "-c", "raise SystemExit(3)")
+    assert r.returncode == 3
+    cap = json.loads((out / "capture.json").read_text())
+    assert cap["complete"] is False and "exit status 3" in cap["stopped"]
+    assert cap["command"]["exit_status"] == 3
+
+
+def test_an_existing_nonempty_out_folder_is_refused(server, tmp_path):
+    (tmp_path / "x.txt").write_text("mine")
+    r = _bb("capture", "run", "--metrics", server, "--out", str(tmp_path), "--", "true")
+    assert r.returncode == 2 and "not empty" in r.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["x.txt"]
+
+
+def test_ctrl_c_leaves_a_valid_partial_run_marked_incomplete(server, tmp_path):
+    out = tmp_path / "run"
+    marker = tmp_path / "child.pid"
+    script = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "benchbook.commands.cli",
+            "capture",
+            "run",
+            "--metrics",
+            server,
+            "--every",
+            "0.2",
+            "--out",
+            str(out),
+            "--",
+            sys.executable,
+            "-c",
+            script,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.6)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    cap = json.loads((out / "capture.json").read_text())
+    validate(cap, "capture", out / "capture.json")
+    assert cap["complete"] is False and "Ctrl-C" in cap["stopped"]
+    assert cap["command"]["exit_status"] is not None  # the command was stopped and waited for
+    child = int(marker.read_text())
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    assert [s["phase"] for s in cap["snapshots"]][-1] == "after"
+
+
+def test_time_limit_stops_the_command(server, tmp_path):
+    out = tmp_path / "run"
+    r = _bb(
+        "capture",
+        "run",
+        "--metrics",
+        server,
+        "--every",
+        "0.2",
+        "--time-limit",
+        "1",
+        "--out",
+        str(out),
+        "--",
+        "sleep",
+        "30",
+    )
+    cap = json.loads((out / "capture.json").read_text())
+    assert cap["complete"] is False and "time limit of 1 s" in cap["stopped"]
+    assert cap["command"]["signal"] == "SIGTERM" and cap["command"]["duration_s"] < 20
+    assert r.returncode == 143  # as a shell reports a command ended by SIGTERM
+
+
+def test_prompt_classes_come_from_text_or_a_file(tmp_path):
+    from benchbook.commands.capture_phases import default_prompts, parse_prompt
+
+    (tmp_path / "long.txt").write_text("many words here")
+    assert parse_prompt("short=Tell me") == ("short", "Tell me")
+    assert parse_prompt(f"long=@{tmp_path / 'long.txt'}") == ("long", "many words here")
+    with pytest.raises(InputError, match="NAME=TEXT"):
+        parse_prompt("no-equals-sign")
+    with pytest.raises(InputError, match="letters, digits"):
+        parse_prompt("a b=text")
+    assert {k: len(v.split()) for k, v in default_prompts().items()} == {"short": 128, "long": 1024}
+
+
+def test_a_killed_capture_does_not_leave_the_benchmark_running(server, tmp_path):
+    out, marker = tmp_path / "run", tmp_path / "child.pid"
+    script = f"import os, time; open({str(marker)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "benchbook.commands.cli", "capture", "run", "--metrics", server, "--out", str(out), "--",
+         sys.executable, "-c", script],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while not marker.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    p.kill()  # SIGKILL: benchbook cannot clean up, the kernel tells the child
+    p.wait()
+    child = int(marker.read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+    cap = json.loads((out / "capture.json").read_text())
+    assert cap["complete"] is False and "killed before it could say why" in cap["stopped"]

@@ -1,0 +1,325 @@
+"""`benchbook capture` against a real vLLM engine (CPU build, tiny local Llama; tests/engine.py).
+
+Every engine test lives in this one module: under ``pytest -n 2 --dist loadfile`` one worker runs it
+and starts the one engine. Skips (with the reason) where the engine venv could not be installed,
+except under CI=true.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import engine as eng
+from benchbook.analysis import enginemetrics
+from benchbook.analysis.engine_concurrency import engine_concurrency, samples_from_snapshots
+from benchbook.ingest import formats
+from benchbook.jsonfile import validate
+from benchbook.metrics import prometheus
+from benchbook.metrics.profiles import PROFILES
+
+pytestmark = pytest.mark.engine
+VLLM = PROFILES["vllm"]
+MAX_TOKENS = 32
+BENCH_TOKENS = 64  # long enough per request that 0.25-s snapshots resolve the in-flight gauge
+SHORT = "the quick brown fox jumps over the lazy dog " * 3
+LONG = "a long prompt keeps the prefill busy for a while so that its phase is measurable " * 40
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory):
+    why = eng.unavailable()
+    if why:
+        eng.skip_or_fail(why)
+    with eng.serving(tmp_path_factory.mktemp("vllm")) as e:
+        print(f"\nvllm serve ready in {e.startup_s:.1f} s (pid {e.pid})", file=sys.stderr)
+        yield e
+
+
+def _bb(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env["PATH"] = f"{eng.VENV / 'bin'}{os.pathsep}{env['PATH']}"  # `vllm` for `capture run -- vllm bench serve`
+    env.update({k: v for k, v in eng.ENV.items()})
+    return subprocess.run(
+        [sys.executable, "-m", "benchbook.commands.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        **kw,
+    )
+
+
+def _delta(before: prometheus.Snapshot, after: prometheus.Snapshot, quantity: str) -> float:
+    (d,) = enginemetrics.counter_delta(before, after, VLLM, quantity).values()
+    return d.value
+
+
+def _hist(before: prometheus.Snapshot, after: prometheus.Snapshot, quantity: str) -> enginemetrics.Histogram:
+    (d,) = enginemetrics.histogram_delta(before, after, VLLM, quantity).values()
+    return d.delta
+
+
+@pytest.fixture(scope="module")
+def captures(tmp_path_factory) -> Path:
+    """Run folders made once and shared: the checks below read them, the end-to-end test inits them."""
+    return tmp_path_factory.mktemp("captures")
+
+
+@pytest.fixture(scope="module")
+def phases_run(engine, captures) -> Path:
+    out = captures / "phases-tiny"
+    r = _bb(
+        "capture",
+        "phases",
+        "--url",
+        engine.url,
+        "--model",
+        engine.model,
+        "--prompt",
+        f"short={SHORT}",
+        "--prompt",
+        f"long={LONG}",
+        "--repeats",
+        "2",
+        "--warmup",
+        "1",
+        "--max-tokens",
+        str(MAX_TOKENS),
+        "--ignore-eos",
+        "--out",
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr + r.stdout
+    return out
+
+
+def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(phases_run):
+    out = phases_run
+    doc = json.loads((out / "phases.json").read_text())
+    validate(doc, "phases", out / "phases.json")
+    cap = json.loads((out / "capture.json").read_text())
+    validate(cap, "capture", out / "capture.json")
+    assert cap["complete"] is True and cap["engine_profile"] == "vllm"
+    assert [(s["prompt_class"], s["repeat"], s["warmup"]) for s in doc["samples"]] == [
+        ("short", 0, True),
+        ("long", 0, True),
+        ("short", 1, False),
+        ("long", 1, False),
+        ("short", 2, False),
+        ("long", 2, False),
+    ]
+    assert cap["prompt_classes"]["long"]["tokens"] > cap["prompt_classes"]["short"]["tokens"] > 0
+    rows = []
+    for s, c in zip(doc["samples"], cap["samples"]):
+        before = prometheus.read(out / s["metrics_before"])
+        after = prometheus.read(out / s["metrics_after"])
+        where = f"{s['prompt_class']} #{s['repeat']}"
+        # attribution: each count moved by exactly one (success summed over finished_reason)
+        ttft, e2e = _hist(before, after, "ttft"), _hist(before, after, "e2e")
+        assert (ttft.count, e2e.count, _delta(before, after, "requests_success")) == (1, 1, 1), where
+        # token counts against the engine's counters and the response's usage
+        assert (
+            _delta(before, after, "prompt_tokens")
+            == c["prompt_tokens"]
+            == cap["prompt_classes"][s["prompt_class"]]["tokens"]
+        )
+        assert _delta(before, after, "generation_tokens") == c["completion_tokens"] == MAX_TOKENS, where
+        # the phase split from counter deltas, against vLLM's own per-request phase histograms
+        prefill_s, decode_s = ttft.sum, e2e.sum - ttft.sum
+        v_prefill, v_decode = _hist(before, after, "prefill"), _hist(before, after, "decode")
+        assert (v_prefill.count, v_decode.count) == (1, 1), where
+        # TTFT (front-end clock, from arrival) = queue + vLLM's prefill (engine-core clock, from scheduling) +
+        # the front end's own work (tokenizing, IPC): never less, and only a little more
+        queue = _hist(before, after, "queue").sum
+        front_end = prefill_s - queue - v_prefill.sum
+        assert -0.005 < front_end < 0.25, (where, prefill_s, queue, v_prefill.sum)
+        # E2E − TTFT (front end: first to last output) against vLLM's decode time (engine core: first to last
+        # token): the same interval seen from two processes, apart by the IPC lag of two outputs
+        assert abs(decode_s - v_decode.sum) <= 0.05 + 0.15 * v_decode.sum, (where, decode_s, v_decode.sum)
+        rows.append((where, prefill_s, queue, v_prefill.sum, decode_s, v_decode.sum))
+        # the client sees it all: engine total <= client total, first event before the first token
+        assert e2e.sum <= s["client_total_s"], where
+        # vLLM's first /v1/completions event carries the first token: kept in capture.json, not phases.json
+        assert c["first_event_has_text"] is True and "first_event_s" not in s, where
+        assert prefill_s < c["first_event_s"] <= s["client_total_s"], where
+    print(
+        "\n".join(
+            f"{w}: TTFT {p:.4f} = queue {q:.4f} + prefill {vp:.4f} + front end; E2E-TTFT {d:.4f} vs decode {vd:.4f}"
+            for w, p, q, vp, d, vd in rows
+        ),
+        file=sys.stderr,
+    )
+
+
+BENCH = {1: 4, 4: 8}  # concurrency: prompts
+
+
+@pytest.fixture(scope="module")
+def bench_runs(engine, captures) -> dict[int, Path]:
+    return {c: _bench(engine, captures, c, n) for c, n in BENCH.items()}
+
+
+def _bench(engine, tmp_path: Path, concurrency: int, prompts: int) -> Path:
+    res = tmp_path / f"res-c{concurrency}"
+    out = tmp_path / f"run-c{concurrency}"
+    cmd = [
+        "vllm",
+        "bench",
+        "serve",
+        "--backend",
+        "vllm",
+        "--base-url",
+        engine.url,
+        "--model",
+        engine.model,
+        "--tokenizer",
+        str(engine.model_dir),
+        "--dataset-name",
+        "random",
+        "--random-input-len",
+        "64",
+        "--random-output-len",
+        str(BENCH_TOKENS),
+        "--num-prompts",
+        str(prompts),
+        "--max-concurrency",
+        str(concurrency),
+        "--ignore-eos",
+        "--seed",
+        "0",
+        "--save-result",
+        "--save-detailed",
+        "--result-dir",
+        str(res),
+        "--result-filename",
+        f"c{concurrency}.json",
+    ]
+    # the time limit stops the benchmark (run marked incomplete) before the test's own timeout would kill benchbook
+    r = _bb(
+        "capture",
+        "run",
+        "--metrics",
+        engine.url,
+        "--every",
+        "0.25",
+        "--time-limit",
+        "900",
+        "--out",
+        str(out),
+        "--",
+        *cmd,
+        timeout=1200,
+    )
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    return out
+
+
+@pytest.mark.parametrize("concurrency", sorted(BENCH))
+def test_capture_run_around_vllm_bench_serve(bench_runs, concurrency):
+    out, prompts = bench_runs[concurrency], BENCH[concurrency]
+    cap = json.loads((out / "capture.json").read_text())
+    validate(cap, "capture", out / "capture.json")
+    assert cap["complete"] is True and cap["command"]["exit_status"] == 0 and cap["engine_profile"] == "vllm"
+    assert cap["command"]["argv"][:3] == ["vllm", "bench", "serve"]
+    (rf,) = cap["result_files"]
+    assert rf["file"] == f"results/c{concurrency}.json"
+    (run,) = formats.read(out / rf["file"])
+    assert run.format.startswith("vllm")
+    assert run.summary["completed"] == prompts
+    snaps = [(s["unix_s"], prometheus.parse((out / s["file"]).read_text(), s["file"])) for s in cap["snapshots"]]
+    assert [s["phase"] for s in cap["snapshots"]][:: len(snaps) - 1] == ["before", "after"]
+    assert len(snaps) >= 4
+    # the engine's window holds the benchmark's requests (plus the tool's own test request, if it sends one)
+    successes = _delta(snaps[0][1], snaps[-1][1], "requests_success")
+    assert successes in (prompts, prompts + 1)
+    assert _delta(snaps[0][1], snaps[-1][1], "generation_tokens") == successes * BENCH_TOKENS
+    # Little's law: the engine's own in-flight count (time-averaged) vs the client's λ × W over the same window
+    e2e = run.requests["e2e_s"].to_list()
+    lw = engine_concurrency(samples_from_snapshots(snaps, VLLM), completed=len(e2e), mean_e2e_s=sum(e2e) / len(e2e))
+    print(
+        f"c={concurrency}: engine L={lw.mean_in_flight:.3f} (peak {lw.peak_in_flight:g}, {lw.snapshots} snapshots), "
+        f"client λW={lw.check.implied:.3f}; {lw.check.status}: {lw.check.detail}",
+        file=sys.stderr,
+    )
+    assert lw.peak_in_flight <= concurrency
+    # the engine holds each request for part of the client's E2E (not the HTTP and front-end work around
+    # it), so its L is at most λW; agreement within the check's fail tolerance
+    assert lw.mean_in_flight <= lw.check.implied * 1.05, lw.check.detail
+    assert lw.check.status in ("pass", "warn"), lw.check.detail
+
+
+def test_unreachable_url_and_a_non_prometheus_endpoint_give_clear_errors(engine, tmp_path):
+    r = _bb("capture", "run", "--metrics", engine.url + "/v1/models", "--out", str(tmp_path / "a"), "--", "true")
+    assert r.returncode == 2
+    assert f"{engine.url}/v1/models: -: answered JSON, not Prometheus text exposition" in r.stderr
+    r = _bb(
+        "capture",
+        "phases",
+        "--url",
+        engine.url,
+        "--metrics",
+        engine.url + "/health",
+        "--model",
+        engine.model,
+        "--out",
+        str(tmp_path / "b"),
+    )
+    assert r.returncode == 2 and "empty answer: not Prometheus text exposition" in r.stderr
+    port = eng.free_port()
+    r = _bb(
+        "capture",
+        "phases",
+        "--url",
+        f"http://127.0.0.1:{port}",
+        "--model",
+        engine.model,
+        "--retries",
+        "2",
+        "--out",
+        str(tmp_path / "c"),
+    )
+    assert r.returncode == 4 and "cannot connect" in r.stderr and "after 2 attempts" in r.stderr
+    r = _bb(
+        "capture",
+        "phases",
+        "--url",
+        engine.url,
+        "--model",
+        "no-such-model",
+        "--repeats",
+        "1",
+        "--warmup",
+        "0",
+        "--out",
+        str(tmp_path / "d"),
+    )
+    assert r.returncode == 2 and "HTTP 404" in r.stderr and "no-such-model" in r.stderr
+    cap = json.loads((tmp_path / "d" / "capture.json").read_text())
+    assert cap["complete"] is False and "0 of 2 samples" in cap["stopped"]
+
+
+@pytest.mark.browser
+def test_init_render_and_the_pages_in_chromium(phases_run, bench_runs, tmp_path, open_page):
+    """The README's path: capture phases + capture run at two concurrencies -> init -> render -> a browser."""
+    camp, reports = tmp_path / "tiny-sweep", tmp_path / "reports"
+    r = _bb("init", str(camp), str(phases_run), *(str(bench_runs[c]) for c in sorted(BENCH)))
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    r = _bb("validate", str(camp))
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    r = _bb("render", str(camp), "--out", str(reports), timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    pages = sorted(p.name for p in reports.glob("*.html"))
+    print(f"rendered {pages}", file=sys.stderr)
+    assert "compare.html" in pages and "baseline.html" in pages, pages
+    for name in pages:
+        rep = open_page(reports / name, screenshot=f"engine-capture-{name}.png")
+        assert not rep.page_errors and not rep.console_errors, (name, rep.page_errors, rep.console_errors)
+        assert not rep.requests, (name, rep.requests)  # offline: nothing fetched
+    values = json.loads((reports / "baseline.values.json").read_text())
+    assert values, "the baseline page recorded no values"
