@@ -31,6 +31,90 @@ _COUNT_CHARTS = """() => Array.from(document.querySelectorAll('svg')).filter(s =
 }).length"""
 
 
+# What a new reader sees at the page's width: where the findings box is, whether the table of
+# contents reaches every section, and whether anything is wider than its box or cut off.
+_LAYOUT = """() => {
+  const vw = document.documentElement.clientWidth, vh = window.innerHeight;
+  const box = document.querySelector('#bb-findings');
+  const head = box && box.querySelector('.bb-headline');
+  const sections = Array.from(document.querySelectorAll('main h2'))
+    .filter(h => !h.closest('#bb-findings') && !h.closest('#bb-toc'))
+    .map(h => ({id: h.id, text: h.textContent.replace(/#$/, '').trim()}));
+  const toc = Array.from(document.querySelectorAll('#bb-toc a')).map(a => a.getAttribute('href'));
+  const wide = [];
+  for (const t of document.querySelectorAll('table')) {
+    const wrap = t.closest('.bb-table-wrap') || t.parentElement;
+    if (t.getBoundingClientRect().width === 0) continue;  // inside a closed <details>
+    if (t.scrollWidth > wrap.clientWidth + 1 || wrap.scrollWidth > wrap.clientWidth + 1)
+      wide.push(`${t.id || t.className}: ${Math.max(t.scrollWidth, wrap.scrollWidth)} > ${wrap.clientWidth}`);
+  }
+  const clipped = [];
+  const main = document.querySelector('main') || document.body;
+  const right = main.getBoundingClientRect().right;
+  for (const el of main.querySelectorAll('*')) {
+    if (el.closest('svg') && el.tagName.toLowerCase() !== 'svg') continue;
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.height === 0) continue;
+    if (r.right > right + 1 || r.left < -1) clipped.push(`${el.tagName.toLowerCase()}#${el.id || ''}.${el.className && el.className.baseVal === undefined ? el.className : ''} spans ${Math.round(r.left)}..${Math.round(r.right)}`);
+    if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible' && el.clientWidth > 0)
+      clipped.push(`${el.tagName.toLowerCase()}#${el.id || ''} scrolls sideways (${el.scrollWidth} > ${el.clientWidth})`);
+  }
+  for (const svg of document.querySelectorAll('svg')) {
+    if (svg.parentElement && svg.parentElement.closest('svg')) continue;
+    const b = svg.getBoundingClientRect();
+    if (b.width === 0) continue;
+    for (const t of svg.querySelectorAll('text')) {
+      const r = t.getBoundingClientRect();
+      if (r.width === 0 || !t.textContent.trim()) continue;
+      if (r.left < b.left - 1 || r.right > b.right + 1 || r.top < b.top - 1 || r.bottom > b.bottom + 1)
+        clipped.push(`chart text "${t.textContent.trim()}" outside its chart`);
+    }
+  }
+  return {
+    height: document.documentElement.scrollHeight, width: vw, viewport_height: vh,
+    page_scrolls_sideways: document.documentElement.scrollWidth > vw,
+    findings_top: box ? box.getBoundingClientRect().top + window.scrollY : null,
+    findings_headline_bottom: head ? head.getBoundingClientRect().bottom + window.scrollY : null,
+    sections, toc, wide_tables: wide, clipped: Array.from(new Set(clipped)).slice(0, 40),
+  };
+}"""
+
+
+@dataclass
+class Layout:
+    height: int
+    width: int
+    viewport_height: int
+    page_scrolls_sideways: bool
+    findings_top: float | None
+    findings_headline_bottom: float | None
+    sections: list[dict]
+    toc: list[str]
+    wide_tables: list[str]
+    clipped: list[str]
+
+    def problems(self) -> list[str]:
+        """What a reader would miss: findings below the fold, a section the contents do not reach, a
+        table wider than its box, anything cut off."""
+        out = []
+        if self.findings_top is None:
+            out.append("no findings box")
+        elif not (
+            0 <= self.findings_top < self.viewport_height and self.findings_headline_bottom <= self.viewport_height
+        ):
+            out.append(f"findings box at {self.findings_top:.0f}px, not in the first {self.viewport_height}px")
+        missing = [s for s in self.sections if not s["id"] or f"#{s['id']}" not in self.toc]
+        if missing:
+            out.append(f"sections without an entry in the contents: {missing}")
+        if self.wide_tables:
+            out.append(f"tables wider than their box: {self.wide_tables}")
+        if self.page_scrolls_sideways:
+            out.append("the page scrolls sideways")
+        if self.clipped:
+            out.append(f"clipped: {self.clipped}")
+        return out
+
+
 @dataclass
 class PageReport:
     url: str
@@ -43,6 +127,7 @@ class PageReport:
     tables: list[str] = field(default_factory=list)  # ids of every <table id=...> on the page
     missing_tables: list[str] = field(default_factory=list)
     screenshot: Path | None = None
+    layout: Layout | None = None
     texts: dict[str, str] = field(default_factory=dict)  # selector -> innerText of its first match ("" if none)
 
     @property
@@ -99,11 +184,15 @@ def open_page(
     *,
     table_ids: Iterable[str] = (),
     screenshot: str | Path | None = None,
+    first_screen: str | Path | None = None,
     viewport: tuple[int, int] = (1280, 900),
     settle_ms: int = 300,
     text_of: Iterable[str] = (),
 ) -> PageReport:
-    """Load ``path`` from file:// with every other request blocked; see :class:`PageReport`."""
+    """Load ``path`` from file:// with every other request blocked; see :class:`PageReport`.
+
+    ``screenshot``: the whole page; ``first_screen``: what a reader sees before scrolling (one
+    viewport). Relative names land in ``test-artifacts/``."""
     path = Path(path).resolve()
     url = path.as_uri()
     report = PageReport(url=url)
@@ -142,6 +231,7 @@ def open_page(
         report.charts = page.evaluate(_COUNT_CHARTS)
         report.tables = page.evaluate("() => Array.from(document.querySelectorAll('table[id]')).map(t => t.id)")
         report.missing_tables = [t for t in table_ids if t not in report.tables]
+        report.layout = Layout(**page.evaluate(_LAYOUT))
         for sel in text_of:
             report.texts[sel] = page.evaluate(
                 "(s) => { const e = document.querySelector(s); return e ? e.innerText : ''; }", sel
@@ -153,6 +243,16 @@ def open_page(
             shot.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(shot), full_page=True)
             report.screenshot = shot
+        if first_screen is not None:
+            first = Path(first_screen) if Path(first_screen).is_absolute() else ARTIFACTS / first_screen
+            first.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(first), full_page=False)
+        # what is folded must fit too, once opened: measure again with every <details> open
+        page.evaluate("() => document.querySelectorAll('details').forEach(d => { d.open = true; })")
+        opened = Layout(**page.evaluate(_LAYOUT))
+        report.layout.wide_tables = sorted(set(report.layout.wide_tables) | set(opened.wide_tables))
+        report.layout.clipped = sorted(set(report.layout.clipped) | set(opened.clipped))
+        report.layout.page_scrolls_sideways |= opened.page_scrolls_sideways
     finally:
         context.close()
     return report

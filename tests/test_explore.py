@@ -81,3 +81,19 @@ def test_runs_on_every_bundled_campaign(name, tmp_path):
         assert rows["pd_cells"] == len(rep.cells) > 0
         assert rows["pd_comparisons"] == len(rep.comparisons) > 0
         assert rows["phase_samples"] == rows["requests"] == 0
+
+
+def test_charts_are_live_in_jupyterlab_and_static_svg_on_the_page(explored):
+    import nbformat
+
+    from benchbook.pages.charts import VEGALITE_MIME
+
+    nb = nbformat.read(str(explored.notebook), as_version=4)
+    specs = [
+        o["data"][VEGALITE_MIME] for c in nb.cells for o in c.get("outputs", []) if VEGALITE_MIME in o.get("data", {})
+    ]
+    assert len(specs) >= 4  # latency, ladder, phase split, memory: JupyterLab draws these with Vega-Lite
+    assert sum('"bind": "scales"' in json.dumps(s) for s in specs) >= 2  # pan and zoom
+    assert all('"tooltip"' in json.dumps(s) for s in specs)
+    html = explored.html.read_text()
+    assert "<script" not in html and html.count("<svg") >= 4  # the page itself stays static

@@ -58,7 +58,7 @@ def test_all_renders_what_exists_and_writes_the_index(tmp_path, notebooks, capsy
     assert index.index("Beta PD") < index.index("Alpha")  # newest first
     assert "notebook not written yet" in index
     assert "<script" not in index.lower()
-    assert 'font-family: system-ui, -apple-system, "Segoe UI"' in index  # CSS not HTML-escaped
+    assert '--bb-sans: system-ui, -apple-system, "Segoe UI"' in index  # CSS not HTML-escaped
 
 
 def test_all_succeeds_while_no_page_notebook_exists(tmp_path, capsys):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import altair as alt
 import polars as pl
 import pytest
@@ -78,3 +80,72 @@ def test_record_rejects_values_that_are_not_json():
         bd._jsonable(object())
     assert bd._jsonable(pl.DataFrame({"a": [1]})) == [{"a": 1}]
     assert bd._jsonable({"x": float("nan")}) == {"x": None}
+
+
+def test_numbers_and_text_starting_with_a_number_are_right_aligned_header_included():
+    html = bd.table(
+        [{"run": "serial", "rate": "2.684 tok/s", "n": 3}, {"run": "tuned2", "rate": "3.430 tok/s", "n": 3}], id="r"
+    ).html
+    assert '<th scope="col">run</th>' in html
+    assert '<th scope="col" class="num">rate</th>' in html and '<td class="numtext">2.684 tok/s</td>' in html
+    assert '<th scope="col" class="num">n</th>' in html and '<td class="num">3</td>' in html
+    prose = bd.table([{"load": "640 requests, C128, 6 req/s"}, {"load": "320 requests"}], id="p").html
+    assert '<th scope="col">load</th>' in prose  # starts with a number, but it is words
+
+
+def test_the_font_stack_names_cjk_families_and_stays_local():
+    css = (Path(charts.__file__).parents[1] / "templates" / "benchbook" / "page.css").read_text()
+    for family in ("Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Micro Hei"):
+        assert f'"{family}"' in css and family in charts.FONT
+    assert "@font-face" not in css and "url(" not in css
+
+
+def test_a_long_token_may_break_inside_its_cell_and_stays_escaped():
+    long = "DEEPSEEK_GPU_PREFILL_MOE_MAX_CACHED_LAYERS" + EVIL
+    html = bd.table([{"v": long, "w": "short words only"}], id="l").html
+    assert '<span class="bb-long">DEEPSEEK_GPU' in html and "<img" not in html
+    assert "short words only</td>" in html
+
+
+def test_findings_box_lists_each_line_linked_to_its_section_escaped():
+    box = bd.findings_box(
+        [bd.Finding("regression", EVIL, "comparisons"), bd.Finding("fail", "clamped", "clamps")], headline=EVIL
+    ).html
+    assert box.index('href="#sec-comparisons"') < box.index('href="#sec-clamps"')
+    assert "<img" not in box and 'id="bb-findings"' in box and bd.TOC_PLACEHOLDER in box
+    assert "bb-mark-regression" in box and "bb-mark-fail" in box
+    with pytest.raises(ValueError):
+        bd.Finding("great", "x", "s")
+    with pytest.raises(ValueError):
+        bd.Finding("fail", "x", 'x" onclick="y')
+    assert "Nothing to report." in bd.findings_box([], headline="0 results").html
+
+
+def test_collapsed_keeps_its_body_in_the_html_and_headings_get_section_ids():
+    html = bd.collapsed(EVIL, bd.table([{"a": 1}], id="folded")).html
+    assert html.startswith('<details class="bb-collapsed"><summary>&quot;&gt;&lt;img')
+    assert 'id="bb-folded"' in html and "<img" not in html
+    assert bd.collapsed("s", bd.Block("<p>x</p>"), open=True).html.startswith('<details class="bb-collapsed" open>')
+    assert bd.heading("Checks", id="checks").html == '<h2 id="sec-checks">Checks</h2>'
+
+
+def test_an_interactive_chart_is_live_in_jupyterlab_and_static_svg_on_the_page():
+    d = pl.DataFrame({"x": [1, 2, 3], "y": [2.0, 1.0, 3.0]})
+    ch = alt.Chart(d).mark_point().encode(x="x:Q", y="y:Q", tooltip=["x", "y"]).interactive()
+    block = bd.chart(ch, id="live", interactive=True)
+    bundle = block._repr_mimebundle_()
+    assert set(bundle) == {charts.VEGALITE_MIME, "text/html"}
+    assert any(p.get("bind") == "scales" for p in bundle[charts.VEGALITE_MIME].get("params", []))
+    assert "<svg" in bundle["text/html"] and "<script" not in bundle["text/html"]
+    assert not hasattr(bd.chart(ch, id="still"), "_repr_mimebundle_")
+
+
+def test_a_forest_chart_draws_each_ratio_its_range_and_the_noise_band():
+    rows = [
+        {"group": "b vs a", "label": f"figure {i}", "ratio": r, "lo": r * 0.95, "hi": r * 1.05}
+        | {"band_lo": 1 / 1.075, "band_hi": 1.075, "verdict": v}
+        for i, (r, v) in enumerate([(1.01, "within noise"), (1.48, "improvement"), (0.91, "regression")])
+    ]
+    svg = charts.to_svg(charts.forest(rows))
+    assert "<script" not in svg and all(f"figure {i}" in svg for i in range(3))
+    assert charts.VERDICT_COLOURS["regression"] in svg and charts.VERDICT_COLOURS["improvement"] in svg

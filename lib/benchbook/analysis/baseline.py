@@ -449,6 +449,14 @@ def _row(base, cand, metric, context, b, c, cmp, verdict, reason, mark, prompt_c
         "candidate_max": c.max,
         "candidate_n": c.n,
         "ratio": c.median / b.median,
+        # the ratio's range from the two [min–max] ranges (the forest chart's bar) and the noise band
+        # around 1 the verdict used (None without a measured spread)
+        "ratio_min": c.min / b.max,
+        "ratio_max": c.max / b.min,
+        "threshold": cmp.threshold if cmp else None,
+        "band_min": 1 / (1 + cmp.threshold) if cmp else None,  # ratios inside [band_min, band_max] are
+        "band_max": 1 + cmp.threshold if cmp else None,  # within the threshold (symmetric gap)
+        "direction": cmp.direction if cmp else None,
         "speedup": cmp.speedup if cmp else None,
         "change_pct": (c.median / b.median - 1) * 100,
         "verdict": verdict,

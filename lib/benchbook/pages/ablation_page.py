@@ -134,7 +134,30 @@ def header(page: Page) -> bd.Block:
                 b=f"{page.baseline_arm} ({_label(page, page.baseline_arm)})",
             )
         )
+        + str(findings(page))
     )
+
+
+def findings(page: Page) -> bd.Block:
+    """The findings box: every cell the ablation called a result (worst first; interactions said so)
+    and the cells that could not be compared."""
+    inter = {(i.arm, i.cell) for i in page.ablation.interactions}
+    results, unjudged = [], []
+    for a in page.arms:
+        for k in page.keys:
+            cmp = page.comparison(a, k)
+            if cmp is None:
+                unjudged.append((f"{a}: no {k[1]} {k[0]} cell to compare with {page.baseline_arm}", "ablation"))
+                continue
+            if not cmp.is_result:
+                continue
+            text = f"{a} vs {page.baseline_arm}, {cell_title(page, k).lower()}: {cmp.ratio:.2f}x ({stats.fmt_pct(cmp.change, signed=True)})"
+            if (a, k) in inter:
+                text += (
+                    f" — an interaction of {len(page.ablation.switches.get(a, ()))} switches, each within noise alone"
+                )
+            results.append((cmp.direction, cmp.speedup, text, "ablation"))
+    return sections.findings(results=results, unjudged=unjudged, results_section="ablation")
 
 
 def how_to_read(page: Page) -> bd.Block:
@@ -254,7 +277,7 @@ def ablation_table(page: Page) -> bd.Block:
             if a == page.baseline_arm:
                 row[cell_title(page, k)] = bd.Block(f"{bd.esc(fig)}<br><small>baseline</small>")
             else:
-                kind = "result" if r["is_result"] else "noise"
+                kind = ("regression" if r["direction"] == "regression" else "result") if r["is_result"] else "noise"
                 label = (f"{r['direction']}" if r["is_result"] else "noise") + (
                     " · interaction" if r["interaction"] else ""
                 )
@@ -268,7 +291,7 @@ def ablation_table(page: Page) -> bd.Block:
         for k in page.keys
     }
     return bd.Block(
-        "<h2>The ablation, cell by cell</h2>"
+        str(bd.heading("The ablation, cell by cell", id="ablation"))
         + str(
             bd.table(
                 out,

@@ -91,7 +91,38 @@ def header(page: Page) -> bd.Block:
         parts.append(bd.Block(f'<p class="bb-banner"><strong>{bd.esc(banner)}</strong></p>'))
     bd.record("title", page.title)
     bd.record("provenance", prov)
+    if isinstance(page, Page):  # the ablation page reuses this opening and adds its own box
+        parts.append(findings(page))
     return bd.Block("".join(str(p) for p in parts))
+
+
+def findings(page: Page) -> bd.Block:
+    """The findings box: the comparisons called results (worst first), failed checks and clamps, and
+    what could not be judged — each linked to its section."""
+    results, unjudged = sections.comparison_findings(
+        page.comparisons,
+        lambda c: f"{c['candidate']} vs {c['baseline']}, {METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']})",
+        "comparisons",
+    )
+    failed = [(f"{c['name']}: {c['detail']}", "checks") for c in page.checks if c["status"] == "fail"]
+    failed += [
+        (
+            f"{r['arm']} clamped: "
+            + "; ".join(f"{x['setting']} {x['requested']} requested, {x['ran']} ran" for x in r["clamps"]),
+            "clamps",
+        )
+        for r in _clamp_findings(page)
+        if r["clamped"]
+    ]
+    excluded = [e for e in page.camp.exclusions if "warm-up" not in e.reason]
+    if excluded:
+        unjudged.append(
+            (
+                f"{len(excluded)} sample(s) excluded from the statistics besides warm-up rounds; reasons listed",
+                "exclusions",
+            )
+        )
+    return sections.findings(results=results, failed=failed, unjudged=unjudged, results_section="comparisons")
 
 
 def how_to_read(page: Page) -> bd.Block:
@@ -140,26 +171,22 @@ def how_to_read(page: Page) -> bd.Block:
 
 
 def scope(page: Page) -> bd.Block:
-    sc = page.camp.manifest.get("scope", {})
-    li = lambda xs: "".join(f"<li>{bd.esc(x)}</li>" for x in xs)  # noqa: E731
-    return bd.Block(
-        "<h2>Scope</h2><p>The measured path:</p><ul>" + li(sc.get("measured", [])) + "</ul>"
-        "<p>Outside this result:</p><ul>" + li(sc.get("outside", [])) + "</ul>"
-    )
+    return sections.scope(page.camp.manifest.get("scope", {}))
 
 
 def configuration(page: Page) -> bd.Block:
     c = page.camp
     m = c.manifest
-    rows = [{"Item": k, "Value": v} for k, v in {**m.get("host", {}), **m.get("checkpoint", {})}.items()]
+    host = [{"Host and engine": k, "Value": v} for k, v in m.get("host", {}).items()]
+    rows = [{"Model": k, "Value": v} for k, v in m.get("checkpoint", {}).items()]
     eng = m["engine"]
-    rows += [
-        {"Item": "Engine", "Value": eng.get("name")},
-        {"Item": "Engine commit", "Value": eng.get("commit", "—")},
-        {"Item": "Metric profile", "Value": eng.get("profile")},
+    host += [
+        {"Host and engine": "Engine", "Value": eng.get("name")},
+        {"Host and engine": "Engine commit", "Value": eng.get("commit", "—")},
+        {"Host and engine": "Metric profile", "Value": eng.get("profile")},
     ]
     pcs = ", ".join(f"{k}: {v.get('words', '?')} words = {v['tokens']} tokens" for k, v in c.prompt_classes.items())
-    rows.append({"Item": "Sampling", "Value": f"--max-tokens {c.generation_tokens}; prompts {pcs}"})
+    rows.append({"Model": "Sampling", "Value": f"--max-tokens {c.generation_tokens}; prompts {pcs}"})
     arms = [
         {
             "Arm": a,
@@ -187,16 +214,22 @@ def configuration(page: Page) -> bd.Block:
         for v in names
     ]
     return bd.Block(
-        "<h2>Configuration</h2>"
+        str(bd.heading("Configuration", id="configuration"))
+        + '<div class="bb-cols">'
+        + str(bd.table(host, id="configuration-host"))
         + str(bd.table(rows, id="configuration"))
+        + "</div>"
         + "<h3>Arms</h3>"
         + str(bd.table(arms, id="arms", caption="Each arm is one configuration; each run one server process."))
         + "<h3>Environment</h3>"
         + str(
-            bd.table(
-                env_rows,
-                id="environment",
-                caption="Variables per named environment; unset means the built-in default applies.",
+            bd.collapsed(
+                f"{len(env_rows)} variables across {len(envs)} environments ({', '.join(envs)}): show the table",
+                bd.table(
+                    env_rows,
+                    id="environment",
+                    caption="Variables per named environment; unset means the built-in default applies.",
+                ),
             )
         )
     )
@@ -287,7 +320,7 @@ def _ratio_rows(page: Page, sr: list[dict]) -> list[dict]:
             c = next((c for c in cs if c["metric"] == metric and c["concurrency"] == n), None)
             if c is None:
                 return "—"
-            return bd.Block(f"{c['speedup']:.2f}x {bd.mark('result' if c['is_result'] else 'noise')}")
+            return bd.Block(f"{c['speedup']:.2f}x {bd.mark(_mark_kind(c), _short_verdict(c))}")
 
         out.append(
             {
@@ -594,37 +627,123 @@ METRIC_NAMES = {
 
 
 def comparisons_table(page: Page) -> bd.Block:
+    """One compact row per comparison (the reason folded per row) and the forest chart of ratios."""
     bd.record("comparisons", page.comparisons)  # as the analysis computed them (the summary's entries)
-    rows = [
-        {
-            "Candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
-            "Figure": METRIC_NAMES.get(c["metric"], c["metric"]),
-            "Context": c["context"],
-            "Baseline": _cell_txt(c, "baseline"),
-            "Candidate": _cell_txt(c, "candidate"),
-            "Ratio": f"{c['ratio']:.3f}x",
-            "Change": f"{c['change_pct']:+.1f}%",
-            "Verdict": bd.mark("result" if c["is_result"] else "noise", c["verdict"]),
-            "Why": c["reason"],
-        }
-        for c in page.comparisons
-    ]
+    rows, last = [], None
+    for c in page.comparisons:
+        pair = f"{c['candidate']} vs {c['baseline']}"
+        rows.append(
+            {
+                "Comparison": pair if pair != last else "",
+                "Figure, unit": _figure(c),
+                "Prompt (tokens) / load": _short_context(page, c),
+                "n": f"{c['baseline_n']} / {c['candidate_n']}",
+                "Baseline": _cell_txt(c, "baseline"),
+                "Candidate": _cell_txt(c, "candidate"),
+                "Ratio [range]": f"{c['ratio']:.3f}x [{c['ratio_min']:.2f}–{c['ratio_max']:.2f}]",
+                "Verdict": bd.Block(
+                    f"{bd.mark(_mark_kind(c), _short_verdict(c))}"
+                    f"<details><summary>why</summary>{bd.esc(c['reason'])}</details>"
+                ),
+            }
+        )
+        last = pair
     return bd.Block(
-        "<h2>Comparisons and verdicts</h2>"
+        str(bd.heading("Comparisons and verdicts", id="comparisons"))
         + str(
             bd.table(
                 rows,
                 id="comparisons",
-                caption="Every ratio with its verdict; context states the prompt and concurrency of the figure.",
+                caption=(
+                    f"Every ratio (candidate / baseline median) with its range (from the two [min–max] ranges) and its "
+                    f"verdict. Prompts: {', '.join(f'{k} {_prompt_tokens(page, k)} tokens' for k in page.camp.prompt_classes)}; "
+                    f"{page.camp.generation_tokens} generated tokens per request; each "
+                    "arm in its own environment (see Arms). Cells: median [min–max] over n samples (phase split) or runs "
+                    "(whole request); 'why' gives the rule's reasoning."
+                ),
+                compact=True,
             )
         )
+        + str(forest_chart(page))
+    )
+
+
+# short names for the one-line comparison rows (the sections above use the long ones)
+FIGURE_SHORT = {
+    "prefill_tok_s": "prefill",
+    "decode_tok_s": "decode",
+    "prefill_s": "prefill",
+    "engine_total_s": "engine total",
+    "client_total_s": "client total",
+    "single_tok_s": "single request",
+    "ladder_tok_s": "ladder rate",
+    "interleave_short_latency_s": "interleave",
+}
+
+
+def _figure(c: dict[str, Any]) -> str:
+    unit = baseline.PHASE_METRICS.get(c["metric"], baseline.WHOLE_METRICS.get(c["metric"], ("",)))[0]
+    return f"{FIGURE_SHORT.get(c['metric'], METRIC_NAMES.get(c['metric'], c['metric']))}, {unit}"
+
+
+def _prompt_tokens(page: Page, pclass: str) -> str:
+    return str(page.camp.prompt_classes.get(pclass, {}).get("tokens", "?"))
+
+
+def _short_context(page: Page, c: dict[str, Any]) -> str:
+    """The comparison's context in a few words: the prompt class and its tokens, or the load."""
+    if c["metric"] in baseline.PHASE_METRICS:
+        return f"{c['prompt_class']} ({_prompt_tokens(page, c['prompt_class'])})"
+    if c["metric"] == "interleave_short_latency_s":
+        return "short + long"
+    return f"n={c['concurrency']}"
+
+
+def _mark_kind(c: dict[str, Any]) -> str:
+    if not c["is_result"]:
+        return "noise"
+    return "regression" if c.get("direction") == "regression" else "result"
+
+
+def _short_verdict(c: dict[str, Any]) -> str:
+    if c["is_result"]:
+        return c.get("direction") or "result"
+    return "no verdict" if c.get("speedup") is None else "within noise"
+
+
+def forest_chart(page: Page) -> bd.Block:
+    """Ratio with its range per comparison, the noise band shaded, one panel per compared pair."""
+    from benchbook.pages.charts import forest
+
+    if not page.comparisons:
+        return bd.Block("")
+    rows = [
+        {
+            "group": f"{c['candidate']} vs {c['baseline']}",
+            "label": f"{_figure(c)}, {_short_context(page, c)}",
+            "ratio": c["ratio"],
+            "lo": c["ratio_min"],
+            "hi": c["ratio_max"],
+            "band_lo": c["band_min"] if c["band_min"] is not None else 1.0,
+            "band_hi": c["band_max"] if c["band_max"] is not None else 1.0,
+            "verdict": _short_verdict(c),
+        }
+        for c in page.comparisons
+    ]
+    return bd.chart(
+        forest(rows),
+        id="forest",
+        caption=(
+            "Each comparison's ratio (dot) with its range (bar: candidate min / baseline max to candidate max / baseline "
+            "min); the grey band is the noise threshold around 1 the verdict used. For latencies a ratio below 1 is faster."
+        ),
     )
 
 
 def _cell_txt(c, side):
     med, lo, hi, n = (c[f"{side}_{k}"] for k in ("median", "min", "max", "n"))
     d = 1 if "prefill_tok" in c["metric"] else 3
-    return f"{med:.{d}f}" if n == 1 else f"{med:.{d}f} ({lo:.{d}f}–{hi:.{d}f}, n={n})"
+    return f"{med:.{d}f}" if n == 1 else f"{med:.{d}f} [{lo:.{d}f}–{hi:.{d}f}]"
 
 
 def amortization(page: Page) -> bd.Block:
@@ -648,7 +767,10 @@ def checks_section(page: Page) -> bd.Block:
         }
         for c in page.checks
     ]
-    return bd.Block("<h2>Checks</h2>" + str(bd.table(rows, id="checks")))
+    return bd.Block(
+        str(bd.heading("Checks", id="checks"))
+        + str(sections.checks_table(rows, [c["status"] == "pass" for c in page.checks], id="checks"))
+    )
 
 
 # ---- memory and clamps --------------------------------------------------------------------------
@@ -728,31 +850,32 @@ def _memory_delta_table(page: Page) -> str:
     )
 
 
+def _clamp_findings(page: Page) -> list[dict[str, Any]]:
+    """The analysis's clamp results for this page's arms (requested vs what the startup line says ran)."""
+    return [c.as_dict() for c in page.analysis.clamps if c.arm in page.arms]
+
+
 def clamps(page: Page) -> bd.Block:
-    rows, found = [], []
-    for c in page.analysis.clamps:
-        if c.arm not in page.arms:
-            continue
-        found.append(c.as_dict())
-        rows.append(
-            {
-                "Arm": c.arm,
-                "Requested": _mode(page, c.arm),
-                "Startup line (what ran)": c.line,
-                "Verdict": bd.mark("fail" if c.clamped else "pass", c.verdict),
-                "Detail": c.detail,
-            }
-        )
+    found = _clamp_findings(page)
+    rows = [
+        {
+            "Arm": f["arm"],
+            "Requested": _mode(page, f["arm"]),
+            "Startup line (what ran)": f["line"],
+            "Verdict": bd.mark("fail" if f["clamped"] else "pass", f["verdict"]),
+            "Detail": f["detail"],
+        }
+        for f in found
+    ]
     bd.record("clamps", found)
     if not rows:
         return bd.Block("")
     return bd.Block(
-        "<h2>Clamps: what was asked vs what ran</h2>"
+        str(bd.heading("Clamps: what was asked vs what ran", id="clamps"))
+        + str(bd.text("The server's startup line states the batch width and prefill budget it actually used."))
         + str(
-            bd.table(
-                rows,
-                id="clamps",
-                caption=("The server's startup line states the batch width and prefill budget it actually used."),
+            sections.checks_table(
+                rows, [not f["clamped"] for f in found], id="clamps", passed_label="{n} arm(s) ran as requested"
             )
         )
     )

@@ -19,7 +19,11 @@ from typing import Any
 
 import altair as alt
 
-FONT = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif'
+# the page's font stack (page.css), CJK families included, so chart text matches the page
+FONT = (
+    'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", "Noto Sans CJK SC", '
+    '"Source Han Sans SC", "PingFang SC", "Microsoft YaHei", "WenQuanYi Micro Hei", sans-serif'
+)
 PALETTE = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b7791f", "#c53030", "#4a5568", "#0987a0"]
 THEME = "benchbook"
 
@@ -30,6 +34,8 @@ def house_theme() -> dict[str, Any]:
         "config": {
             "font": FONT,
             "background": "white",
+            # room at the right: the browser's fonts may be wider than the ones vl-convert measured with
+            "padding": {"left": 5, "top": 5, "right": 40, "bottom": 5},
             "view": {"continuousWidth": 420, "continuousHeight": 260, "stroke": None},
             "axis": {
                 "labelFont": FONT,
@@ -41,7 +47,8 @@ def house_theme() -> dict[str, Any]:
                 "domainColor": "#718096",
                 "tickColor": "#718096",
             },
-            "legend": {"labelFont": FONT, "titleFont": FONT, "labelFontSize": 11, "titleFontSize": 12},
+            # labelLimit 0: legends show full names ("batched-ccb339d", never "batched-ccb339…")
+            "legend": {"labelFont": FONT, "titleFont": FONT, "labelFontSize": 11, "titleFontSize": 12, "labelLimit": 0},
             "title": {"font": FONT, "fontSize": 13, "anchor": "start", "fontWeight": "bold"},
             "range": {"category": PALETTE},
             "mark": {"color": PALETTE[0]},
@@ -54,6 +61,9 @@ def house_theme() -> dict[str, Any]:
 @alt.theme.register(THEME, enable=True)
 def _theme() -> alt.theme.ThemeConfig:
     return house_theme()  # type: ignore[return-value]
+
+
+VEGALITE_MIME = f"application/vnd.vegalite.v{alt.SCHEMA_VERSION.lstrip('v').split('.')[0]}+json"
 
 
 def _vl_version() -> str:
@@ -105,3 +115,52 @@ def _svg_renderer(spec_: dict, **_: Any) -> dict[str, str]:
 
 alt.renderers.register("benchbook-svg", _svg_renderer)
 alt.renderers.enable("benchbook-svg")
+
+
+# verdict word -> colour of the forest chart (improvement, regression, within noise, no verdict)
+VERDICT_COLOURS = {
+    "improvement": "#2f855a",
+    "regression": "#c53030",
+    "within noise": "#718096",
+    "no verdict": "#b7791f",
+}
+
+
+def forest(rows: list[dict[str, Any]], *, axis_title: str = "candidate / baseline (log scale)") -> alt.FacetChart:
+    """A forest chart: per comparison its ratio (dot) with its range (bar), the noise band the verdict
+    used shaded around 1, one panel per group. Any page with comparisons can draw one.
+
+    ``rows``: dicts with ``group`` (panel), ``label`` (one line), ``ratio``, ``lo``, ``hi`` (the
+    ratio's range), ``band_lo``/``band_hi`` (the band; 1.0 and 1.0 for none) and ``verdict`` (a key
+    of :data:`VERDICT_COLOURS`), all decided by the analysis; rows keep their order.
+    """
+    scale = alt.Scale(type="log", nice=False, padding=8)
+    color = alt.Color(
+        "verdict:N",
+        title="verdict",
+        scale=alt.Scale(domain=list(VERDICT_COLOURS), range=list(VERDICT_COLOURS.values())),
+        legend=alt.Legend(orient="top"),
+    )
+    y = alt.Y("label:N", sort=list(dict.fromkeys(r["label"] for r in rows)), title=None, axis=alt.Axis(labelLimit=0))
+    base = alt.Chart().encode(y=y)
+    band = base.mark_bar(color="#cbd5e0", opacity=0.7, height=10).encode(
+        x=alt.X("band_lo:Q", scale=scale), x2="band_hi:Q"
+    )
+    one = alt.Chart().mark_rule(color="#4a5568", strokeDash=[3, 3]).encode(x=alt.datum(1.0))
+    rng = base.mark_rule(strokeWidth=2).encode(x=alt.X("lo:Q", scale=scale), x2="hi:Q", color=color)
+    pts = base.mark_point(filled=True, size=40, opacity=1).encode(
+        x=alt.X("ratio:Q", title=axis_title, scale=scale), color=color
+    )
+    return (
+        alt.layer(band, one, rng, pts, data=alt.Data(values=rows))
+        .properties(width=520, height=alt.Step(11))
+        .facet(
+            row=alt.Row(
+                "group:N",
+                sort=list(dict.fromkeys(r["group"] for r in rows)),
+                title=None,
+                header=alt.Header(labelAngle=0, labelAlign="left", labelFontWeight="bold"),
+            )
+        )
+        .resolve_scale(y="independent")
+    )

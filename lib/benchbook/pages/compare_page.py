@@ -201,15 +201,22 @@ def findings(page: Page) -> bd.Block:
     judged, not-comparable pairs, saturation and SLO outcomes, duplicates — one line each, linked."""
     fs = page.rs.findings
     bd.record("findings", [{"kind": f.kind, "text": f.text} for f in fs])
+    counts = {k: sum(f.kind == k for f in fs) for k in ("result", "fail", "cannot")}
+    head = f"{counts['result']} result(s), {counts['fail']} failed check(s), {counts['cannot']} not judged"
+    bd.record("headline", head)
     if not fs:
-        return _section(
-            "compare-findings", "Findings", "<p>Nothing to report: no check failed and nothing was judged.</p>"
-        )
-    items = []
-    for f in fs:
-        kind, label = _FINDING_MARK.get(f.kind, ("note", f.kind))
-        items.append(f'<li>{bd.mark(kind, label)} <a href="#{f.anchor}">{bd.esc(f.text)}</a></li>')
-    return _section("compare-findings", "Findings", f'<ul class="bb-findings">{"".join(items)}</ul>')
+        body = "<p>Nothing to report: no check failed and nothing was judged.</p>"
+    else:
+        items = []
+        for f in fs:
+            kind, label = _FINDING_MARK.get(f.kind, ("note", f.kind))
+            items.append(f'<li>{bd.mark(kind, label)} <a href="#{f.anchor}">{bd.esc(f.text)}</a></li>')
+        body = f"<ul>{''.join(items)}</ul>"
+    # the shared findings box (display.findings_box's frame): first screen, then the table of contents
+    return bd.Block(
+        '<section class="bb-findings" id="bb-findings"><h2 id="compare-findings">Findings</h2>'
+        f'<p class="bb-headline">{bd.esc(head)}</p>{body}</section>' + bd.TOC_PLACEHOLDER
+    )
 
 
 def how_to_read(page: Page) -> bd.Block:

@@ -42,6 +42,9 @@ __all__ = [
     "heading",
     "text",
     "chart",
+    "collapsed",
+    "Finding",
+    "findings_box",
     "render_timestamp",
 ]
 
@@ -114,6 +117,11 @@ MARKS: dict[str, tuple[str, str, str]] = {
         "a result",
         "the difference is larger than the measured run-to-run spread and the ranges do not overlap",
     ),
+    "regression": (
+        "▼",
+        "regression",
+        "a result in the worse direction: larger than the spread, ranges apart, and the candidate is worse",
+    ),
     "noise": (
         "≈",
         "within noise — not a result",
@@ -164,8 +172,17 @@ def _fmt_cell(value: Any, fmt: Format | None, float_format: str) -> tuple[str, b
     if isinstance(value, float):
         return esc(float_format.format(value)), True
     if isinstance(value, (list, tuple)):
-        return esc(", ".join(str(v) for v in value)), False
-    return esc(value), False
+        return _wrap_long(", ".join(str(v) for v in value)), False
+    return _wrap_long(str(value)), False
+
+
+_LONG_TOKEN = re.compile(r"\S{28,}")
+
+
+def _wrap_long(s: str) -> str:
+    """Escaped text; a cell holding an unbreakable run (a hash, a variable name, a path) may break
+    inside it, so one long token does not push its table past the page."""
+    return f'<span class="bb-long">{esc(s)}</span>' if _LONG_TOKEN.search(s) else esc(s)
 
 
 def table(
@@ -177,6 +194,7 @@ def table(
     float_format: str = "{:.3f}",
     headers: Mapping[str, str] | None = None,
     note: str | None = None,
+    compact: bool = False,
 ) -> Block:
     """An HTML table from a polars (or pandas) frame, or a list of row dicts.
 
@@ -185,6 +203,8 @@ def table(
     ``formats`` maps a column to a format string (``"{:.2f}"``) or a callable; other floats use
     ``float_format``. Rows keep the frame's order: sort before displaying.
     ``caption`` should state prompt length, generation length and environment of the figures.
+    A column whose every cell is a number, or text starting with one ("3.430 s / 12.0 tok/s"), is
+    right-aligned, header included. ``compact`` marks a one-row-per-item table (folded details per row).
     """
     if not _ID_OK.match(id):
         raise ValueError(f"table(): id {id!r} must match [a-z][a-z0-9-]*")
@@ -194,23 +214,56 @@ def table(
     unknown = set(formats) - set(columns)
     if unknown:
         raise ValueError(f"table(): formats for unknown columns {sorted(unknown)}")
-    out = [f'<table class="bb-table" id="bb-{id}">']
+    cls = "bb-table bb-compact" if compact else "bb-table"
+    out = [f'<table class="{cls}" id="bb-{id}">']
     if caption:
         out.append(f"<caption>{esc(caption)}</caption>")
+    body = [[_fmt_cell(v, formats.get(c), float_format) for c, v in zip(columns, row)] for row in rows]
+    right = [_numeric_column([r[i] for r in rows], [b[i] for b in body]) for i in range(len(columns))]
     out.append(
-        "<thead><tr>" + "".join(f'<th scope="col">{esc(headers.get(c, c))}</th>' for c in columns) + "</tr></thead>"
+        "<thead><tr>"
+        + "".join(
+            ('<th scope="col" class="num">' if r else '<th scope="col">') + f"{esc(headers.get(c, c))}</th>"
+            for c, r in zip(columns, right)
+        )
+        + "</tr></thead>"
     )
     out.append("<tbody>")
-    for row in rows:
+    for cells_ in body:
         cells = []
-        for c, v in zip(columns, row):
-            h, numeric = _fmt_cell(v, formats.get(c), float_format)
-            cells.append(f'<td class="num">{h}</td>' if numeric else f"<td>{h}</td>")
+        for (h, numeric), r in zip(cells_, right):
+            cells.append(
+                f'<td class="num">{h}</td>' if numeric else (f'<td class="numtext">{h}</td>' if r else f"<td>{h}</td>")
+            )
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")
     if note:
         out.append(f'<p class="bb-table-note">{esc(note)}</p>')
     return Block(f'<div class="bb-table-wrap">{"".join(out)}</div>')
+
+
+_LEADING_NUMBER = re.compile(r"^[-+−]?[0-9][0-9,.]*(?:[ x%]|$)")
+
+
+def _number_like(s: str) -> bool:
+    """Text that reads as a figure: it starts with a number and is mostly digits ("11.922 s / 2.684
+    tok/s", "46.5 [46.2–46.7]", "8.19 GiB"), not prose that happens to ("640 requests, C128")."""
+    chars = [c for c in s if not c.isspace()]
+    return bool(_LEADING_NUMBER.match(s)) and sum(c.isdigit() for c in chars) >= 0.4 * len(chars)
+
+
+def _numeric_column(values: list[Any], cells: list[tuple[str, bool]]) -> bool:
+    """True when every present cell of a column is a number or text that starts with a number."""
+    seen = False
+    for v, (_h, numeric) in zip(values, cells):
+        if v is None or v == "" or (isinstance(v, float) and math.isnan(v)):
+            continue
+        if hasattr(v, "__html__"):
+            return False
+        if not (numeric or (isinstance(v, str) and _number_like(v))):
+            return False
+        seen = True
+    return seen
 
 
 def _rows(frame: Any) -> tuple[list[str], list[list[Any]]]:
@@ -232,11 +285,26 @@ def _rows(frame: Any) -> tuple[list[str], list[list[Any]]]:
 # --------------------------------------------------------------------------- text
 
 
-def heading(text_: str, level: int = 2) -> Block:
-    """A heading whose text may come from input (escaped)."""
+def heading(text_: str, level: int = 2, *, id: str | None = None) -> Block:
+    """A heading whose text may come from input (escaped). ``id`` (``[a-z][a-z0-9-]*``) becomes
+    ``id="sec-<id>"``, the anchor the findings box links to; headings without one get an id from
+    their text when the page is exported (:mod:`benchbook.pipeline.outline`)."""
     if level not in range(1, 7):
         raise ValueError("heading(): level must be 1..6")
-    return Block(f"<h{level}>{esc(text_)}</h{level}>")
+    if id is not None and not _ID_OK.match(id):
+        raise ValueError(f"heading(): id {id!r} must match [a-z][a-z0-9-]*")
+    attr = f' id="sec-{id}"' if id else ""
+    return Block(f"<h{level}{attr}>{esc(text_)}</h{level}>")
+
+
+def collapsed(summary: str, body: Any, *, open: bool = False, id: str | None = None) -> Block:
+    """Long, low-value detail folded into ``<details>``: still in the HTML (and printed), one click
+    away. ``summary`` is escaped; ``body`` must be a Block/Markup. Failures are never folded
+    (``open=True`` shows them unfolded)."""
+    if id is not None and not _ID_OK.match(id):
+        raise ValueError(f"collapsed(): id {id!r} must match [a-z][a-z0-9-]*")
+    attr = (f' id="bb-{id}"' if id else "") + (" open" if open else "")
+    return Block(f'<details class="bb-collapsed"{attr}><summary>{esc(summary)}</summary>{esc(body)}</details>')
 
 
 def text(template: str, /, **values: Any) -> Block:
@@ -248,16 +316,35 @@ def text(template: str, /, **values: Any) -> Block:
     return Block(f"<p>{esc(template).format(**safe)}</p>")
 
 
-def chart(ch: Any, *, caption: str | None = None, id: str | None = None) -> Block:
-    """An Altair chart as inline SVG in a ``<figure>`` (see :mod:`benchbook.pages.charts`)."""
-    from benchbook.pages.charts import to_svg
+class InteractiveChart(Block):
+    """A chart that JupyterLab draws with Altair's own interactivity (its Vega-Lite renderer: tooltips,
+    pan and zoom) while a rendered page shows the same chart as static SVG: the output carries both
+    the Vega-Lite spec and the HTML figure, and the page template takes the HTML."""
+
+    def __init__(self, html_: str, spec: dict[str, Any]):
+        super().__init__(html_)
+        self.spec = spec
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        from benchbook.pages.charts import VEGALITE_MIME
+
+        return {VEGALITE_MIME: self.spec, "text/html": self.html}
+
+
+def chart(ch: Any, *, caption: str | None = None, id: str | None = None, interactive: bool = False) -> Block:
+    """An Altair chart as inline SVG in a ``<figure>`` (see :mod:`benchbook.pages.charts`).
+
+    ``interactive``: in JupyterLab the chart is live (add ``.interactive()`` and tooltips to it);
+    the rendered page still shows the static SVG (:class:`InteractiveChart`)."""
+    from benchbook.pages.charts import spec, to_svg
 
     if id is not None and not _ID_OK.match(id):
         raise ValueError(f"chart(): id {id!r} must match [a-z][a-z0-9-]*")
     svg = to_svg(ch, id_prefix=f"bb-{id}" if id else None)
     attr = f' id="bb-{id}"' if id else ""
     cap = f"<figcaption>{esc(caption)}</figcaption>" if caption else ""
-    return Block(f'<figure class="bb-chart"{attr}>{svg}{cap}</figure>')
+    html_ = f'<figure class="bb-chart"{attr}>{svg}{cap}</figure>'
+    return InteractiveChart(html_, spec(ch)) if interactive else Block(html_)
 
 
 # --------------------------------------------------------------------------- how to read
@@ -283,9 +370,61 @@ def how_to_read(
     ]
     items += [f"<li>{esc(e)}</li>" for e in extra]
     mark_rows = "".join(f"<li>{mark(k)} — {esc(MARKS[k][2])}</li>" for k in marks)
+    # folded below the findings box and the contents: results first, the legend one click away
     return Block(
-        '<section class="bb-how-to-read" id="bb-how-to-read"><h2>How to read this page</h2>'
-        f'<ul>{"".join(items)}</ul><p>Verdict marks:</p><ul class="bb-marks">{mark_rows}</ul></section>'
+        '<details class="bb-how-to-read" id="bb-how-to-read"><summary>How to read this page '
+        '<span class="bb-hint">(n per cell, warm-up, the noise rule, the verdict marks)</span></summary>'
+        f'<ul>{"".join(items)}</ul><p>Verdict marks:</p><ul class="bb-marks">{mark_rows}</ul></details>'
+    )
+
+
+# --------------------------------------------------------------------------- findings box
+
+# kind -> (mark kind, label); FINDING_ORDER is the box's order: worst first
+FINDING_KINDS: dict[str, tuple[str, str]] = {
+    "regression": ("regression", "regression"),
+    "fail": ("fail", "check failed"),
+    "improvement": ("result", "improvement"),
+    "result": ("result", "a result"),
+    "unjudged": ("note", "not judged"),
+}
+FINDING_ORDER = tuple(FINDING_KINDS)
+
+# the exporter replaces this with the page's table of contents (benchbook.pipeline.outline)
+TOC_PLACEHOLDER = '<nav class="bb-toc" id="bb-toc" aria-label="Contents"></nav>'
+
+
+class Finding:
+    """One line of the findings box: its kind (``FINDING_KINDS``), the sentence with its figure, and
+    the section (an id given to :func:`heading`) that holds the detail."""
+
+    __slots__ = ("kind", "text", "section")
+
+    def __init__(self, kind: str, text: str, section: str):
+        if kind not in FINDING_KINDS:
+            raise ValueError(f"Finding: unknown kind {kind!r}; choose from {', '.join(FINDING_KINDS)}")
+        if not _ID_OK.match(section):
+            raise ValueError(f"Finding: section {section!r} must match [a-z][a-z0-9-]*")
+        self.kind, self.text, self.section = kind, text, section
+
+    def as_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "text": self.text, "section": self.section}
+
+
+def findings_box(findings: Iterable[Finding], *, headline: str, empty: str = "Nothing to report.") -> Block:
+    """The box every page opens with, right after its title and question: ``headline`` (the counts),
+    one linked line per finding in the given order, then the table of contents (filled from the
+    page's headings at export, see :mod:`benchbook.pipeline.outline`)."""
+    items = [
+        f'<li class="bb-finding bb-finding-{f.kind}">{mark(FINDING_KINDS[f.kind][0], FINDING_KINDS[f.kind][1])} '
+        f'<a href="#sec-{f.section}">{esc(f.text)}</a></li>'
+        for f in findings
+    ]
+    body = f"<ul>{''.join(items)}</ul>" if items else f"<p>{esc(empty)}</p>"
+    return Block(
+        '<section class="bb-findings" id="bb-findings">'
+        f'<h2 id="sec-findings">Findings</h2><p class="bb-headline">{esc(headline)}</p>{body}</section>'
+        + TOC_PLACEHOLDER
     )
 
 

@@ -220,13 +220,15 @@ def latency_chart(t: Tables) -> bd.Block:
             y=alt.Y("latency:Q", title="latency (s)"),
             color=alt.Color("scenario:N", title="scenario"),
             shape=alt.Shape("prompt_class:N", title="prompt"),
-            tooltip=["run", "scenario", "n", "prompt_class", "latency"],
+            tooltip=["run", "scenario", "n", "prompt_class", "start", "latency"],
         )
         .properties(width=260, height=150)
+        .interactive()
         .facet(facet=alt.Facet("run:N", title=None), columns=3)
     )
     return bd.chart(
         ch,
+        interactive=True,
         id="explore-latency",
         caption=(
             f"Each dot is one request; {t.camp.generation_tokens} generated tokens each. A staircase inside a ladder "
@@ -255,10 +257,16 @@ def ladder_chart(t: Tables) -> bd.Block:
             ),
             y=alt.Y("rate_tok_s:Q", title="aggregate output tok/s"),
             color=alt.Color("run:N", title="run"),
+            tooltip=["run", "n", alt.Tooltip("rate_tok_s:Q", format=".3f")],
         )
         .properties(width=480, height=240)
     )
-    return bd.chart(ch, id="explore-ladder", caption="n × tokens / wall per group; a flat line is a serial server.")
+    return bd.chart(
+        ch,
+        interactive=True,
+        id="explore-ladder",
+        caption="n × tokens / wall per group; a flat line is a serial server.",
+    )
 
 
 def phase_split_chart(t: Tables) -> bd.Block:
@@ -289,6 +297,7 @@ def phase_split_chart(t: Tables) -> bd.Block:
             x=alt.X("seconds:Q", title="median seconds (engine clock)", stack="zero"),
             color=alt.Color("phase:N", title="phase", sort=["prefill", "decode"]),
             order=alt.Order("phase:N", sort="descending"),
+            tooltip=["arm", "prompt_class", "phase", alt.Tooltip("seconds:Q", format=".3f")],
         )
         .properties(width=420, height=18 * max(1, len(arms)))
         .facet(row=alt.Row("prompt_class:N", title=None))
@@ -296,6 +305,7 @@ def phase_split_chart(t: Tables) -> bd.Block:
     ctx = ", ".join(f"{k} {v.get('tokens')} tokens" for k, v in t.camp.prompt_classes.items())
     return bd.chart(
         ch,
+        interactive=True,
         id="explore-phases",
         caption=(
             f"Median prefill and decode time per arm ({ctx}; {t.camp.generation_tokens} generated tokens). Medians only: "
@@ -319,11 +329,14 @@ def memory_chart(t: Tables) -> bd.Block:
             x=alt.X("t:Q", title="seconds since the sampler started"),
             y=alt.Y("gib:Q", title="GPU used, largest rank (GiB)"),
             color=alt.Color("run:N", title="run"),
+            tooltip=["run", "t", alt.Tooltip("gib:Q", format=".2f")],
         )
         .properties(width=480, height=240)
+        .interactive()  # pan and zoom along the time axis in JupyterLab
     )
     return bd.chart(
         ch,
+        interactive=True,
         id="explore-memory",
         caption=(
             "nvidia-smi memory.used of the largest rank per sample; markers (load, requests, stop) are in t.memory_markers."

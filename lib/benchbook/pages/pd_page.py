@@ -138,7 +138,35 @@ def header(page: Page) -> bd.Block:
     bd.record("title", page.title)
     bd.record("provenance", prov)
     bd.record("baseline_arm", page.baseline_arm)
+    parts.append(str(findings(page)))
     return bd.Block("".join(parts))
+
+
+def findings(page: Page) -> bd.Block:
+    """The findings box from the analysis' verdicts: results (worst first), failed checks, and the
+    gains it could not judge (each per-card gain on its own line, the other figures by reason)."""
+    results, unjudged, others = [], [], {}
+    for c in page.report.comparisons:
+        where = "throughput" if c["key"] == "output_tok_s_per_card" else "other-figures"
+        text = f"{c['candidate']} vs {c['baseline']}, {c['metric']} ({c['context']}): {c['change_pct']:+.1f}%"
+        if c["verdict"].startswith("result"):
+            worse = "regression" in c["verdict"]
+            order = 1 / (1 + abs(c["change_pct"]) / 100) if worse else 1 + abs(c["change_pct"]) / 100  # worst first
+            results.append(("regression" if worse else "improvement", order, text, where))
+        elif c["key"] == "output_tok_s_per_card":
+            unjudged.append((f"{text} — {c['verdict']}", where))
+        else:
+            others.setdefault(c["verdict"], []).append(c)
+    unjudged += [
+        (f"{len(cs)} other figure{'s' * (len(cs) != 1)} compared without a result: {verdict}", "other-figures")
+        for verdict, cs in others.items()
+    ]
+    failed = [
+        (f"{c['name']}: {c['detail']}", "windows" if c["name"].startswith("native window") else "checks")
+        for c in page.report.checks
+        if c["status"] == "fail"
+    ]
+    return sections.findings(results=results, failed=failed, unjudged=unjudged, results_section="throughput")
 
 
 def how_to_read(page: Page) -> bd.Block:
@@ -187,14 +215,7 @@ def how_to_read(page: Page) -> bd.Block:
 
 
 def scope(page: Page) -> bd.Block:
-    sc = page.camp.manifest.get("scope", {})
-    if not sc:
-        return bd.Block("")
-    li = lambda xs: "".join(f"<li>{bd.esc(x)}</li>" for x in xs)  # noqa: E731
-    return bd.Block(
-        "<h2>Scope</h2><p>The measured path:</p><ul>" + li(sc.get("measured", [])) + "</ul>"
-        "<p>Outside this result:</p><ul>" + li(sc.get("outside", [])) + "</ul>"
-    )
+    return sections.scope(page.camp.manifest.get("scope", {}))
 
 
 def configuration(page: Page) -> bd.Block:
@@ -467,7 +488,7 @@ def throughput(page: Page) -> bd.Block:
         )
     )
     return bd.Block(
-        "<h2>Throughput per card: whole vs native window</h2>"
+        str(bd.heading("Throughput per card: whole vs native window", id="throughput"))
         + str(
             bd.chart(
                 ch,
@@ -519,7 +540,7 @@ def comparisons(page: Page) -> bd.Block:
         for c in cs
     ]
     return bd.Block(
-        "<h3>Other figures, same loads</h3>"
+        str(bd.heading("Other figures, same loads", 3, id="other-figures"))
         + str(
             bd.table(
                 rows,
@@ -868,7 +889,7 @@ def window_checks(page: Page) -> bd.Block:
         if "native" not in r.windows
     ]
     return bd.Block(
-        "<h2>Window validity</h2>"
+        str(bd.heading("Window validity", id="windows"))
         + str(
             bd.table(
                 rows,
@@ -887,7 +908,10 @@ def checks(page: Page) -> bd.Block:
     rows = [
         {"Check": c["name"], "Status": _status_mark(c["status"]), "Detail": c["detail"]} for c in page.report.checks
     ]
-    return bd.Block("<h2>All checks</h2>" + str(bd.table(rows, id="pd-checks")))
+    return bd.Block(
+        str(bd.heading("All checks", id="checks"))
+        + str(sections.checks_table(rows, [c["status"] == "pass" for c in page.report.checks], id="pd-checks"))
+    )
 
 
 def marks(page: Page) -> bd.Block:
@@ -915,12 +939,15 @@ def marks(page: Page) -> bd.Block:
     return bd.Block(
         "<h2>Value marks: reported vs derived</h2>"
         + str(
-            bd.table(
-                table,
-                id="pd-marks",
-                caption=(
-                    "Every figure that is not a value as printed by the tool, with how it was obtained. Cells computed from these "
-                    "carry the same mark."
+            bd.collapsed(
+                f"{len(rows)} figures are not values as printed by the tool: show how each was obtained",
+                bd.table(
+                    table,
+                    id="pd-marks",
+                    caption=(
+                        "Every figure that is not a value as printed by the tool, with how it was obtained. Cells computed "
+                        "from these carry the same mark."
+                    ),
                 ),
             )
         )

@@ -6,7 +6,7 @@ A page module passes its campaign root and what it excluded; the section records
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +46,30 @@ def exclusions(
         seen.add((file, sample, reason))
         rows.append({"File": rel_path(root, file), where: sample, "Reason": reason})
     bd.record("exclusions", rows)
+    head = str(bd.heading("Exclusions", id="exclusions"))
     if not rows:
-        return bd.Block(f"<h2>Exclusions</h2><p>{bd.esc(none)}</p>")
-    return bd.Block("<h2>Exclusions</h2>" + str(bd.table(rows, id=id, caption=caption)))
+        return bd.Block(f"{head}<p>{bd.esc(none)}</p>")
+    reasons = len({r["Reason"] for r in rows})
+    summary = f"{len(rows)} excluded, {reasons} distinct reason{'s' * (reasons != 1)}: show the list"
+    return bd.Block(head + str(bd.collapsed(summary, bd.table(rows, id=id, caption=caption))))
+
+
+def scope(sc: Mapping[str, Any]) -> bd.Block:
+    """The manifest's scope: what the result covers and what it does not, side by side."""
+    if not sc:
+        return bd.Block("")
+
+    def li(xs: Iterable[str]) -> str:
+        return "".join(f"<li>{bd.esc(x)}</li>" for x in xs)
+
+    return bd.Block(
+        str(bd.heading("Scope", id="scope"))
+        + '<div class="bb-cols bb-scope"><div><p><strong>The measured path</strong></p><ul>'
+        + li(sc.get("measured", []))
+        + "</ul></div><div><p><strong>Outside this result</strong></p><ul>"
+        + li(sc.get("outside", []))
+        + "</ul></div></div>"
+    )
 
 
 def provenance(
@@ -60,3 +81,105 @@ def provenance(
     if readme is not None and readme.is_file():
         files.add(readme)
     return bd.provenance(inputs=sorted(files), parameters=dict(parameters), root=root)
+
+
+# --------------------------------------------------------------------------- findings box
+
+MAX_RESULT_LINES = 12  # more results than this: the rest are counted and linked, listed in their section
+
+
+def headline(n_results: int, n_regressions: int, n_failed: int, n_unjudged: int) -> str:
+    """The counts in one line, e.g. "3 results (1 regression), 2 failed checks" (shown on the index)."""
+    parts = [
+        f"{n_results} result{'s' * (n_results != 1)}"
+        + (f" ({n_regressions} regression{'s' * (n_regressions != 1)})" if n_regressions else "")
+    ]
+    if n_failed:
+        parts.append(f"{n_failed} failed check{'s' * (n_failed != 1)}")
+    if n_unjudged:
+        parts.append(f"{n_unjudged} not judged")
+    return ", ".join(parts)
+
+
+def findings(
+    *,
+    results: Iterable[tuple[str, float, str, str]] = (),
+    failed: Iterable[tuple[str, str]] = (),
+    unjudged: Iterable[tuple[str, str]] = (),
+    results_section: str | None = None,
+) -> bd.Block:
+    """The findings box of a page, from what its analyses decided (this only selects and orders).
+
+    ``results``: (direction "regression"|"improvement"|other, speedup (> 1 is better), sentence
+    with its figure, section id) for every comparison the analysis called a result; shown worst
+    first (regressions by speedup ascending, then improvements by speedup descending).
+    ``failed``: (sentence, section id) per failed check; ``unjudged``: (sentence, section id) per
+    thing that could not be judged. Records ``findings_box`` (counts, lines) and ``headline``.
+    """
+    res = list(results)
+    regs = sorted((r for r in res if r[0] == "regression"), key=lambda r: r[1])
+    imps = sorted((r for r in res if r[0] != "regression"), key=lambda r: -r[1])
+    fails, unj = list(failed), list(unjudged)
+    lines = [bd.Finding("regression", t, s) for _, _, t, s in regs]
+    lines += [bd.Finding("improvement" if d == "improvement" else "result", t, s) for d, _, t, s in imps]
+    shown = lines[:MAX_RESULT_LINES]
+    if len(lines) > len(shown):
+        more = len(lines) - len(shown)
+        section = results_section or shown[-1].section
+        shown.append(
+            bd.Finding("result", f"… and {more} more result{'s' * (more != 1)}, listed in full below", section)
+        )
+    shown += [bd.Finding("fail", t, s) for t, s in fails]
+    shown += [bd.Finding("unjudged", t, s) for t, s in unj]
+    head = headline(len(res), len(regs), len(fails), len(unj))
+    bd.record("headline", head)
+    bd.record(
+        "findings_box",
+        {
+            "results": len(res),
+            "regressions": len(regs),
+            "improvements": sum(r[0] == "improvement" for r in res),
+            "failed_checks": len(fails),
+            "unjudged": len(unj),
+            "lines": [f.as_dict() for f in shown],
+        },
+    )
+    return bd.findings_box(shown, headline=head)
+
+
+def comparison_findings(
+    comparisons: Iterable[Mapping[str, Any]], name: Callable[[Mapping[str, Any]], str], section: str
+) -> tuple[list[tuple[str, float, str, str]], list[tuple[str, str]]]:
+    """Results and unjudged lines from comparison rows (``is_result``, ``verdict``, ``speedup``,
+    ``change_pct``, ``reason``, as :func:`benchbook.analysis.baseline.comparisons` returns them)."""
+    results, why_not = [], {}
+    for c in comparisons:
+        if c["is_result"]:
+            direction = "regression" if "regression" in c["verdict"] else "improvement"
+            results.append(
+                (direction, c["speedup"], f"{name(c)}: {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)", section)
+            )
+        elif c.get("speedup") is None:  # no verdict possible (e.g. no measured spread): one line per reason
+            why_not.setdefault(c["reason"], []).append(c)
+    unjudged = [
+        (f"{len(cs)} comparison{'s' * (len(cs) != 1)} without a verdict: {reason}", section)
+        for reason, cs in why_not.items()
+    ]
+    return results, unjudged
+
+
+def checks_table(
+    rows: list[dict[str, Any]], passed: Iterable[bool], *, id: str, passed_label: str = "{n} check(s) passed"
+) -> bd.Block:
+    """A checks table whose failing and warning rows stay in view while the passing rows fold into a
+    ``<details>`` (still in the HTML, summary ``passed_label`` with ``{n}``); when every row passed,
+    the whole table folds."""
+    flags = list(passed)
+    bad = [r for r, ok in zip(rows, flags) if not ok]
+    good = [r for r, ok in zip(rows, flags) if ok]
+    out = [str(bd.table(bad, id=id))] if bad else []
+    if good:
+        folded = bd.table(good, id=f"{id}-passed" if bad else id)
+        label = passed_label.format(n=len(good)) + (": show them" if bad else " (all of them): show them")
+        out.append(str(bd.collapsed(label, folded)))
+    return bd.Block("".join(out))

@@ -27,6 +27,7 @@ from benchbook import __version__
 from benchbook.errors import EXIT_BAD_INPUT, EXIT_RENDER, EXIT_SOURCE, InputError, RenderError, SourceError
 from benchbook.pages.display import VALUES_MIME
 from benchbook.pipeline import writes
+from benchbook.pipeline.outline import outline
 
 ROOT = Path(__file__).resolve().parents[3]
 # the checkout's notebooks/; an installed (non-editable) package ships them as benchbook/notebooks/
@@ -186,7 +187,7 @@ def export_html(nb: Any, *, title: str) -> str:
         exclude_output_prompt=True,
     )
     body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
-    return body
+    return outline(body)  # heading anchors and the table of contents
 
 
 def render_page(
@@ -482,6 +483,23 @@ def find_campaigns(data_dir: Path) -> list[Path]:
 # --------------------------------------------------------------------------- index
 
 
+def page_findings(html: Path) -> dict[str, Any]:
+    """What a page's findings box counted (``findings_box``) and its one-line ``headline`` ("3 results
+    (1 regression), 2 failed checks"), read from the ``<page>.values.json`` beside it; {} if none."""
+    try:
+        values = json.loads(html.with_suffix(".values.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(values, dict) or not isinstance(values.get("headline"), str):
+        return {}
+    box = values.get("findings_box") if isinstance(values.get("findings_box"), dict) else {}
+    return {"headline": values["headline"], **{k: v for k, v in box.items() if isinstance(v, int)}}
+
+
+def page_headline(html: Path) -> str:
+    return page_findings(html).get("headline", "")
+
+
 def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
     """The index page: every campaign (newest first) with its title, date, provenance and pages."""
     import jinja2
@@ -498,9 +516,8 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
         if o.error is not None:  # the whole campaign failed: every page it had is marked, and kept
             failed.update({p: o.error for p in PAGES if (reports / o.name / f"{p}.html").exists()})
         for page in PAGES:
-            if page in done and page not in failed:  # a kept page whose render failed now is marked
-                links.append({"label": PAGES[page][1], "href": f"{o.name}/{page}.html", "status": "ok"})
-            elif page in failed:
+            # a failure first: a page kept from an earlier render is still marked as failed now
+            if page in failed:
                 kept = (reports / o.name / f"{page}.html").exists()
                 links.append(
                     {
@@ -508,6 +525,16 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
                         "href": f"{o.name}/{page}.html" if kept else None,
                         "status": "failed",
                         "reason": failed[page][1],
+                        "headline": page_headline(reports / o.name / f"{page}.html") if kept else "",
+                    }
+                )
+            elif page in done:
+                links.append(
+                    {
+                        "label": PAGES[page][1],
+                        "href": f"{o.name}/{page}.html",
+                        "status": "ok",
+                        "headline": page_headline(reports / o.name / f"{page}.html"),
                     }
                 )
         rows.append(
@@ -523,10 +550,46 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
             }
         )
     css = (TEMPLATES / TEMPLATE_NAME / "page.css").read_text(encoding="utf-8")
+    box = index_findings(rows, reports)
     history = "history.html" if (reports / "history.html").is_file() else None
-    return env.get_template("reports_index.html.j2").render(
-        campaigns=rows, css=css, version=__version__, history=history
+    return outline(
+        env.get_template("reports_index.html.j2").render(
+            campaigns=rows, css=css, version=__version__, history=history, box=box
+        )
     )
+
+
+def index_findings(rows: list[dict[str, Any]], reports: Path) -> str:
+    """The index's findings box: the totals over every page, then one line per page that found a
+    regression, a failed check or something it could not judge, or that failed to render."""
+    from benchbook.pages import display as bd
+    from benchbook.pages.sections import headline
+
+    totals = {"results": 0, "regressions": 0, "failed_checks": 0, "unjudged": 0}
+    lines = []
+    for i, c in enumerate(rows, 1):
+        if c.get("error"):
+            lines.append(bd.Finding("fail", f"{c['name']}: not rendered — {c['error']}", f"campaign-{i}"))
+        for link in c["links"]:
+            f = page_findings(reports / link["href"]) if link.get("href") else {}
+            for k in totals:
+                totals[k] += f.get(k, 0)
+            where = f"campaign-{i}"
+            name = f"{c['name']} / {link['label']}"
+            if link["status"] == "failed":
+                lines.append(bd.Finding("fail", f"{name}: this render failed — {link['reason']}", where))
+            elif f.get("regressions"):
+                lines.append(bd.Finding("regression", f"{name}: {f['headline']}", where))
+            elif f.get("failed_checks"):
+                lines.append(bd.Finding("fail", f"{name}: {f['headline']}", where))
+            elif f.get("unjudged"):
+                lines.append(bd.Finding("unjudged", f"{name}: {f['headline']}", where))
+    order = {k: i for i, k in enumerate(bd.FINDING_ORDER)}
+    lines.sort(key=lambda f: order[f.kind])
+    head = f"{len(rows)} campaign{'s' * (len(rows) != 1)}: " + headline(
+        totals["results"], totals["regressions"], totals["failed_checks"], totals["unjudged"]
+    )
+    return bd.findings_box(lines, headline=head, empty="No regression, failed check or unjudged figure.").html
 
 
 # --------------------------------------------------------------------------- CLI

@@ -1,0 +1,117 @@
+"""Every page kind as a new reader opens it: headless Chromium at 1280×900 on the bundled campaigns.
+
+The findings box is in the first screen, the table of contents reaches every section, no table is
+wider than its box and nothing is cut off (checked again with every ``<details>`` opened), no console
+error, no outside request. The baseline page is at most half as tall as before the findings-first
+layout, with every figure still in the HTML.
+
+``BENCHBOOK_UPDATE_SCREENSHOTS=1`` also writes the README's screenshot (docs/img/baseline-dsv4-163.png).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from benchbook.commands.cli import main
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+NV = ROOT / "tests" / "fixtures" / "realdata" / "vllm_bench_serving"
+# The baseline page of data/dsv4-163 at 1280 px before the findings-first layout (commit 7bd874e):
+# document.documentElement.scrollHeight in this harness's Chromium, 1280×900 viewport.
+BASELINE_HEIGHT_BEFORE = 15742
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("reports")
+    assert main(["render", "--all", str(ROOT / "data"), "--out", str(out)]) == 0
+    files = [str(NV / f"nv-action_serving_llama8B_tp1_{i}.json") for i in (1, 2)]
+    assert main(["render", "--compare", *files, "--out", str(out / "compare")]) == 0
+    return out
+
+
+PAGES = {
+    "baseline": "dsv4-163/baseline.html",
+    "ablation": "dsv4-163/ablation.html",
+    "pd": "pd-prefill-cap/pd.html",
+    "compare": "compare/compare.html",
+    "index": "index.html",
+}
+
+
+def _values(html: Path) -> dict:
+    return json.loads(html.with_suffix(".values.json").read_text())
+
+
+@pytest.mark.parametrize("kind", list(PAGES))
+def test_a_reader_sees_the_findings_first_and_nothing_is_hidden(kind, reports, open_page):
+    html = reports / PAGES[kind]
+    report = open_page(html, screenshot=f"layout-{kind}.png", first_screen=f"layout-{kind}-first-screen.png")
+    assert report.ok, report.problems()  # no console error, no outside request, no dialog
+    lay = report.layout
+    print(f"{kind}: {lay.height} px tall at {lay.width} px; findings box at {lay.findings_top:.0f} px")
+    assert lay.problems() == []
+    assert lay.findings_top < lay.viewport_height
+    assert lay.sections, "a page without sections"
+    assert all(s["id"] and f"#{s['id']}" in lay.toc for s in lay.sections)
+
+
+def test_the_baseline_page_is_half_as_tall_and_keeps_every_figure(reports, open_page):
+    html = reports / PAGES["baseline"]
+    lay = open_page(html).layout
+    print(f"baseline page height at 1280 px: before {BASELINE_HEIGHT_BEFORE} px, now {lay.height} px")
+    assert lay.height <= BASELINE_HEIGHT_BEFORE / 2
+    v = _values(html)
+    text = html.read_text()
+    # folded, not removed: one comparison row per recorded comparison, every exclusion and check row
+    from html.parser import HTMLParser
+
+    class Rows(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.table, self.rows = None, {}
+
+        def handle_starttag(self, tag, attrs):
+            a = dict(attrs)
+            if tag == "table":
+                self.table = a.get("id")
+            elif tag == "tr" and self.table:
+                self.rows[self.table] = self.rows.get(self.table, 0) + 1
+
+    p = Rows()
+    p.feed(text)
+    assert p.rows["bb-comparisons"] - 1 == len(v["comparisons"])  # minus the header row
+    assert p.rows["bb-exclusions"] - 1 == len(v["exclusions"])
+    assert p.rows.get("bb-checks", 1) - 1 + p.rows.get("bb-checks-passed", 1) - 1 == len(v["checks"])
+    assert "bb-forest" in text and "bb-environment" in text
+    box = v["findings_box"]
+    assert v["headline"].startswith(f"{box['results']} results") and box["failed_checks"] >= 1
+    assert [line["kind"] for line in box["lines"]][0] == "regression"  # worst first
+
+
+def test_the_index_says_what_each_page_found(reports, open_page):
+    index = (reports / "index.html").read_text()
+    for page in ("dsv4-163/baseline.html", "dsv4-163/ablation.html", "pd-prefill-cap/pd.html"):
+        headline = _values(reports / page)["headline"]
+        assert headline and headline in index
+    for camp in ("dsv4-163", "pd-prefill-cap"):
+        m = json.loads((ROOT / "data" / camp / "campaign.json").read_text())
+        assert m["date"] in index and m["provenance"] in index  # each row: date and provenance
+
+
+def test_readme_screenshot_shows_the_findings_box(reports, open_page):
+    shot = "baseline-dsv4-163-first-screen.png"
+    report = open_page(reports / PAGES["baseline"], first_screen=shot)
+    assert report.layout.findings_headline_bottom <= report.layout.viewport_height
+    if os.environ.get("BENCHBOOK_UPDATE_SCREENSHOTS") == "1":
+        shutil.copyfile(
+            Path(__file__).resolve().parents[1] / "test-artifacts" / shot,
+            ROOT / "docs" / "img" / "baseline-dsv4-163.png",
+        )
