@@ -215,10 +215,17 @@ def configuration(page: Page) -> bd.Block:
     ]
     return bd.Block(
         str(bd.heading("Configuration", id="configuration"))
-        + '<div class="bb-cols">'
-        + str(bd.table(host, id="configuration-host"))
-        + str(bd.table(rows, id="configuration"))
-        + "</div>"
+        + str(
+            bd.collapsed(
+                f"Host, engine and model ({len(host)} + {len(rows)} facts): show the tables",
+                bd.Block(
+                    '<div class="bb-cols">'
+                    + str(bd.table(host, id="configuration-host"))
+                    + str(bd.table(rows, id="configuration"))
+                    + "</div>"
+                ),
+            )
+        )
         + "<h3>Arms</h3>"
         + str(bd.table(arms, id="arms", caption="Each arm is one configuration; each run one server process."))
         + "<h3>Environment</h3>"
@@ -442,18 +449,26 @@ def _interval_rates(page: Page) -> str:
     bd.record("interval_rates", [r.as_dict() for r in rates])
     if not rates:
         return ""
-    return (
-        "<h3>Interval rates between the prompt lengths</h3><ul>"
-        + "".join(f"<li>{bd.esc(r.describe())}</li>" for r in rates)
-        + "</ul>"
-        + str(
-            bd.text(
-                "(ptok₂ − ptok₁) / (prefill₂ − prefill₁) between the two prompt classes. It is labelled an interval "
-                "rate because the interval contains the fixed per-request cost; it is not a prefill throughput, "
-                "and no curve is fitted through two points."
-            )
-        )
+    label = rates[0].rate.label
+    table = bd.table(
+        [
+            {
+                "Arm": r.arm,
+                "Interval (prompt tokens)": f"{r.rate.tokens_from:g} → {r.rate.tokens_to:g}",
+                "Prefill medians": f"{r.rate.seconds_from:.3f} s → {r.rate.seconds_to:.3f} s",
+                "n per cell": r.n,
+                "Interval rate": f"{r.rate.value:.0f} tok/s",
+            }
+            for r in rates
+        ],
+        id="interval-rates",
+        caption=(
+            f"(ptok₂ − ptok₁) / (prefill₂ − prefill₁) between the two prompt classes: an {label}. The interval "
+            "contains the fixed per-request cost; it is not a prefill throughput, and no curve is fitted through "
+            "two points."
+        ),
     )
+    return "<h3>Interval rates between the prompt lengths</h3>" + str(table)
 
 
 def _references(page: Page) -> str:
@@ -475,19 +490,26 @@ def _references(page: Page) -> str:
         for r in refs
     ]
     notes = "".join(f'<p class="bb-note">{bd.esc(r.note)} Source: {bd.esc(r.source)}</p>' for r in refs)
+    headline = "; ".join(
+        f"{METRIC_NAMES.get(r.metric, r.metric)} at {r.prompt_tokens:g} tokens: this campaign "
+        f"{r.measured:.3f} {r.unit} vs "
+        + ("—" if r.reference is None else f"{r.reference:.2f} {r.unit} ({r.method})")
+        + ("" if r.change is None else f", {stats.fmt_pct(r.change, signed=True)}")
+        + f" — {r.verdict}"
+        for r in refs
+    )
+    table = bd.table(
+        rows,
+        id="references",
+        caption=(
+            "Reference points carried by the campaign (campaign.json references); the reference figure is "
+            "what the stated method gives from those points, not a figure quoted from prose."
+        ),
+    )
     return (
         "<h3>Against earlier measurements</h3>"
-        + str(
-            bd.table(
-                rows,
-                id="references",
-                caption=(
-                    "Reference points carried by the campaign (campaign.json references); the reference figure is "
-                    "what the stated method gives from those points, not a figure quoted from prose."
-                ),
-            )
-        )
-        + notes
+        + str(bd.text(headline))
+        + str(bd.collapsed("The earlier points, the method and the sources", bd.Block(str(table) + notes)))
     )
 
 
@@ -634,9 +656,9 @@ def comparisons_table(page: Page) -> bd.Block:
         pair = f"{c['candidate']} vs {c['baseline']}"
         rows.append(
             {
-                "Comparison": pair if pair != last else "",
+                "Comparison": pair.replace(" vs ", "\u00a0vs\u00a0") if pair != last else "",
                 "Figure, unit": _figure(c),
-                "Prompt (tokens) / load": _short_context(page, c),
+                "Prompt / load": _short_context(page, c),
                 "n": f"{c['baseline_n']} / {c['candidate_n']}",
                 "Baseline": _cell_txt(c, "baseline"),
                 "Candidate": _cell_txt(c, "candidate"),
@@ -826,18 +848,15 @@ def _memory_delta_table(page: Page) -> str:
     bd.record("memory_deltas", [d.as_dict() for d in deltas])
     if not deltas:
         return ""
-    rows = [
-        {
-            "Candidate vs baseline": f"{d.candidate} vs {d.baseline}",
-            "Figure": d.quantity.capitalize() + " GPU per rank",
-            "Baseline": f"{d.baseline_gib:.2f} GiB",
-            "Candidate": f"{d.candidate_gib:.2f} GiB",
-            "Delta": f"{d.delta_gib:+.2f} GiB",
-            "Verdict": bd.mark("result" if d.is_result else "noise", d.verdict),
-            "Why": d.reason,
-        }
-        for d in deltas
-    ]
+    pairs: dict[tuple[str, str], dict[str, Any]] = {}
+    for d in deltas:  # one row per compared pair: peak and steady side by side
+        row = pairs.setdefault((d.candidate, d.baseline), {"Candidate vs baseline": f"{d.candidate} vs {d.baseline}"})
+        row[f"{d.quantity.capitalize()} GPU per rank (baseline → candidate, delta)"] = bd.Block(
+            f"{d.baseline_gib:.2f} → {d.candidate_gib:.2f} GiB, <b>{d.delta_gib:+.2f} GiB</b><br>"
+            f"{bd.mark('result' if d.is_result else 'noise', d.verdict)}"
+            f"<details><summary>why</summary>{bd.esc(d.reason)}</details>"
+        )
+    rows = list(pairs.values())
     return "<h3>Memory deltas between compared arms</h3>" + str(
         bd.table(
             rows,

@@ -85,7 +85,7 @@ def provenance(
 
 # --------------------------------------------------------------------------- findings box
 
-MAX_RESULT_LINES = 12  # more results than this: the rest are counted and linked, listed in their section
+MAX_RESULT_LINES = 8  # more results than this: the rest are counted and linked, listed in their section
 
 
 def headline(n_results: int, n_regressions: int, n_failed: int, n_unjudged: int) -> str:
