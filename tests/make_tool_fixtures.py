@@ -147,6 +147,18 @@ def run_tool(name: str, venv: Path, argv: list[str], url: str, dest: Path, comma
             argv, check=True, env=env_for(venv), cwd=WORK, stdout=log, stderr=subprocess.STDOUT, timeout=1800
         )
     scrape(url, dest / "metrics_after.prom")
+    unroot(dest)
+
+
+def unroot(folder: Path) -> None:
+    """Replace this checkout's absolute path, which the tools write into their files (vLLM's tokenizer_id,
+    AIPerf's artifact dir), by ``$REPO``: the only edit made to the tools' files (PROVENANCE.md says so)."""
+    root = str(ROOT)
+    for f in folder.rglob("*"):
+        if f.is_file() and f.suffix in {".json", ".jsonl", ".csv", ".yaml", ".txt"}:
+            text = f.read_text("utf-8")
+            if root in text:
+                f.write_text(text.replace(root, "$REPO"), "utf-8")
 
 
 def main() -> None:
@@ -211,8 +223,8 @@ def write_provenance(versions: dict[str, str], commands: list[str], serve_cmd: l
         f"against one real vLLM engine (vLLM's CPU build, a tiny random-weight Llama built by tests/tiny_llama.py, "
         f"no download) on 127.0.0.1, {N} requests of {ISL} prompt / {OSL} output tokens, {CONC} in flight. "
         "`metrics_before.prom` / `metrics_after.prom` in each folder are the engine's /metrics scraped right before "
-        "and after that tool's run. Nothing in these files was edited (the tools themselves wrote some local paths "
-        "into them, e.g. vLLM's tokenizer_id and AIPerf's artifact dir).",
+        "and after that tool's run. One edit only: the tools wrote the checkout's absolute path into some fields "
+        "(vLLM's tokenizer_id, AIPerf's artifact dir); it is replaced by `$REPO` (make_tool_fixtures.unroot).",
         "",
         "The timings measure the tools on a shared 2-core machine with a tiny model, not the engine's capability: "
         "the fixtures exist to pin the file layouts and to check that benchbook's figures match each tool's own "
