@@ -202,6 +202,7 @@ def engine_in_flight(ew: EngineWindow, key: tuple) -> tuple[float, int, float, f
     (trapezoids between samples, the gauge linear between scrapes): (mean in flight, snapshots used,
     span in seconds, largest gap in seconds); None with fewer than two timed snapshots. A
     concurrency measured by the engine, independent of the client."""
+    from benchbook.analysis import engine_concurrency
     from benchbook.metrics import prometheus
 
     prof = ew.window.profile
@@ -218,10 +219,10 @@ def engine_in_flight(ew: EngineWindow, key: tuple) -> tuple[float, int, float, f
     pts.sort()
     if len(pts) < 2 or pts[-1][0] <= pts[0][0]:
         return None
-    area = sum((n0 + n1) / 2 * (t1 - t0) for (t0, n0), (t1, n1) in zip(pts, pts[1:], strict=False))
     span = pts[-1][0] - pts[0][0]
     gap = max(t1 - t0 for (t0, _), (t1, _) in zip(pts, pts[1:], strict=False))
-    return area / span, len(pts), span, gap
+    mean = engine_concurrency.time_average([engine_concurrency.GaugeSample(t, n) for t, n in pts])
+    return mean, len(pts), span, gap
 
 
 def littles_law(run: BenchmarkRun, ew: EngineWindow, key: tuple) -> Check:
