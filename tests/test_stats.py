@@ -182,3 +182,14 @@ def test_mannwhitney_and_bootstrap_ratio_interval():
     ci = bootstrap_ratio_ci([10, 11, 12, 10.5, 11.5], [20, 22, 24, 21, 23])
     assert ci == bootstrap_ratio_ci([10, 11, 12, 10.5, 11.5], [20, 22, 24, 21, 23])  # seeded: same every render
     assert 20 / 12 <= ci[0] <= 2.0 <= ci[1] <= 24 / 10
+
+
+def test_bootstrap_ratio_interval_is_reciprocal_when_both_sides_hold_the_same_values():
+    # found by hypothesis: the same multiset in another order on each side gave (0.5, 2.0) one way
+    # and (0.4, 2.0) the other, so a verdict could depend on which side was the baseline
+    from benchbook.analysis.stats import bootstrap_ratio_ci
+
+    xs, ys = [2.0, 4.0, 1.0, 1.0, 2.0, 1.0], [4.0, 1.0, 1.0, 1.0, 2.0, 2.0]
+    a, b = bootstrap_ratio_ci(xs, ys), bootstrap_ratio_ci(ys, xs)
+    assert b == pytest.approx((1 / a[1], 1 / a[0]))
+    assert a[0] <= 1 <= a[1]

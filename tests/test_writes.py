@@ -105,12 +105,24 @@ def test_sigkill_at_any_point_leaves_old_three_or_new_three(tmp_path, start):
     before = {"old"} if start != "no page yet" else {None}
     points = _kill_at_every_point(out, before)
     assert points > 10  # every write, link, rename and removal was a kill point
-    # the next publish cleans what the killed ones left: one generation, no temp files or links
+    # the next render cleans what the killed ones left (before it publishes): one generation, no temp
+    # files or links
+    writes.clean_folder(out)
     _publish(out, "next")
     assert _state(out) == {"next"}
     gens = sorted(p.name for p in (out / writes.GENERATIONS).iterdir())
     assert len(gens) == 2 and "p" in gens  # the pointer and the generation it names
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".next-")]
+
+
+def test_publishing_one_page_leaves_another_pages_temporary_files_alone(tmp_path):
+    # render --all -j 2 writes two pages of one campaign at once: publishing one must not remove the
+    # temporary file the other is about to rename into place (seen as FileNotFoundError on .baseline.key)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".baseline.key.abc123.tmp").write_text("being written by another worker")
+    _publish(out, "a")
+    assert (out / ".baseline.key.abc123.tmp").exists()
 
 
 def test_published_names_are_relative_links_inside_the_folder(tmp_path):

@@ -403,10 +403,13 @@ def bootstrap_ratio_ci(
     if (len(cy), sorted(cy)) < (len(bx), sorted(bx)):
         lo, hi = bootstrap_ratio_ci(cy, bx, level, resamples, seed)
         return 1 / hi, 1 / lo
-    x, y = np.asarray(bx), np.asarray(cy)
+    x, y = np.sort(np.asarray(bx)), np.sort(np.asarray(cy))  # the interval depends on the values, not their order
     rng = np.random.default_rng(seed)
     mx = np.median(x[rng.integers(0, x.size, (resamples, x.size))], axis=1)
     my = np.median(y[rng.integers(0, y.size, (resamples, y.size))], axis=1)
     r = np.sort(my / mx)
     k = int((1 - level) / 2 * resamples)
-    return float(r[k]), float(r[resamples - 1 - k])
+    lo, hi = float(r[k]), float(r[resamples - 1 - k])
+    if x.size == y.size and np.array_equal(x, y):  # the same values on both sides: no canonical order, so the
+        lo, hi = min(lo, 1 / hi), max(hi, 1 / lo)  # interval is made closed under swapping (1/hi, 1/lo)
+    return lo, hi

@@ -46,6 +46,9 @@ __import__("warnings")._filters_mutated() if hasattr(__import__("warnings"), "_f
 """
 
 
+IPC_PATH_MAX = 100  # bytes of an IPC socket path, below sun_path's 107 with "-<n>" appended
+
+
 def kernel_manager_class():
     """A KernelManager that runs the kernel on *this* interpreter, whatever kernelspecs exist
     (a user-level ``python3`` kernelspec pointing at another Python would lack benchbook), over IPC
@@ -57,19 +60,28 @@ def kernel_manager_class():
     from traitlets import default
 
     class ThisPythonKernelManager(AsyncKernelManager):
-        # IPC sockets (a private temp folder) rather than TCP on localhost: nothing listens on a port
+        # IPC sockets (a private temp folder) rather than TCP on localhost: nothing listens on a port.
+        # A socket path holds at most 107 bytes; under a long TMPDIR the kernel talks TCP on 127.0.0.1
+        # instead (its folder still holds the log and the owner lock).
+        _bb_dir: str | None = None
+
+        def _kernel_dir(self) -> str:
+            if self._bb_dir is None:
+                from benchbook.pipeline import writes
+
+                self._bb_dir = str(writes.make_kernel_dir())  # owned: a later render can tell a dead one
+            return self._bb_dir
+
         @default("transport")
         def _transport_default(self):
-            return "ipc"
+            return "ipc" if len(os.path.join(self._kernel_dir(), "kernel")) + 8 <= IPC_PATH_MAX else "tcp"
 
         @default("ip")
         def _ip_default(self):
-            from benchbook.pipeline import writes
-
-            return os.path.join(writes.make_kernel_dir(), "kernel")  # owned: a later render can tell a dead one
+            return os.path.join(self._kernel_dir(), "kernel") if self.transport == "ipc" else "127.0.0.1"
 
         async def start_kernel(self, **kw: Any) -> None:  # type: ignore[override]
-            log = open(os.path.join(os.path.dirname(self.ip), "kernel.log"), "ab")  # noqa: SIM115 - the kernel owns it
+            log = open(os.path.join(self._kernel_dir(), "kernel.log"), "ab")  # noqa: SIM115 - the kernel owns it
             kw.setdefault("stdout", log)
             kw.setdefault("stderr", log)
             try:
@@ -82,7 +94,7 @@ def kernel_manager_class():
             if not restart:
                 from benchbook.pipeline import writes
 
-                writes.remove_kernel_dir(os.path.dirname(self.ip))
+                writes.remove_kernel_dir(self._kernel_dir())
 
         @property
         def kernel_spec(self):  # type: ignore[override]

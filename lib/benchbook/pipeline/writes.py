@@ -115,14 +115,15 @@ def _adopt_legacy(out: Path, stem: str, names: list[str]) -> None:
 
 def publish(out: Path, stem: str, files: Mapping[str, bytes]) -> None:
     """Publish one page's files (``{suffix: bytes}``, e.g. ``{".html": ...}``) in ``out`` together,
-    under :func:`folder_lock`, after removing what killed renders left there (:func:`clean_folder`).
+    under :func:`folder_lock`. What killed renders left there is removed before a render starts
+    (:func:`clean_folder`, called when a campaign is planned), never here: another worker may be
+    writing a temporary file of another page of the same campaign into ``out`` at this moment.
 
     Raises ``OSError`` (disk full, read-only folder): the previous files are then untouched.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out):
-        _clean_folder(out)
         _publish(out, stem, files)
 
 
