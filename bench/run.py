@@ -232,7 +232,7 @@ def _empty_notebook_cmd(tmp: Path) -> list[str]:
                         "metadata": {},
                         "outputs": [],
                         "execution_count": None,
-                        "source": ["import benchbook, polars, pandas, altair, scipy.stats"],
+                        "source": ["import benchbook, polars, altair, scipy.stats"],
                     },
                 ],
                 "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
