@@ -100,6 +100,29 @@ def _strategy(strategy: dict[str, Any]) -> tuple[float | None, int | None]:
     return strategy.get("rate"), strategy.get("max_concurrency")  # constant, poisson
 
 
+def _summary(b: dict, totals: dict, stat, f, where: str, totals_where: str, extra_percentiles: tuple[str, ...]) -> dict:
+    """The run summary both layouts share: totals, token sums, GuideLLM's time-averaged rates and the
+    latency statistics (``stat`` reads one layout's ``metrics.<metric>.successful``)."""
+    summary = make_summary(
+        duration_s=number(b.get("duration"), f, f"{where}.duration"),
+        completed=to_int(totals.get("successful"), f, f"{totals_where}.successful"),
+        failed=to_int(totals.get("errored"), f, f"{totals_where}.errored"),
+        incomplete=to_int(totals.get("incomplete"), f, f"{totals_where}.incomplete"),
+        total_input_tokens=to_int(stat("prompt_token_count", "total_sum"), f, f"{where}.metrics.prompt_token_count"),
+        total_output_tokens=to_int(stat("output_token_count", "total_sum"), f, f"{where}.metrics.output_token_count"),
+        request_throughput=stat("requests_per_second", "mean"),
+        output_throughput=stat("output_tokens_per_second", "mean"),
+        total_token_throughput=stat("tokens_per_second", "mean"),
+        mean_concurrency=stat("request_concurrency", "mean"),
+    )
+    for name, (metric, factor) in _LAT.items():
+        for ours, theirs in (("mean", "mean"), ("median", "median"), ("std", "std_dev"), ("p99", "p99")):
+            summary[f"{ours}_{name}_ms"] = stat(metric, theirs, factor)
+        for p in extra_percentiles:
+            summary[f"{p}_{name}_ms"] = stat(metric, p, factor)
+    return summary
+
+
 def _run(ld: Loaded, where: str, b: Any) -> BenchmarkRun:
     f = ld.file
     if not isinstance(b, dict):
@@ -116,22 +139,7 @@ def _run(ld: Loaded, where: str, b: Any) -> BenchmarkRun:
         v = number(v, f, f"{where}.metrics.{metric}.successful.{key}")
         return None if v is None else v * factor
 
-    summary = make_summary(
-        duration_s=number(b.get("duration"), f, f"{where}.duration"),
-        completed=to_int(totals.get("successful"), f, f"{where}.request_totals.successful"),
-        failed=to_int(totals.get("errored"), f, f"{where}.request_totals.errored"),
-        incomplete=to_int(totals.get("incomplete"), f, f"{where}.request_totals.incomplete"),
-        total_input_tokens=to_int(stat("prompt_token_count", "total_sum"), f, f"{where}.metrics.prompt_token_count"),
-        total_output_tokens=to_int(stat("output_token_count", "total_sum"), f, f"{where}.metrics.output_token_count"),
-        request_throughput=stat("requests_per_second", "mean"),
-        output_throughput=stat("output_tokens_per_second", "mean"),
-        total_token_throughput=stat("tokens_per_second", "mean"),
-        mean_concurrency=stat("request_concurrency", "mean"),
-    )
-    for name, (metric, factor) in _LAT.items():
-        for ours, theirs in (("mean", "mean"), ("median", "median"), ("std", "std_dev"), ("p99", "p99")):
-            summary[f"{ours}_{name}_ms"] = stat(metric, theirs, factor)
-        summary[f"p95_{name}_ms"] = stat(metric, "p95", factor)
+    summary = _summary(b, totals, stat, f, where, f"{where}.request_totals", ("p95",))
     config = make_config(
         model=worker.get("backend_model"),
         backend=worker.get("backend_type"),
@@ -213,24 +221,7 @@ def _run_new(ld: Loaded, where: str, b: Any) -> BenchmarkRun:
         v = number(v, f, f"{where}.metrics.{metric}.successful.{key}")
         return None if v is None else v * factor
 
-    wm = f"{where}.metrics.request_totals"
-    summary = make_summary(
-        duration_s=number(b.get("duration"), f, f"{where}.duration"),
-        completed=to_int(totals.get("successful"), f, f"{wm}.successful"),
-        failed=to_int(totals.get("errored"), f, f"{wm}.errored"),
-        incomplete=to_int(totals.get("incomplete"), f, f"{wm}.incomplete"),
-        total_input_tokens=to_int(stat("prompt_token_count", "total_sum"), f, f"{where}.metrics.prompt_token_count"),
-        total_output_tokens=to_int(stat("output_token_count", "total_sum"), f, f"{where}.metrics.output_token_count"),
-        request_throughput=stat("requests_per_second", "mean"),
-        output_throughput=stat("output_tokens_per_second", "mean"),
-        total_token_throughput=stat("tokens_per_second", "mean"),
-        mean_concurrency=stat("request_concurrency", "mean"),
-    )
-    for name, (metric, factor) in _LAT.items():
-        for ours, theirs in (("mean", "mean"), ("median", "median"), ("std", "std_dev"), ("p99", "p99")):
-            summary[f"{ours}_{name}_ms"] = stat(metric, theirs, factor)
-        summary[f"p90_{name}_ms"] = stat(metric, "p90", factor)
-        summary[f"p95_{name}_ms"] = stat(metric, "p95", factor)
+    summary = _summary(b, totals, stat, f, where, f"{where}.metrics.request_totals", ("p90", "p95"))
     model = backend.get("model") or _scenario_model(scenario)
     mr = (cfg.get("constraints") or {}).get("max_requests") or {}
     max_requests = mr.get("count", (mr.get("args") or {}).get("count"))
