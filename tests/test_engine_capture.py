@@ -157,7 +157,7 @@ def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(ph
     )
 
 
-BENCH = {1: 4, 4: 8}  # concurrency: prompts
+BENCH = {1: 6, 4: 12}  # concurrency: prompts
 
 
 @pytest.fixture(scope="module")
@@ -239,19 +239,28 @@ def test_capture_run_around_vllm_bench_serve(bench_runs, concurrency):
     successes = _delta(snaps[0][1], snaps[-1][1], "requests_success")
     assert successes in (prompts, prompts + 1)
     assert _delta(snaps[0][1], snaps[-1][1], "generation_tokens") == successes * BENCH_TOKENS
-    # Little's law: the engine's own in-flight count (time-averaged) vs the client's λ × W over the same window
+    # Little's law, like with like: the engine's in-flight gauges (running + waiting, time-averaged over the
+    # snapshots) against λ × W where W is the engine's own time per request (queue + prefill + decode
+    # histograms: from entering the scheduler's queue to the last token, the span the gauges count)
+    samples = samples_from_snapshots(snaps, VLLM)
+    held = [_hist(snaps[0][1], snaps[-1][1], q) for q in ("queue", "prefill", "decode")]
+    assert len({h.count for h in held}) == 1 and held[0].count == successes
+    w_engine = sum(h.sum for h in held) / successes
+    own = engine_concurrency(samples, completed=int(successes), mean_e2e_s=w_engine)
+    # and against the client's λ × W (the product's check on a results run): the engine holds each request for
+    # part of the client's E2E (not the HTTP, tokenizer and detokenizer work around it), so L is at most λW;
+    # how much less depends on the machine's load, which is what the product reports, so it is not asserted
     e2e = run.requests["e2e_s"].to_list()
-    lw = engine_concurrency(samples_from_snapshots(snaps, VLLM), completed=len(e2e), mean_e2e_s=sum(e2e) / len(e2e))
+    client = engine_concurrency(samples, completed=len(e2e), mean_e2e_s=sum(e2e) / len(e2e))
     print(
-        f"c={concurrency}: engine L={lw.mean_in_flight:.3f} (peak {lw.peak_in_flight:g}, {lw.snapshots} snapshots), "
-        f"client λW={lw.check.implied:.3f}; {lw.check.status}: {lw.check.detail}",
+        f"c={concurrency}: engine L={own.mean_in_flight:.3f} (peak {own.peak_in_flight:g}, {own.snapshots} snapshots,"
+        f" largest gap {own.max_gap_s:.2f} s); engine λW={own.check.implied:.3f} ({own.check.status});"
+        f" client λW={client.check.implied:.3f} ({client.check.status})",
         file=sys.stderr,
     )
-    assert lw.peak_in_flight <= concurrency
-    # the engine holds each request for part of the client's E2E (not the HTTP and front-end work around
-    # it), so its L is at most λW; agreement within the check's fail tolerance
-    assert lw.mean_in_flight <= lw.check.implied * 1.05, lw.check.detail
-    assert lw.check.status in ("pass", "warn"), lw.check.detail
+    assert own.peak_in_flight <= concurrency
+    assert own.check.status in ("pass", "warn"), own.check.detail
+    assert own.mean_in_flight <= client.check.implied * 1.05, client.check.detail
 
 
 def test_unreachable_url_and_a_non_prometheus_endpoint_give_clear_errors(engine, tmp_path):

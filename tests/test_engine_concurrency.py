@@ -48,13 +48,29 @@ def test_agreement_passes_and_the_figures_are_both_sides():
 
 
 def test_disagreement_fails_with_the_gap():
-    # L = 1.0 but λW = 2.0: gap 50 % > 25 %
-    r = engine_concurrency([GaugeSample(0, 1), GaugeSample(10, 1)], completed=20, mean_e2e_s=1.0)
+    # L = 1.0 but λW = 2.0: gap 50 % > 25 % (snapshots every 0.5 s, requests of 1 s: resolved)
+    every = [t / 2 for t in range(21)]
+    r = engine_concurrency([GaugeSample(t, 1) for t in every], completed=20, mean_e2e_s=1.0)
     assert r.check.status == "fail"
     assert r.check.gap == pytest.approx(0.5)
     # 2.0 vs 2.3: gap 0.3 / 2.3 = 13 % -> warn
-    r = engine_concurrency([GaugeSample(0, 2), GaugeSample(10, 2)], completed=23, mean_e2e_s=1.0)
+    r = engine_concurrency([GaugeSample(t, 2) for t in every], completed=23, mean_e2e_s=1.0)
     assert r.check.status == "warn"
+
+
+def test_snapshots_sparser_than_a_request_are_not_judged():
+    # the capture a loaded CI machine made: scrapes bunch up while the server idles, one gap of 3.74 s spans the
+    # busy stretch of 1-s requests; L comes out far below λW, which says nothing about the engine
+    pts = [GaugeSample(t / 4, 0) for t in range(80)] + [GaugeSample(20.03, 1), GaugeSample(23.77, 0)]
+    r = engine_concurrency(pts, completed=6, mean_e2e_s=0.98)
+    assert r.max_gap_s == pytest.approx(3.74)
+    assert r.check.gap > 0.25 and r.check.status == "warn"
+    assert "not judged: the largest gap between snapshots (3.74 s) is longer than a request's mean time W (0.98 s)" in (
+        r.check.detail
+    )
+    # the same disagreement with a gap no longer than W is a fail
+    dense = [GaugeSample(t / 4, 0) for t in range(96)]
+    assert engine_concurrency(dense, completed=6, mean_e2e_s=0.98).check.status == "fail"
 
 
 def test_one_snapshot_is_not_a_window():

@@ -11,7 +11,10 @@ The window is the snapshots' span [t_first, t_last]. The gauges are sampled, not
 time average uses the trapezoid rule between consecutive snapshots (linear interpolation of the
 gauge between scrapes), so a window needs at least two snapshots, and a gauge that moves faster
 than the snapshot interval is only approximated — the check states the number of snapshots and
-their largest gap. λ is the client's completed requests divided by the *same* window (every
+their largest gap. When that gap is longer than a request's mean time W, whole requests can fall
+between two scrapes — and they do: a server busy streaming tokens answers ``/metrics`` late, so
+scrapes bunch up in idle stretches and the average comes out low. The check is then not judged
+(``warn``, never ``fail``), and says why. λ is the client's completed requests divided by the *same* window (every
 request falls inside it, because the first and last snapshots bracket the command), so L and λW
 share their denominator. Running and waiting are summed over every series of the server (engine
 ranks): a deployment's in-flight requests are all of them.
@@ -20,6 +23,7 @@ ranks): a deployment's in-flight requests are all of them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+import dataclasses
 from dataclasses import dataclass
 
 from benchbook.analysis import enginemetrics, littles
@@ -109,7 +113,20 @@ def engine_concurrency(
         concurrency_source=f"engine running + waiting, time-averaged over {len(pts)} snapshots "
         f"(largest gap {gap:.3g} s)",
     )
+    chk = unresolved(chk, gap, mean_e2e_s)
     return EngineConcurrency(t0, t1, len(pts), gap, L, max(p.in_flight for p in pts), completed, lam, mean_e2e_s, chk)
+
+
+def unresolved(chk: littles.LittlesCheck, max_gap_s: float, mean_e2e_s: float) -> littles.LittlesCheck:
+    """``chk`` unjudged (a fail becomes warn, with the reason) when the snapshots' largest gap is longer
+    than a request's mean time: sampled that sparsely, the gauge cannot show every request."""
+    if max_gap_s <= mean_e2e_s:
+        return chk
+    why = (
+        f"not judged: the largest gap between snapshots ({max_gap_s:.3g} s) is longer than a request's mean time "
+        f"W ({mean_e2e_s:.3g} s), so whole requests can fall between scrapes (a busy server answers /metrics late)"
+    )
+    return dataclasses.replace(chk, status="warn" if chk.status == "fail" else chk.status, detail=f"{chk.detail}; {why}")
 
 
 def samples_from_snapshots(snaps: Iterable[tuple[float, Snapshot]], profile: EngineProfile) -> list[GaugeSample]:

@@ -232,7 +232,7 @@ def littles_law(run: BenchmarkRun, ew: EngineWindow, key: tuple) -> Check:
     command, so every request falls inside it); λ is the client's completed requests over that same
     span — L and λW share their denominator — and W the client's mean E2E.
     """
-    from benchbook.analysis import littles
+    from benchbook.analysis import engine_concurrency, littles
 
     done, w_ms = run.summary.get("completed"), run.summary.get("mean_e2el_ms")
     if done is None or w_ms is None:
@@ -255,6 +255,7 @@ def littles_law(run: BenchmarkRun, ew: EngineWindow, key: tuple) -> Check:
             f"engine running + waiting, time-averaged over {n} snapshots ({span:.1f} s, largest gap {gap:.3g} s)"
         ),
     )
+    c = engine_concurrency.unresolved(c, gap, float(w_ms) / 1000)
     rel = (L - c.implied) / c.implied if c.implied else None
     return Check(LITTLE_CHECK, c.status, c.detail, L, c.implied, L - c.implied, rel)
 
