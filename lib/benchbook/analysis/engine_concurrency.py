@@ -22,8 +22,8 @@ ranks): a deployment's in-flight requests are all of them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 import dataclasses
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from benchbook.analysis import enginemetrics, littles
@@ -126,7 +126,9 @@ def unresolved(chk: littles.LittlesCheck, max_gap_s: float, mean_e2e_s: float) -
         f"not judged: the largest gap between snapshots ({max_gap_s:.3g} s) is longer than a request's mean time "
         f"W ({mean_e2e_s:.3g} s), so whole requests can fall between scrapes (a busy server answers /metrics late)"
     )
-    return dataclasses.replace(chk, status="warn" if chk.status == "fail" else chk.status, detail=f"{chk.detail}; {why}")
+    return dataclasses.replace(
+        chk, status="warn" if chk.status == "fail" else chk.status, detail=f"{chk.detail}; {why}"
+    )
 
 
 def samples_from_snapshots(snaps: Iterable[tuple[float, Snapshot]], profile: EngineProfile) -> list[GaugeSample]:
