@@ -95,7 +95,6 @@ TESTS_UNDER_ANOTHER_NAME = {
     "capture_run": "test_capture, test_engine_capture",
     "scrape": "test_capture, test_engine_capture",
     "results_runs": "test_results",
-    "resultset": "test_identity, test_slo, test_sweep",
 }
 
 

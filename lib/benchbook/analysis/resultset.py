@@ -19,6 +19,7 @@ The page (``benchbook.pages.compare_page``) only formats a :class:`ResultSet`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from benchbook.analysis import identity as ident
 from benchbook.analysis import slo as slo_mod
 from benchbook.analysis import stats
 from benchbook.analysis import sweep as sweep_mod
-from benchbook.analysis.verdict import RULES, Judgement, judge
+from benchbook.analysis.verdict import RULES, Judgement, cannot_tell, judge
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -349,20 +350,48 @@ def _pair(rs: ResultSet) -> None:
         ref = members[0]
         for c in members[1:]:
             for metric, hib in VERDICT_METRICS:
-                bv = [v for v in (e.get(metric) for e in ref.entries) if v is not None]
-                cv = [v for v in (e.get(metric) for e in c.entries) if v is not None]
+                bv, cv = _values(ref, metric), _values(c, metric)
                 if not bv or not cv or min(bv) <= 0 or min(cv) <= 0:
                     continue
-                j = judge(bv, cv, spread=spreads.get(metric), higher_is_better=hib, rule=rs.rule)  # type: ignore[arg-type]
-                rs.verdicts.append(VerdictRow(ref.label, c.label, metric, hib, stats.cell(bv), stats.cell(cv), j))
+                bok, cok = _values(ref, metric, valid=True), _values(c, metric, valid=True)
+                if not bok or not cok:
+                    sides = [x for x, ok in ((ref, bok), (c, cok)) if not ok]
+                    why = "; ".join(
+                        f"every run of {x.label} failed a validity gate ({_failed_gates(x)})" for x in sides
+                    ) + (", so the figures are shown but not judged")
+                    j = cannot_tell(bv, cv, higher_is_better=hib, why=why)
+                    rs.verdicts.append(VerdictRow(ref.label, c.label, metric, hib, stats.cell(bv), stats.cell(cv), j))
+                    continue
+                j = judge(bok, cok, spread=spreads.get(metric), higher_is_better=hib, rule=rs.rule)  # type: ignore[arg-type]
+                left = [e.id for e in (*ref.entries, *c.entries) if _failed(e) and e.get(metric) is not None]
+                if left:
+                    j = dataclasses.replace(j, why=f"{j.why}; left out, failed a validity gate: {', '.join(left)}")
+                rs.verdicts.append(VerdictRow(ref.label, c.label, metric, hib, stats.cell(bok), stats.cell(cok), j))
+
+
+def _failed(e: Entry) -> list[str]:
+    """The validity gates run ``e`` failed (minimum duration, completed requests, error rate …)."""
+    return [g.name for g in e.gates if g.status == "fail"]
+
+
+def _failed_gates(c: Configuration) -> str:
+    names = sorted({n for e in c.entries for n in _failed(e)})
+    return ", ".join(names)
+
+
+def _values(c: Configuration, metric: str, *, valid: bool = False) -> list[float]:
+    """The configuration's run-level figures of ``metric`` (runs that record it); ``valid``: only runs
+    that passed every validity gate — a run that failed one is shown but never judged or used as noise."""
+    return [v for e in c.entries if not (valid and _failed(e)) for v in [e.get(metric)] if v is not None]
 
 
 def _spreads(members: list[Configuration]) -> dict[str, float]:
-    """Per metric: the largest run-to-run spread over the configurations run at least twice."""
+    """Per metric: the largest run-to-run spread over the configurations run at least twice (runs that
+    passed every validity gate)."""
     out: dict[str, float] = {}
     for metric, _ in VERDICT_METRICS:
         for c in members:
-            vals = [v for v in (e.get(metric) for e in c.entries) if v is not None and v > 0]
+            vals = [v for v in _values(c, metric, valid=True) if v > 0]
             if len(vals) >= 2:
                 out[metric] = max(out.get(metric, 0.0), stats.run_spread(vals, metric))
     return out
@@ -447,6 +476,11 @@ def _sweep(cfgs: list[Configuration]) -> sweep_mod.Sweep:
     return sw
 
 
+def short_why(j: Judgement) -> str:
+    """Why there is no verdict, without the note on rank tests."""
+    return j.why.split("; no rank test")[0]
+
+
 def _findings(rs: ResultSet) -> list[Finding]:
     out: list[Finding] = []
     for e in rs.entries:
@@ -464,13 +498,12 @@ def _findings(rs: ResultSet) -> list[Finding]:
                 "compare-verdicts",
             )  # fmt: skip
         )
-    cannot: dict[tuple[str, str], int] = {}
+    cannot: dict[tuple[str, str], list[str]] = {}
     for v in rs.verdicts:
         if v.judgement.state == "cannot":
-            cannot[(v.candidate, v.baseline)] = cannot.get((v.candidate, v.baseline), 0) + 1
-    for (c, b), n in cannot.items():
-        out.append(Finding("cannot", f"{c} vs {b}: cannot tell ({n} metrics) — no configuration in this comparison "
-                           "was run twice, so the run-to-run noise is unknown", "compare-verdicts"))  # fmt: skip
+            cannot.setdefault((v.candidate, v.baseline), []).append(short_why(v.judgement))
+    for (c, b), whys in cannot.items():
+        out.append(Finding("cannot", f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts"))
     for p in rs.pairings:
         if p.kind == "not comparable":
             out.append(Finding("not comparable", f"{p.other} vs {p.reference}: {p.reason}", "compare-pairings"))

@@ -242,6 +242,29 @@ class Judgement:
         return self.state == "result"
 
 
+def _ratio(baseline: list[float], candidate: list[float], higher_is_better: bool):
+    from benchbook.analysis import stats
+
+    b, c = stats.cell(baseline, what="baseline"), stats.cell(candidate, what="candidate")
+    _check_positive(b, "baseline")
+    _check_positive(c, "candidate")
+    direction = (
+        "no change"
+        if c.median == b.median
+        else "improvement"
+        if (c.median > b.median) == higher_is_better
+        else "regression"
+    )
+    return b, c, c.median / b.median, direction
+
+
+def cannot_tell(baseline: list[float], candidate: list[float], *, higher_is_better: bool, why: str) -> Judgement:
+    """ "Cannot tell" for a reason decided before any statistics (e.g. every run of a side failed a
+    validity gate): the ratio of medians is kept for display, no verdict is given."""
+    _, _, ratio_, direction = _ratio(baseline, candidate, higher_is_better)
+    return Judgement("cannot", ratio_, direction, why)
+
+
 def judge(
     baseline: list[float],
     candidate: list[float],
@@ -253,17 +276,7 @@ def judge(
 ) -> Judgement:
     from benchbook.analysis import stats
 
-    b, c = stats.cell(baseline, what="baseline"), stats.cell(candidate, what="candidate")
-    _check_positive(b, "baseline")
-    _check_positive(c, "candidate")
-    ratio_ = c.median / b.median
-    direction = (
-        "no change"
-        if c.median == b.median
-        else "improvement"
-        if (c.median > b.median) == higher_is_better
-        else "regression"
-    )
+    b, c, ratio_, direction = _ratio(baseline, candidate, higher_is_better)
     nb, nc = len(baseline), len(candidate)
     if nb >= stats.MIN_N_FOR_TEST and nc >= stats.MIN_N_FOR_TEST:
         p = stats.mannwhitney_p(baseline, candidate)

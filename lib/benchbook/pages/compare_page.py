@@ -475,8 +475,7 @@ def verdicts(page: Page) -> bd.Block:
         pairs.setdefault((v.baseline, v.candidate), []).append(v)
     cannot = {k: vs for k, vs in pairs.items() if all(v.judgement.state == "cannot" for v in vs)}
     if cannot:
-        # one row per pair: the ratios, and the one reason said once
-        why = next(iter(cannot.values()))[0].judgement.why
+        # one row per pair: the ratios, and the pair's reason
         rows = [
             {
                 "Reference": b,
@@ -486,6 +485,7 @@ def verdicts(page: Page) -> bd.Block:
                     for v in vs
                 },
                 "Verdict": bd.mark("cannot"),
+                "Why": "; ".join(dict.fromkeys(rset.short_why(v.judgement) for v in vs)),
             }
             for (b, c), vs in cannot.items()
         ]
@@ -494,7 +494,8 @@ def verdicts(page: Page) -> bd.Block:
                 bd.table(
                     rows,
                     id="compare-cannot-tell",
-                    caption=f"Cannot tell: {why}. Each cell is the configuration's median with its ratio to the reference.",
+                    caption="Cannot tell, for the reason given per row. Each cell is the configuration's median with "
+                    "its ratio to the reference.",
                 )
             )
         )

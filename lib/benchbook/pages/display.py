@@ -130,7 +130,8 @@ MARKS: dict[str, tuple[str, str, str]] = {
     "cannot": (
         "?",
         "cannot tell",
-        "no run-to-run noise could be measured (no configuration in the comparison was run twice), so no verdict",
+        "no verdict: the run-to-run noise could not be measured (nothing was run twice), or the runs failed "
+        "a validity gate (the reason is given beside it)",
     ),
     "pass": ("✓", "check passed", "a consistency check held (e.g. engine total ≤ client total)"),
     "fail": ("✗", "check failed", "a consistency check did not hold; the figure is not trusted"),
