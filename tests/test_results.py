@@ -188,8 +188,10 @@ def test_summary_json_carries_the_reconciliation_and_todo(tmp_path, capsys):
     camp = make_campaign(tmp_path / "c", {"c2": (BENCH, "idle.prom", "loaded.prom")}, todo=["scope: say it"])
     assert main(["summary", str(camp), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
-    st = {c["name"]: c["status"] for c in s["checks"]}
-    assert st[f"c2: {results.MODEL_CHECK}"] == "fail" and s["todo"] == ["scope: say it"]
+    st = {(c["run"], c["kind"], c["name"]): c["status"] for c in s["results"]["checks"]}
+    assert st[("c2", "engine", results.MODEL_CHECK)] == "fail" and s["todo"] == ["scope: say it"]
+    assert st[("c2", "gate", "minimum completed requests")] == "fail"  # 8 requests
+    assert s["results"]["configurations"] and s["checks"] == []  # the engine checks are the results set's
 
 
 def _snapshot(path: Path, running: float, waiting: float) -> None:

@@ -1,9 +1,10 @@
 """``benchbook summary --json`` serializes the campaign's one analysis object: every verdict a page
 shows is in the summary with the same value, and every verdict in the summary is on a page.
 
-The pages of both bundled campaigns are rendered through the campaign renderer; their recorded
+The pages of the bundled campaigns (seed, PD, results runs) are rendered through the campaign renderer; their recorded
 ``values.json`` and the summary are walked as JSON trees. A *verdict* is any object with a
-``verdict`` key (comparisons, memory deltas, clamps, ablation cells and steps, PD comparisons) or a
+``verdict`` key (comparisons, memory deltas, clamps, ablation cells and steps, PD comparisons), a results
+set's verdict (``state`` + ``metric``) or a
 check (``name`` + ``status``); it is identified by the keys that say what it judges.
 """
 
@@ -21,7 +22,7 @@ from benchbook.pipeline.render import render_campaign
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-CAMPAIGNS = ["dsv4-163", "pd-prefill-cap"]
+CAMPAIGNS = ["dsv4-163", "pd-prefill-cap", "er0080-opt125m"]
 # keys that say what a verdict judges (whichever of them the object has)
 IDENTITY = (
     "baseline",
@@ -59,6 +60,8 @@ def _verdicts(tree) -> list[dict]:
     for o in _objects(tree):
         if isinstance(o.get("verdict"), str) and o["verdict"] != "baseline":
             out.append({"verdict": o["verdict"], **{k: o[k] for k in IDENTITY if k in o}})
+        elif o.get("state") in ("result", "noise", "cannot") and "metric" in o:  # a results set's verdict
+            out.append({"state": o["state"], "ratio": o.get("ratio"), **{k: o[k] for k in IDENTITY if k in o}})
         elif isinstance(o.get("name"), str) and o.get("status") in ("pass", "warn", "fail"):
             out.append({"status": o["status"], "name": o["name"]})
     return out
@@ -106,7 +109,7 @@ def test_every_summary_verdict_is_on_a_page(rendered):
 def test_dsv4_summary_carries_the_seed_figures(capsys):
     assert main(["summary", str(ROOT / "data" / "dsv4-163"), "--json"]) == 0
     s = json.loads(capsys.readouterr().out)
-    assert s["format"] == "benchbook.summary/2"
+    assert s["format"] == "benchbook.summary/3"
     mem = {(d["baseline"], d["candidate"], d["quantity"]): d for d in s["memory_deltas"]}
     # seed: "7.4 GiB per rank over the default at peak"; steady is 8.15 − 6.29 = 1.86 (its prose says 3)
     assert round(mem[("default", "tuned", "peak")]["delta_gib"], 1) == 7.4

@@ -11,6 +11,8 @@ points from earlier measurements, the environment ablation, and the PD analyses 
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,9 +26,11 @@ if TYPE_CHECKING:
 
     from benchbook.analysis.ablation import CampaignAblation
     from benchbook.analysis.disaggregation import PDReport
+    from benchbook.analysis.results import CampaignInputs
+    from benchbook.analysis.resultset import ResultSet
     from benchbook.ingest.campaign import Campaign
 
-SUMMARY_FORMAT = "benchbook.summary/2"
+SUMMARY_FORMAT = "benchbook.summary/3"
 MEMORY_LABEL = {"peak": "peak GPU per rank", "steady": "steady GPU per rank"}
 
 
@@ -258,6 +262,10 @@ class CampaignAnalysis:
     ablation: CampaignAblation | None = None
     ablation_note: str | None = None
     pd: PDReport | None = None
+    # results runs (other tools' result files): the compare page's result set, its inputs and engine checks
+    results: ResultSet | None = None
+    results_inputs: CampaignInputs | None = None
+    results_engine_checks: list[tuple[str, list[Any]]] = field(default_factory=list)
 
     @property
     def spread(self) -> float | None:
@@ -304,7 +312,9 @@ class CampaignAnalysis:
         return out
 
     def as_dict(self) -> dict[str, Any]:
-        """The summary (``benchbook.summary/2``): plain values; :func:`benchbook.jsonfile.plain` makes it JSON."""
+        """The summary (``benchbook.summary/3``): plain values; :func:`benchbook.jsonfile.plain` makes it JSON."""
+        from benchbook.analysis import resultset
+
         nz = self.noise
         pd = self.pd
         return {
@@ -334,6 +344,7 @@ class CampaignAnalysis:
             "ablation": None if self.ablation is None else self.ablation.as_dict(),
             "ablation_note": self.ablation_note,
             "pd": None if pd is None else {"admission": pd.admission, "batch_composition": pd.batch_composition},
+            "results": None if self.results is None else resultset.as_dict(self.results, self.results_engine_checks),
             "exclusions": self.exclusions(),
             "todo": list(self.camp.manifest.get("todo", [])),
         }
@@ -359,20 +370,26 @@ def analyse(
     rule: str = "seed",
     warmup_rounds: int | None = None,
     spread_override: float | None = None,
+    results_options: Mapping[str, Any] | None = None,
 ) -> CampaignAnalysis:
     """Load ``campaign`` (a folder or a loaded :class:`Campaign`) and compute every analysis that
-    applies to it. Computed once per campaign object and argument set."""
+    applies to it. Computed once per campaign object and argument set. ``results_options``: keyword
+    arguments of :func:`benchbook.analysis.resultset.build` for the results runs (baseline, labels,
+    slo, validity gates; default: its defaults)."""
     from benchbook.analysis.verdict import RULE_TEXT
     from benchbook.ingest.campaign import Campaign, load_campaign
 
     if rule not in RULE_TEXT:
         raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
     camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)
-    key = ("campaign_analysis", rule, warmup_rounds, spread_override)
-    return camp.derived(key, lambda: _analyse(camp, rule, warmup_rounds, spread_override))
+    opts = dict(results_options or {})
+    key = ("campaign_analysis", rule, warmup_rounds, spread_override, json.dumps(opts, sort_keys=True, default=str))
+    return camp.derived(key, lambda: _analyse(camp, rule, warmup_rounds, spread_override, opts))
 
 
-def _analyse(camp: Campaign, rule: str, warmup_rounds: int | None, spread_override: float | None) -> CampaignAnalysis:
+def _analyse(
+    camp: Campaign, rule: str, warmup_rounds: int | None, spread_override: float | None, results_options: dict
+) -> CampaignAnalysis:
     has_phases = bool(camp.runs_of("phases"))
     pc = baseline.phase_cells(camp, warmup_rounds=warmup_rounds) if has_phases else None
     wc = baseline.whole_request_cells(camp)
@@ -403,11 +420,19 @@ def _analyse(camp: Campaign, rule: str, warmup_rounds: int | None, spread_overri
         from benchbook.analysis import disaggregation
 
         out.pd = disaggregation.analyse(camp.root)
-    if camp.runs_of("results"):  # each results run's engine window reconciled with its client
-        from benchbook.analysis import results
+    if camp.results_runs:  # other tools' result files: identity, pairings, verdicts, sweeps, gates, engine checks
+        from benchbook.analysis import results, resultset
 
-        for run_id, checks in results.campaign_inputs(camp.root).engine_checks():
-            out.checks += [{**c.as_dict(), "name": f"{run_id}: {c.name}"} for c in checks]
+        inputs = results.campaign_inputs(camp.root)
+        out.results_inputs = inputs
+        out.results = resultset.build(
+            inputs.files,
+            rule=rule,
+            runs=[(pid, r) for pid, _, r in inputs.runs],
+            arms=inputs.configs,
+            **results_options,
+        )
+        out.results_engine_checks = inputs.engine_checks()
     return out
 
 

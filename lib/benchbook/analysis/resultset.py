@@ -536,3 +536,102 @@ def _findings(rs: ResultSet) -> list[Finding]:
             )
         )
     return out
+
+
+# ---- the one serialized form (compare page values and ``summary --json``) --------------------------
+def identity_rows(rs: ResultSet) -> list[dict[str, Any]]:
+    return [
+        {
+            "label": c.label,
+            "runs": [e.id for e in c.entries],
+            "why": c.why,
+            "identity": {k: f.shown for k, f in c.identity.fields.items()},
+            "spreads": c.spreads,
+        }
+        for c in rs.configs
+    ]
+
+
+def pairing_rows(rs: ResultSet) -> list[dict[str, Any]]:
+    return [{"reference": p.reference, "other": p.other, "kind": p.kind, "reason": p.reason} for p in rs.pairings]
+
+
+def verdict_rows(rs: ResultSet) -> list[dict[str, Any]]:
+    return [
+        {
+            "baseline": v.baseline,
+            "candidate": v.candidate,
+            "metric": v.metric,
+            "state": v.judgement.state,
+            "is_result": v.judgement.is_result,
+            "direction": v.judgement.direction,
+            "ratio": v.judgement.ratio,
+            "spread": v.judgement.spread,
+            "p_value": v.judgement.p_value,
+            "ci": list(v.judgement.ci) if v.judgement.ci else None,
+            "why": v.judgement.why,
+        }
+        for v in rs.verdicts
+    ]
+
+
+def sweep_rows(rs: ResultSet) -> list[dict[str, Any]]:
+    return [
+        {
+            "series": sw.series,
+            "axis": sw.axis,
+            "kind": sw.kind,
+            "saturation": sw.saturation,
+            "points": [
+                {
+                    "run": p.run_id,
+                    "load": p.load_shown,
+                    "achieved_req_s": p.achieved_req_s,
+                    "output_tok_s": p.output_tok_s,
+                    "send_rate": p.send_rate,
+                    "saturated": p.saturated,
+                    "saturation_why": p.saturation_why,
+                    "valid": p.valid,
+                    "gpus": p.gpus,
+                    **p.latency,
+                }
+                for p in sw.points
+            ],
+        }
+        for sw in rs.sweeps
+    ]
+
+
+def check_rows(
+    rs: ResultSet, engine_checks: Sequence[tuple[str, Sequence[Check]]] = (), entries: Sequence[Entry] | None = None
+) -> list[dict[str, Any]]:
+    """Every run's validity gates, then the engine checks (window, reconciliation, Little's law) per run."""
+    rows = [
+        {"run": e.id, "kind": "gate", "name": c.name, "status": c.status, "detail": c.detail}
+        for e in (rs.entries if entries is None else entries)
+        for c in e.gates
+    ]
+    rows += [
+        {"run": run_id, "kind": "engine", "name": c.name, "status": c.status, "detail": c.detail}
+        for run_id, checks in engine_checks
+        for c in checks
+    ]
+    return rows
+
+
+def as_dict(rs: ResultSet, engine_checks: Sequence[tuple[str, Sequence[Check]]] = ()) -> dict[str, Any]:
+    """The result set as plain values: what the compare page records, under the same keys."""
+    return {
+        "configurations": [c.label for c in rs.configs],
+        "baseline": rs.baseline,
+        "repeats": {c.label: len(c.entries) for c in rs.configs},
+        "identities": identity_rows(rs),
+        "duplicates": rs.duplicates,
+        "pairings": pairing_rows(rs),
+        "spreads": rs.spreads,
+        "verdicts": verdict_rows(rs),
+        "sweeps": sweep_rows(rs),
+        "gates": dict(rs.gate_params),
+        "checks": check_rows(rs, engine_checks),
+        "findings": [{"kind": f.kind, "text": f.text} for f in rs.findings],
+    }

@@ -3,7 +3,7 @@
 It serializes the campaign's one analysis object (:mod:`benchbook.analysis.campaign_analysis`) — the
 same object the pages read — with the one JSON serializer pages' values use
 (:func:`benchbook.jsonfile.plain`). The shape is documented in docs/summary.md and versioned by
-``format`` (``benchbook.summary/2``).
+``format`` (``benchbook.summary/3``).
 """
 
 from __future__ import annotations

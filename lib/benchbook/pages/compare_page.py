@@ -76,26 +76,22 @@ def load(
     results runs, read instead of ``files`` (``analysis.results``): its result files, each run's arm,
     engine window and reconciliation."""
     inputs = None
-    if campaign:
-        from benchbook.analysis import results
+    gates = {"min_duration_s": min_duration_s, "min_completed": min_completed, "max_error_rate": max_error_rate}
+    engine_checks: list[tuple[str, list[Any]]] = []
+    if campaign:  # the campaign's one analysis holds its result set (benchbook.analysis.campaign_analysis)
+        from benchbook.analysis.campaign_analysis import analyse
 
         if files or engine_before or engine_after:
             raise InputError("parameters", "campaign", "give a campaign or files/engine_before/engine_after, not both")
-        inputs = results.campaign_inputs(campaign)
-        files = inputs.files
+        labels = dict(labels) if isinstance(labels, Mapping) else list(labels)
+        opts = {"baseline": baseline, "labels": labels, "slo": slo, **gates}
+        an = analyse(campaign, rule=rule, results_options=opts)
+        if an.results is None:
+            raise InputError(f"{campaign}/campaign.json", "$.runs", 'no results run (harness "results") to compare')
+        rs, inputs, engine_checks = an.results, an.results_inputs, an.results_engine_checks
         title = title or inputs.title
-    rs = rset.build(
-        files,
-        baseline=baseline,
-        rule=rule,
-        labels=labels,
-        slo=slo,
-        min_duration_s=min_duration_s,
-        min_completed=min_completed,
-        max_error_rate=max_error_rate,
-        runs=None if inputs is None else [(pid, r) for pid, _, r in inputs.runs],
-        arms=None if inputs is None else inputs.configs,
-    )
+    else:
+        rs = rset.build(files, baseline=baseline, rule=rule, labels=labels, slo=slo, **gates)
     page = Page(rs, title or f"Comparison of {len(rs.entries)} runs")
     page.inputs = (
         list(inputs.inputs)
@@ -103,7 +99,7 @@ def load(
         else list(files) + [o for o in rs.overrides if not o.startswith("--label")]
     )
     if inputs is not None:
-        page.engine_checks = inputs.engine_checks()
+        page.engine_checks = engine_checks
         page.todo = inputs.open_items()
     if engine_before or engine_after:
         if not (engine_before and engine_after):
@@ -256,7 +252,7 @@ def how_to_read(page: Page) -> bd.Block:
 def configurations(page: Page) -> bd.Block:
     """Each configuration's identity (what the files say) and why its runs were grouped."""
     rs = page.rs
-    rows, rec = [], []
+    rows = []
     for c in rs.configs:
         rows.append(
             {
@@ -271,16 +267,7 @@ def configurations(page: Page) -> bd.Block:
                 ),
             }
         )
-        rec.append(
-            {
-                "label": c.label,
-                "runs": [e.id for e in c.entries],
-                "why": c.why,
-                "identity": {k: f.shown for k, f in c.identity.fields.items()},
-                "spreads": c.spreads,
-            }
-        )
-    bd.record("identities", rec)
+    bd.record("identities", rset.identity_rows(rs))
     cap = (
         "Identity fields as read from the files (measured means are tokens per request from the run's totals; [user] marks "
         "a value from a benchbook-compare.yml or --label)."
@@ -322,10 +309,7 @@ def pairings(page: Page) -> bd.Block:
         }
         for p in rs.pairings
     ]
-    bd.record(
-        "pairings",
-        [{"reference": p.reference, "other": p.other, "kind": p.kind, "reason": p.reason} for p in rs.pairings],
-    )
+    bd.record("pairings", rset.pairing_rows(rs))
     if not rows:
         return _section(
             "compare-pairings", "What is compared with what", "<p>Only one configuration: nothing to compare.</p>"
@@ -414,23 +398,7 @@ def verdicts(page: Page) -> bd.Block:
     """Verdicts between comparable configurations, in three states, with the spread they used."""
     rs = page.rs
     bd.record("spreads", rs.spreads)
-    rec = [
-        {
-            "baseline": v.baseline,
-            "candidate": v.candidate,
-            "metric": v.metric,
-            "state": v.judgement.state,
-            "is_result": v.judgement.is_result,
-            "direction": v.judgement.direction,
-            "ratio": v.judgement.ratio,
-            "spread": v.judgement.spread,
-            "p_value": v.judgement.p_value,
-            "ci": list(v.judgement.ci) if v.judgement.ci else None,
-            "why": v.judgement.why,
-        }
-        for v in rs.verdicts
-    ]
-    bd.record("verdicts", rec)
+    bd.record("verdicts", rset.verdict_rows(rs))
     if not rs.verdicts:
         return _section(
             "compare-verdicts",
@@ -557,33 +525,7 @@ def sweeps(page: Page) -> bd.Block:
     """Per sweep: the points table, latency vs achieved throughput, offered vs achieved with the
     saturation point, and the per-GPU frontier where the GPU count is known."""
     rs = page.rs
-    bd.record(
-        "sweeps",
-        [
-            {
-                "series": sw.series,
-                "axis": sw.axis,
-                "kind": sw.kind,
-                "saturation": sw.saturation,
-                "points": [
-                    {
-                        "run": p.run_id,
-                        "load": p.load_shown,
-                        "achieved_req_s": p.achieved_req_s,
-                        "output_tok_s": p.output_tok_s,
-                        "send_rate": p.send_rate,
-                        "saturated": p.saturated,
-                        "saturation_why": p.saturation_why,
-                        "valid": p.valid,
-                        "gpus": p.gpus,
-                        **p.latency,
-                    }
-                    for p in sw.points
-                ],
-            }
-            for sw in rs.sweeps
-        ],
-    )
+    bd.record("sweeps", rset.sweep_rows(rs))
     if not rs.sweeps:
         return bd.Block("")
     out = []
@@ -862,15 +804,8 @@ def slo_section(page: Page) -> bd.Block:
 
 
 def checks(page: Page) -> bd.Block:
-    rows, rec = [], []
-    for e in page.runs:
-        for c in e.gates:
-            rows.append({"Run": e.id, "Check": c.name, "Status": _status(c.status), "Detail": c.detail})
-            rec.append({"run": e.id, "kind": "gate", "name": c.name, "status": c.status})
-    for run_id, engine_checks in page.engine_checks:
-        for c in engine_checks:
-            rows.append({"Run": run_id, "Check": c.name, "Status": _status(c.status), "Detail": c.detail})
-            rec.append({"run": run_id, "kind": "engine", "name": c.name, "status": c.status})
+    rec = rset.check_rows(page.rs, page.engine_checks, page.runs)
+    rows = [{"Run": r["run"], "Check": r["name"], "Status": _status(r["status"]), "Detail": r["detail"]} for r in rec]
     bd.record("checks", rec)
     p = page.rs.gate_params
     return _table_section(
