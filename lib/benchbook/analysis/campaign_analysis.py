@@ -371,24 +371,32 @@ def analyse(
     warmup_rounds: int | None = None,
     spread_override: float | None = None,
     results_options: Mapping[str, Any] | None = None,
+    pd_options: Mapping[str, Any] | None = None,
 ) -> CampaignAnalysis:
     """Load ``campaign`` (a folder or a loaded :class:`Campaign`) and compute every analysis that
     applies to it. Computed once per campaign object and argument set. ``results_options``: keyword
     arguments of :func:`benchbook.analysis.resultset.build` for the results runs (baseline, labels,
-    slo, validity gates; default: its defaults)."""
+    slo, validity gates; default: its defaults); ``pd_options``: keyword arguments of
+    :func:`benchbook.analysis.disaggregation.analyse` (window minimums, baseline arm)."""
     from benchbook.analysis.verdict import RULE_TEXT
     from benchbook.ingest.campaign import Campaign, load_campaign
 
     if rule not in RULE_TEXT:
         raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
     camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)
-    opts = dict(results_options or {})
-    key = ("campaign_analysis", rule, warmup_rounds, spread_override, json.dumps(opts, sort_keys=True, default=str))
-    return camp.derived(key, lambda: _analyse(camp, rule, warmup_rounds, spread_override, opts))
+    opts, pd_opts = dict(results_options or {}), dict(pd_options or {})
+    frozen = json.dumps([opts, pd_opts], sort_keys=True, default=str)
+    key = ("campaign_analysis", rule, warmup_rounds, spread_override, frozen)
+    return camp.derived(key, lambda: _analyse(camp, rule, warmup_rounds, spread_override, opts, pd_opts))
 
 
 def _analyse(
-    camp: Campaign, rule: str, warmup_rounds: int | None, spread_override: float | None, results_options: dict
+    camp: Campaign,
+    rule: str,
+    warmup_rounds: int | None,
+    spread_override: float | None,
+    results_options: dict,
+    pd_options: dict,
 ) -> CampaignAnalysis:
     has_phases = bool(camp.runs_of("phases"))
     pc = baseline.phase_cells(camp, warmup_rounds=warmup_rounds) if has_phases else None
@@ -419,7 +427,7 @@ def _analyse(
     if camp.runs_of("pd"):
         from benchbook.analysis import disaggregation
 
-        out.pd = disaggregation.analyse(camp.root)
+        out.pd = disaggregation.analyse(camp.root, **pd_options)
     if camp.results_runs:  # other tools' result files: identity, pairings, verdicts, sweeps, gates, engine checks
         from benchbook.analysis import results, resultset
 

@@ -1,7 +1,8 @@
 """Sections of the PD (prefill/decode disaggregated) page, each returned as a display Block.
 
 ``notebooks/pd.ipynb`` is a parameters cell and one call per section, like the baseline page. Every
-figure comes from :func:`benchbook.analysis.disaggregation.analyse` (cells, comparisons, checks, exclusions, admission,
+figure comes from the campaign's one analysis (:func:`benchbook.analysis.campaign_analysis.analyse`, its ``pd``
+part computed by :func:`benchbook.analysis.disaggregation.analyse`: cells, comparisons, checks, exclusions, admission,
 batch composition) and the admission simulator :mod:`benchbook.analysis.admission`; every caveat sentence is
 generated from what the inputs contain. Each section records what it shows with ``bd.record`` so
 tests assert on ``pd.values.json``, not on HTML.
@@ -50,6 +51,8 @@ def load(
 ) -> Page:
     """Load a PD campaign and compute everything the page shows. ``min_window_requests`` < 0 means
     "more than the run's concurrency"; an empty ``baseline_arm`` uses the manifest's baseline role."""
+    from benchbook.analysis.campaign_analysis import analyse
+
     camp = load_pd_campaign(campaign)
     base = baseline_arm or camp.baseline_arm()
     if base not in camp.arms:
@@ -57,7 +60,8 @@ def load(
     if min_window_s <= 0:
         raise InputError("parameters", "min_window_s", f"must be positive (got {min_window_s})")
     mwr = None if min_window_requests is None or min_window_requests < 0 else float(min_window_requests)
-    rep = disaggregation.analyse(campaign, min_window_s=min_window_s, min_window_requests=mwr, baseline_arm=base)
+    opts = {"min_window_s": float(min_window_s), "min_window_requests": mwr, "baseline_arm": base}
+    rep = analyse(campaign, pd_options=opts).pd  # the campaign's one analysis (benchbook.analysis.campaign_analysis)
     return Page(camp, rep, base, float(min_window_s), mwr, title or camp.title)
 
 
