@@ -14,7 +14,9 @@ Inputs, each one of:
 Every file is copied into ``DIR/runs/<run>/`` byte for byte (hashes checked after the copy; the
 originals are never touched). ``campaign.json`` gets every field the files state (title, date,
 model, loads, engine and its /metrics profile, host); runs of the same configuration (model, rate,
-concurrency, prompt count: the compare page's identity) share an arm. What a person must still
+concurrency, prompt count, engine and every deployment field the files carry: the compare page's
+identity, :mod:`benchbook.analysis.identity`) share an arm; a second configuration with the same
+short name gets a label that says what differs. What a person must still
 decide goes into ``campaign.json``'s ``todo`` list and ``"TODO: …"`` values, which pages show.
 ``init`` ends by validating the campaign (exit 2 with every problem listed if it does not pass).
 See docs/init.md.
@@ -312,14 +314,14 @@ def _host(runs: list[PlannedRun]) -> dict[str, str]:
 
 def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None, question: str | None) -> dict:
     """Copy every file and write campaign.json, each results.json and README.md."""
-    from benchbook.analysis.identity import config_label
+    from benchbook.analysis import identity as ident
     from benchbook.ingest import formats
     from benchbook.jsonfile import load_json
 
     dir_.mkdir(parents=True, exist_ok=True)
     hashes: list[tuple[str, str, str]] = []  # (copy, sha256, original)
     arms: dict[str, dict[str, Any]] = {}
-    arm_of_label: dict[str, str] = {}
+    arm_idents: list[tuple[str, Any]] = []  # (arm, identity of its runs), in order
     entries: list[dict[str, Any]] = []
     models: list[str] = []
     tools: list[str] = []
@@ -332,17 +334,28 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
         relmap = {src: rel for src, rel in r.copies}
         entry: dict[str, Any] = {"id": r.id, "harness": r.harness, "path": f"runs/{r.id}"}
         if r.harness == "results":
-            labels = list(dict.fromkeys(config_label(b.config) for b in r.bench))
+            # runs are one configuration when the compare page's identity says so (model, engine, dataset,
+            # load and every deployment field the files carry), not when their short names agree
+            ids = [ident.read_identity(b) for b in r.bench]
+            configs = [i for k, i in enumerate(ids) if not any(ident.same_configuration(j, i) for j in ids[:k])]
             models += [str(b.config.get("model")) for b in r.bench if b.config.get("model")]
             tools += [b.format for b in r.bench]
-            if len(labels) == 1:
-                arm = arm_of_label.get(labels[0]) or _unique(_slug(labels[0]), set(arms))
-                arm_of_label[labels[0]] = arm
-                arms.setdefault(arm, {"label": labels[0], "mode": "results", "description": _arm_description(r)})
+            if len(configs) == 1:
+                arm = next((a for a, i in arm_idents if ident.same_configuration(i, ids[0])), None)
+                if arm is None:
+                    label = ident.config_label(r.bench[0].config)
+                    clash = [i for a, i in arm_idents if arms[a]["label"] == label]
+                    if clash:  # same short name, another configuration: say what differs
+                        diffs = ident.differences(clash[0], ids[0])
+                        own = [f"{d.label} {d.b}" for d in diffs if d.b != "not recorded"]
+                        label += " (" + (", ".join(own) or "; ".join(d.text() for d in diffs)) + ")"
+                    arm = _unique(_slug(label), set(arms))
+                    arm_idents.append((arm, ids[0]))
+                    arms[arm] = {"label": label, "mode": "results", "description": _arm_description(r)}
                 entry["arm"] = arm
             else:
                 todo.append(
-                    f"run {r.id}: its files hold {len(r.bench)} benchmark runs in {len(labels)} configurations "
+                    f"run {r.id}: its files hold {len(r.bench)} benchmark runs in {len(configs)} configurations "
                     "(a sweep); the page shows each, but one engine window cannot be reconciled with each of them"
                 )
             doc: dict[str, Any] = {"format": "benchbook.results/1", "run": r.id, "files": [relmap[f] for f in r.files]}
