@@ -145,6 +145,16 @@ def test_changing_one_input_rerenders_only_that_campaign(rendered, capsys, monke
     after = _mtimes(out)
     changed = sorted(k for k in after if after[k] != before.get(k))
     assert changed == ["history.html", "index.html", "nightly-2026-11-02/baseline.html"]
+    # the re-rendered pages replaced their generation beside the old one, not inside it, and their keys
+    # sit by the names the next render checks: it renders nothing
+    for page in (out / "nightly-2026-11-02" / "baseline.html", out / "history.html"):
+        gens = page.parent / ".pages"
+        assert not list(gens.glob("*/.pages")), sorted(gens.rglob("*"))
+        assert not list(gens.rglob("*.key")) and (page.parent / f"{page.stem}.key").is_file()
+    assert main(["render", "--all", str(data), "--out", str(out)]) == 0
+    assert "0 page(s) rendered, 4 unchanged, 0 failed; history unchanged" in capsys.readouterr().err
+    # the generation a re-render replaced is gone after the next render's cleanup
+    assert len([g for g in (out / "nightly-2026-11-02" / ".pages").iterdir() if not g.is_symlink()]) == 1
 
 
 @pytest.fixture(scope="module")

@@ -218,7 +218,7 @@ def render_page(
     from papermill.exceptions import PapermillExecutionError
 
     notebook = Path(notebook).resolve()
-    out_html = Path(out_html).resolve()
+    out_html = writes.fixed_name(out_html)
     page = page or out_html.stem
     if not notebook.is_file():
         raise RenderError(page, f"notebook {notebook} does not exist")

@@ -385,6 +385,7 @@ def history_jobs(out: Path, campaigns: list[str], notebooks: Path, force: bool) 
     import io
 
     from benchbook.analysis.history import history_table
+    from benchbook.pipeline import writes
 
     docs = [json.loads((out / n / HEADLINE).read_text(encoding="utf-8")) for n, k in heads if k]
     buf = io.BytesIO()
@@ -394,7 +395,16 @@ def history_jobs(out: Path, campaigns: list[str], notebooks: Path, force: bool) 
     # "history.parquet" wherever the reports are (two renders into two folders give the same page)
     params: dict[str, Any] = {"table": HISTORY_TABLE}
     return [
-        Job("", str(out.resolve()), str(html.resolve()), key, HISTORY_PAGE, str(nb), params, "History across campaigns")
+        Job(
+            "",
+            str(out.resolve()),
+            str(writes.fixed_name(html)),
+            key,
+            HISTORY_PAGE,
+            str(nb),
+            params,
+            "History across campaigns",
+        )
     ]
 
 
@@ -463,7 +473,7 @@ def plan_campaign(
             Job(
                 campaign.name,
                 str(campaign),
-                str(target.resolve()),
+                str(writes.fixed_name(target)),
                 key,
                 page,
                 str(nb),
@@ -474,7 +484,7 @@ def plan_campaign(
     head = Path(out_dir) / HEADLINE
     hkey = render_key("headline", digest, code)
     if force or not is_current(head, hkey):
-        plan.jobs.append(Job(campaign.name, str(campaign), str(head.resolve()), hkey))
+        plan.jobs.append(Job(campaign.name, str(campaign), str(writes.fixed_name(head)), hkey))
     return plan
 
 

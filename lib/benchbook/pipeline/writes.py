@@ -83,6 +83,14 @@ def write_atomic(path: Path, data: bytes) -> None:
             os.unlink(tmp)
 
 
+def fixed_name(path: str | Path) -> Path:
+    """``path`` made absolute *without* following its last component: a page's fixed name is a link
+    into its generation, and resolving it would publish the next generation inside the previous one
+    (and record its key there, where the next render does not look)."""
+    p = Path(path)
+    return p.parent.resolve() / p.name
+
+
 def _replace_symlink(target: str, link: Path) -> None:
     """Point ``link`` at ``target`` with one rename (a temp link beside it, then ``os.replace``)."""
     tmp = link.parent / f"{_NEXT}{link.name}-{secrets.token_hex(4)}"
