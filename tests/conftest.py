@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+# every chart built under test (in this process, render workers and kernels) is validated by Altair
+os.environ["BENCHBOOK_VALIDATE_CHARTS"] = "1"
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/browser.py importable as `browser`
 
 

@@ -154,3 +154,26 @@ def test_input_error_inside_the_notebook_is_bad_input(tmp_path):
         == "runs/a/requests.json: $.requests[3].end: end before start (page bad, cell 2 `from benchbook.errors import InputError`)"
     )
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+@pytest.mark.slow
+def test_export_setting_payloads_aside_gives_the_library_page(tmp_path):
+    """The fast export (large outputs set aside during nbconvert's BeautifulSoup pass) is the same
+    document as nbconvert's own export, on a bundled campaign's pages (charts, tables, folded parts)."""
+    from bs4 import BeautifulSoup
+
+    from benchbook.pipeline.render import export_html, render_campaign
+
+    res = render_campaign(Path(__file__).resolve().parents[1] / "data" / "dsv4-163", tmp_path / "out")
+    assert res.rendered
+    for r in res.rendered:
+        nb = nbformat.read(r.notebook, as_version=4)
+        written = r.html.read_text(encoding="utf-8")
+        title = BeautifulSoup(written, "html.parser").title.string
+        before = nbformat.writes(nb)
+        fast = export_html(nb, title=title)
+        assert nbformat.writes(nb) == before  # the notebook is left as it was
+        ref = export_html(nb, title=title, set_aside_payloads=False)
+        assert "bb-payload" not in fast and fast.count("<svg") == ref.count("<svg") > 0
+        assert str(BeautifulSoup(fast, "html.parser")) == str(BeautifulSoup(ref, "html.parser")), r.page
+        assert written == fast  # the page written is the fast export

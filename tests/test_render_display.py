@@ -149,3 +149,18 @@ def test_a_forest_chart_draws_each_ratio_its_range_and_the_noise_band():
     svg = charts.to_svg(charts.forest(rows))
     assert "<script" not in svg and all(f"figure {i}" in svg for i in range(3))
     assert charts.VERDICT_COLOURS["regression"] in svg and charts.VERDICT_COLOURS["improvement"] in svg
+
+
+def test_charts_are_validated_by_altair_under_test_and_the_spec_is_the_same_without(monkeypatch):
+    df = pl.DataFrame({"n": [1, 2, 4], "rate": [1.0, 2.0, 3.5]})
+    good = alt.Chart(df).mark_line().encode(x="n:Q", y="rate:Q")
+    bad = alt.Chart(df).mark_line().encode(x=alt.X("n:Q"), y="rate:Q")
+    bad.encoding.x.scale = {"type": "not-a-scale"}  # set after construction: only to_dict's validation sees it
+    assert charts.validating()  # tests/conftest.py: every chart a test builds is checked
+    validated = charts.spec(good)
+    with pytest.raises(Exception, match="not-a-scale"):
+        charts.spec(bad)
+    monkeypatch.delenv(charts.VALIDATE_ENV)
+    assert not charts.validating()
+    assert charts.spec(good) == validated  # rendering without validation builds the same spec
+    assert charts.spec(bad)["encoding"]["x"]["scale"] == {"type": "not-a-scale"}

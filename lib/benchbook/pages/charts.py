@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from typing import Any
 
@@ -84,12 +85,23 @@ def _prefix_ids(svg: str, prefix: str) -> str:
     return svg
 
 
+VALIDATE_ENV = "BENCHBOOK_VALIDATE_CHARTS"
+
+
+def validating() -> bool:
+    """Whether :func:`spec` has Altair validate against the Vega-Lite schema. Validation walks the
+    whole spec, inline data included: most of a chart's build time on a long history (about 2 s of 6
+    for the charts of 365 campaigns). Rendering skips it; the test suite sets ``BENCHBOOK_VALIDATE_CHARTS=1``
+    (tests/conftest.py), so every chart a test builds is still checked by the library."""
+    return os.environ.get(VALIDATE_ENV) == "1"
+
+
 def spec(chart: alt.TopLevelMixin | dict) -> dict[str, Any]:
-    """The chart's Vega-Lite spec as a plain dict (house theme applied)."""
+    """The chart's Vega-Lite spec as a plain dict (house theme applied; validated when :func:`validating`)."""
     if isinstance(chart, dict):
         return chart
     with alt.theme.enable(THEME):
-        return chart.to_dict()
+        return chart.to_dict(validate=validating())
 
 
 def to_svg(chart: alt.TopLevelMixin | dict, *, id_prefix: str | None = None) -> str:

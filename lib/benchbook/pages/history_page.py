@@ -185,8 +185,9 @@ def _chart(f: hist.Figure):
         }
         for i, p in enumerate(f.points)
     ]
-    df = pl.DataFrame(rows).to_dicts()
-    base = alt.Chart(alt.Data(values=df)).encode(
+    # a frame, not alt.Data(values=…): Altair then stores the rows once (a named top-level dataset the
+    # layers share) instead of validating and copying them into every layer
+    base = alt.Chart(pl.DataFrame(rows)).encode(
         x=alt.X("yearmonthdate(date):T", title="campaign date", axis=alt.Axis(format="%Y-%m-%d", labelAngle=-30))
     )
     ytitle = f"{f.label} ({f.unit})"

@@ -17,6 +17,8 @@ import argparse
 import dataclasses
 import json
 import os
+import re
+import secrets
 import sys
 import time
 from collections.abc import Iterable, Mapping
@@ -175,8 +177,22 @@ def _normalize(nb: Any) -> None:
             cell.metadata.pop("execution", None)
 
 
-def export_html(nb: Any, *, title: str) -> str:
-    """Export an executed notebook with the project template (inputs hidden, nothing external)."""
+# an output payload the exporter's BeautifulSoup pass need not see: text/html and inline SVG charts
+PAYLOAD_TYPES = ("text/html", "image/svg+xml")
+PAYLOAD_MIN_CHARS = 512
+
+
+def export_html(nb: Any, *, title: str, set_aside_payloads: bool = True) -> str:
+    """Export an executed notebook with the project template (inputs hidden, nothing external).
+
+    nbconvert's ``HTMLExporter`` parses the whole exported page with BeautifulSoup to give ``<img>``
+    alt text and output wrappers a tabindex — neither occurs in this template (its images carry
+    ``alt``, its wrappers are its own) — and writes the page back out: seconds on a page of large
+    charts (4.3 s of a 3.6 MB history page). With ``set_aside_payloads`` each large text/html or SVG
+    output is replaced by a placeholder comment for the export and put back after it, so that pass
+    runs over the page's skeleton. The result is the library's page (the same document once parsed;
+    tests/test_render.py compares both exports that way); the notebook is left as it was.
+    """
     from nbconvert import HTMLExporter
 
     exporter = HTMLExporter(
@@ -186,7 +202,27 @@ def export_html(nb: Any, *, title: str) -> str:
         exclude_input_prompt=True,
         exclude_output_prompt=True,
     )
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+    aside: list[str] = []
+    restore: list[tuple[dict, str, Any]] = []
+    nonce = secrets.token_hex(8)
+    if set_aside_payloads:
+        for cell in nb.cells:
+            for out in cell.get("outputs", ()):
+                data = out.get("data") if out.get("output_type") in ("execute_result", "display_data") else None
+                for mime in PAYLOAD_TYPES if data else ():
+                    value = data.get(mime)
+                    text = "".join(value) if isinstance(value, list) else value
+                    if isinstance(text, str) and len(text) >= PAYLOAD_MIN_CHARS:
+                        restore.append((data, mime, value))
+                        data[mime] = f"<!--bb-payload-{nonce}-{len(aside)}-->"
+                        aside.append(text)
+    try:
+        body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": title}})
+    finally:
+        for data, mime, value in restore:
+            data[mime] = value
+    if aside:
+        body = re.sub(f"<!--bb-payload-{nonce}-(\\d+)-->", lambda m: aside[int(m.group(1))], body)
     return outline(body)  # heading anchors and the table of contents
 
 
