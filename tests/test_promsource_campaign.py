@@ -291,6 +291,13 @@ def test_gauges_section_only_with_a_prometheus_source(pages):
     assert got[("ph-tuned", "prompt_tokens_rate")]["max"] > 0
 
 
+def test_the_summary_carries_the_gauges_the_page_charts(twins, pages):
+    from benchbook.commands.summary import build
+
+    assert build(twins[0])["engine_gauges"] is None  # capture files: no server to ask
+    assert build(twins[1])["engine_gauges"] == json.loads(json.dumps(pages["prom"]["engine_gauges"]))
+
+
 def test_validate_passes_on_the_prometheus_twin(twins, capsys):
     assert main(["validate", str(twins[1])]) == 0
     assert "reachable, every needed series present" in capsys.readouterr().out

@@ -560,55 +560,18 @@ GAUGE_TITLES = {
 
 def engine_gauges(page: Page) -> bd.Block:
     """Running/waiting requests, KV-cache usage and token rates over each run's window, from the
-    campaign's Prometheus source (``promsource.fetch_gauges``). Empty for capture-file campaigns."""
+    campaign's Prometheus source (fetched by the analysis: ``campaign_analysis.engine_gauges``).
+    Empty for capture-file campaigns."""
     import altair as alt
     import polars as pl
 
-    from benchbook.metrics import promsource
-    from benchbook.metrics.promsource import DEFAULT_TIMEOUT_S
+    from benchbook.analysis.campaign_analysis import engine_gauges as fetch
 
-    c = page.camp
-    frames, notes, spans = [], [], []
-    for r in c.runs:
-        windows = c.prometheus_windows(r) if r.arm in page.arms else []
-        if not windows:
-            continue
-        src = c.prometheus_source(r)
-        t0, t1 = min(w[0] for w in windows), max(w[1] for w in windows)
-        try:
-            g = promsource.fetch_gauges(
-                src["url"],
-                t0,
-                t1,
-                src["matchers"],
-                c.profile,
-                step=src.get("step_s"),
-                timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S),
-            )
-        except InputError as e:  # the server has none of these gauges for the run: say so, chart nothing
-            notes.append(f"{r.id}: no gauge series on the server for this run ({e.reason})")
-            continue
-        spans.append({"run": r.id, "t0": t0, "t1": t1})
-        frames.append(g.with_columns(pl.lit(r.id).alias("run"), (pl.col("t") - t0).alias("s")))
-    if not frames and not notes:
+    eg = fetch(page.camp, page.arms)
+    d, notes = eg.frame, eg.notes
+    if d is None and not notes:
         return bd.Block("")
-    d = pl.concat(frames) if frames else None
-    summary = (
-        []
-        if d is None
-        else [
-            {
-                "run": k[0],
-                "quantity": k[1],
-                "points": g.height,
-                "min": g["value"].min(),
-                "max": g["value"].max(),
-                "mean": g["value"].mean(),
-            }
-            for k, g in sorted(d.group_by(["run", "quantity"]), key=lambda kg: kg[0])
-        ]
-    )
-    bd.record("engine_gauges", {"spans": spans, "series": summary, "notes": notes})
+    bd.record("engine_gauges", eg.as_dict())
     out = ["<h2>Engine state over each run</h2>"]
     if d is not None:
         d = d.with_columns(pl.col("quantity").replace_strict(GAUGE_TITLES, default=pl.col("quantity")).alias("gauge"))
@@ -624,7 +587,7 @@ def engine_gauges(page: Page) -> bd.Block:
             .facet(row=alt.Row("gauge:N", title=None))
             .resolve_scale(y="independent")
         )
-        src_names = sorted({promsource._public_url(c.prometheus_source(c.run(x["run"]))["url"]) for x in spans})
+        src_names = eg.sources
         out.append(
             str(
                 bd.chart(
