@@ -297,58 +297,84 @@ class _Worker:
         self.err.close()
 
 
-def run_jobs(
-    jobs: list[Job], workers: int, notebooks: Path, on_done: Callable[[Done], None] | None = None
-) -> list[Done]:
-    """Run ``jobs`` on ``workers`` worker processes (1: in this process), each with one reused
-    kernel. Returns the results in job order; ``on_done`` is called as each finishes."""
-    if not jobs:
-        return []
-    results: dict[int, Done] = {}
-    if workers <= 1 or len(jobs) == 1:
-        lazy = _LazyKernel(str(notebooks))
-        try:
+class Pool:
+    """``workers`` render workers (1: this process), started once and used for several batches of
+    jobs; each worker keeps one kernel. Use as a context manager."""
+
+    def __init__(self, workers: int, notebooks: Path):
+        self.workers = max(1, workers)
+        self.notebooks = notebooks
+        self._lazy: _LazyKernel | None = None
+        self._procs: list[_Worker] = []
+
+    def run(self, jobs: list[Job], on_done: Callable[[Done], None] | None = None) -> list[Done]:
+        """Run ``jobs`` (in list order as workers free up); the results in job order. ``on_done`` is
+        called as each finishes."""
+        if not jobs:
+            return []
+        results: dict[int, Done] = {}
+        if self.workers == 1:
+            if self._lazy is None:
+                self._lazy = _LazyKernel(str(self.notebooks))
             for i, job in enumerate(jobs):
-                results[i] = run_job(job, lazy.get() if job.page is not None else None)
+                results[i] = run_job(job, self._lazy.get() if job.page is not None else None)
                 if on_done:
                     on_done(results[i])
-        finally:
-            lazy.close()
-        return [results[i] for i in range(len(jobs))]
+            return [results[i] for i in range(len(jobs))]
 
-    import queue
-    import threading
+        import queue
+        import threading
 
-    todo: queue.Queue = queue.Queue()
-    for i, job in enumerate(jobs):
-        todo.put((i, job))
-    lock = threading.Lock()
+        todo: queue.Queue = queue.Queue()
+        for i, job in enumerate(jobs):
+            todo.put((i, job))
+        lock = threading.Lock()
+        while len(self._procs) < min(self.workers, len(jobs)):
+            self._procs.append(_Worker(self.notebooks))
 
-    def drive() -> None:
-        w = _Worker(notebooks)
-        try:
+        def drive(k: int) -> None:
             while True:
                 try:
                     i, job = todo.get_nowait()
                 except queue.Empty:
                     return
-                d = w.run(job)
-                if not d.ok and "render worker died" in d.error:  # start a new worker for the rest
-                    w.close()
-                    w = _Worker(notebooks)
+                d = self._procs[k].run(job)
+                if not d.ok and "render worker died" in d.error:  # a new worker for the rest
+                    self._procs[k].close()
+                    self._procs[k] = _Worker(self.notebooks)
                 with lock:
                     results[i] = d
                     if on_done:
                         on_done(d)
-        finally:
-            w.close()
 
-    threads = [threading.Thread(target=drive, daemon=True) for _ in range(min(workers, len(jobs)))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return [results[i] for i in range(len(jobs))]
+        threads = [threading.Thread(target=drive, args=(k,), daemon=True) for k in range(min(self.workers, len(jobs)))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        return [results[i] for i in range(len(jobs))]
+
+    def close(self) -> None:
+        if self._lazy is not None:
+            self._lazy.close()
+            self._lazy = None
+        for w in self._procs:
+            w.close()
+        self._procs = []
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def run_jobs(
+    jobs: list[Job], workers: int, notebooks: Path, on_done: Callable[[Done], None] | None = None
+) -> list[Done]:
+    """Run ``jobs`` on a :class:`Pool` of ``workers`` (1: in this process). Results in job order."""
+    with Pool(1 if len(jobs) == 1 else workers, notebooks) as pool:
+        return pool.run(jobs, on_done)
 
 
 def default_workers() -> int:
@@ -580,40 +606,41 @@ def render_all(
         else:
             error(f"{d.job.label}: FAILED: {d.error}")
 
-    for d in run_jobs(jobs, workers, nbdir, done):
-        o = outcomes.get(d.job.campaign)
-        if d.job.page is None:  # a failed headline keeps the previous one, as a failed page does
-            continue
-        if d.ok:
-            summary.rendered += 1
-            o.rendered_pages.append(d.job.page)
-        else:
-            summary.failed += 1
-            o.failed[d.job.page] = (d.exit_code, d.error)
-    if only is None or HISTORY_PAGE in (only or []):
-        try:
-            hjobs = history_jobs(out, [p.name for p in plans], nbdir, force)
-        except Exception as e:  # noqa: BLE001 - the history's failure is not the campaigns'
-            from benchbook.errors import RenderError
+    # headline figures first (cheap), then the history page alongside the campaigns' pages: it needs
+    # only the headlines, so one worker renders it while the others render pages
+    head_jobs = [j for j in jobs if j.page is None]
+    page_jobs = [j for j in jobs if j.page is not None]
+    with Pool(workers if len(jobs) > 1 else 1, nbdir) as pool:
+        pool.run(head_jobs, done)  # a failed headline keeps the previous one, as a failed page does
+        hjobs: list[Job] = []
+        if only is None or HISTORY_PAGE in (only or []):
+            try:
+                hjobs = history_jobs(out, [p.name for p in plans], nbdir, force)
+            except Exception as e:  # noqa: BLE001 - the history's failure is not the campaigns'
+                from benchbook.errors import RenderError
 
-            line = (
-                e if isinstance(e, BenchbookError) else RenderError("history", f"{type(e).__name__}: {e}")
-            ).one_line()
-            hjobs = []
-            summary.other_failures.append(line)
-            error(f"history: FAILED: {line}")
-        if not hjobs:
-            summary.history = "unchanged" if (out / f"{HISTORY_PAGE}.html").is_file() else "not rendered"
-        for d in run_jobs(hjobs, 1, nbdir):
+                line = (
+                    e if isinstance(e, BenchbookError) else RenderError("history", f"{type(e).__name__}: {e}")
+                ).one_line()
+                summary.other_failures.append(line)
+                error(f"history: FAILED: {line}")
+            if not hjobs:
+                summary.history = "unchanged" if (out / f"{HISTORY_PAGE}.html").is_file() else "not rendered"
+        elif (out / f"{HISTORY_PAGE}.html").is_file():
+            summary.history = "kept"
+        for d in pool.run(hjobs + page_jobs, done):
+            if not d.job.campaign:  # the history page
+                summary.history = "rendered" if d.ok else "FAILED"
+                if not d.ok:
+                    summary.other_failures.append(d.error)
+                continue
+            o = outcomes.get(d.job.campaign)
             if d.ok:
-                summary.history = "rendered"
-                log(f"history: wrote {d.job.target} ({d.bytes / 1024:.0f} KiB, {d.seconds:.1f} s)")
+                summary.rendered += 1
+                o.rendered_pages.append(d.job.page)
             else:
-                summary.history = "FAILED"
-                summary.other_failures.append(d.error)
-                error(f"history: FAILED: {d.error}")
-    elif (out / f"{HISTORY_PAGE}.html").is_file():
-        summary.history = "kept"
+                summary.failed += 1
+                o.failed[d.job.page] = (d.exit_code, d.error)
     summary.seconds = time.perf_counter() - t0
     return [outcomes[p.name] for p in plans] + failed_campaigns, summary
 
