@@ -185,3 +185,29 @@ def test_history_finds_each_step_and_none_in_the_flat_series(history_only, open_
     assert rep.ok, rep.problems()
     text = rep.texts["#bb-what-changed"]
     assert "stepped-2026-11-05" in text and "stepped-2026-11-09" in text and "flat-" not in text
+
+
+def test_folder_digest_covers_paths_bytes_and_link_targets(tmp_path):
+    from benchbook.pipeline.schedule import folder_digest
+
+    a = tmp_path / "a"
+    (a / "runs" / "r1").mkdir(parents=True)
+    (a / "campaign.json").write_bytes(b"{}")
+    (a / "runs" / "r1" / "x.prom").write_bytes(b"m 1\n")
+    (a / "runs" / "r1" / "link").symlink_to("x.prom")
+    # by hand: sorted relative paths, each followed by the SHA-256 of its bytes (a link: its target text)
+    h = hashlib.sha256()
+    for rel, data in (("campaign.json", b"{}"), ("runs/r1/link", b"x.prom"), ("runs/r1/x.prom", b"m 1\n")):
+        h.update(rel.encode() + b"\0")
+        h.update(hashlib.sha256(data).digest())
+    assert folder_digest(a) == h.hexdigest()
+    import shutil
+
+    b = tmp_path / "elsewhere" / "b"
+    shutil.copytree(a, b, symlinks=True)
+    assert folder_digest(b) == folder_digest(a)  # where the folder is does not matter
+    (b / "runs" / "r1" / "x.prom").write_bytes(b"m 2\n")
+    assert folder_digest(b) != folder_digest(a)
+    (b / "runs" / "r1" / "x.prom").write_bytes(b"m 1\n")
+    (b / "runs" / "r1" / "x.prom").rename(b / "runs" / "r1" / "y.prom")
+    assert folder_digest(b) != folder_digest(a)
