@@ -598,3 +598,13 @@ def test_number_beyond_int64_is_rejected(camp, capsys):
 def test_huge_float_where_an_integer_is_expected(camp, capsys):
     edit_json(camp / REQ, lambda d: d["requests"][3].update(prompt_tokens=1e29))
     assert_rejected(camp, capsys, camp / REQ, r"\$\.requests\[3\]\.prompt_tokens", "out of range")
+
+
+def test_sha256_file_reads_in_blocks_and_matches_hashlib(tmp_path):
+    import hashlib
+
+    from benchbook.jsonfile import sha256_file
+
+    data = bytes(range(256)) * 9000  # 2.2 MiB: more than one block
+    (tmp_path / "f").write_bytes(data)
+    assert sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()

@@ -14,6 +14,7 @@ It also holds the one conversion of computed values to plain JSON (:func:`plain`
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import math
 import os
@@ -44,6 +45,15 @@ def _size_check(path: Path, limit: int) -> None:
         return  # reading it says why
     if size > limit:
         raise InputError(path, "-", f"file is {size} bytes, above the {limit}-byte limit for this input")
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex SHA-256 of a file's bytes, read in 1 MiB blocks (provenance, copies checked after writing)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
 
 
 def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:

@@ -336,7 +336,7 @@ class CampaignAnalysis:
             "cells": self.cells(),
             "comparisons": self.comparisons + (pd.comparisons if pd else []),
             "checks": self.checks + (pd.checks if pd else []),
-            "memory": [{"run": run, **_memory_row(s)} for run, s in sorted(self.memory.items())],
+            "memory": [{"run": run, **s.figures(), "notes": list(s.notes)} for run, s in sorted(self.memory.items())],
             "memory_deltas": [d.as_dict() for d in self.memory_deltas],
             "clamps": [c.as_dict() for c in self.clamps],
             "interval_rates": [r.as_dict() for r in self.interval_rates],
@@ -353,19 +353,6 @@ class CampaignAnalysis:
             "exclusions": self.exclusions(),
             "todo": list(self.camp.manifest.get("todo", [])),
         }
-
-
-def _memory_row(s: MemorySummary) -> dict[str, Any]:
-    return {
-        "peak_gib": s.peak_max_gib,
-        "steady_gib": s.steady_max_gib,
-        "loaded_samples": s.loaded_samples,
-        "shmem_gib": s.shmem_loaded_gib,
-        "mem_available_fall_gib": s.mem_available_fall_gib,
-        "host_other_gib": s.host_other_gib,
-        "pss_sum_gib": s.pss_sum_gib,
-        "notes": list(s.notes),
-    }
 
 
 # ---- computing it --------------------------------------------------------------------------------

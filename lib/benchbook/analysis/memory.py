@@ -21,7 +21,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchbook.errors import InputError
 
@@ -66,6 +66,18 @@ class MemorySummary:
     @property
     def steady_max_gib(self) -> float:
         return max(self.steady_gib)
+
+    def figures(self) -> dict[str, Any]:
+        """The run's figures by name (GPU ones the max over ranks): the memory table's row and the summary's."""
+        return {
+            "peak_gib": self.peak_max_gib,
+            "steady_gib": self.steady_max_gib,
+            "loaded_samples": self.loaded_samples,
+            "shmem_gib": self.shmem_loaded_gib,
+            "mem_available_fall_gib": self.mem_available_fall_gib,
+            "host_other_gib": self.host_other_gib,
+            "pss_sum_gib": self.pss_sum_gib,
+        }
 
     @property
     def host_other_gib(self) -> float | None:
@@ -211,19 +223,7 @@ def memory_table(summaries: dict[str, MemorySummary]) -> pl.DataFrame:
     mem_available_fall_gib, host_other_gib, pss_sum_gib`` (GPU columns are the max over ranks)."""
     import polars as pl
 
-    rows = [
-        {
-            "run": run,
-            "peak_gib": s.peak_max_gib,
-            "steady_gib": s.steady_max_gib,
-            "loaded_samples": s.loaded_samples,
-            "shmem_gib": s.shmem_loaded_gib,
-            "mem_available_fall_gib": s.mem_available_fall_gib,
-            "host_other_gib": s.host_other_gib,
-            "pss_sum_gib": s.pss_sum_gib,
-        }
-        for run, s in sorted(summaries.items())
-    ]
+    rows = [{"run": run, **s.figures()} for run, s in sorted(summaries.items())]
     return pl.DataFrame(
         rows,
         schema={

@@ -10,7 +10,6 @@ and the run goes on; the scrapes before and after must succeed (they bracket the
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import shutil
 import signal
@@ -25,6 +24,7 @@ from typing import Any
 from benchbook.commands.capture_folder import RunFolder, utc
 from benchbook.commands.scrape import MetricsEndpoint, Scrape
 from benchbook.errors import BenchbookError, InputError
+from benchbook.jsonfile import sha256_file
 
 # Options through which common benchmark tools name the folder they write results into.
 RESULT_DIR_OPTIONS = ("--result-dir", "--output-dir", "--artifact-dir", "--output-path", "--results-dir")
@@ -49,14 +49,6 @@ def _new_files(place: Path, since_unix: float) -> list[Path]:
     if not place.is_dir():
         return []
     return sorted(p for p in place.rglob("*") if p.is_file() and p.stat().st_mtime >= since_unix - 1)
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 class _Tee(threading.Thread):
@@ -256,6 +248,6 @@ def _collect(folder: RunFolder, places: list[str], since_unix: float) -> None:
                     "file": str(rel),
                     "source": str(f.resolve()),
                     "bytes": f.stat().st_size,
-                    "sha256": _sha256(folder.path / rel),
+                    "sha256": sha256_file(folder.path / rel),
                 }
             )

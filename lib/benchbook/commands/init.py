@@ -24,7 +24,6 @@ See docs/init.md.
 
 from __future__ import annotations
 
-import hashlib
 import re
 import shutil
 import sys
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import EXIT_BAD_INPUT, InputError
+from benchbook.jsonfile import sha256_file
 
 CAPTURE_SUFFIXES = (".prom", ".metrics", ".txt")
 
@@ -245,18 +245,10 @@ def _from_capture_run(r: PlannedRun, src: Path, cap: dict[str, Any]) -> None:
 # ---------------------------------------------------------------------------------------- write
 
 
-def _sha256(p: Path) -> str:
-    h = hashlib.sha256()
-    with open(p, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _copy(src: Path, dst: Path) -> str:
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(src, dst)
-    a, b = _sha256(src), _sha256(dst)
+    a, b = sha256_file(src), sha256_file(dst)
     if a != b:  # pragma: no cover - a disk that corrupts copies
         raise InputError(dst, "-", f"copy of {src} differs from its source (sha256 {b} vs {a})")
     return a

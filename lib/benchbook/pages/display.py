@@ -28,6 +28,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from benchbook.jsonfile import sha256_file
+
 VALUES_MIME = "application/vnd.benchbook.values+json"
 
 __all__ = [
@@ -537,11 +539,7 @@ def file_hashes(inputs: Iterable[str | Path], root: Path | None = None) -> list[
             raise FileNotFoundError(f"provenance(): input {p} does not exist")
     out = []
     for f in sorted(files, key=lambda f: _display_path(f, root)):
-        h = hashlib.sha256()
-        with open(f, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        out.append((_display_path(f, root), h.hexdigest(), f.stat().st_size))
+        out.append((_display_path(f, root), sha256_file(f), f.stat().st_size))
     return out
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook import __version__
+from benchbook.pages.display import PACKAGES
 
 KEY_SUFFIX = ".key"
 HEADLINE = "headline.json"
@@ -45,20 +46,9 @@ HISTORY_PAGE = "history"
 # ----------------------------------------------------------------------------------- render keys
 
 
-# libraries whose upgrade can change a page's bytes (read from package metadata, nothing imported)
-FINGERPRINT_PACKAGES = (
-    "polars",
-    "numpy",
-    "scipy",
-    "altair",
-    "vl-convert-python",
-    "papermill",
-    "nbconvert",
-    "nbclient",
-    "nbformat",
-    "prometheus_client",
-    "jinja2",
-)
+# libraries whose upgrade can change a page's bytes: those a page's provenance lists, and the two the
+# notebook and template handling add (read from package metadata, nothing imported)
+FINGERPRINT_PACKAGES = (*PACKAGES, "nbformat", "jinja2")
 
 
 @lru_cache(maxsize=1)
