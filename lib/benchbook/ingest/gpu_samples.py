@@ -1,0 +1,266 @@
+"""GPU and host samples taken while a run was served: ``nvidia-smi --query-gpu=… --format=csv[,nounits]``
+files and the host sampler's CSV (``/proc/meminfo`` plus Rss/Pss of the server's processes).
+
+Both become tidy polars frames with fixed columns (null where a file does not carry a field):
+
+- :func:`read_gpu_csv` -> ``t, gpu, memory_used_mib, memory_total_mib, power_w, util_gpu_pct,
+  util_mem_pct, clock_sm_mhz, clock_mem_mhz, temp_c`` (``t`` in Unix seconds);
+- :func:`read_host_csv` -> ``t, mem_total_kib, mem_available_kib, shmem_kib, cached_kib, pid, comm,
+  rss_kib, pss_kib`` (one row per process per sample; host columns repeat);
+- :func:`memory_frames` lays them out as the campaign loader's memory tables (``Campaign.memory``:
+  gpu ``run, arm, t, rank, gpu_used_mib``; host ``run, arm, t, shmem_kib, mem_available_kib,
+  pss_kib_sum``; markers ``run, arm, t, event, label``), so memory analyses read either source.
+
+``nvidia-smi`` prints its timestamp in the host's local time without a zone; benchbook reads it as
+UTC (what capture hosts and containers run in) unless ``tz_offset_s`` says otherwise.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import io
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchbook.errors import InputError
+from benchbook.jsonfile import read_text
+
+MAX_SAMPLE_BYTES = 256 * 2**20  # a day of 0.5-s samples of 8 GPUs is ~150 MB
+
+# nvidia-smi query field (as the header names it, units stripped) -> column
+GPU_FIELDS = {
+    "timestamp": "t",
+    "index": "gpu",
+    "memory.used": "memory_used_mib",
+    "memory.total": "memory_total_mib",
+    "power.draw": "power_w",
+    "power.draw.instant": "power_w",
+    "power.draw.average": "power_w",
+    "utilization.gpu": "util_gpu_pct",
+    "utilization.memory": "util_mem_pct",
+    "clocks.sm": "clock_sm_mhz",
+    "clocks.current.sm": "clock_sm_mhz",
+    "clocks.mem": "clock_mem_mhz",
+    "clocks.current.memory": "clock_mem_mhz",
+    "temperature.gpu": "temp_c",
+}
+GPU_COLUMNS = [
+    "t",
+    "gpu",
+    "memory_used_mib",
+    "memory_total_mib",
+    "power_w",
+    "util_gpu_pct",
+    "util_mem_pct",
+    "clock_sm_mhz",
+    "clock_mem_mhz",
+    "temp_c",
+]
+GPU_REQUIRED = ("timestamp", "index", "memory.used")
+
+HOST_FIELDS = {
+    "t": "t",
+    "MemTotal_kB": "mem_total_kib",
+    "MemAvailable_kB": "mem_available_kib",
+    "Shmem_kB": "shmem_kib",
+    "Cached_kB": "cached_kib",
+    "pid": "pid",
+    "comm": "comm",
+    "rss_kB": "rss_kib",
+    "pss_kB": "pss_kib",
+}
+HOST_REQUIRED = ("t", "MemAvailable_kB")
+
+_NOT_A_VALUE = {"", "[n/a]", "n/a", "[not supported]", "[unknown error]", "[insufficient permissions]"}
+_UNITS = (" MiB", " W", " %", " MHz", " C")
+
+
+def _field(header: str) -> str:
+    """``memory.used [MiB]`` -> ``memory.used``."""
+    return header.split("[", 1)[0].strip()
+
+
+def _number(raw: str, path: Path, where: str) -> float | None:
+    s = raw.strip()
+    if s.lower() in _NOT_A_VALUE:
+        return None
+    for unit in _UNITS:
+        if s.endswith(unit):
+            s = s[: -len(unit)].strip()
+            break
+    try:
+        v = float(s)
+    except ValueError:
+        raise InputError(path, where, f"{raw.strip()!r} is not a number") from None
+    if not math.isfinite(v) or v < 0:
+        raise InputError(path, where, f"{raw.strip()!r} is not a possible sample value")
+    return v
+
+
+def _timestamp(raw: str, path: Path, where: str, tz_offset_s: float) -> float:
+    s = raw.strip()
+    for fmt in ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%dT%H:%M:%S.%f"):
+        try:
+            dt = _dt.datetime.strptime(s, fmt).replace(tzinfo=_dt.timezone.utc)
+        except ValueError:
+            continue
+        return dt.timestamp() - tz_offset_s
+    try:
+        return float(s)  # a sampler that writes Unix seconds
+    except ValueError:
+        raise InputError(
+            path, where, f"timestamp {s!r} is neither 'YYYY/MM/DD HH:MM:SS.fff' nor Unix seconds"
+        ) from None
+
+
+def _rows(path: Path, what: str) -> tuple[list[str], list[list[str]]]:
+    text = read_text(path, what, limit=MAX_SAMPLE_BYTES)
+    rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
+    if not rows:
+        raise InputError(path, "line 1", f"empty {what}")
+    return [h.strip() for h in rows[0]], rows[1:]
+
+
+def is_gpu_csv(header: Sequence[str]) -> bool:
+    fields = {_field(h) for h in header}
+    return all(f in fields for f in GPU_REQUIRED)
+
+
+def read_gpu_csv(path: str | Path, tz_offset_s: float = 0.0):
+    """An ``nvidia-smi --query-gpu=… --format=csv[,nounits]`` sample file as a frame (see module doc)."""
+    import polars as pl
+
+    path = Path(path)
+    header, rows = _rows(path, "GPU sample file")
+    fields = [_field(h) for h in header]
+    if not is_gpu_csv(header):
+        raise InputError(
+            path,
+            "line 1",
+            "not an nvidia-smi --query-gpu CSV: it needs the columns "
+            f"{', '.join(GPU_REQUIRED)}; the columns seen are {', '.join(header)}",
+        )
+    cols: dict[str, list] = {c: [] for c in GPU_COLUMNS}
+    for n, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise InputError(path, f"line {n}", f"{len(row)} fields, the header has {len(header)}")
+        got: dict[str, float | None] = {}
+        for f, raw in zip(fields, row):
+            col = GPU_FIELDS.get(f)
+            if col is None or col in got:
+                continue
+            where = f"line {n}, column {f}"
+            got[col] = _timestamp(raw, path, where, tz_offset_s) if col == "t" else _number(raw, path, where)
+        for c in GPU_COLUMNS:
+            cols[c].append(got.get(c))
+    if not cols["t"]:
+        raise InputError(path, "line 2", "no samples after the header")
+    schema = {c: pl.Float64 for c in GPU_COLUMNS}
+    schema["gpu"] = pl.Int64
+    cols["gpu"] = [None if g is None else int(g) for g in cols["gpu"]]
+    return pl.DataFrame(cols, schema=schema).sort(["t", "gpu"])
+
+
+def read_host_csv(path: str | Path):
+    """The host sampler's CSV (``t, MemTotal_kB, MemAvailable_kB, Shmem_kB, Cached_kB, pid, comm,
+    rss_kB, pss_kB``) as a frame; columns it lacks are null."""
+    import polars as pl
+
+    path = Path(path)
+    header, rows = _rows(path, "host sample file")
+    if not all(h in header for h in HOST_REQUIRED):
+        raise InputError(
+            path,
+            "line 1",
+            f"not a host sample CSV: it needs the columns {', '.join(HOST_REQUIRED)}; "
+            f"the columns seen are {', '.join(header)}",
+        )
+    out_cols = list(dict.fromkeys(HOST_FIELDS.values()))
+    cols: dict[str, list] = {c: [] for c in out_cols}
+    for n, row in enumerate(rows, start=2):
+        if len(row) != len(header):
+            raise InputError(path, f"line {n}", f"{len(row)} fields, the header has {len(header)}")
+        got: dict[str, object] = {}
+        for h, raw in zip(header, row):
+            col = HOST_FIELDS.get(h)
+            if col is None:
+                continue
+            if col == "comm":
+                got[col] = raw
+            else:
+                got[col] = _number(raw, path, f"line {n}, column {h}")
+        if got.get("t") is None:
+            raise InputError(path, f"line {n}, column t", "no time")
+        for c in out_cols:
+            cols[c].append(got.get(c))
+    schema = {c: pl.Float64 for c in out_cols}
+    schema["comm"] = pl.String
+    schema["pid"] = pl.Int64
+    cols["pid"] = [None if p is None else int(p) for p in cols["pid"]]
+    return pl.DataFrame(cols, schema=schema).sort("t")
+
+
+def host_by_time(host):
+    """One row per sample time: host figures and the Pss/Rss sums over the sampled processes."""
+    import polars as pl
+
+    return (
+        host.group_by("t")
+        .agg(
+            pl.col("mem_total_kib").first(),
+            pl.col("mem_available_kib").first(),
+            pl.col("shmem_kib").first(),
+            pl.col("cached_kib").first(),
+            pl.col("pss_kib").sum().alias("pss_kib_sum"),
+            pl.col("rss_kib").sum().alias("rss_kib_sum"),
+            pl.col("pid").drop_nulls().n_unique().alias("processes"),
+        )
+        .sort("t")
+    )
+
+
+def memory_frames(
+    gpu,
+    host=None,
+    markers: Sequence[tuple[float, str, str | None]] = (),
+    run: str = "run",
+    arm: str = "arm",
+):
+    """GPU (and host) samples as ``Campaign.memory``'s three tables for one run; ``markers`` are
+    ``(t, event, label)`` with the memory format's events (``load_start``, ``load_end``, ``stop`` …)."""
+    import polars as pl
+
+    g = gpu.select(
+        pl.lit(run).alias("run"),
+        pl.lit(arm).alias("arm"),
+        pl.col("t"),
+        pl.col("gpu").alias("rank"),
+        pl.col("memory_used_mib").alias("gpu_used_mib"),
+    ).filter(pl.col("gpu_used_mib").is_not_null())
+    if host is not None and host.height:
+        h = host_by_time(host).select(
+            pl.lit(run).alias("run"),
+            pl.lit(arm).alias("arm"),
+            pl.col("t"),
+            pl.col("shmem_kib"),
+            pl.col("mem_available_kib"),
+            pl.col("pss_kib_sum"),
+        )
+    else:
+        h = pl.DataFrame(
+            schema={
+                "run": pl.String,
+                "arm": pl.String,
+                "t": pl.Float64,
+                "shmem_kib": pl.Float64,
+                "mem_available_kib": pl.Float64,
+                "pss_kib_sum": pl.Float64,
+            }
+        )
+    m = pl.DataFrame(
+        [{"run": run, "arm": arm, "t": float(t), "event": e, "label": lab} for t, e, lab in markers],
+        schema={"run": pl.String, "arm": pl.String, "t": pl.Float64, "event": pl.String, "label": pl.String},
+    )
+    return g, h, m
