@@ -391,7 +391,9 @@ def _why_grouped(c: Configuration) -> str:
 
 def _labels(ids: list[ident.Identity]) -> list[str]:
     """The shortest label that tells each configuration apart: the user's label where given; else the
-    model (the fewest path components that tell the models apart) and the fields that differ."""
+    file's own name for it (SGLang tag, vLLM label or ``--metadata arm=``), the deployment and dataset
+    fields that differ among configurations of the same model, and the model (the fewest path
+    components that tell the models apart) when the models differ or nothing else does."""
 
     def varying(key: str, among: list[ident.Identity]) -> bool:
         vals = {i.fields[key].shown if key in i.fields else None for i in among}
@@ -399,24 +401,23 @@ def _labels(ids: list[ident.Identity]) -> list[str]:
 
     models = list(dict.fromkeys(i.fields["model"].value for i in ids if "model" in i.fields))
     short = dict(zip(models, ident.short_names(models)))
+    params = sorted({k for i in ids for k in i.fields if k.startswith("param:")})
     out = []
-    keys = list(dict.fromkeys(k for i in ids for k, f in i.fields.items() if f.group != "load"))
     for i in ids:
         if "user_label" in i.fields:
             out.append(i.fields["user_label"].shown)
             continue
         m = i.fields.get("model")
-        parts = []
-        for k in keys:
-            if k in ("model", "user_label") or not varying(k, ids) or k not in i.fields:
-                continue
-            f = i.fields[k]
-            if f.source == "measured":
-                continue
-            parts.append(f.shown if k in ("tag", "label", "param:arm") else f"{f.label} {f.shown}")
-        name = short.get(m.value, m.shown) if m else "unknown model"
+        same = [j for j in ids if (j.fields.get("model") and j.fields["model"].value) == (m and m.value)]
+        parts = [i.fields[k].shown for k in ("tag", "label", "param:arm") if k in i.fields]
+        for k, prefix in _LABEL_FIELDS:
+            if k not in ("request_rate", "max_concurrency") and varying(k, same) and k in i.fields:
+                parts.append(prefix + i.fields[k].shown)
+        for k in params:
+            if k != "param:arm" and varying(k, same) and k in i.fields:
+                parts.append(f"{i.fields[k].label} {i.fields[k].shown}")
         if len(models) > 1 or not parts:
-            parts.insert(0, name)
+            parts.insert(0, short.get(m.value, m.shown) if m else "unknown model")
         out.append(" · ".join(parts))
     seen: dict[str, int] = {}
     uniq = []
@@ -461,7 +462,7 @@ def _pair(rs: ResultSet) -> None:
                 r.label,
                 c.label,
                 "verdicts",
-                f"same model and dataset; differs in {why}; compared at matched load: {', '.join(matched)}",
+                f"same model and dataset, compared at matched load ({', '.join(matched)}); differs in {why}",
                 matched,
             )
         )
