@@ -379,10 +379,13 @@ def _norm_path(path: str | Path) -> str:
 
 def matches(pattern: str, path: str | Path) -> bool:
     """A ``--label``/overrides pattern against a file: a pattern with a ``/`` is a path (or path
-    pattern) as given, compared with the file's path; one without names the file (``fnmatch``)."""
+    pattern) as given, compared with the file's whole path or its as many trailing components; one
+    without names the file (``fnmatch``)."""
     pat = _norm_path(pattern)
     if "/" in pat:
-        return fnmatch.fnmatchcase(_norm_path(path), pat)
+        p = _norm_path(path)
+        k = len(pat.split("/"))  # or its trailing components: "batch/results/*.json" wherever that folder is
+        return fnmatch.fnmatchcase(p, pat) or fnmatch.fnmatchcase("/".join(p.split("/")[-k:]), pat)
     return fnmatch.fnmatchcase(Path(path).name, pat)
 
 
@@ -461,11 +464,15 @@ def load_overrides(files: Sequence[str | Path], labels: Mapping[str, str] | Iter
             raise InputError(
                 "parameters",
                 f"labels: {pattern}",
-                f"--label {pattern}={label} matches none of the files compared ({', '.join(map(str, files))}); "
+                f"--label {pattern}={label} matches none of the files compared ({_some(files)}); "
                 "give a file's path as given, its name or a pattern",
             )
         ov.entries.append((str(pattern), {"label": clean_text(str(label))}, f"--label:{pattern}"))
     return ov
+
+
+def _some(files: Sequence[Any], n: int = 4) -> str:
+    return ", ".join(map(str, files[:n])) + (f", … {len(files) - n} more" if len(files) > n else "")
 
 
 def _split_label(s: str) -> tuple[str, str]:

@@ -848,7 +848,7 @@ def _compare_labels(items: list[str], files: list[Path], read: list[Path], cwd: 
             raise InputError(
                 "--label",
                 item,
-                f"{pattern!r} matches none of the compared files ({', '.join(map(str, files))}); give a file's path "
+                f"{pattern!r} matches none of the {len(files)} compared files (e.g. {files[0]}); give a file's path "
                 "as given, its name or a pattern",
             )
         out += [f"{os.path.relpath(read[k], cwd)}={label}" for k in hits]
