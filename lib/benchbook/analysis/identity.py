@@ -73,6 +73,8 @@ def _clean(v: Any) -> Any:
     if isinstance(v, tuple):
         return tuple(_clean(x) for x in v)
     return v
+
+
 #: a measured mean (tokens per request) agrees with another within this relative tolerance
 MEASURED_TOL = 0.05
 #: figures compared to detect duplicates (each must agree where both files carry it)

@@ -309,7 +309,10 @@ def build(
         for e in entries:
             rs.slo_runs[e.id] = slo_mod.evaluate(e.run, the_slo)
         for sw in rs.sweeps:
-            pts = [(p.load_shown, p.load, p.achieved_req_s, _point_slo([rs.slo_runs[r] for r in p.runs])) for p in sw.points]
+            pts = [
+                (p.load_shown, p.load, p.achieved_req_s, _point_slo([rs.slo_runs[r] for r in p.runs]))
+                for p in sw.points
+            ]
             rs.slo_highest.append((sw.series, slo_mod.highest_load(pts, sw.axis)))
     rs.headlines = _headlines(rs)
     rs.findings = _findings(rs)
@@ -409,7 +412,7 @@ def _labels(ids: list[ident.Identity]) -> list[str]:
             continue
         m = i.fields.get("model")
         same = [j for j in ids if (j.fields.get("model") and j.fields["model"].value) == (m and m.value)]
-        parts = [i.fields[k].shown for k in ("tag", "label", "param:arm") if k in i.fields]
+        parts = [i.fields[k].shown for k in ("tag", "label", "param:arm") if k in i.fields and varying(k, same)]
         for k, prefix in _LABEL_FIELDS:
             if k not in ("request_rate", "max_concurrency") and varying(k, same) and k in i.fields:
                 parts.append(prefix + i.fields[k].shown)

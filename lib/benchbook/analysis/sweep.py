@@ -150,9 +150,7 @@ def mark_saturation(sw: Sweep) -> None:
                 if (gain < noise or overlap) and rise > LATENCY_RISE:
                     what = "output tok/s" if key == "output_throughput" else "req/s"
                     within = "[min–max] bands overlap" if overlap else f"below the noise band {noise:.0%}"
-                    why.append(
-                        f"{what} {gain:+.1%} over {prev.load_shown} ({within}) while median E2E rose {rise:.0%}"
-                    )
+                    why.append(f"{what} {gain:+.1%} over {prev.load_shown} ({within}) while median E2E rose {rise:.0%}")
         p.saturated = bool(why)
         p.saturation_why = "; ".join(why)
         if p.saturated and sw.saturation is None:

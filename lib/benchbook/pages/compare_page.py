@@ -829,7 +829,10 @@ def slo_section(page: Page) -> bd.Block:
         out.append(
             str(
                 bd.table(
-                    [{"Configuration (curve)": h["series"], "Highest load meeting the SLO": h["text"]} for h in highest],
+                    [
+                        {"Configuration (curve)": h["series"], "Highest load meeting the SLO": h["text"]}
+                        for h in highest
+                    ],
                     id="compare-slo-highest",
                     caption="Interpolated values are marked so; they are linear between the two bracketing runs.",
                 )
