@@ -2,17 +2,19 @@
 
 :func:`build` reads the files (any format :mod:`benchbook.ingest.formats` knows), then
 
-1. counts each run once: duplicates by content (:func:`identity.find_duplicates`) collapse to the
-   richest copy, listed with every file that carried it;
+1. counts each run once: duplicates (the same identity and the same per-request records or figures,
+   :func:`identity.find_duplicates`) collapse to the richest copy, listed with every file that carried it;
 2. reads each run's identity (:mod:`benchbook.analysis.identity`, with the user's overrides) and
-   groups runs into configurations: repeats only when every identity field agrees;
-3. pairs configurations: model or dataset differ → side by side, "not comparable"; load alone
-   differs → a sweep (:mod:`benchbook.analysis.sweep`); deployment differs at equal load → verdicts
-   in three states (:func:`verdict.judge`) with the spread measured between repeats of the
-   configurations in that comparison;
-4. with an SLO (:mod:`benchbook.analysis.slo`), attainment and goodput per run and the highest
-   load of each sweep meeting it;
-5. gates per run and the findings a reader needs first.
+   groups runs into configurations — model, dataset and deployment; never the load — and, inside
+   each, into loads: runs of one configuration at one load are repeats;
+3. pairs configurations: model or dataset differ → side by side, "not comparable"; otherwise
+   verdicts at every matched load in three states (:func:`verdict.judge`) with the spread measured
+   between the repeats at that load, and the headline per pair at its highest matched load;
+4. draws one curve per configuration and load axis (:mod:`benchbook.analysis.sweep`): median
+   [min–max] and n per load, saturation from the points that passed the gates;
+5. with an SLO (:mod:`benchbook.analysis.slo`), attainment and goodput per run and the highest
+   load of each curve meeting it;
+6. gates per run (one findings line per failed gate) and the findings a reader needs first.
 
 The page (``benchbook.pages.compare_page``) only formats a :class:`ResultSet`.
 """
