@@ -138,7 +138,6 @@ class ResultSet:
     findings: list[Finding] = field(default_factory=list)
     headlines: list[dict[str, Any]] = field(default_factory=list)  # across configurations at matched load
     preset: str = ""  # "smoke": gates lowered, every result labelled smoke
-    shown_files: list[str] = field(default_factory=list)  # the inputs from their common folder
 
     def config(self, label: str) -> Configuration:
         return next(c for c in self.configs if c.label == label)
@@ -303,7 +302,6 @@ def build(
     rs = ResultSet(
         [str(f) for f in files], entries, duplicates, configs, base, rule, [], [], {}, [], the_slo, {}, [],
         dict(gate_args), overrides.sources(), preset=preset,
-        shown_files=[shown.get(str(f), str(f)) for f in files],
     )  # fmt: skip
     _pair(rs)
     _sweeps(rs)
