@@ -39,22 +39,19 @@ def test_llama70b_rate_sweep_with_an_slo_beside_deepseek(tmp_path, open_page):
         files[-1].write_bytes(src.read_bytes())
     (tmp_path / "benchbook-compare.yml").write_text("files:\n  'serving_meta-llama-*': {gpus: 8}\n")
     slo = {"ttft_ms": 250, "tpot_ms": 30, "attainment": 0.9}
-    out, v = _render(tmp_path, files, {"slo": slo})
-    assert v["configurations"] == [
-        "Llama-3.3-70B-Instruct · rate 1",
-        "Llama-3.3-70B-Instruct · rate 4",
-        "Llama-3.3-70B-Instruct · rate 16",
-        "Llama-3.3-70B-Instruct · rate inf",
-        "DeepSeek-V2.5",
-    ]
-    assert [p["kind"] for p in v["pairings"]] == ["sweep", "sweep", "sweep", "not comparable"]
-    assert v["verdicts"] == []  # a sweep is not "candidate vs baseline", and DeepSeek is not judged
+    # the 31.6 s and 23.8 s runs at 16 and inf pass a 20 s gate: saturation is judged on every point
+    out, v = _render(tmp_path, files, {"slo": slo, "min_duration_s": 20})
+    # one configuration per model: the offered rate is the curve's axis, not a configuration
+    assert v["configurations"] == ["Llama-3.3-70B-Instruct", "DeepSeek-V2.5"]
+    assert v["loads"]["Llama-3.3-70B-Instruct"] == {f"request rate {q}": 1 for q in ("1", "4", "16", "inf")}
+    assert [p["kind"] for p in v["pairings"]] == ["not comparable"]
+    assert v["verdicts"] == []  # a curve is not "candidate vs baseline", and DeepSeek is not judged
     (nc,) = v["not_comparable"]
     assert nc["other"] == "DeepSeek-V2.5" and nc["reason"].startswith("not comparable: model differs — model (")
     (sw,) = v["sweeps"]
     assert sw["axis"] == "request rate" and sw["saturation"] == "16"
-    assert [(p["load"], p["saturated"], p["valid"]) for p in sw["points"]] == [
-        ("1", False, True), ("4", False, True), ("16", True, False), ("inf", True, False)
+    assert [(p["load"], p["saturated"], p["valid"], p["n"]) for p in sw["points"]] == [
+        ("1", False, True, 1), ("4", False, True, 1), ("16", True, True, 1), ("inf", True, True, 1)
     ]  # fmt: skip
     assert [p["achieved_req_s"] for p in sw["points"]][2:] == pytest.approx([6.333249923861803, 8.398304797910107])
     assert {p["gpus"] for p in sw["points"]} == {8}  # from the user's file: the frontier is drawn
@@ -64,7 +61,7 @@ def test_llama70b_rate_sweep_with_an_slo_beside_deepseek(tmp_path, open_page):
     (h,) = v["slo"]["highest"]
     assert h["status"] == "interpolated" and 3.175 < h["achieved_req_s"] < 6.333  # between rate 4 and 16
     kinds = [f["kind"] for f in v["findings"]]
-    assert kinds[0] == "fail" and {"not comparable", "saturation", "slo"} <= set(kinds)
+    assert {"not comparable", "saturation", "slo"} <= set(kinds)
     report = open_page(
         out / "compare.html",
         table_ids=[
@@ -91,7 +88,7 @@ def test_sglang_pd_set_by_tag_and_pd_local_not_comparable(tmp_path, open_page):
     assert v["repeats"] == {c: 1 for c in v["configurations"]} and len(v["configurations"]) == 5
     assert [i["identity"]["tag"] for i in v["identities"][:4]] == [p.stem for p in PD]
     assert {x["state"] for x in v["verdicts"]} == {"cannot"}  # 0.6 % apart, but no repeats: no yardstick
-    assert v["spreads"] == {v["baseline"]: {}}
+    assert v["spreads"] == {}
     local = v["configurations"][4]
     assert not [x for x in v["verdicts"] if local in (x["baseline"], x["candidate"])]
     assert v["not_comparable"][0]["reason"].startswith("not comparable: dataset differs")

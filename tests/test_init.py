@@ -73,11 +73,9 @@ def test_init_from_a_capture_run_and_loose_files_then_render(tmp_path, capsys):
     arms = {r["id"]: r["arm"] for r in m["runs"]}
     run0, run1 = (f"er0080_sweep_maxnumseqs4_conc2_run{i}" for i in (0, 1))
     assert arms[run0] == arms[run1] and len({arms["conc2"], arms[run0], arms["agg_n100_in512_out128_c32"]}) == 3
-    assert m["arms"][arms["conc2"]]["label"] == "opt-125m, rate inf, concurrency 2, 8 prompts"
-    assert (
-        m["arms"][arms[run0]]["label"]
-        == "opt-125m, rate inf, concurrency 2, 8 prompts (backend openai, max_num_seqs 4)"
-    )
+    # an arm is a server configuration, not a load: its label names no rate, concurrency or prompt count
+    assert m["arms"][arms["conc2"]]["label"] == "opt-125m"
+    assert m["arms"][arms[run0]]["label"] == "opt-125m (backend openai, max_num_seqs 4)"
     # what a person must decide, marked
     assert m["question"].startswith("TODO:") and any(t.startswith("question:") for t in m["todo"])
     assert any("treated as repeats" in t for t in m["todo"])

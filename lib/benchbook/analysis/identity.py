@@ -3,26 +3,35 @@
 A run's *identity* is what its file says about the configuration it measured, field by field, in
 four groups:
 
-* ``model``      — the model (the last path component, case-insensitive: a local copy of
-  ``meta-llama/Llama-3.3-70B-Instruct`` is the same model);
+* ``model``      — everything the file says about the model: its full path or id (``/mnt/ckpt/sft-run-A/final``
+  and ``/mnt/ckpt/dpo-run-B/final`` are two models), revision, served name and tokenizer;
 * ``dataset``    — dataset name, input/output length settings (or, when the file has no settings,
   the measured mean prompt/output tokens per request, equal within :data:`MEASURED_TOL`) and the
   number of prompts;
-* ``load``       — offered request rate, maximum concurrency and (vLLM) burstiness;
+* ``load``       — offered request rate, maximum concurrency and (vLLM) burstiness — the sweep axis —,
+  and the prompt count (the size of the run at that load);
 * ``deployment`` — client backend, engine version, SGLang ``tag``, vLLM ``label`` and metadata
   (swept server parameters such as ``max_num_seqs``), parallelism, GPU count, hardware,
   prefill/decode disaggregation, and a user's label.
 
-Two runs are *repeats* of one configuration only when every field agrees (a field recorded for one
-run and not the other disagrees). A user may add or override fields, or declare runs the same
+A *configuration* is model, dataset and deployment (everything the server ran, the user's arm name
+included); the load is not part of it: runs of one configuration at several loads are its curve
+(:func:`same_configuration`), and runs of one configuration at one load (:func:`same_point`) are
+*repeats* (a field recorded for one run and not the other disagrees). A user may add or override fields, or declare runs the same
 configuration, with :class:`Overrides` (a ``benchbook-compare.yml`` beside the files, or ``--label``).
 
 Two configurations are *comparable* (a ratio and a verdict between them mean something) only when
 model and dataset agree; configurations that differ in load alone form a sweep.
 
 *Duplicates* are the same run read twice (one report as JSON and YAML, AIPerf's JSON, CSV and JSONL,
-a vLLM sweep's ``summary.json`` beside its ``run=N.json``): identical per-request records, or every
-shared run-level figure equal (within the rounding of a CSV export). A duplicate set counts once.
+a vLLM sweep's ``summary.json`` beside its ``run=N.json``): every identity field both files record
+agrees, and identical per-request records, or every shared run-level figure equal (within the
+rounding of a CSV export) when a file has no records. Runs that completed nothing are never
+duplicates by their figures ("both failed" is not "the same run"). A duplicate set counts once.
+
+Every string read into an identity is normalised first (:func:`clean_text`: NFC, zero-width and
+bidirectional controls removed), so ``eager`` and ``eager\u200b`` are one label and a right-to-left
+override cannot reorder a page.
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import math
+import os
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +52,29 @@ if TYPE_CHECKING:  # pragma: no cover
     from benchbook.ingest.formats import BenchmarkRun
 
 GROUPS = ("model", "dataset", "load", "deployment")
+#: the load fields that place a run on a curve (the prompt count is load-group context, not an axis)
+AXES = ("request_rate", "max_concurrency", "burstiness")
+#: zero-width characters and bidirectional controls: invisible, or reordering the text around them
+_INVISIBLE = dict.fromkeys(
+    [0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD, 0x200E, 0x200F, 0x061C,
+     *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+)  # fmt: skip
+
+
+def clean_text(s: str) -> str:
+    """``s`` in NFC with zero-width characters and bidirectional controls removed: what a reader sees
+    is what is compared (``eager`` and ``eager\u200b`` are one label)."""
+    return unicodedata.normalize("NFC", str(s)).translate(_INVISIBLE)
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, str):
+        return clean_text(v)
+    if isinstance(v, tuple):
+        return tuple(_clean(x) for x in v)
+    return v
+
+
 #: a measured mean (tokens per request) agrees with another within this relative tolerance
 MEASURED_TOL = 0.05
 #: figures compared to detect duplicates (each must agree where both files carry it)
@@ -123,9 +157,26 @@ def differences(a: Identity, b: Identity) -> list[Difference]:
 
 
 def same_configuration(a: Identity, b: Identity) -> bool:
+    """One configuration: model, dataset and deployment agree (the load may differ: a curve)."""
     if a.group is not None or b.group is not None:
         return a.group == b.group
-    return not differences(a, b)
+    return not [d for d in differences(a, b) if d.group != "load"]
+
+
+def same_point(a: Identity, b: Identity) -> bool:
+    """Repeats: one configuration at one load (request rate, concurrency and burstiness agree)."""
+    return same_configuration(a, b) and not [d for d in differences(a, b) if d.key in AXES]
+
+
+def load_key(i: Identity) -> tuple[Any, ...]:
+    """The load that places a run on its configuration's curve (None where not recorded)."""
+    return tuple(None if i.get(k) is None else i.fields[k].value for k in AXES)
+
+
+def consistent(a: Identity, b: Identity) -> bool:
+    """No field that both record disagrees (what two copies of one run in two formats must satisfy:
+    one format may record less than the other)."""
+    return all(a.fields[k].agrees(b.fields[k]) for k in a.fields.keys() & b.fields.keys())
 
 
 def not_comparable_reason(a: Identity, b: Identity) -> str | None:
@@ -157,9 +208,24 @@ def _num(v: Any) -> str:
 
 
 def model_key(model: Any) -> str | None:
+    """The model as identity compares it: the whole path or id (normalised, no trailing slash) —
+    never its last component, which two checkpoints (``…/sft-run-A/final``, ``…/dpo-run-B/final``) share."""
     if model is None or str(model).strip() == "":
         return None
-    return str(model).rstrip("/").split("/")[-1].lower()
+    return clean_text(str(model).strip()).rstrip("/") or "/"
+
+
+def short_names(names: Sequence[str]) -> list[str]:
+    """For each path-like name, the fewest trailing ``/`` components that tell it apart from the
+    others (``sft-run-A/final`` and ``dpo-run-B/final``; ``llama8b-random`` alone)."""
+    parts = [str(n).rstrip("/").split("/") for n in names]
+    out = []
+    for p in parts:
+        k = 1
+        while k < len(p) and sum(q[-k:] == p[-k:] for q in parts) > sum(q == p for q in parts):
+            k += 1
+        out.append("/".join(p[-k:]))
+    return out
 
 
 def _requests_sent(run: BenchmarkRun) -> tuple[int | None, str]:
@@ -189,9 +255,16 @@ def read_identity(run: BenchmarkRun, user: Mapping[str, Any] | None = None) -> I
     def put(key: str, group: str, label: str, value: Any, shown: str | None = None, source: str = "file") -> None:
         if value is None or value == "" or value == [] or value == {}:
             return
-        f[key] = Field(key, group, label, value, shown if shown is not None else _num(value), source)
+        shown = clean_text(shown) if shown is not None else _num(_clean(value))
+        f[key] = Field(key, group, label, _clean(value), shown, source)
 
-    put("model", "model", "model", model_key(c.get("model")), str(c.get("model")))
+    model = model_key(c.get("model"))
+    put("model", "model", "model", model, model)
+    for key, label in (("revision", "revision"), ("model_revision", "revision"), ("served_model_name", "served name")):
+        put(key if key != "model_revision" else "revision", "model", label, c.get(key))
+    tok = model_key(c.get("tokenizer"))
+    if tok is not None and tok != model:
+        put("tokenizer", "model", "tokenizer", tok, tok)
     # dataset: name and settings the tool recorded; measured means when it recorded none
     dataset = c.get("dataset_name") or c.get("data")
     if isinstance(dataset, (list, tuple)):
@@ -216,7 +289,7 @@ def read_identity(run: BenchmarkRun, user: Mapping[str, Any] | None = None) -> I
         m = _mean_tokens(run, "total_output_tokens")
         put("output_len", "dataset", "output length (measured mean)", m, None if m is None else f"{m:.1f}", "measured")
     n, how = _requests_sent(run)
-    put("num_prompts", "dataset", "prompts" if how == "file" else "requests (counted)", n)
+    put("num_prompts", "load", "prompts" if how == "file" else "requests (counted)", n)
     # load
     put("request_rate", "load", "request rate", c.get("request_rate"))
     put("max_concurrency", "load", "max concurrency", c.get("max_concurrency"))
@@ -254,19 +327,18 @@ def read_identity(run: BenchmarkRun, user: Mapping[str, Any] | None = None) -> I
         if key == "group":
             group = str(v)
         elif key == "label":
-            put("user_label", "deployment", "label (user)", str(v), source="user")
+            put("user_label", "deployment", "label (user)", clean_text(str(v)), source="user")
         elif key in USER_FIELDS:
             grp = next(g for g, keys in _USER_GROUPS.items() if key in keys)
-            value = model_key(v) if key == "model" else v
-            shown = str(v)
-            f[key] = Field(key, grp, _USER_LABEL.get(key, key), value, shown, "user")
+            value = model_key(v) if key == "model" else _clean(v)
+            f[key] = Field(key, grp, _USER_LABEL.get(key, key), value, clean_text(str(value)), "user")
     return Identity(f, group)
 
 
 _USER_GROUPS = {
     "model": ("model",),
-    "dataset": ("dataset", "input_len", "output_len", "num_prompts"),
-    "load": ("request_rate", "max_concurrency"),
+    "dataset": ("dataset", "input_len", "output_len"),
+    "load": ("request_rate", "max_concurrency", "num_prompts"),
     "deployment": ("engine", "engine_version", "gpus", "hardware", "parallelism"),
 }
 _USER_LABEL = {"input_len": "input length", "output_len": "output length", "num_prompts": "prompts",
@@ -303,21 +375,41 @@ def gpu_count(run: BenchmarkRun, ident: Identity) -> int | None:
 # user overrides
 
 
+def _norm_path(path: str | Path) -> str:
+    return os.path.normpath(str(path)).replace(os.sep, "/")
+
+
+def matches(pattern: str, path: str | Path) -> bool:
+    """A ``--label``/overrides pattern against a file: a pattern with a ``/`` is a path (or path
+    pattern) as given, compared with the file's whole path or its as many trailing components; one
+    without names the file (``fnmatch``)."""
+    pat = _norm_path(pattern)
+    if "/" in pat:
+        p = _norm_path(path)
+        k = len(pat.split("/"))  # or its trailing components: "batch/results/*.json" wherever that folder is
+        return fnmatch.fnmatchcase(p, pat) or fnmatch.fnmatchcase("/".join(p.split("/")[-k:]), pat)
+    return fnmatch.fnmatchcase(Path(path).name, pat)
+
+
 @dataclass
 class Overrides:
     """Per-file identity fields a user declares: ``{file pattern: {label, group, model, …}}``.
 
-    Patterns match a file's name or its path as given (``fnmatch``). Read from
-    ``benchbook-compare.yml`` beside the files and from ``--label FILE=LABEL``.
+    Patterns name a file (``result.json``, ``run_*.json``) or, with a ``/``, its path as given
+    (``lab/a/result.json``): :func:`matches`. Read from ``benchbook-compare.yml`` beside the files
+    (patterns relative to that folder) and from ``--label FILE=LABEL``.
     """
 
     entries: list[tuple[str, dict[str, Any], str]] = field(default_factory=list)  # (pattern, fields, where)
+    bases: dict[str, str] = field(default_factory=dict)  # where -> folder its patterns are relative to
 
     def for_file(self, path: str | Path) -> dict[str, Any]:
-        p = Path(path)
         out: dict[str, Any] = {}
-        for pattern, fields, _ in self.entries:
-            if fnmatch.fnmatch(p.name, pattern) or fnmatch.fnmatch(str(path), pattern):
+        for pattern, fields, where in self.entries:
+            base = self.bases.get(where)
+            if base is not None and "/" in pattern:
+                pattern = f"{base}/{pattern}"
+            if matches(pattern, path):
                 out.update(fields)
         return out
 
@@ -365,13 +457,24 @@ def load_overrides(files: Sequence[str | Path], labels: Mapping[str, str] | Iter
             if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
                 raise InputError(p, "$", "expected {files: {file name or pattern: {label, group, …}}}")
             for pattern, fields in doc["files"].items():
-                ov.entries.append(
-                    (str(pattern), _check_fields(fields, str(p), f"$.files.{pattern}"), f"{p}:$.files.{pattern}")
-                )
+                where = f"{p}:$.files.{pattern}"
+                ov.entries.append((str(pattern), _check_fields(fields, str(p), f"$.files.{pattern}"), where))
+                ov.bases[where] = _norm_path(folder)
     items = labels.items() if isinstance(labels, Mapping) else [_split_label(s) for s in labels]
     for pattern, label in items:
-        ov.entries.append((str(pattern), {"label": str(label)}, f"--label:{pattern}"))
+        if not any(matches(str(pattern), f) for f in files):
+            raise InputError(
+                "parameters",
+                f"labels: {pattern}",
+                f"--label {pattern}={label} matches none of the files compared ({_some(files)}); "
+                "give a file's path as given, its name or a pattern",
+            )
+        ov.entries.append((str(pattern), {"label": clean_text(str(label))}, f"--label:{pattern}"))
     return ov
+
+
+def _some(files: Sequence[Any], n: int = 4) -> str:
+    return ", ".join(map(str, files[:n])) + (f", … {len(files) - n} more" if len(files) > n else "")
 
 
 def _split_label(s: str) -> tuple[str, str]:
@@ -446,9 +549,16 @@ def find_duplicates(runs: Sequence[BenchmarkRun]) -> list[DuplicateSet]:
         return i
 
     prints = [requests_fingerprint(r) for r in runs]
+    idents = [read_identity(r) for r in runs]
     for i in range(len(runs)):
         for j in range(i + 1, len(runs)):
+            if not consistent(idents[i], idents[j]):
+                continue  # another model, dataset, load or deployment: never the same run
+            if prints[i] is not None and prints[j] is not None and prints[i] != prints[j]:
+                continue  # both keep their requests, and the requests differ
             ok, shared = same_figures(runs[i], runs[j])
+            if ok and runs[i].summary.get("completed") == 0:
+                ok = False  # nothing completed: all-zero figures say nothing about which run it was
             if ok:
                 more = ", …" if len(shared) > 4 else ""
                 reason = f"the same {len(shared)} run-level figures ({', '.join(shared[:4])}{more})"
@@ -474,13 +584,11 @@ def find_duplicates(runs: Sequence[BenchmarkRun]) -> list[DuplicateSet]:
 
 
 def config_label(cfg: Mapping[str, Any]) -> str:
-    """A short name from a run's config — model, request rate, concurrency, prompts — as ``benchbook
-    init`` names an arm. A name, not an identity: runs sharing it may still differ (see
-    :func:`read_identity`), and the compare page keeps them apart."""
-    model = str(cfg.get("model") or cfg.get("label") or "unknown model").rstrip("/").split("/")[-1]
-    parts = [model, f"rate {_num(cfg.get('request_rate'))}"]
-    if cfg.get("max_concurrency") is not None:
-        parts.append(f"concurrency {cfg['max_concurrency']}")
-    if cfg.get("num_prompts") is not None:
-        parts.append(f"{cfg['num_prompts']} prompts")
-    return ", ".join(parts)
+    """A short name for a configuration from a run's config — the model and what the file names the
+    server (its label or ``--metadata arm=…``) — as ``benchbook init`` names an arm. The load is not in
+    it: the runs of one configuration at every load share the arm (its curve). A name, not an
+    identity: runs sharing it may still differ (see :func:`read_identity`), and the page keeps them apart."""
+    model = clean_text(str(cfg.get("model") or "unknown model")).rstrip("/").split("/")[-1]
+    params = cfg.get("params") if isinstance(cfg.get("params"), Mapping) else {}
+    name = cfg.get("label") or params.get("arm")
+    return model if name in (None, "") else f"{model} · {clean_text(str(name))}"

@@ -2,17 +2,19 @@
 
 :func:`build` reads the files (any format :mod:`benchbook.ingest.formats` knows), then
 
-1. counts each run once: duplicates by content (:func:`identity.find_duplicates`) collapse to the
-   richest copy, listed with every file that carried it;
+1. counts each run once: duplicates (the same identity and the same per-request records or figures,
+   :func:`identity.find_duplicates`) collapse to the richest copy, listed with every file that carried it;
 2. reads each run's identity (:mod:`benchbook.analysis.identity`, with the user's overrides) and
-   groups runs into configurations: repeats only when every identity field agrees;
-3. pairs configurations: model or dataset differ → side by side, "not comparable"; load alone
-   differs → a sweep (:mod:`benchbook.analysis.sweep`); deployment differs at equal load → verdicts
-   in three states (:func:`verdict.judge`) with the spread measured between repeats of the
-   configurations in that comparison;
-4. with an SLO (:mod:`benchbook.analysis.slo`), attainment and goodput per run and the highest
-   load of each sweep meeting it;
-5. gates per run and the findings a reader needs first.
+   groups runs into configurations — model, dataset and deployment; never the load — and, inside
+   each, into loads: runs of one configuration at one load are repeats;
+3. pairs configurations: model or dataset differ → side by side, "not comparable"; otherwise
+   verdicts at every matched load in three states (:func:`verdict.judge`) with the spread measured
+   between the repeats at that load, and the headline per pair at its highest matched load;
+4. draws one curve per configuration and load axis (:mod:`benchbook.analysis.sweep`): median
+   [min–max] and n per load, saturation from the points that passed the gates;
+5. with an SLO (:mod:`benchbook.analysis.slo`), attainment and goodput per run and the highest
+   load of each curve meeting it;
+6. gates per run (one findings line per failed gate) and the findings a reader needs first.
 
 The page (``benchbook.pages.compare_page``) only formats a :class:`ResultSet`.
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +33,7 @@ from benchbook.analysis import identity as ident
 from benchbook.analysis import slo as slo_mod
 from benchbook.analysis import stats
 from benchbook.analysis import sweep as sweep_mod
-from benchbook.analysis.verdict import RULES, Judgement, cannot_tell, judge
+from benchbook.analysis.verdict import RULES, STATE_TEXT, Judgement, cannot_tell, judge
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -60,6 +63,7 @@ class Entry:
     config: str = ""
     gpus: int | None = None
     gates: list[Check] = field(default_factory=list)
+    load: str = ""  # the load this run was made at, as the page shows it ("max concurrency 8")
 
     def get(self, key: str) -> Any:
         return self.run.summary.get(key)
@@ -71,7 +75,17 @@ class Configuration:
     identity: ident.Identity
     entries: list[Entry]
     why: str  # why these runs are one configuration
-    spreads: dict[str, float] = field(default_factory=dict)  # run-to-run spread per metric, n >= 2
+    spreads: dict[str, float] = field(default_factory=dict)  # largest run-to-run spread per metric over its loads
+    points: list[LoadPoint] = field(default_factory=list)  # its loads, in increasing order
+
+
+@dataclass
+class LoadPoint:
+    """A configuration at one load: its repeats."""
+
+    key: tuple[Any, ...]  # identity.load_key
+    shown: str  # "max concurrency 8"
+    entries: list[Entry]
 
 
 @dataclass
@@ -80,8 +94,9 @@ class Pairing:
 
     reference: str
     other: str
-    kind: str  # "verdicts" | "sweep" | "not comparable" | "no verdict"
+    kind: str  # "verdicts" | "not comparable" | "no verdict"
     reason: str
+    loads: list[str] = field(default_factory=list)  # verdicts: the loads both were run at (matched load)
 
 
 @dataclass
@@ -93,6 +108,7 @@ class VerdictRow:
     baseline_cell: stats.Cell
     candidate_cell: stats.Cell
     judgement: Judgement
+    load: str = ""  # the matched load the two configurations are compared at
 
 
 @dataclass
@@ -120,6 +136,8 @@ class ResultSet:
     gate_params: dict[str, Any]
     overrides: list[str]
     findings: list[Finding] = field(default_factory=list)
+    headlines: list[dict[str, Any]] = field(default_factory=list)  # across configurations at matched load
+    preset: str = ""  # "smoke": gates lowered, every result labelled smoke
 
     def config(self, label: str) -> Configuration:
         return next(c for c in self.configs if c.label == label)
@@ -134,8 +152,54 @@ def run_id(path: str | Path, location: str, several: bool) -> str:
     return f"{stem}:{location}" if several else stem
 
 
+def shown_paths(files: Sequence[str | Path]) -> list[str]:
+    """Each input as a page shows it: relative to the inputs' common folder — never to where the
+    kernel runs, and never a machine's absolute path (when the only common folder is the filesystem
+    root, the fewest trailing components that tell the files apart)."""
+    import os
+
+    if not files:
+        return []
+    absolute = [os.path.abspath(str(f)) for f in files]
+    root = os.path.commonpath([os.path.dirname(a) for a in absolute])
+    if os.path.dirname(root) == root:  # "/" (or a drive): nothing in common worth naming
+        return ident.short_names([a.replace(os.sep, "/") for a in absolute])
+    return [os.path.relpath(a, root).replace(os.sep, "/") for a in absolute]
+
+
+def _run_ids(raw: list[tuple[str, BenchmarkRun]], shown: dict[str, str]) -> list[str]:
+    """Run ids: the file stem (``stem:location``), or where two files share it, the path from the
+    inputs' common folder that tells them apart (``serial/results/bench_conc1``)."""
+    ids = [rid for rid, _ in raw]
+    if len(set(ids)) == len(ids):
+        return ids
+    clash = set(ids)  # one rule for every run: the path that tells the files apart
+    out = []
+    for rid, r in raw:
+        if rid not in clash:
+            out.append(rid)
+            continue
+        path = shown.get(str(r.source), str(r.source))
+        out.append(str(Path(path).with_suffix("")) + ("" if r.location == "$" or ":" not in rid else f":{r.location}"))
+    seen: set[str] = set()
+    uniq = []
+    for rid in out:
+        while rid in seen:
+            rid += "'"
+        seen.add(rid)
+        uniq.append(rid)
+    return uniq
+
+
 def _where(path: str | Path, location: str) -> str:
     return Path(path).name + ("" if location == "$" else f" ({location})")
+
+
+#: validity gates of a smoke run (a short sweep that checks the set-up, not a measurement)
+PRESETS: dict[str, dict[str, Any]] = {
+    "smoke": {"min_duration_s": 1.0, "min_completed": 10, "max_error_rate": 0.05},
+}
+GATE_DEFAULTS = {"min_duration_s": 60.0, "min_completed": 100, "max_error_rate": 0.01}
 
 
 def build(
@@ -150,10 +214,13 @@ def build(
     max_error_rate: float = 0.01,
     runs: Sequence[tuple[str, BenchmarkRun]] | None = None,
     arms: Mapping[str, str] | None = None,
+    preset: str = "",
 ) -> ResultSet:
     """``runs``: (run id, run) already read (a campaign's results runs), instead of reading ``files``
     (which then only locate ``benchbook-compare.yml``); ``arms``: run id -> the arm label a campaign
-    gives it, which names the configuration and, like a user's label, tells configurations apart."""
+    gives it, which names the configuration and, like a user's label, tells configurations apart.
+    ``preset``: ``"smoke"`` lowers the validity gates left at their defaults (:data:`PRESETS`) and
+    labels every finding as smoke."""
     from benchbook.analysis.reconcile import gates
     from benchbook.ingest import formats
 
@@ -161,6 +228,12 @@ def build(
         raise InputError("parameters", "files", "no result files to compare")
     if rule not in RULES:
         raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
+    if preset and preset not in PRESETS:
+        raise InputError("parameters", "preset", f"unknown preset {preset!r}; choose {', '.join(PRESETS)} or none")
+    gate_args = {"min_duration_s": min_duration_s, "min_completed": min_completed, "max_error_rate": max_error_rate}
+    for k, v in (PRESETS.get(preset) or {}).items():
+        if gate_args[k] == GATE_DEFAULTS[k]:
+            gate_args[k] = v
     the_slo = slo_mod.parse(slo)
     overrides = ident.load_overrides(files, labels)
     raw: list[tuple[str, BenchmarkRun]] = list(runs or [])
@@ -168,7 +241,9 @@ def build(
         read = formats.read(f)
         for r in read:
             raw.append((run_id(f, r.location, len(read) > 1), r))
-    # 1. duplicates
+    shown = dict(zip(map(str, files), shown_paths(files)))
+    raw = list(zip(_run_ids(raw, shown) if runs is None else [rid for rid, _ in raw], [r for _, r in raw]))
+    # 1. duplicates: the same run (same identity, same records or figures) read more than once
     dup_sets = ident.find_duplicates([r for _, r in raw])
     dropped: set[int] = set()
     carried: dict[int, list[str]] = {i: [_where(r.source, r.location)] for i, (_, r) in enumerate(raw)}
@@ -195,9 +270,9 @@ def build(
             user = {"label": arms[rid], **user}
         e = Entry(rid, r, carried[i], ident.read_identity(r, user))
         e.gpus = ident.gpu_count(r, e.identity)
-        e.gates = gates(r, min_duration_s=min_duration_s, min_completed=min_completed, max_error_rate=max_error_rate)
+        e.gates = gates(r, **gate_args)
         entries.append(e)
-    # 2. configurations
+    # 2. configurations (model, dataset, deployment) and, inside each, its loads (repeats at one load)
     groups: list[list[Entry]] = []
     for e in entries:
         for g in groups:
@@ -206,18 +281,27 @@ def build(
                 break
         else:
             groups.append([e])
+    axes = _varying_axes(entries)
     labels_ = _labels([g[0].identity for g in groups])
     configs = []
     for lab, g in zip(labels_, groups):
+        c = Configuration(lab, g[0].identity, g, "")
         for e in g:
             e.config = lab
-        configs.append(Configuration(lab, g[0].identity, g, _why_grouped(g)))
-        configs[-1].spreads = _spreads(configs[-1:])
+            e.load = _load_shown(e.identity, axes)
+            pt = next((p for p in c.points if p.key == ident.load_key(e.identity)), None)
+            if pt is None:
+                c.points.append(LoadPoint(ident.load_key(e.identity), e.load, [e]))
+            else:
+                pt.entries.append(e)
+        c.points.sort(key=lambda p: tuple(_order(v) for v in p.key))
+        c.why = _why_grouped(c)
+        c.spreads = _point_spreads(c.points)
+        configs.append(c)
     base = _pick_baseline(baseline, configs, entries)
     rs = ResultSet(
         [str(f) for f in files], entries, duplicates, configs, base, rule, [], [], {}, [], the_slo, {}, [],
-        {"min_duration_s": min_duration_s, "min_completed": min_completed, "max_error_rate": max_error_rate},
-        overrides.sources(),
+        dict(gate_args), overrides.sources(), preset=preset,
     )  # fmt: skip
     _pair(rs)
     _sweeps(rs)
@@ -225,10 +309,58 @@ def build(
         for e in entries:
             rs.slo_runs[e.id] = slo_mod.evaluate(e.run, the_slo)
         for sw in rs.sweeps:
-            pts = [(p.load_shown, p.load, p.achieved_req_s, rs.slo_runs[p.run_id]) for p in sw.points]
+            pts = [
+                (p.load_shown, p.load, p.achieved_req_s, _point_slo([rs.slo_runs[r] for r in p.runs]))
+                for p in sw.points
+            ]
             rs.slo_highest.append((sw.series, slo_mod.highest_load(pts, sw.axis)))
+    rs.headlines = _headlines(rs)
     rs.findings = _findings(rs)
     return rs
+
+
+@dataclass(frozen=True)
+class _PointSlo:
+    """A point's repeats against the SLO: met when every repeat met it, missed when one missed it."""
+
+    meets: bool | None
+    margin: float | None
+
+
+def _point_slo(runs: list[slo_mod.RunSlo]) -> _PointSlo:
+    states = [r.meets for r in runs]
+    meets = False if False in states else True if states and all(s is True for s in states) else None
+    margins = [r.margin for r in runs]
+    return _PointSlo(meets, None if not margins or None in margins else min(m for m in margins if m is not None))
+
+
+def _order(v: Any) -> float:
+    if v is None:
+        return -math.inf
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return math.inf
+
+
+_AXIS_NAME = {"request_rate": "request rate", "max_concurrency": "concurrency", "burstiness": "burstiness"}
+
+
+def _varying_axes(entries: list[Entry]) -> list[str]:
+    """The load fields that vary across the page (all recorded ones when none varies)."""
+    vals = {k: {e.identity.fields[k].shown if k in e.identity.fields else None for e in entries} for k in ident.AXES}
+    out = [k for k in ident.AXES if len(vals[k]) > 1]
+    return out or [k for k in ident.AXES if vals[k] - {None}][:2]
+
+
+def _load_shown(i: ident.Identity, axes: list[str]) -> str:
+    """``concurrency 8`` (every request at once, at most 8 in flight), ``request rate 8, concurrency 256``."""
+    f = i.fields
+    keys = [k for k in axes if k in f]
+    if "max_concurrency" in keys and "request_rate" in keys and f["request_rate"].shown == "inf":
+        keys.remove("request_rate")
+    parts = [f"{_AXIS_NAME[k]} {f[k].shown}" for k in keys]
+    return ", ".join(parts) or "load not recorded"
 
 
 def _pick_baseline(baseline: str, configs: list[Configuration], entries: list[Entry]) -> str:
@@ -246,39 +378,49 @@ def _pick_baseline(baseline: str, configs: list[Configuration], entries: list[En
     )
 
 
-def _why_grouped(g: list[Entry]) -> str:
-    if len(g) == 1:
-        return "one run"
+def _why_grouped(c: Configuration) -> str:
+    g = c.entries
     if g[0].identity.group is not None:
-        return f"declared one configuration by the user (group {g[0].identity.group!r})"
-    n = len(g[0].identity.fields)
-    return f"{len(g)} runs whose {n} identity fields all agree: repeats"
+        head = f"declared one configuration by the user (group {g[0].identity.group!r})"
+    elif len(g) == 1:
+        return "one run"
+    else:
+        n = sum(f.group != "load" for f in g[0].identity.fields.values())
+        head = f"{len(g)} runs whose {n} model, dataset and deployment fields all agree"
+    reps = [f"{p.shown} (n={len(p.entries)})" for p in c.points if len(p.entries) > 1]
+    loads = f"at {len(c.points)} load(s)"
+    return f"{head}, {loads}" + (f"; repeats at {', '.join(reps)}" if reps else "; no load repeated")
 
 
 def _labels(ids: list[ident.Identity]) -> list[str]:
+    """The shortest label that tells each configuration apart: the user's label where given; else the
+    file's own name for it (SGLang tag, vLLM label or ``--metadata arm=``), the deployment and dataset
+    fields that differ among configurations of the same model, and the model (the fewest path
+    components that tell the models apart) when the models differ or nothing else does."""
+
     def varying(key: str, among: list[ident.Identity]) -> bool:
         vals = {i.fields[key].shown if key in i.fields else None for i in among}
         return len(vals) > 1
 
-    out = []
+    models = list(dict.fromkeys(i.fields["model"].value for i in ids if "model" in i.fields))
+    short = dict(zip(models, ident.short_names(models)))
     params = sorted({k for i in ids for k in i.fields if k.startswith("param:")})
+    out = []
     for i in ids:
         if "user_label" in i.fields:
             out.append(i.fields["user_label"].shown)
             continue
         m = i.fields.get("model")
-        # what tells this configuration apart from the others of the same model
         same = [j for j in ids if (j.fields.get("model") and j.fields["model"].value) == (m and m.value)]
-        parts = [m.shown.rstrip("/").split("/")[-1] if m else "unknown model"]
-        for k in ("tag", "label"):
-            if k in i.fields:
-                parts.append(i.fields[k].shown)
+        parts = [i.fields[k].shown for k in ("tag", "label", "param:arm") if k in i.fields and varying(k, same)]
         for k, prefix in _LABEL_FIELDS:
-            if varying(k, same) and k in i.fields:
+            if k not in ("request_rate", "max_concurrency") and varying(k, same) and k in i.fields:
                 parts.append(prefix + i.fields[k].shown)
         for k in params:
-            if varying(k, same) and k in i.fields:
+            if k != "param:arm" and varying(k, same) and k in i.fields:
                 parts.append(f"{i.fields[k].label} {i.fields[k].shown}")
+        if len(models) > 1 or not parts:
+            parts.insert(0, short.get(m.value, m.shown) if m else "unknown model")
         out.append(" · ".join(parts))
     seen: dict[str, int] = {}
     uniq = []
@@ -289,10 +431,9 @@ def _labels(ids: list[ident.Identity]) -> list[str]:
 
 
 def _pair(rs: ResultSet) -> None:
-    """Each configuration against the earlier ones (the reference first): verdicts with one at the
-    same load that differs in deployment, sweep with one that differs only in load (or one swept
-    parameter); "no verdict" when every comparable one differs in both; "not comparable" (against
-    the reference) when none shares model and dataset. Then verdicts inside each verdict group."""
+    """Each configuration against the reference (or, when they may not be compared, the first earlier
+    configuration that may): "verdicts" at every load both were run at; "no verdict" when they share
+    no load; "not comparable" when no earlier one shares model and dataset."""
     base = rs.config(rs.baseline)
     order = [base, *(c for c in rs.configs if c is not base)]
     for k, c in enumerate(order[1:], 1):
@@ -303,70 +444,66 @@ def _pair(rs: ResultSet) -> None:
                 Pairing(base.label, c.label, "not comparable", reason + "; shown side by side, no ratio verdict")
             )
             continue
-        verdict_ref = sweep_ref = None
-        for r in comparable:
-            diffs = ident.differences(r.identity, c.identity)
-            load = [d for d in diffs if d.group == "load"]
-            dep = [d for d in diffs if d.group == "deployment"]
-            if load and not dep and sweep_ref is None:
-                sweep_ref = r
-                rs.pairings.append(
-                    Pairing(
-                        r.label, c.label, "sweep", "only the offered load differs: " + "; ".join(d.text() for d in load)
-                    )
-                )
-            elif not load and len(dep) == 1 and dep[0].key.startswith("param:") and sweep_ref is None:
-                sweep_ref = r
-                rs.pairings.append(
-                    Pairing(r.label, c.label, "sweep", f"only the swept parameter differs: {dep[0].text()}")
-                )
-            elif not load and verdict_ref is None and not (len(dep) == 1 and dep[0].key.startswith("param:")):
-                verdict_ref = r
-                why = "; ".join(d.text() for d in dep) or "declared different by the user"
-                rs.pairings.append(
-                    Pairing(r.label, c.label, "verdicts", f"same model, dataset and load; differs in {why}")
-                )
-        if verdict_ref is None and sweep_ref is None:
-            r = comparable[0]
-            diffs = ident.differences(r.identity, c.identity)
+        r = comparable[0]
+        dep = [d for d in ident.differences(r.identity, c.identity) if d.group == "deployment"]
+        why = "; ".join(d.text() for d in dep) or "declared different by the user"
+        keys = {p.key for p in c.points}
+        matched = [p.shown for p in r.points if p.key in keys]
+        if not matched:
             rs.pairings.append(
                 Pairing(
                     r.label,
                     c.label,
                     "no verdict",
-                    "both load and deployment differ, so no single factor is under study: "
-                    + "; ".join(d.text() for d in diffs),
-                )  # fmt: skip
+                    f"no load in common ({', '.join(p.shown for p in r.points)} vs {', '.join(p.shown for p in c.points)}), "
+                    f"so no comparison at matched load; they differ in {why}",
+                )
             )
-    # verdict groups: configurations joined by "verdicts" pairings to the same reference
-    by_ref: dict[str, list[str]] = {}
+            continue
+        rs.pairings.append(
+            Pairing(
+                r.label,
+                c.label,
+                "verdicts",
+                f"same model and dataset, compared at matched load ({', '.join(matched)}); differs in {why}",
+                matched,
+            )
+        )
     for p in rs.pairings:
-        if p.kind == "verdicts":
-            by_ref.setdefault(p.reference, []).append(p.other)
-    for ref_label, others in by_ref.items():
-        members = [rs.config(ref_label), *(rs.config(o) for o in others)]
-        spreads = _spreads(members)
-        rs.spreads[ref_label] = spreads
-        ref = members[0]
-        for c in members[1:]:
+        if p.kind != "verdicts":
+            continue
+        ref, c = rs.config(p.reference), rs.config(p.other)
+        for rp in ref.points:
+            cp = next((x for x in c.points if x.key == rp.key), None)
+            if cp is None:
+                continue
+            spreads = _point_spreads([rp, cp])
+            if spreads:
+                rs.spreads[f"{ref.label} vs {c.label} at {rp.shown}"] = spreads
             for metric, hib in VERDICT_METRICS:
-                bv, cv = _values(ref, metric), _values(c, metric)
+                bv, cv = _values(rp.entries, metric), _values(cp.entries, metric)
                 if not bv or not cv or min(bv) <= 0 or min(cv) <= 0:
                     continue
-                bok, cok = _values(ref, metric, valid=True), _values(c, metric, valid=True)
+                bok, cok = _values(rp.entries, metric, valid=True), _values(cp.entries, metric, valid=True)
                 if not bok or not cok:
                     sides = [x for x, ok in ((ref, bok), (c, cok)) if not ok]
+                    pts = {ref.label: rp, c.label: cp}
                     why = "; ".join(
-                        f"every run of {x.label} failed a validity gate ({_failed_gates(x)})" for x in sides
+                        f"every run of {x.label} at {rp.shown} failed a validity gate ({_failed_gates(pts[x.label].entries)})"
+                        for x in sides
                     ) + (", so the figures are shown but not judged")
                     j = cannot_tell(bv, cv, higher_is_better=hib, why=why)
-                    rs.verdicts.append(VerdictRow(ref.label, c.label, metric, hib, stats.cell(bv), stats.cell(cv), j))
+                    rs.verdicts.append(
+                        VerdictRow(ref.label, c.label, metric, hib, stats.cell(bv), stats.cell(cv), j, rp.shown)
+                    )
                     continue
                 j = judge(bok, cok, spread=spreads.get(metric), higher_is_better=hib, rule=rs.rule)  # type: ignore[arg-type]
-                left = [e.id for e in (*ref.entries, *c.entries) if _failed(e) and e.get(metric) is not None]
+                left = [e.id for e in (*rp.entries, *cp.entries) if _failed(e) and e.get(metric) is not None]
                 if left:
                     j = dataclasses.replace(j, why=f"{j.why}; left out, failed a validity gate: {', '.join(left)}")
-                rs.verdicts.append(VerdictRow(ref.label, c.label, metric, hib, stats.cell(bok), stats.cell(cok), j))
+                rs.verdicts.append(
+                    VerdictRow(ref.label, c.label, metric, hib, stats.cell(bok), stats.cell(cok), j, rp.shown)
+                )
 
 
 def _failed(e: Entry) -> list[str]:
@@ -374,106 +511,123 @@ def _failed(e: Entry) -> list[str]:
     return [g.name for g in e.gates if g.status == "fail"]
 
 
-def _failed_gates(c: Configuration) -> str:
-    names = sorted({n for e in c.entries for n in _failed(e)})
+def _failed_gates(entries: Sequence[Entry]) -> str:
+    names = sorted({n for e in entries for n in _failed(e)})
     return ", ".join(names)
 
 
-def _values(c: Configuration, metric: str, *, valid: bool = False) -> list[float]:
-    """The configuration's run-level figures of ``metric`` (runs that record it); ``valid``: only runs
-    that passed every validity gate — a run that failed one is shown but never judged or used as noise."""
-    return [v for e in c.entries if not (valid and _failed(e)) for v in [e.get(metric)] if v is not None]
+def _values(entries: Sequence[Entry], metric: str, *, valid: bool = False) -> list[float]:
+    """The run-level figures of ``metric`` (runs that record it); ``valid``: only runs that passed
+    every validity gate — a run that failed one is shown but never judged or used as noise."""
+    return [v for e in entries if not (valid and _failed(e)) for v in [e.get(metric)] if v is not None]
 
 
-def _spreads(members: list[Configuration]) -> dict[str, float]:
-    """Per metric: the largest run-to-run spread over the configurations run at least twice (runs that
-    passed every validity gate)."""
+def _point_spreads(points: Sequence[LoadPoint]) -> dict[str, float]:
+    """Per metric: the largest run-to-run spread over the points repeated at least twice (runs that
+    passed every validity gate): repeats of one configuration at one load."""
     out: dict[str, float] = {}
     for metric, _ in VERDICT_METRICS:
-        for c in members:
-            vals = [v for v in _values(c, metric, valid=True) if v > 0]
+        for p in points:
+            vals = [v for v in _values(p.entries, metric, valid=True) if v > 0]
             if len(vals) >= 2:
                 out[metric] = max(out.get(metric, 0.0), stats.run_spread(vals, metric))
     return out
 
 
 def _sweeps(rs: ResultSet) -> None:
-    """Connected sets of configurations joined by "sweep" pairings become sweeps, one point per run."""
-    adj: dict[str, set[str]] = {}
-    for p in rs.pairings:
-        if p.kind == "sweep":
-            adj.setdefault(p.reference, set()).add(p.other)
-            adj.setdefault(p.other, set()).add(p.reference)
-    done: set[str] = set()
+    """One curve per configuration and load axis (a configuration run at ≥ 2 loads): points at a
+    finite request rate form a request-rate curve per concurrency cap; points sending everything at
+    once (rate inf) form a concurrency curve, or join the rate curve of their cap (an ``inf`` point
+    of a rate sweep is its capacity)."""
     for c in rs.configs:
-        if c.label not in adj or c.label in done:
-            continue
-        comp, todo = [], [c.label]
-        while todo:
-            x = todo.pop()
-            if x in done:
-                continue
-            done.add(x)
-            comp.append(x)
-            todo.extend(adj.get(x, ()))
-        cfgs = [cf for cf in rs.configs if cf.label in comp]
-        rs.sweeps.append(_sweep(cfgs))
+        ax = [(p, dict(zip(ident.AXES, p.key))) for p in c.points]
+        caps = {a.get("max_concurrency") for _, a in ax if _finite(a.get("request_rate"))}
+        fams: dict[tuple[str, Any], list[LoadPoint]] = {}
+        for p, a in ax:
+            conc = a.get("max_concurrency")
+            if _finite(a.get("request_rate")) or conc in caps or conc is None:
+                fam = ("request rate", conc)
+            else:
+                fam = ("max concurrency", None)
+            fams.setdefault(fam, []).append(p)
+        for (axis, cap), pts in fams.items():
+            if len(pts) >= 2:
+                rs.sweeps.append(_curve(c, axis, cap, pts, many=len(fams) > 1))
 
 
-def _sweep(cfgs: list[Configuration]) -> sweep_mod.Sweep:
-    ids = [c.identity for c in cfgs]
-    keys = list(dict.fromkeys(k for i in ids for k in i.fields))
-    varying = [k for k in keys if len({i.fields[k].shown if k in i.fields else None for i in ids}) > 1]
-    if "request_rate" in varying:
-        axis, key, kind = "request rate", "request_rate", "load"
-    elif "max_concurrency" in varying:
-        axis, key, kind = "max concurrency", "max_concurrency", "load"
-    else:  # burstiness, or one swept engine parameter
-        key = next((k for k in varying if k.startswith("param:")), varying[0] if varying else "request_rate")
-        ref = next((i.fields[key] for i in ids if key in i.fields), None)
-        axis = ref.label if ref is not None else key
-        kind = "load" if ref is not None and ref.group == "load" else "parameter"
-    common = [ids[0].fields[k] for k in keys if k not in varying and k in ids[0].fields]
-    model = ids[0].fields.get("model")
-    series = (
-        (model.shown.rstrip("/").split("/")[-1] if model else "unknown model")
-        + " · "
-        + ", ".join(f"{f.label} {f.shown}" for f in common if f.key not in ("model",) and f.source != "measured")
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _curve(c: Configuration, axis: str, cap: Any, pts: list[LoadPoint], *, many: bool) -> sweep_mod.Sweep:
+    key = "request_rate" if axis == "request rate" else "max_concurrency"
+    series = c.label + (
+        f" ({axis} curve" + (f", max concurrency {cap}" if cap is not None and key == "request_rate" else "") + ")"
+        if many
+        else ""
     )
     points = []
-    mean_e2e, dur, done = {}, {}, {}
-    for c in cfgs:
-        for e in c.entries:
-            f = e.identity.fields.get(key)
-            load = f.value if f is not None else None
-            if not isinstance(load, (int, float)) or isinstance(load, bool):
-                try:
-                    load = float(load) if load is not None else None
-                except (TypeError, ValueError):
-                    load = None
-            lat = {f"{s}_{m}_ms": e.get(f"{s}_{m}_ms") for m in sweep_mod.LATENCIES for s in ("median", "p99")}
-            failed = [g for g in e.gates if g.status == "fail"]
-            points.append(
-                sweep_mod.Point(
-                    e.id,
-                    c.label,
-                    load,
-                    f.shown if f is not None else "—",
-                    e.get("request_throughput"),
-                    e.get("output_throughput"),
-                    lat,
-                    e.gpus,
-                    not failed,
-                    "; ".join(f"{g.name}: {g.detail}" for g in failed),
-                )  # fmt: skip
-            )
-            m = e.get("mean_e2el_ms")
-            mean_e2e[e.id] = None if m is None else m / 1000
-            dur[e.id] = e.get("duration_s")
-            done[e.id] = e.get("completed")
-    sw = sweep_mod.Sweep(series, axis, kind, points)
-    sweep_mod.mark_saturation(sw, mean_e2e, dur, done)
+    for lp in pts:
+        ok = [e for e in lp.entries if not _failed(e)]
+        use = ok or lp.entries
+        f = lp.entries[0].identity.fields.get(key)
+        load = f.value if f is not None else None
+        if not isinstance(load, (int, float)) or isinstance(load, bool):
+            try:
+                load = float(load) if load is not None else None
+            except (TypeError, ValueError):
+                load = None
+        vals: dict[str, list[float]] = {}
+        for k in ("output_throughput", "request_throughput", "completed", "duration_s", *(
+                f"{s}_{m}_ms" for m in sweep_mod.LATENCIES for s in ("median", "p99"))):  # fmt: skip
+            vals[k] = [float(v) for v in _values(use, k)]
+        vals["mean_e2el_s"] = [v / 1000 for v in _values(use, "mean_e2el_ms")]
+        med = {k: (statistics.median(v) if v else None) for k, v in vals.items()}
+        failed = [f"{e.id}: {g.name}: {g.detail}" for e in lp.entries for g in e.gates if g.status == "fail"]
+        points.append(
+            sweep_mod.Point(
+                use[0].id,
+                c.label,
+                load,
+                f.shown if f is not None else "—",
+                med["request_throughput"],
+                med["output_throughput"],
+                {k: med[k] for k in med if k.endswith("_ms")},
+                use[0].gpus,
+                bool(ok),
+                "; ".join(failed) if not ok else "",
+                runs=[e.id for e in lp.entries],
+                values=vals,
+            )  # fmt: skip
+        )
+    sw = sweep_mod.Sweep(series, axis, "load", points, configuration=c.label)
+    sweep_mod.mark_saturation(sw)
     return sw
+
+
+def _headlines(rs: ResultSet) -> list[dict[str, Any]]:
+    """Across configurations at matched load: per pair judged, output tok/s at the highest load both
+    were run at, the faster named first."""
+    out = []
+    for p in rs.pairings:
+        if p.kind != "verdicts":
+            continue
+        rows = [v for v in rs.verdicts if v.baseline == p.reference and v.candidate == p.other]
+        rows = [v for v in rows if v.metric == "output_throughput"] or [
+            v for v in rows if v.metric == "request_throughput"
+        ]
+        if not rows:
+            continue
+        v = rows[-1]  # the highest matched load (points are in increasing load)
+        j = v.judgement
+        fast, slow = (v.candidate, v.baseline) if j.ratio >= 1 else (v.baseline, v.candidate)
+        nf, ns = (v.candidate_cell.n, v.baseline_cell.n) if j.ratio >= 1 else (v.baseline_cell.n, v.candidate_cell.n)
+        ratio = j.ratio if j.ratio >= 1 else 1 / j.ratio
+        what = "output tok/s" if v.metric == "output_throughput" else "req/s"
+        text = f"{fast} vs {slow} at {v.load}: {ratio:.3g}× {what} ({STATE_TEXT[j.state]}, n={nf} vs {ns})"
+        out.append({"faster": fast, "slower": slow, "load": v.load, "metric": v.metric, "ratio": ratio,
+                    "state": j.state, "n": [nf, ns], "text": text, "why": j.why})  # fmt: skip
+    return out
 
 
 def short_why(j: Judgement) -> str:
@@ -481,12 +635,39 @@ def short_why(j: Judgement) -> str:
     return j.why.split("; no rank test")[0]
 
 
-def _findings(rs: ResultSet) -> list[Finding]:
-    out: list[Finding] = []
+#: per gate: (threshold as the page names it, what a run that failed it did, unit of its figure)
+_GATE_WORDS = {
+    "minimum duration": ("min_duration_s", "{:g} s", "shorter", "{:.1f}", " s"),
+    "minimum completed requests": ("min_completed", "{}", "completed fewer", "{:.0f}", ""),
+    "maximum error rate": ("max_error_rate", "{:.2%}", "had more errors", "{:.2%}", ""),
+}
+
+
+def gate_lines(rs: ResultSet) -> list[str]:
+    """One line per failed validity gate with the runs it caught and their range:
+    ``minimum duration 60 s: 19 of 19 runs shorter (2.7–32.2 s)``."""
+    by: dict[str, list[tuple[Entry, Any]]] = {}
     for e in rs.entries:
         for g in e.gates:
             if g.status == "fail":
-                out.append(Finding("fail", f"{e.id}: {g.name} failed — {g.detail}", "compare-checks"))
+                by.setdefault(g.name, []).append((e, g.figures.get("client")))
+    out = []
+    for name, caught in by.items():
+        key, thr, verb, fmt, unit = _GATE_WORDS.get(name, ("", "", "failed", "{:g}", ""))
+        head = f"{name} {thr.format(rs.gate_params[key])}" if key in rs.gate_params else name
+        vals = [v for _, v in caught if isinstance(v, (int, float))]
+        rng = f" ({fmt.format(min(vals))}–{fmt.format(max(vals))}{unit})" if len(vals) > 1 else (
+            f" ({fmt.format(vals[0])}{unit})" if vals else "")  # fmt: skip
+        ids = [e.id for e, _ in caught]
+        who = "" if len(ids) == len(rs.entries) else ": " + ", ".join(ids[:6]) + (" …" if len(ids) > 6 else "")
+        out.append(f"{head}: {len(caught)} of {len(rs.entries)} runs {verb}{rng}{who}")
+    return out
+
+
+def _findings(rs: ResultSet) -> list[Finding]:
+    out: list[Finding] = [Finding("fail", line, "compare-checks") for line in gate_lines(rs)]
+    for h in rs.headlines:
+        out.append(Finding("headline", h["text"], "compare-verdicts"))
     results = [v for v in rs.verdicts if v.judgement.state == "result"]
     results.sort(key=lambda v: (v.judgement.direction != "regression", -abs(math.log(v.judgement.ratio))))
     for v in results:
@@ -515,15 +696,17 @@ def _findings(rs: ResultSet) -> list[Finding]:
             out.append(
                 Finding(
                     "saturation",
-                    f"sweep {sw.series}: saturated at {sw.axis} {sw.saturation} (saturated points: {pts})",
+                    f"curve {sw.series}: saturated at {sw.axis} {sw.saturation} (saturated points: {pts})",
                     "compare-sweeps",
                 )
             )
+        elif sw.notes:
+            out.append(Finding("cannot", f"curve {sw.series}: {'; '.join(sw.notes)}", "compare-sweeps"))
     for series, h in rs.slo_highest:
         out.append(
             Finding(
                 "slo",
-                f"sweep {series}: highest load meeting the SLO ({rs.slo.describe() if rs.slo else ''}): {h.text}",
+                f"curve {series}: highest load meeting the SLO ({rs.slo.describe() if rs.slo else ''}): {h.text}",
                 "compare-slo",
             )
         )
@@ -535,6 +718,8 @@ def _findings(rs: ResultSet) -> list[Finding]:
                 "compare-duplicates",
             )
         )
+    if rs.preset == "smoke":  # a smoke run checks the set-up: nothing on it is a measurement to publish
+        out = [Finding(f.kind, f"smoke: {f.text}", f.anchor) for f in out]
     return out
 
 
@@ -545,7 +730,8 @@ def identity_rows(rs: ResultSet) -> list[dict[str, Any]]:
             "label": c.label,
             "runs": [e.id for e in c.entries],
             "why": c.why,
-            "identity": {k: f.shown for k, f in c.identity.fields.items()},
+            "identity": {k: f.shown for k, f in c.identity.fields.items() if f.group != "load"},
+            "loads": [{"load": p.shown, "runs": [e.id for e in p.entries], "n": len(p.entries)} for p in c.points],
             "spreads": c.spreads,
         }
         for c in rs.configs
@@ -553,7 +739,10 @@ def identity_rows(rs: ResultSet) -> list[dict[str, Any]]:
 
 
 def pairing_rows(rs: ResultSet) -> list[dict[str, Any]]:
-    return [{"reference": p.reference, "other": p.other, "kind": p.kind, "reason": p.reason} for p in rs.pairings]
+    return [
+        {"reference": p.reference, "other": p.other, "kind": p.kind, "reason": p.reason, "loads": p.loads}
+        for p in rs.pairings
+    ]
 
 
 def verdict_rows(rs: ResultSet) -> list[dict[str, Any]]:
@@ -561,6 +750,7 @@ def verdict_rows(rs: ResultSet) -> list[dict[str, Any]]:
         {
             "baseline": v.baseline,
             "candidate": v.candidate,
+            "load": v.load,
             "metric": v.metric,
             "state": v.judgement.state,
             "is_result": v.judgement.is_result,
@@ -579,13 +769,18 @@ def sweep_rows(rs: ResultSet) -> list[dict[str, Any]]:
     return [
         {
             "series": sw.series,
+            "configuration": sw.configuration,
             "axis": sw.axis,
             "kind": sw.kind,
             "saturation": sw.saturation,
+            "notes": sw.notes,
             "points": [
                 {
                     "run": p.run_id,
+                    "runs": p.runs,
+                    "n": p.n,
                     "load": p.load_shown,
+                    "bands": {k: p.band(k) for k in ("output_throughput", "request_throughput", "median_e2el_ms")},
                     "achieved_req_s": p.achieved_req_s,
                     "output_tok_s": p.output_tok_s,
                     "send_rate": p.send_rate,
@@ -632,6 +827,8 @@ def as_dict(rs: ResultSet, engine_checks: Sequence[tuple[str, Sequence[Check]]] 
         "verdicts": verdict_rows(rs),
         "sweeps": sweep_rows(rs),
         "gates": dict(rs.gate_params),
+        "preset": rs.preset,
+        "headlines": rs.headlines,
         "checks": check_rows(rs, engine_checks),
         "findings": [{"kind": f.kind, "text": f.text} for f in rs.findings],
     }

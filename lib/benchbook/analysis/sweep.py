@@ -1,19 +1,20 @@
-"""Sweeps: configurations that differ only in offered load (or in one swept engine parameter).
+"""Curves: one configuration's runs over its loads (request rate or concurrency: the sweep axis).
 
 What a sweep's users ask is not "candidate vs baseline" at each load but the latency–throughput
-curve, where it saturates and the highest load that meets an SLO. Per point (one run):
+curve of each server configuration, where it stops growing and the highest load that meets an SLO.
+A configuration (:func:`benchbook.analysis.identity.same_configuration`) has one curve per load axis;
+runs of it at one load are *repeats*: the point is their median with a [min–max] band and n. Per point:
 
 * achieved request and output-token rates (the tool's ``completed / duration``) and latency
-  p50/p99 of TTFT, TPOT, ITL and E2E;
-* **saturation** (load sweeps): an offered rate of ``inf`` (every request sent at once) measures
-  capacity and is saturated by construction; a finite offered rate is saturated when the client's
-  *send-window rate* ``completed / (duration − mean E2E)`` — the achieved rate with the drain of the
-  last requests taken out, which a short run otherwise charges to the server — falls below
-  :data:`KEEP_UP` × offered. Any point is also saturated when, against the previous point, latency
-  (median E2E) rose by more than :data:`LATENCY_RISE` while achieved throughput rose by less than
-  :data:`THROUGHPUT_RISE` ("latency rising without throughput"). The saturation point is the first
-  saturated load;
-* validity: the run's gates (``reconcile.gates``); points failing one are kept and drawn distinctly;
+  p50/p99 of TTFT, TPOT, ITL and E2E — medians over the repeats that passed every validity gate
+  (over all repeats, drawn as failed, when none did);
+* **saturation** (:func:`mark_saturation`): the first load whose throughput gain over the previous
+  valid load is within noise — below max(:data:`THROUGHPUT_RISE`, the run-to-run spread of either
+  point) or with overlapping [min–max] bands — while median E2E still grows by more than
+  :data:`LATENCY_RISE`. On a request-rate curve a point is also saturated when its send-window rate
+  ``completed / (duration − mean E2E)`` is below :data:`KEEP_UP` × offered, and an offered ``inf``
+  is capacity by construction. Points that failed a gate are never used: a curve whose points all
+  failed one has no saturation, and says so;
 * per GPU, where the GPU count is known: output tokens/s per GPU against tokens/s per user
   (``1000 / median TPOT``) — the throughput–interactivity frontier.
 """
@@ -32,7 +33,9 @@ LATENCIES = ("ttft", "tpot", "itl", "e2el")
 
 @dataclass
 class Point:
-    run_id: str
+    """One load of one configuration's curve: the median over its repeats (``runs``, ``n``)."""
+
+    run_id: str  # the first repeat (``runs`` lists every one)
     config: str
     load: float | None  # offered rate / max concurrency / parameter value (inf allowed)
     load_shown: str
@@ -45,6 +48,21 @@ class Point:
     saturated: bool = False
     saturation_why: str = ""
     send_rate: float | None = None
+    runs: list[str] = field(default_factory=list)
+    # per figure, the values of the repeats the point's median is taken over (valid ones when any)
+    values: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return len(self.runs) or 1
+
+    def band(self, key: str) -> tuple[float, float] | None:
+        v = self.values.get(key) or []
+        return (min(v), max(v)) if v else None
+
+    def spread(self, key: str) -> float:
+        v = [x for x in self.values.get(key) or [] if x > 0]
+        return (max(v) - min(v)) / min(v) if len(v) >= 2 else 0.0
 
     @property
     def per_user_tok_s(self) -> float | None:
@@ -64,6 +82,7 @@ class Sweep:
     points: list[Point]
     saturation: str | None = None  # load_shown of the first saturated point
     notes: list[str] = field(default_factory=list)
+    configuration: str = ""  # the configuration whose curve this is
 
 
 def _order(v: float | None) -> float:
@@ -78,22 +97,38 @@ def shown(v: Any) -> str:
     return str(v)
 
 
-def mark_saturation(
-    sw: Sweep, mean_e2e_s: dict[str, float | None], durations: dict[str, float | None], completed: dict[str, int | None]
-) -> None:
-    """Set ``saturated``/``saturation_why`` on each point and the sweep's saturation point."""
+def _med(v: list[float]) -> float | None:
+    import statistics
+
+    return statistics.median(v) if v else None
+
+
+def _gain_key(p: Point) -> str:
+    return "output_throughput" if p.values.get("output_throughput") else "request_throughput"
+
+
+def mark_saturation(sw: Sweep) -> None:
+    """Set ``saturated``/``saturation_why`` on each point and the curve's saturation point (rule in
+    the module docstring). Points are in increasing load; only points that passed the gates count."""
     sw.points.sort(key=lambda p: (_order(p.load), p.run_id))
-    prev: Point | None = None  # the last point at a lower load (repeats at one load are not compared)
-    last: Point | None = None
+    chain = [p for p in sw.points if p.valid]
+    sw.saturation = None
     for p in sw.points:
-        if last is not None and last.load != p.load:
-            prev = last
+        p.saturated, p.saturation_why = False, ""
+        if not p.valid:
+            p.saturation_why = "not judged: failed a validity gate"
+    if not chain:
+        if sw.points:
+            sw.notes.append("saturation not judged: every point failed a validity gate")
+        return
+    prev: Point | None = None
+    for p in chain:
         why = []
         if sw.kind == "load" and sw.axis == "request rate" and p.load is not None:
             if math.isinf(p.load):
                 why.append("offered rate inf: every request sent at once, the achieved rate is the server's capacity")
             else:
-                done, dur, e2e = completed.get(p.run_id), durations.get(p.run_id), mean_e2e_s.get(p.run_id)
+                done, dur, e2e = (_med(p.values.get(k) or []) for k in ("completed", "duration_s", "mean_e2el_s"))
                 if done and dur:
                     window = dur - e2e if e2e is not None and 0 < e2e < dur else dur
                     p.send_rate = done / window
@@ -103,14 +138,21 @@ def mark_saturation(
                             f"< {KEEP_UP:.0%} of offered {p.load:g}"
                         )
         if prev is not None and sw.kind == "load":
+            key = _gain_key(p)
+            t0, t1 = _med(prev.values.get(key) or []), _med(p.values.get(key) or [])
             l0, l1 = prev.latency.get("median_e2el_ms"), p.latency.get("median_e2el_ms")
-            t0, t1 = prev.achieved_req_s, p.achieved_req_s
-            if l0 and l1 and t0 and t1 and l1 / l0 - 1 > LATENCY_RISE and t1 / t0 - 1 < THROUGHPUT_RISE:
-                why.append(
-                    f"median E2E rose {l1 / l0 - 1:.0%} over {prev.load_shown} while achieved req/s rose {t1 / t0 - 1:+.0%}"
-                )
+            if t0 and t1 and l0 and l1:
+                gain = t1 / t0 - 1
+                noise = max(THROUGHPUT_RISE, prev.spread(key), p.spread(key))
+                b0, b1 = prev.band(key), p.band(key)
+                overlap = b0 is not None and b1 is not None and b0[1] >= b1[0] and b1[1] >= b0[0]
+                rise = l1 / l0 - 1
+                if (gain < noise or overlap) and rise > LATENCY_RISE:
+                    what = "output tok/s" if key == "output_throughput" else "req/s"
+                    within = "[min–max] bands overlap" if overlap else f"below the noise band {noise:.0%}"
+                    why.append(f"{what} {gain:+.1%} over {prev.load_shown} ({within}) while median E2E rose {rise:.0%}")
         p.saturated = bool(why)
         p.saturation_why = "; ".join(why)
         if p.saturated and sw.saturation is None:
             sw.saturation = p.load_shown
-        last = p
+        prev = p

@@ -4,8 +4,9 @@
   (newer: ``failed``, ``max_concurrent_requests``, ``rtfx``, E2E latency), ``--append-result``
   (one JSON object per line), and ``vllm bench sweep`` outputs (a ``run=N.json`` per run with the
   swept server/bench parameters added, and ``summary.json``: a list of those runs);
-* with or without the per-request arrays (``ttfts``, ``itls``, ``input_lens``, ``output_lens``,
-  ``errors``) that ``--save-detailed`` (or the older default) writes;
+* with or without the per-request arrays (``ttfts``, ``itls``, ``start_times``, ``input_lens``,
+  ``output_lens``, ``errors``; 0.30+ adds ``latencies`` and ``queue_times``) that ``--save-detailed``
+  (or the older default) writes — every layout that carries them feeds the per-request views;
 * the nightly-benchmark results table (a list of rows with human column names).
 """
 
@@ -55,14 +56,26 @@ def _variant(r: dict[str, Any]) -> str:
     return "benchmark_serving.py"
 
 
+#: per-request arrays a vLLM result may carry (``--save-detailed``, or the older default), in file order
+PER_REQUEST_ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "start_times", "latencies", "queue_times",
+                      "errors")  # fmt: skip
+
+
 def _tool_version(r: dict[str, Any], variant: str) -> str:
+    """The layout, named by the keys found: which per-request arrays the file carries, and the vLLM
+    releases known to write it."""
     if variant == "benchmark_serving.py":
         return "vLLM benchmarks/benchmark_serving.py (before `vllm bench serve`)"
     if variant.startswith("reduced"):
         return "vLLM benchmark_serving.py, reduced CI layout"
+    arrays = [k for k in PER_REQUEST_ARRAYS if isinstance(r.get(k), list)]
     if "latencies" in r or "queue_times" in r:
-        return f"{variant}: layout with per-request latencies/queue_times (vLLM 0.30+; seen in 0.32)"
-    return f"{variant}: layout without per-request latencies (before 0.30; seen in 0.25.1)"
+        era = "vLLM 0.30+; seen in 0.32"
+    else:
+        era = "before vLLM 0.30, no latencies/queue_times; seen in 0.25.1 and 0.26.0"
+    if arrays:
+        return f"{variant}: layout with per-request {', '.join(arrays)} ({era})"
+    return f"{variant}: summary-only layout, no per-request arrays ({era})"
 
 
 def read_bench_serve(ld: Loaded) -> list[BenchmarkRun]:

@@ -68,13 +68,15 @@ def load(
     engine_after: str = "",
     engine_run: str = "",
     campaign: str = "",
+    preset: str = "",
 ) -> Page:
     """Read the files and decide the page (:func:`resultset.build`). ``labels``: ``{file: label}``
     or ``["FILE=LABEL"]``; ``slo``: ``{ttft_ms, tpot_ms, itl_ms, e2el_ms, percentile | attainment}``.
     ``engine_before``/``engine_after``: a ``/metrics`` pair for the window of ``engine_run`` (empty:
     the only run, else the first run of the baseline configuration). ``campaign``: a campaign folder of
     results runs, read instead of ``files`` (``analysis.results``): its result files, each run's arm,
-    engine window and reconciliation."""
+    engine window and reconciliation. ``preset``: ``"smoke"`` (gates for a smoke run; every finding
+    labelled smoke)."""
     inputs = None
     gates = {"min_duration_s": min_duration_s, "min_completed": min_completed, "max_error_rate": max_error_rate}
     engine_checks: list[tuple[str, list[Any]]] = []
@@ -84,14 +86,14 @@ def load(
         if files or engine_before or engine_after:
             raise InputError("parameters", "campaign", "give a campaign or files/engine_before/engine_after, not both")
         labels = dict(labels) if isinstance(labels, Mapping) else list(labels)
-        opts = {"baseline": baseline, "labels": labels, "slo": slo, **gates}
+        opts = {"baseline": baseline, "labels": labels, "slo": slo, "preset": preset, **gates}
         an = analyse(campaign, rule=rule, results_options=opts)
         if an.results is None:
             raise InputError(f"{campaign}/campaign.json", "$.runs", 'no results run (harness "results") to compare')
         rs, inputs, engine_checks = an.results, an.results_inputs, an.results_engine_checks
         title = title or inputs.title
     else:
-        rs = rset.build(files, baseline=baseline, rule=rule, labels=labels, slo=slo, **gates)
+        rs = rset.build(files, baseline=baseline, rule=rule, labels=labels, slo=slo, preset=preset, **gates)
     page = Page(rs, title or f"Comparison of {len(rs.entries)} runs")
     page.inputs = (
         list(inputs.inputs)
@@ -159,22 +161,37 @@ def header(page: Page) -> bd.Block:
     bd.record("configurations", [c.label for c in rs.configs])
     bd.record("baseline", rs.baseline)
     bd.record("repeats", {c.label: len(c.entries) for c in rs.configs})
+    bd.record("loads", {c.label: {p.shown: len(p.entries) for p in c.points} for c in rs.configs})
+    bd.record("headlines", rs.headlines)
+    bd.record("preset", rs.preset)
     bd.record("todo", page.todo)
     todo = (
         str(bd.text("Still to decide (campaign.json todo): {items}.", items="; ".join(page.todo))) if page.todo else ""
     )
+    if rs.preset == "smoke":
+        g = rs.gate_params
+        todo += str(
+            bd.text(
+                "Smoke preset: validity gates lowered to duration ≥ {d} s, completed ≥ {c}, error rate ≤ {e}. These runs "
+                "check the set-up; every result on this page is smoke, not a measurement to publish.",
+                d=f"{g['min_duration_s']:g}",
+                c=g["min_completed"],
+                e=f"{g['max_error_rate']:.0%}",
+            )
+        )
     n_read = sum(len(e.carried_by) for e in rs.entries)
     return bd.Block(
         str(bd.heading(page.title, 1))
         + todo
         + str(
             bd.text(
-                "{n} run(s) ({r} read from {f} file(s); duplicates counted once) in {c} configuration(s); "
-                "reference configuration: {b}.",
+                "{n} run(s) ({r} read from {f} file(s); duplicates counted once) in {c} configuration(s) at {l} "
+                "load(s); reference configuration: {b}.",
                 n=len(rs.entries),
                 r=n_read,
                 f=len(rs.files),
                 c=len(rs.configs),
+                l=len({p.shown for c in rs.configs for p in c.points}),
                 b=rs.baseline,
             )
         )
@@ -182,7 +199,8 @@ def header(page: Page) -> bd.Block:
 
 
 _FINDING_MARK = {
-    "fail": ("fail", "failed check"),
+    "headline": ("note", "at matched load"),
+    "fail": ("fail", "failed gate"),
     "result": ("result", None),
     "cannot": ("cannot", None),
     "not comparable": ("note", "not comparable"),
@@ -217,7 +235,7 @@ def findings(page: Page) -> bd.Block:
 
 def how_to_read(page: Page) -> bd.Block:
     rs = page.rs
-    reps = sorted({len(c.entries) for c in rs.configs})
+    reps = sorted({len(p.entries) for c in rs.configs for p in c.points})
     rule = (
         "a difference is a result only when the repeats' [min–max] ranges do not overlap AND it exceeds the run-to-run "
         "spread measured between repeats of the configurations in that comparison"
@@ -228,7 +246,8 @@ def how_to_read(page: Page) -> bd.Block:
     return bd.how_to_read(
         n_per_cell=(
             "each run is one benchmark run, counted once however many files carried it; figures per run are the tool's own "
-            "statistics over its requests. A configuration's cell is the median over its repeats (n = "
+            "statistics over its requests. A configuration's cell at one load is the median over its repeats at that "
+            "load, with their [min–max] (n = "
             + ", ".join(map(str, reps))
             + "). Runs, not requests, are the unit of replication."
         ),
@@ -238,12 +257,12 @@ def how_to_read(page: Page) -> bd.Block:
         "medians decide instead; with no repeats at all the verdict is 'cannot tell'",
         marks=("result", "noise", "cannot", "pass", "fail", "note"),
         extra=[
-            "Runs are repeats only when everything their files say about the configuration agrees (model, backend and "
-            "version, dataset and lengths, prompt count, request rate, concurrency, tag/label/metadata, parallelism, "
-            "hardware); see 'Configurations'.",
-            "Configurations are judged against each other only when model and dataset agree and only the deployment "
-            "differs; configurations differing only in offered load form a sweep; the rest are shown side by side, "
-            "'not comparable'.",
+            "A configuration is everything the files say about the model, the dataset and the deployment (backend and "
+            "version, tag/label/metadata such as --metadata arm=…, your --label, parallelism, hardware); the load "
+            "(request rate, concurrency) is not part of it: each configuration is one curve over its loads, and runs of "
+            "it at one load are repeats; see 'Configurations'.",
+            "Configurations are judged against each other at matched load, only when model and dataset agree; the rest "
+            "are shown side by side, 'not comparable'. Runs that failed a validity gate are shown, never judged.",
             "Ratios are candidate / reference configuration; for latencies a ratio below 1 is faster.",
         ],
     )
@@ -258,12 +277,13 @@ def configurations(page: Page) -> bd.Block:
             {
                 "Configuration": c.label + (" (reference)" if c.label == rs.baseline else ""),
                 "Runs": ", ".join(e.id for e in c.entries),
-                "n": len(c.entries),
+                "Loads (n)": ", ".join(f"{p.shown} ({len(p.entries)})" for p in c.points),
                 "Why grouped": c.why,
                 "Spread between repeats": ", ".join(f"{k} {stats.fmt_pct(v)}" for k, v in c.spreads.items()) or "—",
                 "Identity": "; ".join(
                     f"{f['field']}: {f['value']}" + (" [user]" if f["source"] == "user" else "")
                     for f in c.identity.as_rows()
+                    if f["group"] != "load"
                 ),
             }
         )
@@ -319,8 +339,8 @@ def pairings(page: Page) -> bd.Block:
         "What is compared with what",
         rows,
         (
-            "verdicts: same model, dataset and load, the deployment differs; sweep: only the offered load (or one "
-            "swept parameter) differs; not comparable: model or dataset differ — figures side by side, no ratio."
+            "verdicts: same model and dataset, the deployment differs — judged at every load both were run at; no "
+            "verdict: no load in common; not comparable: model or dataset differ — figures side by side, no ratio."
         ),
     )
 
@@ -438,9 +458,9 @@ def verdicts(page: Page) -> bd.Block:
                 )
             )
         )
-    pairs: dict[tuple[str, str], list[Any]] = {}
+    pairs: dict[tuple[str, str, str], list[Any]] = {}
     for v in rs.verdicts:
-        pairs.setdefault((v.baseline, v.candidate), []).append(v)
+        pairs.setdefault((v.baseline, v.candidate, v.load), []).append(v)
     cannot = {k: vs for k, vs in pairs.items() if all(v.judgement.state == "cannot" for v in vs)}
     if cannot:
         # one row per pair: the ratios, and the pair's reason
@@ -448,6 +468,7 @@ def verdicts(page: Page) -> bd.Block:
             {
                 "Reference": b,
                 "Configuration": c,
+                "At": ld,
                 **{
                     METRIC_NAME.get(v.metric, v.metric): f"{v.candidate_cell.fmt(2)} ({v.judgement.ratio:.3f}x)"
                     for v in vs
@@ -455,7 +476,7 @@ def verdicts(page: Page) -> bd.Block:
                 "Verdict": bd.mark("cannot"),
                 "Why": "; ".join(dict.fromkeys(rset.short_why(v.judgement) for v in vs)),
             }
-            for (b, c), vs in cannot.items()
+            for (b, c, ld), vs in cannot.items()
         ]
         out.append(
             str(
@@ -471,6 +492,7 @@ def verdicts(page: Page) -> bd.Block:
         {
             "Reference": v.baseline,
             "Configuration": v.candidate,
+            "At": v.load,
             "Metric": METRIC_NAME.get(v.metric, v.metric),
             "Reference value": v.baseline_cell.fmt(2),
             "Value": v.candidate_cell.fmt(2),
@@ -488,7 +510,8 @@ def verdicts(page: Page) -> bd.Block:
                 bd.table(
                     rows,
                     id="compare-verdicts",
-                    caption="Configuration vs its reference, median (min–max) over repeats; ratio = configuration / reference.",
+                    caption="Configuration vs its reference at matched load, median (min–max) over the repeats at that "
+                    "load; ratio = configuration / reference.",
                 )
             )
         )
@@ -530,22 +553,23 @@ def sweeps(page: Page) -> bd.Block:
         return bd.Block("")
     out = []
     for i, sw in enumerate(rs.sweeps):
-        out.append(f"<h3>{bd.esc(sw.series)}: {bd.esc(sw.axis)} sweep</h3>")
-        out.append(
-            str(
-                bd.text(
-                    "Saturation point: {s}.",
-                    s=f"{sw.axis} {sw.saturation}" if sw.saturation else "none found at the loads tested",
-                )
-            )
+        out.append(f"<h3>{bd.esc(sw.series)}: {bd.esc(sw.axis)} curve</h3>")
+        sat = (
+            f"{sw.axis} {sw.saturation}"
+            if sw.saturation
+            else "; ".join(sw.notes)
+            if sw.notes
+            else "none found at the loads tested"
         )
+        out.append(str(bd.text("Saturation point: {s}.", s=sat)))
         rows = [
             {
                 f"Offered {sw.axis}": p.load_shown,
-                "Run": p.run_id,
-                "Achieved req/s": _n(p.achieved_req_s, 3),
+                "Runs": ", ".join(p.runs) or p.run_id,
+                "n": p.n,
+                "Achieved req/s": _band(p, "request_throughput", p.achieved_req_s, 3),
                 "Send-window req/s": _n(p.send_rate, 3),
-                "Output tok/s": _n(p.output_tok_s, 1),
+                "Output tok/s": _band(p, "output_throughput", p.output_tok_s, 1),
                 **{
                     f"{LAT_NAME[m]} p50 / p99 ms": f"{_n(p.latency.get(f'median_{m}_ms'), 1)} / {_n(p.latency.get(f'p99_{m}_ms'), 1)}"
                     for m in LATENCY
@@ -577,8 +601,10 @@ def sweeps(page: Page) -> bd.Block:
                     rows,
                     id=f"compare-sweep-{i}",
                     caption=(
-                        "One row per run, in increasing load. Send-window rate = completed / (duration − mean E2E): the achieved "
-                        "rate without the drain of the last requests. Invalid points failed a validity gate (see the checks)."
+                        "One row per load, in increasing order: the median over its repeats with [min–max] when n > 1. "
+                        "Send-window rate = completed / (duration − mean E2E): the achieved rate without the drain of the "
+                        "last requests. Invalid points failed a validity gate (see the checks) and are never used for "
+                        "saturation."
                     ),
                 )
             )
@@ -590,11 +616,20 @@ def sweeps(page: Page) -> bd.Block:
         both = _latency_chart(
             [(sw.series, sw.points) for sw in rs.sweeps],
             "compare-sweeps-latency",
-            "Every sweep on one set of axes: latency against achieved request rate, one line per series (dashed: p99).",
+            "Every curve on one set of axes: latency against achieved request rate, one line per configuration (dashed: p99).",
         )
         if both is not None:
-            out.append("<h3>All series</h3>" + str(both))
-    return _section("compare-sweeps", "Sweeps", "".join(out))
+            out.append("<h3>All configurations</h3>" + str(both))
+    return _section("compare-sweeps", "Curves", "".join(out))
+
+
+def _band(p: Any, key: str, median: float | None, d: int) -> str:
+    b = p.band(key)
+    if median is None:
+        return "—"
+    if b is None or p.n < 2 or b[0] == b[1]:
+        return _n(median, d)
+    return f"{_n(median, d)} [{_n(b[0], d)}–{_n(b[1], d)}]"
 
 
 _VALIDITY_DOMAIN = ["valid", "invalid"]
@@ -794,7 +829,10 @@ def slo_section(page: Page) -> bd.Block:
         out.append(
             str(
                 bd.table(
-                    [{"Sweep": h["series"], "Highest load meeting the SLO": h["text"]} for h in highest],
+                    [
+                        {"Configuration (curve)": h["series"], "Highest load meeting the SLO": h["text"]}
+                        for h in highest
+                    ],
                     id="compare-slo-highest",
                     caption="Interpolated values are marked so; they are linear between the two bracketing runs.",
                 )

@@ -108,6 +108,22 @@ def _percentile_table(vs: list[pr.RequestViews]) -> bd.Block:
     )
 
 
+#: rows one chart embeds at most (Altair's default limit is 5000)
+CHART_ROWS = 4500
+
+
+def _thin(df: Any, by: list[str], limit: int) -> Any:
+    """At most ``limit`` rows: every k-th row of each ``by`` group (its first and last kept), the
+    same k for every group, so many runs on one chart stay within the embedding limit."""
+    import polars as pl
+
+    if df.height <= limit:
+        return df
+    k = -(-df.height // max(limit - 2 * df.select(by).n_unique(), 1))
+    i = pl.int_range(pl.len()).over(by)
+    return df.filter((i % k == 0) | (i == pl.len().over(by) - 1))
+
+
 def _ecdf_chart(vs: list[pr.RequestViews]) -> bd.Block:
     import altair as alt
     import polars as pl
@@ -123,7 +139,7 @@ def _ecdf_chart(vs: list[pr.RequestViews]) -> bd.Block:
     if not pts:
         return bd.Block("")
     order = [f"{pr.METRIC_NAMES[m]} ms" for m in ("ttft", "tpot", "itl", "e2e")]
-    df, mk = pl.DataFrame(pts), pl.DataFrame(marks)
+    df, mk = _thin(pl.DataFrame(pts), ["run", "metric"], CHART_ROWS - len(marks)), pl.DataFrame(marks)
     color = alt.Color("run:N", title="run")
     line = (
         alt.Chart()
@@ -181,7 +197,7 @@ def _timeline_chart(vs: list[pr.RequestViews]) -> bd.Block:
         )
     if not frames:
         return bd.Block("")
-    df = pl.concat(frames)
+    df = _thin(pl.concat(frames), ["panel"], CHART_ROWS)
     panels = list(dict.fromkeys(df["panel"].to_list()))
     ch = (
         alt.Chart(df)

@@ -782,33 +782,77 @@ def _run_compare(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, 
         if not f.is_file():
             raise InputError(f, None, "result file does not exist")
     params = dict(overrides.get("compare", {}))
-    if args.label:  # FILE=LABEL; the kernel runs elsewhere, so a FILE that names a file becomes its name
-        named_labels = [
-            f"{Path(f).name}={lab}" if Path(f).is_file() else item
-            for item in args.label
-            for f, _, lab in [item.partition("=")]
-        ]
-        params["labels"] = [*params.get("labels", []), *named_labels]
     engine = [k for k in ("engine_before", "engine_after") if params.get(k)]
     given = [f.resolve() for f in args.compare] + [Path(params[k]).resolve() for k in engine]
-    named = [str(f) for f in args.compare] + [str(params[k]) for k in engine]
-    _log(f"compare: reading {len(named)} file(s): {', '.join(named)}")
-    # the kernel runs in the files' common folder and gets them relative to it: no absolute path of
-    # this machine in the page or its notebook
     cwd = Path(os.path.commonpath([str(f.parent) for f in given]))
-    params["campaign"] = ""  # the files, not the notebook's default campaign
-    params["files"] = [os.path.relpath(f, cwd) for f in given[: len(args.compare)]]
-    params.update({k: os.path.relpath(f, cwd) for k, f in zip(engine, given[len(args.compare) :], strict=True)})
-    res = render_page(
-        notebook_for("compare", args.notebooks),
-        params,
-        Path(args.out) / "compare.html",
-        title=params.get("title") or f"Comparison of {len(args.compare)} result file(s)",
-        page="compare",
-        cwd=cwd,
-    )
+    staged = None
+    if cwd.parent == cwd:
+        # the inputs share no folder but the filesystem root: paths from there name this machine's
+        # folders (home, user, project) on the page; the kernel reads copies named by the fewest
+        # trailing components that tell them apart instead
+        import shutil
+        import tempfile
+
+        from benchbook.analysis.identity import short_names
+
+        staged = Path(tempfile.mkdtemp(prefix="benchbook-compare-"))
+        copies = []
+        for f, name in zip(given, short_names([str(f) for f in given]), strict=True):
+            dst = staged / name
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(f, dst)
+            copies.append(dst)
+        given, cwd = copies, staged
+    try:
+        if args.label:  # FILE=LABEL: the path as given (the kernel gets it as it reads that file), never its name
+            labels = _compare_labels(args.label, args.compare, given[: len(args.compare)], cwd)
+            params["labels"] = [*params.get("labels", []), *labels]
+        named = [str(f) for f in args.compare] + [str(params[k]) for k in engine]
+        _log(f"compare: reading {len(named)} file(s): {', '.join(named)}")
+        # the kernel runs in the files' common folder and gets them relative to it: no absolute path of
+        # this machine in the page or its notebook
+        params["campaign"] = ""  # the files, not the notebook's default campaign
+        params["files"] = [os.path.relpath(f, cwd) for f in given[: len(args.compare)]]
+        params.update({k: os.path.relpath(f, cwd) for k, f in zip(engine, given[len(args.compare) :], strict=True)})
+        res = render_page(
+            notebook_for("compare", args.notebooks),
+            params,
+            Path(args.out) / "compare.html",
+            title=params.get("title") or f"Comparison of {len(args.compare)} result file(s)",
+            page="compare",
+            cwd=cwd,
+        )
+    finally:
+        if staged is not None:
+            import shutil
+
+            shutil.rmtree(staged, ignore_errors=True)
     _log(f"compare: wrote {res.html} ({res.bytes / 1024:.0f} KiB, {res.seconds:.1f} s)")
     return 0
+
+
+def _compare_labels(items: list[str], files: list[Path], read: list[Path], cwd: Path) -> list[str]:
+    """``--label FILE=LABEL`` items as the kernel must read them: FILE is one of the compared files'
+    paths as given (or a name or pattern matching some), each match becomes ``path-from-cwd=LABEL``;
+    one that matches no compared file is bad input (exit 2), never silently ignored. ``read``: where
+    the kernel reads each of ``files``."""
+    from benchbook.analysis.identity import matches
+
+    out = []
+    for item in items:
+        pattern, eq, label = item.partition("=")
+        if not eq or not pattern or not label:
+            raise InputError("--label", item, "expected FILE=LABEL")
+        hits = [k for k, f in enumerate(files) if Path(pattern).resolve() == f.resolve() or matches(pattern, f)]
+        if not hits:
+            raise InputError(
+                "--label",
+                item,
+                f"{pattern!r} matches none of the {len(files)} compared files (e.g. {files[0]}); give a file's path "
+                "as given, its name or a pattern",
+            )
+        out += [f"{os.path.relpath(read[k], cwd)}={label}" for k in hits]
+    return out
 
 
 def batch_exit_code(outcomes: list[CampaignOutcome]) -> int:
