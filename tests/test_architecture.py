@@ -90,6 +90,7 @@ TESTS_UNDER_ANOTHER_NAME = {
     "cli": "test_exit_codes, test_render_cli",
     "history_page": "test_history",
     "schedule": "test_render_schedule",
+    "__main__": "test_capture (python -m benchbook capture, with the notebook stack blocked)",
     "capture_folder": "test_capture, test_engine_capture",
     "capture_phases": "test_capture, test_engine_capture",
     "capture_run": "test_capture, test_engine_capture",

@@ -192,7 +192,7 @@ class MemorySampling:
             return
         path = self.run_dir / GPU_FILE
         append = path.exists() and path.stat().st_size > 0
-        self.gpu_rows_before = _lines(path)
+        self.gpu_rows_before = _lines(path) if append else 1  # nvidia-smi's header line is not a sample
         fmt = "csv,noheader,nounits" if append else "csv,nounits"
         out = open(path, "ab")  # noqa: SIM115 - handed to the child, closed in stop()
         try:
@@ -231,7 +231,7 @@ class MemorySampling:
             err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr else ""
             if proc.stderr:
                 proc.stderr.close()
-            rows = _lines(self.run_dir / GPU_FILE) - self.gpu_rows_before
+            rows = max(0, _lines(self.run_dir / GPU_FILE) - self.gpu_rows_before)
             gpu = {
                 "file": GPU_FILE,
                 "command": f"nvidia-smi --query-gpu={GPU_QUERY} --format=csv,nounits -lms {self.gpu_every_ms}",
