@@ -498,8 +498,16 @@ def test_the_readmes_capture_run_example_works_as_written(engine, tmp_path):
     assert cap["complete"] and len(cap["result_files"]) == 1
     snaps = [prometheus.read(run / s["file"]) for s in cap["snapshots"]]
     idle = next(i for i, s in enumerate(snaps) if _delta(snaps[0], s, "requests_success") > 0 or eng_in_flight(s))
-    print(f"\nREADME example: {len(snaps)} snapshots, {idle} before the first request was seen", file=sys.stderr)
     assert idle >= 2  # `before` and at least one during-snapshot inside the tool's start-up
+    (res,) = formats.read(run / cap["result_files"][0]["file"])
+    e2e = res.requests["e2e_s"].to_list()
+    timed = [(s["unix_s"], snap) for s, snap in zip(cap["snapshots"], snaps)]
+    chk = engine_concurrency(samples_from_snapshots(timed, VLLM), completed=len(e2e), mean_e2e_s=sum(e2e) / len(e2e))
+    print(
+        f"\nREADME example: {len(snaps)} snapshots, {idle} before the first request was seen; Little's law "
+        f"{chk.check.status} (largest gap {chk.max_gap_s:.2f} s, W {chk.mean_e2e_s:.2f} s): {chk.check.detail}",
+        file=sys.stderr,
+    )
 
 
 def eng_in_flight(snap: prometheus.Snapshot) -> bool:

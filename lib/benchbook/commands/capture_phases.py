@@ -10,6 +10,11 @@ seeds' server sends); where the first event already carries generated text (vLLM
 result is a ``phases`` run (``phases.json`` + ``metrics/<class>-<repeat>.{before,after}.prom``) in
 the campaign format, read by the baseline page exactly like the seeds' runs, plus ``capture.json``.
 
+Every request's prompt starts with a prefix of its own (``capture_prompts.distinct``), so no measured
+prefill is served from the engine's prefix cache; ``--same-prompt`` sends the same text every round
+(the seeds' harness). Default prompts are cut to the served model's context before anything is sent.
+Memory is sampled meanwhile into the run folder (``capture_memory``).
+
 An engine may update its counters a moment after the last byte of the stream (vLLM records stats
 after handing the output to the HTTP layer), so the *after* scrape is repeated, for at most
 ``settle_s``, until the success counter has moved; the attribution checks (each count moved by
