@@ -85,8 +85,8 @@ def capture_ladder(
     need = {"short"} | ({"long"} if interleave else set())
     if not need <= set(prompts):
         raise InputError("--prompt", ", ".join(sorted(prompts)), f"the ladder needs prompt classes {sorted(need)}")
-    if warmup < 0 or max_tokens < 1:
-        raise InputError("arguments", "-", "need --warmup >= 0 and --max-tokens >= 1")
+    if warmup < 0 or max_tokens < 1 or interleave_delay_s < 0:
+        raise InputError("arguments", "-", "need --warmup >= 0, --max-tokens >= 1 and --interleave-delay >= 0")
     base = str(httpx.URL(url)).rstrip("/")
     endpoint = MetricsEndpoint(metrics or base + "/metrics", timeout_s=scrape_timeout_s, retries=retries)
     first, _snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
