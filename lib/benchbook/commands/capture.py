@@ -188,11 +188,10 @@ def run(args: argparse.Namespace) -> int:
         from benchbook.commands.capture_ladder import capture_ladder, parse_concurrency
 
         # the ladder needs short (and long for the interleave): a class not given is the default's
-        given = set(prompts)
         folder = capture_ladder(
             **req,
             prompts={**defaults, **prompts},
-            default_classes=sorted(set(defaults) - given),
+            default_classes=sorted(defaults),
             concurrency=parse_concurrency(args.concurrency),
             interleave=args.interleave,
             interleave_delay_s=args.interleave_delay,
