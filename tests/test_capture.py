@@ -11,6 +11,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -282,3 +283,56 @@ def test_a_killed_capture_does_not_leave_the_benchmark_running(server, tmp_path)
         os.kill(child, 0)
     cap = json.loads((out / "capture.json").read_text())
     assert cap["complete"] is False and "killed before it could say why" in cap["stopped"]
+
+
+# What an engine's own Python environment lacks: capture must not import any of it (issue 22).
+NOT_ON_AN_ENGINE_HOST = (
+    "polars", "numpy", "orjson", "altair", "jupyter", "jupyter_client", "jupyter_core", "papermill", "pandas",
+    "pyarrow", "scipy", "nbformat", "nbconvert", "ipykernel", "vl_convert", "yaml",
+)  # fmt: skip
+
+BLOCKER = f"""
+import sys
+BLOCKED = {NOT_ON_AN_ENGINE_HOST!r}
+class _Blocker:
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ImportError(f"blocked for the test: {{name}} is not on an engine host")
+        return None
+sys.meta_path.insert(0, _Blocker())
+"""
+
+
+def test_capture_imports_nothing_an_engine_environment_lacks(server, tmp_path):
+    """`python -m benchbook capture phases|ladder|run` with the analysis/notebook stack unimportable (a
+    meta-path blocker in sitecustomize), against the small OpenAI-compatible server."""
+    import fake_openai
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(BLOCKER)
+    lib = str(Path(__file__).resolve().parents[1] / "lib")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), lib])}
+
+    def bb(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "benchbook", "capture", *args], capture_output=True, text=True, env=env, timeout=60
+        )
+
+    probe = subprocess.run([sys.executable, "-c", "import polars"], capture_output=True, text=True, env=env)
+    assert probe.returncode == 1 and "blocked for the test" in probe.stderr  # the blocker works
+    with fake_openai.serving() as (url, _st):
+        common = ["--url", url, "--model", "m", "--max-tokens", "2", "--warmup", "0", "--arm", "a", "--run", "p1"]
+        r = bb("phases", *common, "--repeats", "1", "--out", str(tmp_path / "o"))
+        assert r.returncode == 0, r.stderr
+        r = bb("ladder", *common, "--concurrency", "1,2", "--interleave", "--out", str(tmp_path / "o"))
+        assert r.returncode == 0, r.stderr
+        r = bb("run", "--metrics", url, "--every", "0.2", "--arm", "a", "--run", "p1", "--point", "c1",
+               "--out", str(tmp_path / "o"), "--", sys.executable, "-c", "import time; time.sleep(0.5)")  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    run = tmp_path / "o" / "a" / "p1"
+    assert sorted(p.name for p in run.iterdir()) == ["c1", "host_samples.csv", "ladder", "phases"]
+    for point in ("c1", "ladder", "phases"):
+        cap = json.loads((run / point / "capture.json").read_text())
+        validate(cap, "capture", run / point / "capture.json")
+        assert cap["complete"] is True and cap["layout"]["folder"] == f"a/p1/{point}"

@@ -1,7 +1,11 @@
 """``benchbook capture``: make runs against your own server (see docs/capture.md).
 
     benchbook capture phases --url http://HOST:PORT --model M --out RUNDIR
+    benchbook capture ladder --url http://HOST:PORT --model M --concurrency 1,2,4,8 --interleave --out RUNDIR
     benchbook capture run --metrics http://HOST:PORT/metrics --every 2 --out RUNDIR -- vllm bench serve ...
+
+With ``--arm NAME --run NAME [--point NAME]`` the folder is ``RUNDIR/ARM/RUN/POINT`` (the layout
+``benchbook init`` reads: an arm folder per server configuration, a run folder per server process).
 
 Exit codes: 0 done; 2 bad arguments, a non-empty --out folder, or an endpoint that does not answer
 Prometheus text; 4 the server cannot be reached (after bounded retries); 130 Ctrl-C (the run folder
@@ -25,31 +29,38 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         description="One streamed /v1/completions request at a time against an OpenAI-compatible "
         "server, /metrics scraped before and after each: writes a phases run.",
     )
-    ph.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
-    ph.add_argument("--model", required=True, help="model name the server serves (the request's `model`)")
-    ph.add_argument(
-        "--prompt",
-        action="append",
-        default=[],
-        metavar="NAME=TEXT",
-        help="a prompt class (repeatable; NAME=@FILE reads the text from a file); default: short (128 "
-        "words) and long (1024 words)",
-    )
+    _requests(ph)
     ph.add_argument("--repeats", type=int, default=3, help="measured rounds per prompt class (default 3)")
     ph.add_argument(
         "--warmup", type=int, default=1, help="warm-up rounds before them, marked and discarded (default 1)"
     )
-    ph.add_argument("--max-tokens", type=int, default=32, help="generation budget of every request (default 32)")
-    ph.add_argument(
-        "--ignore-eos",
-        action="store_true",
-        help="send ignore_eos=true (vLLM, SGLang) so every request generates exactly --max-tokens",
-    )
-    ph.add_argument("--metrics", help="the /metrics URL when it is not URL/metrics")
-    ph.add_argument(
-        "--request-timeout", type=float, default=300.0, help="time limit per request, seconds (default 300)"
-    )
     _common(ph)
+
+    ld = sub.add_parser(
+        "ladder",
+        help="the concurrency harness: a single request, k at once for each k, the long/short interleave",
+        description="The seeds' concurrency harness against an OpenAI-compatible server: a single streamed "
+        "request, then k streamed requests at once for each k of --concurrency, then (--interleave) a long "
+        "and a short request together; /metrics before and after each step. Writes a requests run.",
+    )
+    _requests(ld)
+    ld.add_argument(
+        "--concurrency",
+        default="1,2,4,8",
+        help="the ladder's steps, comma-separated (default 1,2,4,8; 1 is the single request, always sent)",
+    )
+    ld.add_argument("--interleave", action="store_true", help="end with the long/short interleave")
+    ld.add_argument(
+        "--interleave-delay",
+        type=float,
+        default=0.5,
+        metavar="S",
+        help="the short request of the interleave starts S seconds after the long one (default 0.5)",
+    )
+    ld.add_argument(
+        "--warmup", type=int, default=1, help="warm-up single requests first, marked and discarded (default 1)"
+    )
+    _common(ld)
 
     rn = sub.add_parser(
         "run",
@@ -79,8 +90,52 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     rn.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS…: the benchmark command")
 
 
+def _requests(p: argparse.ArgumentParser) -> None:
+    """The options of the commands that send the requests themselves (phases, ladder)."""
+    p.add_argument("--url", required=True, help="server base URL, e.g. http://127.0.0.1:8000")
+    p.add_argument("--model", required=True, help="model name the server serves (the request's `model`)")
+    p.add_argument(
+        "--prompt",
+        action="append",
+        default=[],
+        metavar="NAME=TEXT",
+        help="a prompt class (repeatable; NAME=@FILE reads the text from a file); default: short (128 "
+        "words) and long (1024 words, cut to fit the served model's context)",
+    )
+    p.add_argument("--max-tokens", type=int, default=32, help="generation budget of every request (default 32)")
+    p.add_argument(
+        "--ignore-eos",
+        action="store_true",
+        help="send ignore_eos=true (vLLM, SGLang) so every request generates exactly --max-tokens",
+    )
+    p.add_argument(
+        "--same-prompt",
+        action="store_true",
+        help="send each class's text unchanged every time (the seeds' harness); default: every request's "
+        "prompt starts with a prefix of its own, so none is served from the engine's prefix cache",
+    )
+    p.add_argument("--metrics", help="the /metrics URL when it is not URL/metrics")
+    p.add_argument("--request-timeout", type=float, default=300.0, help="time limit per request, seconds (default 300)")
+
+
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, help="the run folder to create (must not exist or be empty)")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="the folder to create (must not exist or be empty); with --arm/--run: the root of OUT/ARM/RUN/POINT",
+    )
+    p.add_argument("--arm", help="arm folder: the server configuration (OUT/ARM/RUN/POINT; docs/capture.md)")
+    p.add_argument("--run", help="run folder: one server process of that arm (a second process is a repeat)")
+    p.add_argument(
+        "--point",
+        help="point folder: one load point (capture run: required with --run, e.g. conc8; "
+        "default 'phases' / 'ladder' for those kinds)",
+    )
+    p.add_argument(
+        "--server-pid",
+        type=int,
+        help="the server's PID on this host: Rss/Pss of its process tree go into host_samples.csv",
+    )
     p.add_argument(
         "--scrape-timeout", type=float, default=10.0, help="time limit per /metrics scrape, seconds (default 10)"
     )
@@ -92,28 +147,57 @@ def run(args: argparse.Namespace) -> int:
     argv = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
     if args.retries < 1:
         raise UsageError("--retries must be at least 1")
-    if args.capture_kind == "phases":
-        from benchbook.commands.capture_phases import capture_phases, default_prompts, parse_prompt
+    from benchbook.commands.capture_folder import layout
 
-        prompts = dict(parse_prompt(s) for s in args.prompt) if args.prompt else default_prompts()
+    layout(args.out, args.capture_kind, args.arm, args.run, args.point)  # a bad name: refused before any request
+    place = {"arm": args.arm, "run": args.run, "point": args.point, "server_pid": args.server_pid}
+    if args.capture_kind in ("phases", "ladder"):
+        from benchbook.commands.capture_prompts import default_prompts, parse_prompt
+
+        prompts = dict(parse_prompt(s) for s in args.prompt) if args.prompt else {}
+        defaults = {k: v for k, v in default_prompts().items() if k not in prompts}
+        req = {
+            "url": args.url,
+            "model": args.model,
+            "out": args.out,
+            "arguments": argv,
+            "max_tokens": args.max_tokens,
+            "metrics": args.metrics,
+            "ignore_eos": args.ignore_eos,
+            "request_timeout_s": args.request_timeout,
+            "scrape_timeout_s": args.scrape_timeout,
+            "retries": args.retries,
+            "same_prompt": args.same_prompt,
+            **place,
+        }
+    if args.capture_kind == "phases":
+        from benchbook.commands.capture_phases import capture_phases
+
         folder = capture_phases(
-            url=args.url,
-            model=args.model,
-            out=args.out,
-            arguments=argv,
-            prompts=prompts,
+            **req,
+            prompts=prompts or defaults,
+            default_classes=() if prompts else sorted(defaults),
             repeats=args.repeats,
             warmup=args.warmup,
-            max_tokens=args.max_tokens,
-            metrics=args.metrics,
-            ignore_eos=args.ignore_eos,
-            request_timeout_s=args.request_timeout,
-            scrape_timeout_s=args.scrape_timeout,
-            retries=args.retries,
         )
         print(
             f"capture phases: wrote {folder.path}/phases.json ({len(folder.doc['samples'])} samples) and capture.json"
         )
+        return 0
+    if args.capture_kind == "ladder":
+        from benchbook.commands.capture_ladder import capture_ladder, parse_concurrency
+
+        # the ladder needs short (and long for the interleave): a class not given is the default's
+        folder = capture_ladder(
+            **req,
+            prompts={**defaults, **prompts},
+            default_classes=sorted(defaults),
+            concurrency=parse_concurrency(args.concurrency),
+            interleave=args.interleave,
+            interleave_delay_s=args.interleave_delay,
+            warmup=args.warmup,
+        )
+        print(f"capture ladder: wrote {folder.path}/requests.json ({len(folder.doc['steps'])} steps) and capture.json")
         return 0
     from benchbook.commands.capture_run import capture_run
 
@@ -129,6 +213,7 @@ def run(args: argparse.Namespace) -> int:
         scrape_timeout_s=args.scrape_timeout,
         retries=args.retries,
         echo=not args.quiet,
+        **place,
     )
     rc = folder.doc["command"]["exit_status"]
     if not isinstance(rc, int) or rc == 0:

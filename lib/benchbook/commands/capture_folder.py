@@ -9,6 +9,7 @@ with the reason, until the last step sets ``"complete": true``. docs/capture.md 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import platform
 import shutil
@@ -17,8 +18,6 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
-
-import orjson
 
 from benchbook import __version__
 from benchbook.errors import InputError
@@ -45,14 +44,75 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def dump_json(doc: Any) -> bytes:
-    return orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n"
+    """Indented JSON (the standard library's: capture runs where only the engine's Python is)."""
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode() + b"\n"
+
+
+_NAME_OK = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._+-=")
+
+
+def _name(option: str, value: str) -> str:
+    if not value or value in (".", "..") or not set(value) <= _NAME_OK:
+        raise InputError(
+            option, value, "a folder name: letters, digits and . _ + - = (no /, no spaces), not '.' or '..'"
+        )
+    return value
+
+
+def layout(
+    out: str | Path, kind: str, arm: str | None, run: str | None, point: str | None
+) -> tuple[Path, Path, dict[str, Any] | None]:
+    """Where a capture lands: ``(folder, run_dir, layout)``.
+
+    Without ``--arm``/``--run`` the folder is ``--out`` itself (and the run folder too: memory samples
+    go beside the capture). With them it is ``OUT/ARM/RUN/POINT``: the arm folder is one server
+    configuration, the run folder one server process, the point folder one load point (``capture
+    run``; ``phases`` and ``ladder`` by default for the other two kinds). docs/capture.md."""
+    if (arm is None) != (run is None):
+        raise InputError(
+            "--arm/--run", arm or run, "give both --arm NAME and --run NAME (the layout OUT/ARM/RUN/POINT)"
+        )
+    if arm is None:
+        if point is not None:
+            raise InputError("--point", point, "--point needs --arm and --run (the layout OUT/ARM/RUN/POINT)")
+        return Path(out), Path(out), None
+    if point is None:
+        if kind == "run":
+            raise InputError(
+                "--point", "-", "capture run with --arm/--run needs --point NAME (a load point, e.g. conc8)"
+            )
+        point = kind
+    arm, run, point = _name("--arm", arm), _name("--run", run), _name("--point", point)
+    run_dir = Path(out) / arm / run
+    return (
+        run_dir / point,
+        run_dir,
+        {
+            "root": str(out),
+            "arm": arm,
+            "run": run,
+            "point": point,
+            "run_folder": f"{arm}/{run}",
+            "folder": f"{arm}/{run}/{point}",
+        },
+    )
 
 
 class RunFolder:
-    """A fresh run folder and the ``capture.json`` describing it."""
+    """A fresh run folder and the ``capture.json`` describing it (``arm``/``run``/``point``: the layout
+    ``OUT/ARM/RUN/POINT`` of :func:`layout`)."""
 
-    def __init__(self, out: str | Path, kind: str, arguments: dict[str, Any]):
-        self.path = Path(out)
+    def __init__(
+        self,
+        out: str | Path,
+        kind: str,
+        arguments: dict[str, Any],
+        *,
+        arm: str | None = None,
+        run: str | None = None,
+        point: str | None = None,
+    ):
+        self.path, self.run_dir, where = layout(out, kind, arm, run, point)
         if self.path.exists() and (not self.path.is_dir() or any(self.path.iterdir())):
             raise InputError(self.path, "-", "the run folder exists and is not empty; give a new --out folder")
         self.path.mkdir(parents=True, exist_ok=True)
@@ -68,6 +128,8 @@ class RunFolder:
             "host": host_facts(),
             "files": {},
         }
+        if where is not None:
+            self.doc["layout"] = where
 
     def write(self, rel: str, data: bytes | str) -> str:
         write_atomic(self.path / rel, data.encode() if isinstance(data, str) else data)

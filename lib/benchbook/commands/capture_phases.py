@@ -10,6 +10,11 @@ seeds' server sends); where the first event already carries generated text (vLLM
 result is a ``phases`` run (``phases.json`` + ``metrics/<class>-<repeat>.{before,after}.prom``) in
 the campaign format, read by the baseline page exactly like the seeds' runs, plus ``capture.json``.
 
+Every request's prompt starts with a prefix of its own (``capture_prompts.distinct``), so no measured
+prefill is served from the engine's prefix cache; ``--same-prompt`` sends the same text every round
+(the seeds' harness). Default prompts are cut to the served model's context before anything is sent.
+Memory is sampled meanwhile into the run folder (``capture_memory``).
+
 An engine may update its counters a moment after the last byte of the stream (vLLM records stats
 after handing the output to the HTTP layer), so the *after* scrape is repeated, for at most
 ``settle_s``, until the success counter has moved; the attribution checks (each count moved by
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +33,15 @@ import httpx
 
 from benchbook.analysis import enginemetrics
 from benchbook.commands.capture_folder import RunFolder, dump_json, utc
+from benchbook.commands.capture_memory import MemorySampling
+from benchbook.commands.capture_prompts import (
+    default_prompts,
+    distinct,
+    fit_prompts,
+    new_nonce,
+    parse_prompt,
+    quote_error,
+)
 from benchbook.commands.scrape import MetricsEndpoint
 from benchbook.errors import InputError, SourceError
 from benchbook.metrics import prometheus
@@ -36,34 +50,7 @@ from benchbook.metrics.profiles import EngineProfile
 SETTLE_S = 2.0
 REQUEST_TIMEOUT_S = 300.0
 
-_WORDS = (
-    "the engine serves one request at a time while the harness reads its counters before and after "
-    "each streamed completion so that prefill and decode can be told apart on the engine clock"
-).split()
-
-
-def default_prompts() -> dict[str, str]:
-    """``short``: 128 words, ``long``: 1024 words of plain English (the seeds used 128 and 1600; 1024 keeps
-    the long prompt inside a 2048-token context on most tokenizers)."""
-    return {"short": _words(128), "long": _words(1024)}
-
-
-def _words(n: int) -> str:
-    return " ".join(_WORDS[i % len(_WORDS)] for i in range(n))
-
-
-def parse_prompt(spec: str) -> tuple[str, str]:
-    """``NAME=TEXT`` or ``NAME=@FILE`` -> (name, text)."""
-    name, sep, value = spec.partition("=")
-    if not sep or not name or not value:
-        raise InputError("--prompt", spec[:60], "expected NAME=TEXT or NAME=@FILE (e.g. short='Tell me a story')")
-    if not name.replace("-", "").replace("_", "").isalnum():
-        raise InputError("--prompt", name, "a prompt class name is letters, digits, - and _")
-    if value.startswith("@"):
-        from benchbook.jsonfile import read_text
-
-        value = read_text(value[1:], "prompt file")
-    return name, value
+__all__ = ["capture_phases", "default_prompts", "parse_prompt", "stream_completion"]
 
 
 @dataclass
@@ -76,6 +63,8 @@ class StreamResult:
     completion_tokens: int | None
     finish_reason: str | None
     events: int
+    start_mono: float = 0.0  # time.monotonic() just before the request was sent
+    first_token_s: float | None = None  # first event carrying generated text, from start
 
 
 def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any], timeout_s: float) -> StreamResult:
@@ -85,6 +74,7 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
     t0 = time.monotonic()
     deadline = t0 + timeout_s
     first = None
+    first_text = None
     first_has_text = False
     usage: dict[str, Any] = {}
     finish = None
@@ -92,8 +82,7 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
     try:
         with client.stream("POST", url, json=body, timeout=httpx.Timeout(timeout_s, connect=10.0)) as r:
             if r.status_code != 200:
-                detail = r.read().decode(errors="replace").strip()[:300]
-                msg = f"HTTP {r.status_code} from /v1/completions: {detail}"
+                msg = "/v1/completions answered " + quote_error(r.status_code, r.read().decode(errors="replace"))
                 if 400 <= r.status_code < 500:  # the request is wrong (model name, options): bad input
                     raise InputError(url, "-", msg)
                 raise SourceError(url, msg)
@@ -104,8 +93,9 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
                     )
                 if not line.startswith("data:"):
                     continue
+                now = time.monotonic()
                 if first is None:
-                    first = time.monotonic()
+                    first = now
                 data = line[5:].strip()
                 if data == "[DONE]":
                     break
@@ -117,8 +107,11 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
                 if chunk.get("usage"):
                     usage = chunk["usage"]
                 for ch in chunk.get("choices") or []:
-                    if events == 1 and (ch.get("text") or (ch.get("delta") or {}).get("content")):
-                        first_has_text = True
+                    if ch.get("text") or (ch.get("delta") or {}).get("content"):
+                        if events == 1:
+                            first_has_text = True
+                        if first_text is None:
+                            first_text = now
                     if ch.get("finish_reason"):
                         finish = ch["finish_reason"]
     except httpx.TimeoutException:
@@ -135,6 +128,8 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
         usage.get("completion_tokens"),
         finish,
         events,
+        t0,
+        None if first_text is None else first_text - t0,
     )
 
 
@@ -177,9 +172,18 @@ def capture_phases(
     scrape_timeout_s: float = 10.0,
     retries: int = 3,
     settle_s: float = SETTLE_S,
+    same_prompt: bool = False,
+    default_classes: Collection[str] = (),
+    arm: str | None = None,
+    run: str | None = None,
+    point: str | None = None,
+    server_pid: int | None = None,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
-    """Run the harness; returns the folder (``doc["complete"]`` says whether every sample was taken)."""
+    """Run the harness; returns the folder (``doc["complete"]`` says whether every sample was taken).
+
+    Every request's prompt starts with a prefix of its own unless ``same_prompt`` (capture_prompts);
+    ``default_classes``: the classes whose text is benchbook's default, which may be cut to the context."""
     if repeats < 1 or warmup < 0 or max_tokens < 2:
         raise InputError(
             "arguments", "-", "need --repeats >= 1, --warmup >= 0 and --max-tokens >= 2 (a decode phase needs 2 tokens)"
@@ -187,16 +191,30 @@ def capture_phases(
     base = str(httpx.URL(url)).rstrip("/")
     endpoint = MetricsEndpoint(metrics or base + "/metrics", timeout_s=scrape_timeout_s, retries=retries)
     first, snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
-    folder = RunFolder(out, "phases", arguments)
-    run_id = folder.path.name
+    client = httpx.Client(trust_env=False)
+    try:  # the context length: a prompt that cannot fit is refused before the folder exists
+        prompts, served, fitted = fit_prompts(
+            client, base, model, prompts, max_tokens=max_tokens, default_classes=default_classes
+        )
+    except BaseException:
+        client.close()
+        endpoint.close()
+        raise
+    folder = RunFolder(out, "phases", arguments, arm=arm, run=run, point=point)
+    where = folder.doc.get("layout")
+    run_id = f"{where['arm']}-{where['run']}-{where['point']}" if where else folder.path.name
+    nonce = new_nonce()
     doc = folder.doc
     doc.update(
         {
             "started_at": utc(first.unix_s),
-            "server": {"url": base, "model": model, "metrics_url": endpoint.url},
+            "server": {"url": base, "model": model, "metrics_url": endpoint.url, **served.as_json()},
             "engine_profile": profile.name if profile else None,
             "engine_profile_note": why,
-            "prompt_classes": {name: {"words": len(text.split()), "tokens": None} for name, text in prompts.items()},
+            "prompt_classes": {
+                name: {"words": len(text.split()), "tokens": None, **fitted[name]} for name, text in prompts.items()
+            },
+            "prompts": _prompts_note(same_prompt, nonce),
             "generation_tokens": max_tokens,
             "warmup_rounds": warmup,
             "repeats": repeats,
@@ -205,8 +223,15 @@ def capture_phases(
             "samples": [],
         }
     )
-    phases = {"format": "benchbook.phases/1", "run": run_id, "warmup_rounds": warmup, "samples": []}
+    phases = {
+        "format": "benchbook.phases/1",
+        "run": run_id,
+        "warmup_rounds": warmup,
+        "distinct_prompts": not same_prompt,
+        "samples": [],
+    }
     folder.write("phases.json", dump_json(phases))
+    sampling = MemorySampling(folder.run_dir, server_pid).start()
     folder.save()
     log(
         f"capture phases: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}); "
@@ -214,10 +239,12 @@ def capture_phases(
     )
     total = (warmup + repeats) * len(prompts)
     stopped = None
-    client = httpx.Client(trust_env=False)
     try:
         for rnd in range(warmup + repeats):
             for name, text in prompts.items():
+                prefix = None
+                if not same_prompt:
+                    text, prefix = distinct(prompts[name], nonce, f"{name}-{rnd}")
                 body: dict[str, Any] = {
                     "model": model,
                     "prompt": text,
@@ -247,11 +274,13 @@ def capture_phases(
                     sample["first_event_s"] = round(res.first_event_s, 6)
                 sample["metrics_before"] = f"{stem}.before.prom"
                 sample["metrics_after"] = f"{stem}.after.prom"
+                if prefix is not None:
+                    sample["prompt_prefix"] = prefix
                 phases["samples"].append(sample)
                 folder.write("phases.json", dump_json(phases))
                 cls = doc["prompt_classes"][name]
                 if res.prompt_tokens is not None and cls["tokens"] is None:
-                    cls["tokens"] = res.prompt_tokens
+                    cls["tokens"] = res.prompt_tokens  # the first answer's (with its prefix, when distinct)
                 doc["samples"].append(
                     {
                         "prompt_class": name,
@@ -268,6 +297,7 @@ def capture_phases(
                         "before_at": utc(before.unix_s),
                         "after_at": utc(after.unix_s),
                         "after_scrapes": tries,
+                        "prompt_prefix": prefix,
                     }
                 )
                 folder.save()
@@ -286,8 +316,25 @@ def capture_phases(
     finally:
         client.close()
         endpoint.close()
+        doc["memory_samples"] = sampling.stop()
         folder.finish(stopped, time.time())
     return folder
+
+
+def _prompts_note(same_prompt: bool, nonce: str) -> dict[str, Any]:
+    """capture.json's ``prompts``: whether every request's prompt was distinct, and how."""
+    if same_prompt:
+        return {
+            "distinct": False,
+            "how": "--same-prompt: the same text every round (the seeds' harness); on a prefix-caching "
+            "server the later rounds are mostly served from the cache",
+        }
+    return {
+        "distinct": True,
+        "nonce": nonce,
+        "how": f"each request's prompt starts with its own prefix '[benchbook {nonce} <class>-<round>] ' "
+        "(recorded per sample as prompt_prefix), so none can be served from the prefix cache of another",
+    }
 
 
 def _settled_after(

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.commands.capture_folder import RunFolder, utc
+from benchbook.commands.capture_memory import MemorySampling
 from benchbook.commands.scrape import MetricsEndpoint, Scrape
 from benchbook.errors import BenchbookError, InputError
 from benchbook.jsonfile import sha256_file
@@ -107,6 +108,10 @@ def capture_run(
     scrape_timeout_s: float = 10.0,
     retries: int = 3,
     echo: bool = True,
+    arm: str | None = None,
+    run: str | None = None,
+    point: str | None = None,
+    server_pid: int | None = None,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     if not command:
@@ -120,7 +125,7 @@ def capture_run(
         raise InputError("command", command[0], "not found on PATH")
     endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
     first, _snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
-    folder = RunFolder(out, "run", arguments)
+    folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point)
     places = list(results) if results else result_dirs_from_command(command)
     doc = folder.doc
     doc.update(
@@ -156,6 +161,7 @@ def capture_run(
         doc["snapshots"].append({"file": rel, "phase": phase, "at": utc(s.unix_s), "unix_s": round(s.unix_s, 6)})
 
     keep(first, "before", "before")
+    sampling = MemorySampling(folder.run_dir, server_pid).start()
     folder.save()
     log(
         f"capture run: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}), "
@@ -222,6 +228,7 @@ def capture_run(
             doc["scrape_errors"].append({"at": utc(time.time()), "error": f"after scrape: {e}"})
             stopped = stopped or f"the scrape after the command failed: {e}"
         endpoint.close()
+        doc["memory_samples"] = sampling.stop()
         folder.finish(stopped, time.time())
     if interrupted:
         raise KeyboardInterrupt

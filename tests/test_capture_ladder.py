@@ -1,0 +1,168 @@
+"""`benchbook capture ladder` against a small OpenAI-compatible server (tests/fake_openai.py; the real
+vLLM engine runs it in tests/test_engine_capture.py): the steps, the canonical requests files, the
+OUT/ARM/RUN/POINT layout, and the baseline analysis reading the result unchanged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import fake_openai
+from benchbook.commands.capture_ladder import parse_concurrency, steps
+from benchbook.errors import InputError
+from benchbook.jsonfile import validate
+
+
+def _bb(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "benchbook.commands.cli", *args], capture_output=True, text=True, timeout=timeout
+    )
+
+
+def campaign_from_ladder(folder: Path, camp: Path, arm: str = "serial", mode: str = "serial") -> Path:
+    """A one-run campaign around a `capture ladder` folder, written by hand (what `benchbook init`
+    writes from it, minus the scaffolding), to read the folder with benchbook's own loader."""
+    cap = json.loads((folder / "capture.json").read_text())
+    shutil.copytree(folder, camp / "runs" / "r1")
+    manifest = {
+        "format": "benchbook.campaign/1",
+        "title": "ladder capture",
+        "question": "does the ladder read back?",
+        "date": cap["started_at"][:10],
+        "provenance": "measured",
+        "engine": {"name": "vllm", "profile": cap["engine_profile"] or "vllm"},
+        "environments": {"default": {"variables": {}}},
+        "prompt_classes": {k: {"tokens": v["tokens"]} for k, v in cap["prompt_classes"].items()},
+        "generation_tokens": cap["generation_tokens"],
+        "arms": {arm: {"label": arm, "mode": mode, "environment": "default"}},
+        "runs": [{"id": "r1", "arm": arm, "harness": "requests", "path": "runs/r1"}],
+    }
+    (camp / "campaign.json").write_text(json.dumps(manifest, indent=1))
+    return camp
+
+
+def test_concurrency_and_steps():
+    assert parse_concurrency("8,1,2,4,2") == [1, 2, 4, 8]
+    for bad in ("0,2", "a,b", ""):
+        with pytest.raises(InputError, match="--concurrency"):
+            parse_concurrency(bad)
+    assert [(n, s, len(c)) for n, s, c in steps([1, 2, 4], 1, True)] == [
+        ("warmup-0", "warmup", 1),
+        ("single", "single", 1),
+        ("ladder-2", "ladder", 2),
+        ("ladder-4", "ladder", 4),
+        ("interleave", "interleave", 2),
+    ]
+
+
+def test_ladder_writes_the_canonical_requests_run_in_the_arm_run_layout(tmp_path):
+    from benchbook.analysis.baseline import whole_request_cells
+    from benchbook.ingest.campaign import load_campaign
+
+    with fake_openai.serving(serial=True, token_s=0.003) as (url, st):
+        r = _bb(
+            "capture", "ladder", "--url", url, "--model", "m", "--concurrency", "1,2,4", "--interleave",
+            "--max-tokens", "8", "--arm", "serial", "--run", "p1", "--out", str(tmp_path / "caps"),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    folder = tmp_path / "caps" / "serial" / "p1" / "ladder"
+    cap = json.loads((folder / "capture.json").read_text())
+    validate(cap, "capture", folder / "capture.json")
+    assert cap["kind"] == "ladder" and cap["complete"] is True
+    assert cap["layout"] == {
+        "root": str(tmp_path / "caps"),
+        "arm": "serial",
+        "run": "p1",
+        "point": "ladder",
+        "run_folder": "serial/p1",
+        "folder": "serial/p1/ladder",
+    }
+    doc = json.loads((folder / "requests.json").read_text())
+    validate(doc, "requests", folder / "requests.json")
+    got = [(q["scenario"], q["n"], q["index"], q["prompt_class"]) for q in doc["requests"]]
+    assert got == [
+        ("warmup", 1, 0, "short"),
+        ("single", 1, 0, "short"),
+        ("ladder", 2, 0, "short"),
+        ("ladder", 2, 1, "short"),
+        ("ladder", 4, 0, "short"),
+        ("ladder", 4, 1, "short"),
+        ("ladder", 4, 2, "short"),
+        ("ladder", 4, 3, "short"),
+        ("interleave", 2, 0, "long"),
+        ("interleave", 2, 1, "short"),
+    ]
+    assert all(q["completion_tokens"] == 8 and q["finish_reason"] == "length" and q["stream"] for q in doc["requests"])
+    assert all(0 <= q["start"] < q["end"] for q in doc["requests"])
+    # a serial server: the requests of a step end one after the other, each after the one before
+    four = sorted(q["end"] for q in doc["requests"] if q["n"] == 4 and q["scenario"] == "ladder")
+    single = next(q["end"] - q["start"] for q in doc["requests"] if q["scenario"] == "single")
+    assert four[-1] - four[0] > 2 * single * 0.8
+    # the interleave's short request starts --interleave-delay after the long one
+    long_, short = (q for q in doc["requests"] if q["scenario"] == "interleave")
+    assert 0.45 < short["start"] - long_["start"] < 0.7
+    # requests.ndjson: the same records with round 0 and the first token
+    nd = [json.loads(x) for x in (folder / "requests.ndjson").read_text().splitlines()]
+    assert [{k: v for k, v in x.items() if k not in ("round", "ttft")} for x in nd] == doc["requests"]
+    assert all(x["round"] == 0 and 0 < x["ttft"] < x["end"] - x["start"] for x in nd)
+    # /metrics before and after every step, each step's requests counted in its window
+    assert [s["step"] for s in cap["steps"]] == ["warmup-0", "single", "ladder-2", "ladder-4", "interleave"]
+    for s in cap["steps"]:
+        before, after = (folder / s["metrics_before"]).read_text(), (folder / s["metrics_after"]).read_text()
+        ok = [
+            float(t.split()[-1])
+            for t in (before, after)
+            for t in t.splitlines()
+            if t.startswith("vllm:request_success")
+        ]
+        assert ok[1] - ok[0] == s["n"], s["step"]
+    # distinct prompts by default: every request its own prefix, so no cache hit in the whole ladder
+    prefixes = [q["prompt_prefix"] for s in cap["steps"] for q in s["requests"]]
+    assert len(set(prefixes)) == len(prefixes) == 10 and cap["prompts"]["distinct"] is True
+    assert st.counters.get("vllm:prefix_cache_hits_total", 0) == 0
+    # host memory sampled into the *run* folder (no nvidia-smi on this host's PATH: said so)
+    assert (tmp_path / "caps" / "serial" / "p1" / "host_samples.csv").is_file()
+    # the baseline analysis reads the folder unchanged: single, ladder and interleave rows
+    camp = load_campaign(campaign_from_ladder(folder, tmp_path / "camp"))
+    cells = whole_request_cells(camp)
+    metrics = {(m, n) for m, n in cells.select("metric", "concurrency").iter_rows()}
+    assert {("single_tok_s", 1), ("ladder_tok_s", 2), ("ladder_tok_s", 4), ("interleave_short_latency_s", 2)} <= metrics
+    rate4 = cells.filter((cells["metric"] == "ladder_tok_s") & (cells["concurrency"] == 4))["median"].item()
+    reqs4 = [q for q in doc["requests"] if q["scenario"] == "ladder" and q["n"] == 4]
+    wall4 = max(q["end"] for q in reqs4) - min(q["start"] for q in reqs4)
+    assert rate4 == pytest.approx(32 / wall4)
+
+
+def test_same_prompt_is_the_seeds_behaviour_and_is_recorded(tmp_path):
+    with fake_openai.serving() as (url, st):
+        r = _bb(
+            "capture", "ladder", "--url", url, "--model", "m", "--concurrency", "1", "--warmup", "1",
+            "--max-tokens", "2", "--same-prompt", "--prompt", "short=" + "word " * 40, "--out", str(tmp_path / "o"),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert st.bodies[0]["prompt"] == st.bodies[1]["prompt"] == "word " * 40
+        assert st.counters["vllm:prefix_cache_hits_total"] == 64  # the second request: 4 whole blocks cached
+    cap = json.loads((tmp_path / "o" / "capture.json").read_text())
+    assert cap["prompts"]["distinct"] is False and "--same-prompt" in cap["prompts"]["how"]
+    assert "layout" not in cap
+
+
+def test_layout_options_are_checked_before_anything_is_sent(tmp_path):
+    with fake_openai.serving() as (url, st):
+        for args, msg in (
+            (["--arm", "a"], "give both --arm NAME and --run NAME"),
+            (["--point", "p"], "--point needs --arm and --run"),
+            (["--arm", "a/b", "--run", "r"], "a folder name"),
+        ):
+            r = _bb("capture", "ladder", "--url", url, "--model", "m", "--out", str(tmp_path / "o"), *args)
+            assert r.returncode == 2 and msg in r.stderr, r.stderr
+        assert st.bodies == []
+        r = _bb(
+            "capture", "run", "--metrics", url, "--arm", "a", "--run", "r", "--out", str(tmp_path / "o"), "--", "true"
+        )
+        assert r.returncode == 2 and "needs --point NAME" in r.stderr
