@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis.stats import Cell, fmt_pct
-from benchbook.analysis.verdict import Comparison, Rule, compare
+from benchbook.analysis.verdict import Comparison, Rule, compare, typed_fields
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:
@@ -81,6 +81,11 @@ class Ablation:
             for (arm, m, pc), c in self.comparisons.items()
         ]
         return pl.DataFrame(rows)
+
+
+def _typed(c: Comparison) -> dict[str, Any]:
+    """The typed verdict's ``state`` and ``verdict_evidence`` beside a row's ``verdict`` words."""
+    return {k: v for k, v in typed_fields(c.typed).items() if k != "direction"}
 
 
 def _spread_for(spread: float | Mapping[str, float], metric: str) -> float:
@@ -332,6 +337,7 @@ class CampaignAblation:
                         "direction": None if cmp is None else cmp.direction,
                         "verdict": "baseline" if a == self.baseline_arm else (cmp.verdict if cmp else "not compared"),
                         "reason": "" if cmp is None else cmp.reason,
+                        **({} if cmp is None else _typed(cmp)),
                         "interaction": i is not None,
                         "minimal": None if i is None else i.minimal,
                     }
@@ -348,6 +354,7 @@ class CampaignAblation:
                 "change": i.comparison.change,
                 "direction": i.comparison.direction,
                 "verdict": i.comparison.verdict,
+                **_typed(i.comparison),
                 "minimal": i.minimal,
                 "singles": i.singles,
                 "text": i.describe(),
@@ -526,6 +533,7 @@ def steps(ab: CampaignAblation) -> list[dict[str, Any]]:
                         "change": cmp.change,
                         "direction": cmp.direction,
                         "verdict": cmp.verdict,
+                        **_typed(cmp),
                         "repairs": repairs,
                         "text": text + ".",
                     }

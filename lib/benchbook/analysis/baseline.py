@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import stats
-from benchbook.analysis.verdict import compare
+from benchbook.analysis.verdict import Evidence, compare, decide, typed_fields
 from benchbook.errors import InputError
 from benchbook.findings import Check, Exclusion
 
@@ -365,26 +365,29 @@ def comparisons(
         if b is None or c is None:
             return
         if spread is None:
+            why = "no arm was run twice, so there is no measured spread; no difference can be called a result"
+            typed = decide(Evidence(b, c, hib, rule, None, no_spread=why))
             out.append(
-                _row(
-                    base,
-                    cand,
-                    metric,
-                    context,
-                    b,
-                    c,
-                    None,
-                    "no verdict",
-                    "no arm was run twice, so there is no measured spread; no difference can be called a result",
-                    "?",
-                    prompt_class,
-                    concurrency,
-                )
+                _row(base, cand, metric, context, b, c, None, "no verdict", why, "?", prompt_class, concurrency, typed)
             )
             return
         cmp = compare(b, c, spread=spread, higher_is_better=hib, rule=rule)
         out.append(
-            _row(base, cand, metric, context, b, c, cmp, cmp.verdict, cmp.reason, cmp.mark, prompt_class, concurrency)
+            _row(
+                base,
+                cand,
+                metric,
+                context,
+                b,
+                c,
+                cmp,
+                cmp.verdict,
+                cmp.reason,
+                cmp.mark,
+                prompt_class,
+                concurrency,
+                cmp.typed,
+            )
         )
 
     for base, cand in pairs:
@@ -432,7 +435,7 @@ def _whole_cell(wc, arm, metric, n) -> stats.Cell | None:
     return stats.cell(vals)
 
 
-def _row(base, cand, metric, context, b, c, cmp, verdict, reason, mark, prompt_class, concurrency):
+def _row(base, cand, metric, context, b, c, cmp, verdict, reason, mark, prompt_class, concurrency, typed=None):
     return {
         "baseline": base,
         "candidate": cand,
@@ -463,6 +466,7 @@ def _row(base, cand, metric, context, b, c, cmp, verdict, reason, mark, prompt_c
         "is_result": bool(cmp and cmp.is_result),
         "mark": mark,
         "reason": reason,
+        **{k: v for k, v in typed_fields(typed).items() if k != "direction"},  # None above: no verdict
     }
 
 

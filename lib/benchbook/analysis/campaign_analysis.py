@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import baseline, stats
 from benchbook.analysis.memory import MemorySummary, fmt_gib, memory_delta
+from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, decide, point, typed_fields
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:
@@ -47,10 +48,11 @@ class MemoryDeltaResult:
     baseline_gib: float
     candidate_gib: float
     delta_gib: float
-    threshold_gib: float | None  # the spread applied to the baseline figure
+    threshold_gib: float | None  # the spread applied to the smaller of the two figures
     verdict: str
     is_result: bool
     reason: str
+    typed: Verdict | None = None
 
     def describe(self) -> str:
         return (
@@ -74,36 +76,51 @@ class MemoryDeltaResult:
             "verdict": self.verdict,
             "is_result": self.is_result,
             "reason": self.reason,
+            **typed_fields(self.typed),
             "text": self.describe(),
         }
 
 
-def memory_verdict(base_gib: float, cand_gib: float, spread: float | None) -> tuple[float | None, str, bool, str]:
-    """(threshold GiB, verdict, is_result, reason) for a memory delta between two single runs.
+def memory_decision(base_gib: float, cand_gib: float, spread: float | None) -> Verdict:
+    """The typed verdict on a memory delta between two single memory runs (n=1 each).
 
     A memory run is one process sampled once, so no memory spread is measured; the campaign's
-    run-to-run spread (the noise yardstick) is applied to the baseline's figure as the threshold.
-    Without a measured spread nothing is called a result."""
-    delta = cand_gib - base_gib
-    if spread is None:
-        return None, "no verdict", False, "no arm was run twice, so there is no measured spread"
-    thr = spread * base_gib
-    if abs(delta) > thr:
-        word = "more memory" if delta > 0 else "less memory"
-        return (
-            thr,
-            f"result ({word})",
-            True,
-            f"|{delta:.2f}| GiB exceeds the {stats.fmt_pct(spread)} run-to-run spread of the baseline's "
-            f"{base_gib:.2f} GiB ({thr:.2f} GiB); n=1 memory run per arm",
-        )
-    return (
-        thr,
-        "within noise — not a result",
-        False,
-        f"|{delta:.2f}| GiB is inside the {stats.fmt_pct(spread)} run-to-run spread of the baseline's "
-        f"{base_gib:.2f} GiB ({thr:.2f} GiB); n=1 memory run per arm",
+    run-to-run spread (the noise yardstick) is the threshold on the symmetric difference
+    max/min − 1 — equivalently |Δ| against the spread × the *smaller* figure, so swapping the arms
+    never changes the verdict. Less memory is the better direction. Without a measured spread
+    nothing is called a result."""
+    ev = Evidence(
+        point(base_gib),
+        point(cand_gib),
+        higher_is_better=False,
+        rule="seed",
+        spread=spread,
+        spread_from="the campaign's run-to-run spread (noise yardstick); n=1 memory run per arm",
+        no_spread="no arm was run twice, so there is no measured spread",
     )
+    return decide(ev)
+
+
+def memory_verdict(base_gib: float, cand_gib: float, spread: float | None) -> tuple[float | None, str, bool, str]:
+    """(threshold GiB, verdict words, is_result, reason) of :func:`memory_decision` (kept for callers)."""
+    v = memory_decision(base_gib, cand_gib, spread)
+    return _memory_words(v, base_gib, cand_gib)
+
+
+def _memory_words(v: Verdict, base_gib: float, cand_gib: float) -> tuple[float | None, str, bool, str]:
+    spread = v.evidence.spread
+    if spread is None:
+        return None, "no verdict", False, v.reason
+    delta = cand_gib - base_gib
+    thr = spread * min(base_gib, cand_gib)
+    where = (
+        f"the {stats.fmt_pct(spread)} run-to-run spread of the smaller figure "
+        f"{min(base_gib, cand_gib):.2f} GiB ({thr:.2f} GiB); n=1 memory run per arm"
+    )
+    if v.is_result:
+        word = "more memory" if delta > 0 else "less memory"
+        return thr, f"result ({word})", True, f"|{delta:.2f}| GiB exceeds {where}"
+    return thr, NOT_A_RESULT, False, f"|{delta:.2f}| GiB is inside {where}"
 
 
 # ---- interval rates and reference points ------------------------------------------------------------
@@ -165,6 +182,7 @@ class ReferenceResult:
     change: float | None
     verdict: str
     note: str
+    typed: Verdict | None = None
 
     def describe(self) -> str:
         pts = ", ".join(f"{t:g} → {v:g} {self.unit}" for t, v in self.points)
@@ -194,6 +212,7 @@ class ReferenceResult:
             "change": self.change,
             "verdict": self.verdict,
             "note": self.note,
+            **typed_fields(self.typed),
             "text": self.describe(),
         }
 
@@ -516,9 +535,12 @@ def _memory_deltas(camp: Campaign, summ: dict[str, MemorySummary], spread: float
             ("peak", sb.peak_max_gib, sc.peak_max_gib, d.peak_gib),
             ("steady", sb.steady_max_gib, sc.steady_max_gib, d.steady_gib),
         ):
-            thr, verdict, is_result, reason = memory_verdict(b, c, spread)
+            v = memory_decision(b, c, spread)
+            thr, verdict, is_result, reason = _memory_words(v, b, c)
             out.append(
-                MemoryDeltaResult(base, cand, rb[0].id, rc[0].id, quantity, b, c, dv, thr, verdict, is_result, reason)
+                MemoryDeltaResult(
+                    base, cand, rb[0].id, rc[0].id, quantity, b, c, dv, thr, verdict, is_result, reason, v
+                )
             )
     return out
 
@@ -593,11 +615,12 @@ def _references(camp: Campaign, pc: pl.DataFrame, spread: float | None) -> list[
         points = tuple((float(p["prompt_tokens"]), float(p["value"])) for p in ref["points"])
         value, method = interpolate(list(points), toks)
         change = None if value is None else c.median / value - 1
-        if value is None:
+        typed = None if value is None else reference_decision(value, c, metric, spread)
+        if typed is None:
             verdict = "no reference figure"
-        elif spread is None:
+        elif typed.state is State.CANNOT_TELL:
             verdict = "no verdict: no measured spread"
-        elif abs(change) <= spread:
+        elif typed.state is State.WITHIN_NOISE:
             verdict = f"agrees within the {stats.fmt_pct(spread)} run-to-run spread"
         else:
             verdict = f"differs by more than the {stats.fmt_pct(spread)} run-to-run spread"
@@ -619,9 +642,28 @@ def _references(camp: Campaign, pc: pl.DataFrame, spread: float | None) -> list[
                 change=change,
                 verdict=verdict,
                 note=ref.get("note", ""),
+                typed=typed,
             )
         )
     return out
+
+
+def reference_decision(reference: float, measured: stats.Cell, metric: str, spread: float | None) -> Verdict:
+    """This campaign's cell against an earlier measurement's (interpolated, n=1) figure: the seed rule
+    with n=1 on the reference side, i.e. the symmetric difference max/min − 1 of the two medians
+    against the run-to-run spread (the old rule tested |change| against the spread, with the change
+    taken relative to the reference — not symmetric)."""
+    return decide(
+        Evidence(
+            point(reference),
+            measured,
+            higher_is_better=baseline.PHASE_METRICS[metric][1],
+            rule="seed",
+            spread=spread,
+            spread_from="the campaign's run-to-run spread (noise yardstick)",
+            no_spread="no arm was run twice, so there is no measured spread",
+        )
+    )
 
 
 def _ablation(camp: Campaign, rule: str) -> tuple[CampaignAblation | None, str | None]:

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.analysis import littles
+from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, decide, typed_fields
 from benchbook.errors import InputError
 from benchbook.findings import Check, Exclusion
 from benchbook.ingest.pd_runs import PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
 
 MIN_WINDOW_S = 60.0
-NOT_A_RESULT = "within noise — not a result"
 UNREPLICATED = "unreplicated — spread not measured"
 INVALID_WINDOW = "not a result — window invalid"
 
@@ -370,43 +370,56 @@ def _cell(
     }
 
 
+def decision(key: str, base: list[float], cand: list[float], noise_pct: float | None, invalid: str | None) -> Verdict:
+    """The typed verdict on one PD metric between two arms' runs (under the same load).
+
+    The noise yardstick: with at least two runs on each side, the larger of the two arms' own
+    run-to-run spreads (the same whichever arm is the baseline); else the user's ``noise_pct``
+    (supplied, not measured); else none — cannot tell ("unreplicated"). A window that fails its
+    validity rule makes the comparison not comparable. The rule is the seed rule."""
+    from benchbook.analysis import stats as st
+
+    higher = _METRICS[key][2]
+    b, c = st.cell(base, what="baseline"), st.cell(cand, what="candidate")
+    if len(base) >= 2 and len(cand) >= 2:
+        spread, source = max(st.run_spread(v) for v in (base, cand)), "the larger of the two arms' own spreads"
+    elif noise_pct is not None:
+        spread, source = noise_pct / 100, "the given noise threshold (supplied, not measured)"
+    else:
+        spread, source = None, ""
+    direction = (
+        "no change" if b.median == c.median else ("improvement" if (c.median > b.median) == higher else "regression")
+    )
+    ev = Evidence(
+        b,
+        c,
+        higher,
+        "seed",
+        spread,
+        source,
+        not_comparable=invalid,
+        no_spread=f"n={len(base)} vs n={len(cand)} runs: run-to-run spread unmeasured, direction {direction}",
+    )
+    return decide(ev)
+
+
+#: the PD page's words for each state (older summaries carry them in ``verdict``)
+PD_WORDS = {State.NOT_COMPARABLE: INVALID_WINDOW, State.CANNOT_TELL: UNREPLICATED, State.WITHIN_NOISE: NOT_A_RESULT}
+
+
 def _verdict(
     key: str, base: list[float], cand: list[float], noise_pct: float | None, invalid: str | None
 ) -> tuple[str, str]:
-    higher = _METRICS[key][2]
-    b, c = statistics.median(base), statistics.median(cand)
-    diff = max(b, c) / min(b, c) - 1 if min(b, c) > 0 else float("inf")
-    direction = "no change" if b == c else ("improvement" if (c > b) == higher else "regression")
-    if invalid:
-        return INVALID_WINDOW, invalid
-    if len(base) >= 2 and len(cand) >= 2:
-        spread = max((max(v) - min(v)) / min(v) for v in (base, cand))
-        overlap = not (max(base) < min(cand) or max(cand) < min(base))
-        if overlap or diff <= spread:
-            why = [
-                w
-                for w, bad in (
-                    ("ranges overlap", overlap),
-                    (f"difference {diff * 100:.1f} % ≤ spread {spread * 100:.1f} %", diff <= spread),
-                )
-                if bad
-            ]
-            return NOT_A_RESULT, "; ".join(why)
-        return (
-            f"result ({direction})",
-            f"ranges disjoint and difference {diff * 100:.1f} % > spread {spread * 100:.1f} %",
-        )
-    if noise_pct is not None:
-        if diff * 100 <= noise_pct:
-            return (
-                NOT_A_RESULT,
-                f"difference {diff * 100:.2f} % ≤ the given noise threshold {noise_pct:g} % (n=1 per arm)",
-            )
-        return (
-            f"result ({direction})",
-            f"difference {diff * 100:.2f} % > the given noise threshold {noise_pct:g} % (n=1 per arm: threshold supplied, not measured)",
-        )
-    return UNREPLICATED, f"n={len(base)} vs n={len(cand)} runs: run-to-run spread unmeasured, direction {direction}"
+    """(verdict words, reason) of :func:`decision` (kept for callers)."""
+    v = decision(key, base, cand, noise_pct, invalid)
+    return _words(v)
+
+
+def _words(v: Verdict) -> tuple[str, str]:
+    reason = v.reason
+    if v.evidence.spread_from and v.state is not State.NOT_COMPARABLE:
+        reason += f" ({v.evidence.spread_from})"
+    return PD_WORDS.get(v.state, f"result ({v.direction})"), reason
 
 
 def analyse(
@@ -499,7 +512,8 @@ def analyse(
                         continue
                     bv, cv = [v for v, _ in b], [v for v, _ in c]
                     bad = "; ".join(invalid[(r.id, wname)] for r in base_runs + cand_runs if (r.id, wname) in invalid)
-                    verdict, reason = _verdict(key, bv, cv, noise_pct, bad or None)
+                    typed = decision(key, bv, cv, noise_pct, bad or None)
+                    verdict, reason = _words(typed)
                     bm, cm = statistics.median(bv), statistics.median(cv)
                     src = _worst(*(s for _, s in b + c))
                     if src != "recorded":
@@ -520,6 +534,8 @@ def analyse(
                             "candidate_value": cm,
                             "unit": _METRICS[key][1],
                             "source": src,
+                            **typed_fields(typed),
+                            "replicated": typed.state is not State.CANNOT_TELL,
                         }
                     )
     rep.admission = admission_table(campaign)

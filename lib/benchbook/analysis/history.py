@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import stats
-from benchbook.analysis.verdict import NOT_A_RESULT, compare
+from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, compare, decide, point, typed_fields
 
 if TYPE_CHECKING:
     import polars as pl
@@ -494,6 +494,7 @@ def _consecutive(fig: Figure, rule: str) -> None:
                 direction=c.direction,
                 threshold=c.threshold,
                 reason=f"{c.reason}; spread: {what}",
+                **{k: v for k, v in typed_fields(c.typed).items() if k != "direction"},
             )
         fig.changes.append(row)
 
@@ -532,8 +533,17 @@ def _steps(fig: Figure) -> None:
         before, after = left["level"], right["level"]
         diff = stats.rel_diff(before, after)
         change = after / before - 1.0
-        better = (after > before) == fig.higher_is_better
-        is_result = diff > fig.band
+        typed = decide(
+            Evidence(
+                point(before),
+                point(after),
+                fig.higher_is_better,
+                "seed",
+                fig.band,
+                "the history's noise band (median run-to-run spread)",
+            )
+        )
+        is_result = typed.is_result
         at = pts[right["start_position"]]
         prev = pts[right["start_position"] - 1]
         fig.steps.append(
@@ -547,8 +557,9 @@ def _steps(fig: Figure) -> None:
                 "change": change,
                 "band": fig.band,
                 "is_result": is_result,
-                "direction": ("improvement" if better else "regression") if is_result else None,
-                "verdict": f"result ({'improvement' if better else 'regression'})" if is_result else NOT_A_RESULT,
+                "direction": typed.direction if is_result else None,
+                "verdict": typed.text if is_result else NOT_A_RESULT,
+                **{k: v for k, v in typed_fields(typed).items() if k != "direction"},
                 "reason": (
                     f"level {before:.4g} → {after:.4g} {fig.unit}: the difference {stats.fmt_pct(diff)} "
                     f"{'exceeds' if is_result else 'does not exceed'} the history's noise band "

@@ -30,7 +30,7 @@ from benchbook.analysis import identity as ident
 from benchbook.analysis import slo as slo_mod
 from benchbook.analysis import stats
 from benchbook.analysis import sweep as sweep_mod
-from benchbook.analysis.verdict import RULES, Judgement, cannot_tell, judge
+from benchbook.analysis.verdict import RULES, Judgement, cannot_tell, judge, verdict_fields
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -570,6 +570,7 @@ def verdict_rows(rs: ResultSet) -> list[dict[str, Any]]:
             "p_value": v.judgement.p_value,
             "ci": list(v.judgement.ci) if v.judgement.ci else None,
             "why": v.judgement.why,
+            **verdict_fields(v.judgement),
         }
         for v in rs.verdicts
     ]
