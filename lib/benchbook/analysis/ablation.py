@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from benchbook.analysis.stats import Cell, fmt_pct
 from benchbook.analysis.verdict import Comparison, Rule, compare, typed_fields
 from benchbook.errors import InputError
+from benchbook.findings import Findings
 
 if TYPE_CHECKING:
     import polars as pl
@@ -306,6 +307,25 @@ class CampaignAblation:
 
     def comparison(self, arm: str, key: CellKey) -> Comparison | None:
         return self.ablation.comparisons.get((arm, *key))
+
+    def findings(self) -> Findings:
+        """The ablation page's findings box: every cell called a result (worst first; interactions
+        said so) and the cells that could not be compared."""
+        inter = {(i.arm, i.cell) for i in self.ablation.interactions}
+        results, unjudged = [], []
+        for a in self.arms:
+            for k in self.keys:
+                cmp = self.comparison(a, k)
+                if cmp is None:
+                    unjudged.append((f"{a}: no {k[1]} {k[0]} cell to compare with {self.baseline_arm}", "ablation"))
+                    continue
+                if not cmp.is_result:
+                    continue
+                text = f"{a} vs {self.baseline_arm}, {f'{k[1]} {k[0]}'.lower()}: {cmp.ratio:.2f}x ({fmt_pct(cmp.change, signed=True)})"
+                if (a, k) in inter:
+                    text += f" — an interaction of {len(self.ablation.switches.get(a, ()))} switches, each within noise alone"
+                results.append((cmp.state.value, cmp.speedup, text, "ablation"))
+        return Findings.build(results=results, unjudged=unjudged, results_section="ablation")
 
     def rows(self) -> list[dict[str, Any]]:
         """One record per (arm, cell): the figures, the change vs the baseline and the verdict."""

@@ -39,6 +39,11 @@ WHOLE_METRICS: dict[str, tuple[str, bool, int, str]] = {
     "worst_latency_s": ("s", False, 3, "Worst latency"),
 }
 NOISE_METRIC = "single_tok_s"
+#: a metric's name on a page ("Decode tok/s")
+METRIC_NAMES: dict[str, str] = {
+    **{k: v[3] for k, v in PHASE_METRICS.items()},
+    **{k: v[3] for k, v in WHOLE_METRICS.items()},
+}
 
 
 @dataclass(frozen=True)

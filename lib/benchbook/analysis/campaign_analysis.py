@@ -21,6 +21,7 @@ from benchbook.analysis import baseline, stats
 from benchbook.analysis.memory import MemorySummary, fmt_gib, memory_delta
 from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, decide, point, typed_fields
 from benchbook.errors import InputError
+from benchbook.findings import Findings
 
 if TYPE_CHECKING:
     import polars as pl
@@ -330,6 +331,78 @@ class CampaignAnalysis:
             out += self.pd.cells
         return out
 
+    # ---- findings: what each page (and the index) opens with -----------------------------------
+    def page_kinds(self) -> list[str]:
+        """The pages this campaign gets, decided from what it holds (the renderer's ``pages_for``
+        decides the same from the manifest): baseline (requests/phases runs), ablation (an arm with
+        role ablation), pd (PD runs), compare (results runs)."""
+        camp = self.camp
+        kinds = []
+        if camp.runs_of("requests") or camp.runs_of("phases"):
+            kinds.append("baseline")
+        if any(v.get("role") == "ablation" for v in camp.arms.values()):
+            kinds.append("ablation")
+        if self.pd is not None:
+            kinds.append("pd")
+        if self.results is not None:
+            kinds.append("compare")
+        return kinds
+
+    def baseline_findings(self, arms: list[str] | None = None) -> Findings:
+        """The baseline page's findings box for ``arms`` (default: the main arms): the comparisons
+        called results (worst first), failed checks and clamps, and what could not be judged."""
+        camp = self.camp
+        chosen = list(arms) if arms else baseline.main_arms(camp)
+        comps = [c for c in self.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
+        checks = [c for c in self.checks if c.get("run") is None or camp.run(c["run"]).arm in chosen]
+        results, why_not = [], {}
+        for c in comps:
+            if c["is_result"]:
+                name = f"{c['candidate']} vs {c['baseline']}, {baseline.METRIC_NAMES.get(c['metric'], c['metric'])}"
+                text = f"{name} ({c['context']}): {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)"
+                results.append((c["state"], c["speedup"], text, "comparisons"))
+            elif c.get("speedup") is None:  # no verdict possible (no measured spread): one line per reason
+                why_not.setdefault(c["reason"], []).append(c)
+        unjudged = [
+            (f"{len(cs)} comparison{'s' * (len(cs) != 1)} without a verdict: {reason}", "comparisons")
+            for reason, cs in why_not.items()
+        ]
+        failed = [(f"{c['name']}: {c['detail']}", "checks") for c in checks if c["status"] == "fail"]
+        failed += [
+            (
+                f"{r.arm} clamped: "
+                + "; ".join(f"{x['setting']} {x['requested']} requested, {x['ran']} ran" for x in r.clamps),
+                "clamps",
+            )
+            for r in self.clamps
+            if r.arm in chosen and r.clamped
+        ]
+        excluded = [e for e in camp.exclusions if "warm-up" not in e.reason]
+        if excluded:
+            unjudged.append(
+                (
+                    f"{len(excluded)} sample(s) excluded from the statistics besides warm-up rounds; reasons listed",
+                    "exclusions",
+                )
+            )
+        return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="comparisons")
+
+    @property
+    def findings(self) -> dict[str, Findings]:
+        """Each page's findings box with the page's default parameters, by page kind — what the pages
+        show, what the index counts and what ``summary --json`` carries (``findings``)."""
+        out: dict[str, Findings] = {}
+        for kind in self.page_kinds():
+            if kind == "baseline":
+                out[kind] = self.baseline_findings()
+            elif kind == "ablation" and self.ablation is not None:
+                out[kind] = self.ablation.findings()
+            elif kind == "pd" and self.pd is not None:
+                out[kind] = self.pd.findings()
+            elif kind == "compare" and self.results is not None:
+                out[kind] = results_findings(self.results)
+        return out
+
     def as_dict(self) -> dict[str, Any]:
         """The summary (``benchbook.summary/3``): plain values; :func:`benchbook.jsonfile.plain` makes it JSON."""
         from benchbook.analysis import resultset
@@ -370,8 +443,45 @@ class CampaignAnalysis:
             ),
             "results": None if self.results is None else resultset.as_dict(self.results, self.results_engine_checks),
             "exclusions": self.exclusions(),
+            "findings": {k: f.as_dict() for k, f in self.findings.items()},
             "todo": list(self.camp.manifest.get("todo", [])),
         }
+
+
+def results_findings(rs: ResultSet) -> Findings:
+    """The compare page's findings box from its result set: failed validity gates, the verdicts that
+    are results (worst first: regressions, then by the size of the ratio), and what could not be
+    judged (per compared pair, and pairings without a verdict) — the lines the result set's own
+    findings list holds, counted the way every other page counts them."""
+    from benchbook.analysis.resultset import short_why
+
+    failed = [
+        (f"{e.id}: {g.name} failed — {g.detail}", "compare-checks")
+        for e in rs.entries
+        for g in e.gates
+        if g.status == "fail"
+    ]
+    results = []
+    for v in rs.verdicts:
+        j = v.judgement
+        if j.is_result:
+            text = f"{v.candidate} vs {v.baseline}: {v.metric} {j.ratio:.3g}x, a result ({j.direction})"
+            better = j.ratio if v.higher_is_better else 1 / j.ratio
+            results.append((j.direction, better, text, "compare-verdicts"))
+    cannot: dict[tuple[str, str], list[str]] = {}
+    for v in rs.verdicts:
+        if v.judgement.state == "cannot":
+            cannot.setdefault((v.candidate, v.baseline), []).append(short_why(v.judgement))
+    unjudged = [
+        (f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts")
+        for (c, b), whys in cannot.items()
+    ]
+    unjudged += [
+        (f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings")
+        for p in rs.pairings
+        if p.kind == "no verdict"
+    ]
+    return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="compare-verdicts")
 
 
 # ---- computing it --------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any
 from benchbook.analysis import littles
 from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, decide, typed_fields
 from benchbook.errors import InputError
-from benchbook.findings import Check, Exclusion
+from benchbook.findings import Check, Exclusion, Findings
 from benchbook.ingest.pd_runs import PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
 
 MIN_WINDOW_S = 60.0
@@ -83,6 +83,34 @@ class PDReport:
             if c["key"] == key and c["window"] == window and context_contains in c["context"]:
                 return c
         raise KeyError((key, window, context_contains))
+
+    def findings(self) -> Findings:
+        """The PD page's findings box: results (worst first), failed checks (window-validity checks
+        linked to the windows section), and the gains it could not judge — each per-card gain on its
+        own line, the other figures grouped by verdict."""
+        results, unjudged, others = [], [], {}
+        for c in self.comparisons:
+            where = "throughput" if c["key"] == "output_tok_s_per_card" else "other-figures"
+            text = f"{c['candidate']} vs {c['baseline']}, {c['metric']} ({c['context']}): {c['change_pct']:+.1f}%"
+            state = State(c["state"])
+            if state.is_result:
+                worse = state is State.REGRESSION
+                order = 1 / (1 + abs(c["change_pct"]) / 100) if worse else 1 + abs(c["change_pct"]) / 100
+                results.append(("regression" if worse else "improvement", order, text, where))
+            elif c["key"] == "output_tok_s_per_card":
+                unjudged.append((f"{text} — {c['verdict']}", where))
+            else:
+                others.setdefault(c["verdict"], []).append(c)
+        unjudged += [
+            (f"{len(cs)} other figure{'s' * (len(cs) != 1)} compared without a result: {verdict}", "other-figures")
+            for verdict, cs in others.items()
+        ]
+        failed = [
+            (f"{c['name']}: {c['detail']}", "windows" if c.get("kind") == "window validity" else "checks")
+            for c in self.checks
+            if c["status"] == "fail"
+        ]
+        return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="throughput")
 
     def check(self, name: str) -> dict[str, str]:
         for c in self.checks:
@@ -472,7 +500,12 @@ def analyse(
                 chk = window_validity(
                     w, _concurrency_limit(r, w), min_duration_s=min_window_s, min_requests=min_window_requests
                 )
-                chk = Check(f"native window validity: {r.id}", chk.status, chk.detail)
+                chk = Check(
+                    f"native window validity: {r.id}",
+                    chk.status,
+                    chk.detail,
+                    {"kind": "window validity", "run": r.id, "window": wname},
+                )
                 rep.checks.append(chk.as_dict())
                 if chk.status != "pass":
                     invalid[(r.id, wname)] = f"{r.id} native window: {chk.detail}"

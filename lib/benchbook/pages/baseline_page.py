@@ -97,32 +97,9 @@ def header(page: Page) -> bd.Block:
 
 
 def findings(page: Page) -> bd.Block:
-    """The findings box: the comparisons called results (worst first), failed checks and clamps, and
-    what could not be judged — each linked to its section."""
-    results, unjudged = sections.comparison_findings(
-        page.comparisons,
-        lambda c: f"{c['candidate']} vs {c['baseline']}, {METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']})",
-        "comparisons",
-    )
-    failed = [(f"{c['name']}: {c['detail']}", "checks") for c in page.checks if c["status"] == "fail"]
-    failed += [
-        (
-            f"{r['arm']} clamped: "
-            + "; ".join(f"{x['setting']} {x['requested']} requested, {x['ran']} ran" for x in r["clamps"]),
-            "clamps",
-        )
-        for r in _clamp_findings(page)
-        if r["clamped"]
-    ]
-    excluded = [e for e in page.camp.exclusions if "warm-up" not in e.reason]
-    if excluded:
-        unjudged.append(
-            (
-                f"{len(excluded)} sample(s) excluded from the statistics besides warm-up rounds; reasons listed",
-                "exclusions",
-            )
-        )
-    return sections.findings(results=results, failed=failed, unjudged=unjudged, results_section="comparisons")
+    """The findings box the analysis decided for this page's arms: the comparisons called results
+    (worst first), failed checks and clamps, and what could not be judged — each linked to its section."""
+    return sections.findings_box(page.analysis.baseline_findings(page.arms))
 
 
 def how_to_read(page: Page) -> bd.Block:
@@ -605,10 +582,7 @@ def engine_gauges(page: Page) -> bd.Block:
 
 
 # ---- comparisons and amortization -------------------------------------------------------------
-METRIC_NAMES = {
-    **{k: v[3] for k, v in baseline.PHASE_METRICS.items()},
-    **{k: v[3] for k, v in baseline.WHOLE_METRICS.items()},
-}
+METRIC_NAMES = baseline.METRIC_NAMES
 
 
 def comparisons_table(page: Page) -> bd.Block:
@@ -888,8 +862,8 @@ def verdict(page: Page) -> bd.Block:
             )
             continue
         parts = [
-            f"{METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']}) {c['speedup']:.2f}x "
-            f"({c['change_pct']:+.1f}%, {c['verdict'].split('(')[-1].rstrip(')')})"
+            f"{METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']}) {c['ratio']:.2f}x "
+            f"({c['change_pct']:+.1f}%, {c['state']})"
             for c in res
         ]
         lines.append(

@@ -52,6 +52,13 @@ class Page:
     def runs(self) -> list[rset.Entry]:
         return self.rs.entries
 
+    @property
+    def findings_box(self) -> Any:
+        """The findings box the analysis counts for this result set (benchbook.findings.Findings)."""
+        from benchbook.analysis.campaign_analysis import results_findings
+
+        return results_findings(self.rs)
+
 
 def load(
     files: list[str],
@@ -197,9 +204,10 @@ def findings(page: Page) -> bd.Block:
     judged, not-comparable pairs, saturation and SLO outcomes, duplicates — one line each, linked."""
     fs = page.rs.findings
     bd.record("findings", [{"kind": f.kind, "text": f.text} for f in fs])
-    counts = {k: sum(f.kind == k for f in fs) for k in ("result", "fail", "cannot")}
-    head = f"{counts['result']} result(s), {counts['fail']} failed check(s), {counts['cannot']} not judged"
+    box = page.findings_box  # counted by the analysis the way every page counts (the index reads it)
+    head = box.headline
     bd.record("headline", head)
+    bd.record("findings_box", {k: v for k, v in box.as_dict().items() if k != "headline"})
     if not fs:
         body = "<p>Nothing to report: no check failed and nothing was judged.</p>"
     else:

@@ -147,30 +147,9 @@ def header(page: Page) -> bd.Block:
 
 
 def findings(page: Page) -> bd.Block:
-    """The findings box from the analysis' verdicts: results (worst first), failed checks, and the
-    gains it could not judge (each per-card gain on its own line, the other figures by reason)."""
-    results, unjudged, others = [], [], {}
-    for c in page.report.comparisons:
-        where = "throughput" if c["key"] == "output_tok_s_per_card" else "other-figures"
-        text = f"{c['candidate']} vs {c['baseline']}, {c['metric']} ({c['context']}): {c['change_pct']:+.1f}%"
-        if c["verdict"].startswith("result"):
-            worse = "regression" in c["verdict"]
-            order = 1 / (1 + abs(c["change_pct"]) / 100) if worse else 1 + abs(c["change_pct"]) / 100  # worst first
-            results.append(("regression" if worse else "improvement", order, text, where))
-        elif c["key"] == "output_tok_s_per_card":
-            unjudged.append((f"{text} — {c['verdict']}", where))
-        else:
-            others.setdefault(c["verdict"], []).append(c)
-    unjudged += [
-        (f"{len(cs)} other figure{'s' * (len(cs) != 1)} compared without a result: {verdict}", "other-figures")
-        for verdict, cs in others.items()
-    ]
-    failed = [
-        (f"{c['name']}: {c['detail']}", "windows" if c["name"].startswith("native window") else "checks")
-        for c in page.report.checks
-        if c["status"] == "fail"
-    ]
-    return sections.findings(results=results, failed=failed, unjudged=unjudged, results_section="throughput")
+    """The findings box the analysis decided (:meth:`PDReport.findings`): results (worst first), failed
+    checks, and the gains it could not judge."""
+    return sections.findings_box(page.report.findings())
 
 
 def how_to_read(page: Page) -> bd.Block:
