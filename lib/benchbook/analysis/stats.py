@@ -311,6 +311,36 @@ def pairwise_interval_coverage(n1: int, n2: int) -> float:
     return 1.0 - 2 / math.comb(n1 + n2, n1)
 
 
+def design_note(n1: int, n2: int) -> str:
+    """What a design of n1 vs n2 runs can support, in one sentence: the smallest two-sided p-value
+    any data can give (instead of quoting a p-value that cannot mean what it seems to) and the
+    coverage of the pairwise-difference interval.
+
+    3 vs 3: "With 3 vs 3 runs the smallest two-sided p-value any data can give is 0.10 — no rank test
+    can reach p < 0.10 (≥ 4 runs per side can); the [min, max] of the 9 pairwise differences covers
+    the true shift with 90 % probability." """
+    p = min_mannwhitney_p(n1, n2)
+    need = next(k for k in range(1, 50) if min_mannwhitney_p(k, k) < 0.10)
+    reach = (
+        f"no rank test can reach p < 0.10 (≥ {need} runs per side can)"
+        if p >= 0.10
+        else "so a rank test can reach p < 0.10"
+        + (
+            ""
+            if p < 0.05
+            else f", not p < 0.05 (≥ {next(k for k in range(1, 50) if min_mannwhitney_p(k, k) < 0.05)} per side can)"
+        )
+    )
+    cov = pairwise_interval_coverage(n1, n2)
+    ival = (
+        "one run per side gives a single difference and no interval"
+        if n1 * n2 == 1
+        else f"the [min, max] of the {n1 * n2} pairwise differences covers the true shift with {cov * 100:.0f} % probability"
+    )
+    shown = f"{p:.2f}" if p >= 0.01 else f"{p:.4f}"
+    return f"With {n1} vs {n2} runs the smallest two-sided p-value any data can give is {shown} — {reach}; {ival}."
+
+
 def hodges_lehmann(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
     """Hodges–Lehmann shift of ``b`` against ``a`` with the distribution-free [min, max] interval:
     (median, min, max) of the pairwise differences ``b_j − a_i``."""

@@ -15,7 +15,7 @@ from typing import Any
 
 from benchbook.analysis import resultset as rset
 from benchbook.analysis import stats
-from benchbook.analysis.verdict import STATE_TEXT
+from benchbook.analysis.verdict import RULE_TEXT, STATE_TEXT
 from benchbook.errors import InputError
 from benchbook.pages import display as bd
 
@@ -226,13 +226,13 @@ def findings(page: Page) -> bd.Block:
 def how_to_read(page: Page) -> bd.Block:
     rs = page.rs
     reps = sorted({len(c.entries) for c in rs.configs})
-    rule = (
-        "a difference is a result only when the repeats' [min–max] ranges do not overlap AND it exceeds the run-to-run "
-        "spread measured between repeats of the configurations in that comparison"
-        if rs.rule == "seed"
-        else "strict: a noise band of max(2 %, 2 × the measured spread); a result needs disjoint ranges and a difference "
-        "beyond it"
+    rule = RULE_TEXT["small-n"] + (
+        "; under the strict rule the spread is replaced by its band, max(2 %, 2 × spread)"
+        if rs.rule == "strict"
+        else ""
     )
+    # what the design allows, stated instead of a p-value it cannot reach (stats.design_note)
+    designs = sorted({(v.baseline_cell.n, v.candidate_cell.n) for v in rs.verdicts})
     return bd.how_to_read(
         n_per_cell=(
             "each run is one benchmark run, counted once however many files carried it; figures per run are the tool's own "
@@ -243,7 +243,8 @@ def how_to_read(page: Page) -> bd.Block:
         warmup="as recorded by the benchmark tool; benchbook discards nothing on this page",
         noise_rule=rule
         + f". With ≥ {stats.MIN_N_FOR_TEST} runs per side a Mann–Whitney test and a bootstrap interval of the ratio of "
-        "medians decide instead; with no repeats at all the verdict is 'cannot tell'",
+        "medians decide instead; with no repeats at all the verdict is 'cannot tell'. "
+        + " ".join(stats.design_note(a, b) for a, b in designs),
         marks=("result", "noise", "cannot", "pass", "fail", "note"),
         extra=[
             "Runs are repeats only when everything their files say about the configuration agrees (model, backend and "
