@@ -34,7 +34,9 @@ def test_a_result_needs_every_pair_beyond_the_spread():
     v = _small([10, 10.2, 10.4], [11.5, 11.6, 11.8], 0.05)
     assert v.state is State.IMPROVEMENT and v.coverage == pytest.approx(0.9)
     assert v.interval == pytest.approx((11.5 / 10.4, 11.8 / 10))
-    assert v.shift == pytest.approx(math.exp(sorted(math.log(y / x) for x in (10, 10.2, 10.4) for y in (11.5, 11.6, 11.8))[4]))
+    assert v.shift == pytest.approx(
+        math.exp(sorted(math.log(y / x) for x in (10, 10.2, 10.4) for y in (11.5, 11.6, 11.8))[4])
+    )
     # the same medians, one pair inside the spread (10.9 / 10.4 = +4.8 %): cannot tell, and says what n can reach
     w = _small([10, 10.2, 10.4], [10.9, 11.6, 11.8], 0.05)
     assert w.state is State.CANNOT_TELL

@@ -503,7 +503,7 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
                     f"serialization: {run.id}",
                     "warn" if (f.flat and batch) else "pass",
                     f.reason + (" — a batch arm that serializes: see the clamp check" if f.flat and batch else ""),
-                    {"run": run.id, "flat": f.flat},
+                    {"kind": "serialization", "run": run.id, "flat": f.flat},
                 ).as_dict()
             )
         wall1 = c.filter(pl.col("metric") == "single_latency_s")
@@ -521,7 +521,7 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
                     f"pure queueing at n={nmax}: {run.id}",
                     "warn" if (q.pure and batch) else "pass",
                     q.reason,
-                    {"run": run.id, "pure": q.pure},
+                    {"kind": "pure queueing", "run": run.id, "pure": q.pure},
                 ).as_dict()
             )
     for base, cand in comparison_pairs(camp):
@@ -542,6 +542,7 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
                     "pass" if a.agree in (True, None) else "warn",
                     a.explanation,
                     {
+                        "kind": "batching amortization",
                         "effective_width": a.effective_width,
                         "speedup": a.speedup,
                         "single_row_steps": a.single_row_steps,

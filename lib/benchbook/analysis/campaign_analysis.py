@@ -435,7 +435,9 @@ class CampaignAnalysis:
             "references": [r.as_dict() for r in self.references],
             "ablation": None if self.ablation is None else self.ablation.as_dict(),
             "ablation_note": self.ablation_note,
-            "pd": None if pd is None else {"admission": pd.admission, "batch_composition": pd.batch_composition},
+            "pd": None
+            if pd is None
+            else {"admission": pd.admission, "batch_composition": pd.batch_composition, "seam": pd.seam},
             "engine_gauges": (
                 engine_gauges(self.camp).as_dict()
                 if any(self.camp.prometheus_windows(r) for r in self.camp.runs)

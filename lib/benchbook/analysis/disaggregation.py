@@ -59,6 +59,9 @@ class PDReport:
     exclusions: list[dict[str, str]] = field(default_factory=list)
     admission: list[dict[str, Any]] = field(default_factory=list)  # simulator batch counts per arm/load
     batch_composition: list[dict[str, Any]] = field(default_factory=list)  # from logs or reported counts
+    seam: dict[str, Any] = field(default_factory=dict)  # the first simulated batches per cap (batch_seam)
+    loads: int = 0  # distinct loads (requests, concurrency, rate, prompt class) among the runs
+    replicated: bool = False  # some arm has two or more runs under one load (a spread can be measured)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -201,9 +204,11 @@ def window_validity(
         status, text = "warn", "; ".join(unknown)
     else:
         status, text = "pass", ", ".join(notes)
+    on_bound = status == "pass" and any("published lower bound" in x for x in notes)
+    finding = text
     if lb.get("source") and status != "fail" and "published" in text:
         text += f" — source: {lb['source']}"
-    return Check(name, status, f"{text}; {rule}")
+    return Check(name, status, f"{text}; {rule}", {"finding": finding, "lower_bound": on_bound})
 
 
 def batch_composition(log_frame, page_size: int) -> dict[str, Any]:
@@ -220,6 +225,46 @@ def batch_composition(log_frame, page_size: int) -> dict[str, Any]:
         "multi_request_batches": sum(1 for s in seqs if s >= 2),
         "tail_only_batches": sum(1 for t in toks if t < page_size),
         "single_request_tail_batches": sum(1 for s, t in zip(seqs, toks) if s == 1 and t < page_size),
+    }
+
+
+SEAM_BATCHES = 7  # batches shown side by side in the seam picture (A, B, C and the start of D at cap 2)
+SEAM_REQUESTS = 8  # requests fed to the simulator for the seam picture (more than the shown batches need)
+
+
+def _letter(i: int) -> str:
+    return chr(ord("A") + i) if i < 26 else f"R{i}"
+
+
+def batch_seam(campaign: PDCampaign, base_arm: str) -> dict[str, Any]:
+    """The first prefill batches of identical prompts at each cap the arms use, replayed by the
+    admission simulator with the baseline arm's chunk and page size and the first prompt class:
+    ``prompt_tokens, chunk_size, page_size, sequences`` (``cap<N>`` → batches → ``request`` letter
+    and ``new_tokens``) and ``cut`` (how request A is cut, "8192 + 8192 + 4" for 16388 tokens); {} when no
+    prompt length is recorded."""
+    from benchbook.analysis import admission as simulator
+
+    base = campaign.arms[base_arm]
+    pcs = [r.load.get("prompt_class") for r in campaign.runs if r.load.get("prompt_class")]
+    pt = campaign.prompt_tokens(pcs[0]) if pcs else None
+    if pt is None:
+        return {}
+    caps = sorted({a.prefill_max_requests for a in campaign.arms.values()})
+    chunk, psize = base.chunk_size, base.page_size
+    seqs: dict[str, list[list[dict[str, Any]]]] = {}
+    for cap in caps:
+        res = simulator.simulate([pt] * SEAM_REQUESTS, chunk, psize, cap)
+        seqs[f"cap{cap}"] = [
+            [{"request": _letter(i), "new_tokens": n} for i, n in parts] for parts in res.sequence()[:SEAM_BATCHES]
+        ]
+    pieces = [str(p["new_tokens"]) for b in seqs[f"cap{caps[0]}"] for p in b if p["request"] == "A"]
+    return {
+        "prompt_tokens": pt,
+        "chunk_size": chunk,
+        "page_size": psize,
+        "requests": SEAM_REQUESTS,
+        "sequences": seqs,
+        "cut": " + ".join(pieces),
     }
 
 
@@ -504,7 +549,7 @@ def analyse(
                     f"native window validity: {r.id}",
                     chk.status,
                     chk.detail,
-                    {"kind": "window validity", "run": r.id, "window": wname},
+                    {"kind": "window validity", "run": r.id, "window": wname, **chk.figures},
                 )
                 rep.checks.append(chk.as_dict())
                 if chk.status != "pass":
@@ -568,10 +613,17 @@ def analyse(
                             "unit": _METRICS[key][1],
                             "source": src,
                             **typed_fields(typed),
-                            "replicated": typed.state is not State.CANNOT_TELL,
+                            "replicated": typed.n_baseline >= 2 and typed.n_candidate >= 2,
                         }
                     )
     rep.admission = admission_table(campaign)
+    rep.seam = batch_seam(campaign, base_arm)
+    per_load: dict[tuple, dict[str, int]] = {}
+    for r in campaign.runs:
+        d = per_load.setdefault(_load_key(r), {})
+        d[r.arm] = d.get(r.arm, 0) + 1
+    rep.loads = len(per_load)
+    rep.replicated = any(n > 1 for d in per_load.values() for n in d.values())
     return rep
 
 
@@ -672,7 +724,10 @@ def _records(campaign: PDCampaign, r: PDRun, rep: PDReport, tolerance: float, fa
         )
         rep.checks.append(
             Check(
-                f"Little's law, measured: {r.id} {wname}", lc.status, f"λ, W from the {label}; " + lc.detail
+                f"Little's law, measured: {r.id} {wname}",
+                lc.status,
+                f"λ, W from the {label}; " + lc.detail,
+                {"kind": "littles measured", "run": r.id, "window": wname},
             ).as_dict()
         )
     ttft = df.filter(df["success"] & df["ttft_s"].is_not_null())

@@ -706,7 +706,7 @@ def _cell_txt(c, side):
 
 
 def amortization(page: Page) -> bd.Block:
-    am = [c for c in page.checks if c["name"].startswith("batching amortization")]
+    am = [c for c in page.checks if c.get("kind") == "batching amortization"]
     bd.record("amortization", am)
     if not am:
         return bd.Block("")
@@ -844,7 +844,7 @@ def verdict(page: Page) -> bd.Block:
     nz = page.analysis.noise
     if nz:
         lines.append(f"Noise yardstick: {nz.describe()}. A difference smaller than that is not a result.")
-    flats = [c for c in page.checks if c["name"].startswith("serialization") and c.get("flat")]
+    flats = [c for c in page.checks if c.get("kind") == "serialization" and c.get("flat")]
     if flats:
         lines.append(
             f"Throughput is flat across the ladder in {len(flats)} run(s) "
@@ -872,7 +872,7 @@ def verdict(page: Page) -> bd.Block:
             + f". The other {len(cs) - len(res)} are within noise ({ns})."
         )
     for c in page.checks:
-        if c["name"].startswith("batching amortization"):
+        if c.get("kind") == "batching amortization":
             lines.append(c["detail"])
     lines += [d.describe() for d in _memory_deltas(page)]
     bd.record("verdict_sentences", lines)

@@ -120,7 +120,7 @@ def comparison_findings(
     results, why_not = [], {}
     for c in comparisons:
         if c["is_result"]:
-            direction = "regression" if "regression" in c["verdict"] else "improvement"
+            direction = c["direction"]  # typed by the analysis; never read back out of the verdict's words
             results.append(
                 (direction, c["speedup"], f"{name(c)}: {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)", section)
             )
