@@ -193,7 +193,7 @@ class Campaign:
 
         cache = self.__dict__.setdefault("_results_runs", {})
         if run.id not in cache:
-            cache[run.id] = read_results_run(self, run)
+            cache[run.id] = read_results_run(self.root, self.manifest, run, self.prometheus_source(run) is not None)
         return cache[run.id]
 
     @property
