@@ -547,14 +547,14 @@ def _analyse(
         out.interval_rates = _interval_rates(camp, pc)
         out.references = _references(camp, pc, out.spread)
     out.ablation, out.ablation_note = _ablation(camp, rule)
-    if camp.runs_of("pd"):
+    if camp.is_pd:
         from benchbook.analysis import disaggregation
 
-        out.pd = disaggregation.analyse(camp.root, **pd_options)
+        out.pd = disaggregation.analyse(camp, **pd_options)  # the campaign's own PD part, not a reload
     if camp.results_runs:  # other tools' result files: identity, pairings, verdicts, sweeps, gates, engine checks
         from benchbook.analysis import results, resultset
 
-        inputs = results.campaign_inputs(camp.root)
+        inputs = results.campaign_inputs(camp)
         out.results_inputs = inputs
         out.results = resultset.build(
             inputs.files,

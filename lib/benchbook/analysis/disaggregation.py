@@ -26,6 +26,7 @@ from benchbook.analysis import littles
 from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, decide, typed_fields
 from benchbook.errors import InputError
 from benchbook.findings import Check, Exclusion, Findings
+from benchbook.ingest.campaign import Campaign
 from benchbook.ingest.pd_runs import PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
 
 MIN_WINDOW_S = 60.0
@@ -496,7 +497,7 @@ def _words(v: Verdict) -> tuple[str, str]:
 
 
 def analyse(
-    campaign_dir: str | Path,
+    campaign_dir: str | Path | PDCampaign | Campaign,
     *,
     min_window_s: float = MIN_WINDOW_S,
     min_window_requests: float | None = None,
@@ -509,9 +510,15 @@ def analyse(
 
     ``min_window_s`` / ``min_window_requests`` (default: the run's concurrency) are the native
     window's validity thresholds; ``tolerance`` / ``fail_tolerance`` Little's law's; ``noise_pct``
-    an optional noise threshold (in %) for single-run comparisons.
+    an optional noise threshold (in %) for single-run comparisons. ``campaign_dir``: a folder, a
+    loaded :class:`Campaign` (its lazy PD part is used) or a :class:`PDCampaign`.
     """
-    campaign = load_pd_campaign(campaign_dir)
+    if isinstance(campaign_dir, PDCampaign):
+        campaign = campaign_dir
+    elif isinstance(campaign_dir, Campaign):
+        campaign = campaign_dir.pd
+    else:
+        campaign = load_pd_campaign(campaign_dir)
     base_arm = baseline_arm or campaign.baseline_arm()
     if base_arm not in campaign.arms:
         raise InputError(campaign.root / "campaign.json", "$.arms", f"baseline arm {base_arm!r} is not an arm")

@@ -52,6 +52,8 @@ from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, compare, decide, 
 if TYPE_CHECKING:
     import polars as pl
 
+    from benchbook.ingest.campaign import Campaign
+
 HEADLINE_FORMAT = "benchbook.headline/1"
 CANNOT_TELL = "cannot tell"
 MIN_STEP_CAMPAIGNS = 4  # fewer campaigns than this: no step detection
@@ -104,23 +106,21 @@ def _figure(metric, arm, environment, prompt_class, prompt_tokens, generation_to
     }
 
 
-def headline(campaign: str | Path) -> dict[str, Any]:
-    """The campaign's headline figures, one value per run (see the module docstring)."""
+def headline(campaign: str | Path | Campaign) -> dict[str, Any]:
+    """The campaign's headline figures, one value per run (see the module docstring), from a folder or
+    a loaded :class:`Campaign` (not loaded again)."""
     import polars as pl
 
-    from benchbook.ingest.campaign import load_campaign
+    from benchbook.ingest.campaign import Campaign, load_campaign
 
-    root = Path(campaign)
-    man = _manifest(root)
+    camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)  # the one manifest reader
+    root, man = camp.root, camp.manifest
     figures: list[dict[str, Any]] = []
-    if man.get("kind") == "pd" or any(
-        isinstance(a, Mapping) and a.get("mode") == "pd" for a in (man.get("arms") or {}).values()
-    ):
-        figures += _pd_figures(root)
+    if camp.is_pd:
+        figures += _pd_figures(camp)
     else:
         from benchbook.analysis import baseline
 
-        camp = load_campaign(root)
         gen = camp.generation_tokens
         if camp.runs_of("phases"):
             pc = baseline.phase_cells(camp).filter(pl.col("metric").is_in(["decode_tok_s", "prefill_tok_s"]))
@@ -181,16 +181,10 @@ def headline(campaign: str | Path) -> dict[str, Any]:
     }
 
 
-def _manifest(root: Path) -> dict[str, Any]:
-    from benchbook.jsonfile import load_json
-
-    return load_json(root / "campaign.json")
-
-
-def _pd_figures(root: Path) -> list[dict[str, Any]]:
+def _pd_figures(camp: Campaign) -> list[dict[str, Any]]:
     from benchbook.analysis import disaggregation
 
-    rep = disaggregation.analyse(root)
+    rep = disaggregation.analyse(camp)
     groups: dict[tuple, dict[str, Any]] = {}
     for c in rep.cells:
         if c.get("window") != "whole" or c.get("key") not in HEADLINE_FIGURES:

@@ -16,7 +16,7 @@ from typing import Any
 from benchbook.analysis import disaggregation
 from benchbook.analysis.verdict import State
 from benchbook.errors import InputError
-from benchbook.ingest.pd_runs import PDCampaign, load_pd_campaign
+from benchbook.ingest.pd_runs import PDCampaign
 from benchbook.pages import display as bd
 from benchbook.pages import sections
 
@@ -60,8 +60,10 @@ def load(
     """Load a PD campaign and compute everything the page shows. ``min_window_requests`` < 0 means
     "more than the run's concurrency"; an empty ``baseline_arm`` uses the manifest's baseline role."""
     from benchbook.analysis.campaign_analysis import analyse
+    from benchbook.ingest.campaign import load_campaign
 
-    camp = load_pd_campaign(campaign)
+    whole = load_campaign(campaign)  # loaded once: its PD part, the analysis and the page share it
+    camp = whole.pd
     base = baseline_arm or camp.baseline_arm()
     if base not in camp.arms:
         raise InputError("parameters", "baseline_arm", f"unknown arm {base!r}; choose from {', '.join(camp.arms)}")
@@ -69,7 +71,7 @@ def load(
         raise InputError("parameters", "min_window_s", f"must be positive (got {min_window_s})")
     mwr = None if min_window_requests is None or min_window_requests < 0 else float(min_window_requests)
     opts = {"min_window_s": float(min_window_s), "min_window_requests": mwr, "baseline_arm": base}
-    rep = analyse(campaign, pd_options=opts).pd  # the campaign's one analysis (benchbook.analysis.campaign_analysis)
+    rep = analyse(whole, pd_options=opts).pd  # the campaign's one analysis (benchbook.analysis.campaign_analysis)
     return Page(camp, rep, base, float(min_window_s), mwr, title or camp.title)
 
 
