@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import baseline, stats
 from benchbook.analysis.memory import MemorySummary, fmt_gib, memory_delta
-from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, decide, point, typed_fields
+from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, check_rule, decide, point, typed_fields
 from benchbook.errors import InputError
 from benchbook.findings import Findings
 
@@ -501,11 +501,9 @@ def analyse(
     arguments of :func:`benchbook.analysis.resultset.build` for the results runs (baseline, labels,
     slo, validity gates; default: its defaults); ``pd_options``: keyword arguments of
     :func:`benchbook.analysis.disaggregation.analyse` (window minimums, baseline arm)."""
-    from benchbook.analysis.verdict import RULE_TEXT
     from benchbook.ingest.campaign import Campaign, load_campaign
 
-    if rule not in RULE_TEXT:
-        raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
+    check_rule(rule)
     camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)
     opts, pd_opts = dict(results_options or {}), dict(pd_options or {})
     frozen = json.dumps([opts, pd_opts], sort_keys=True, default=str)

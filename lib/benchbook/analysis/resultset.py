@@ -30,7 +30,7 @@ from benchbook.analysis import identity as ident
 from benchbook.analysis import slo as slo_mod
 from benchbook.analysis import stats
 from benchbook.analysis import sweep as sweep_mod
-from benchbook.analysis.verdict import RULES, Judgement, cannot_tell, judge, verdict_fields
+from benchbook.analysis.verdict import Judgement, cannot_tell, check_rule, judge, verdict_fields
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -159,8 +159,7 @@ def build(
 
     if not files:
         raise InputError("parameters", "files", "no result files to compare")
-    if rule not in RULES:
-        raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
+    check_rule(rule)
     the_slo = slo_mod.parse(slo)
     overrides = ident.load_overrides(files, labels)
     raw: list[tuple[str, BenchmarkRun]] = list(runs or [])

@@ -53,6 +53,14 @@ RULE_TEXT: dict[str, str] = {
 
 STRICT_MIN_BAND = 0.02
 
+
+def check_rule(rule: str, where: Any = "parameters") -> str:
+    """``rule`` when it names a noise rule (:data:`RULES`), else the one error every caller raises."""
+    if rule not in RULES:
+        raise InputError(where, "rule", f"unknown noise rule {rule!r}; choose {', '.join(RULES[:-1])} or {RULES[-1]}")
+    return rule
+
+
 MARKS = {
     "✓": "result: ranges disjoint and the difference exceeds the noise threshold",
     "~": "within noise: the difference is inside the threshold",
@@ -440,8 +448,7 @@ def compare(
     :func:`benchbook.analysis.stats.run_spread`. ``higher_is_better`` is True for rates (tok/s), False for
     latencies (seconds). Cells must be positive.
     """
-    if rule not in RULES:
-        raise InputError(None, "rule", f"unknown noise rule {rule!r}; expected one of {', '.join(RULES)}")
+    check_rule(rule, None)
     if not spread >= 0:
         raise InputError(None, "spread", f"spread must be a non-negative fraction, got {spread}")
     v = decide(Evidence(baseline, candidate, higher_is_better, rule, spread, spread_from))
@@ -580,8 +587,7 @@ def judge(
 ) -> Judgement:
     from benchbook.analysis import stats
 
-    if rule not in RULES:
-        raise InputError(None, "rule", f"unknown noise rule {rule!r}; expected one of {', '.join(RULES)}")
+    check_rule(rule, None)
     b, c = stats.cell(baseline, what="baseline"), stats.cell(candidate, what="candidate")
     nb, nc = len(baseline), len(candidate)
     if nb >= stats.MIN_N_FOR_TEST and nc >= stats.MIN_N_FOR_TEST:

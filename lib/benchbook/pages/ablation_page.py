@@ -25,8 +25,7 @@ from benchbook.analysis.ablation import (
     campaign_ablation,
     effective_env,
 )
-from benchbook.analysis.verdict import RULE_TEXT, Comparison
-from benchbook.errors import InputError
+from benchbook.analysis.verdict import RULE_TEXT, Comparison, check_rule
 from benchbook.pages import display as bd
 from benchbook.pages import sections
 
@@ -80,8 +79,7 @@ def load(
     ablation arm, in manifest order."""
     from benchbook.ingest.campaign import load_campaign
 
-    if rule not in RULE_TEXT:
-        raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
+    check_rule(rule)
     camp = load_campaign(campaign)
     ab = campaign_ablation(camp, baseline_arm=baseline_arm, arms=arms, metrics=metrics, rule=rule)
     return Page(camp, title or camp.title, baseline.noise(camp), ab)

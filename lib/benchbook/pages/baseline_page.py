@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchbook.analysis import baseline, stats
-from benchbook.analysis.verdict import RULE_TEXT
+from benchbook.analysis.verdict import RULE_TEXT, check_rule
 from benchbook.errors import InputError
 from benchbook.pages import display as bd
 from benchbook.pages import sections
@@ -46,8 +46,7 @@ def load(
     from benchbook.analysis.campaign_analysis import analyse
     from benchbook.ingest.campaign import load_campaign
 
-    if rule not in RULE_TEXT:
-        raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
+    check_rule(rule)
     camp = load_campaign(campaign)
     chosen = list(arms) if arms else baseline.main_arms(camp)
     unknown = [a for a in chosen if a not in camp.arms]
