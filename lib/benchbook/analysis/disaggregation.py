@@ -455,7 +455,11 @@ def decision(key: str, base: list[float], cand: list[float], noise_pct: float | 
 
     higher = _METRICS[key][2]
     b, c = st.cell(base, what="baseline"), st.cell(cand, what="candidate")
-    if len(base) >= 2 and len(cand) >= 2:
+    if min(base + cand) <= 0 and not invalid:  # a ratio of a zero figure means nothing: shown, not judged
+        invalid = "a non-positive figure on one side: no ratio can be judged"
+    if invalid:
+        spread, source = None, ""
+    elif len(base) >= 2 and len(cand) >= 2:
         spread, source = max(st.run_spread(v) for v in (base, cand)), "the larger of the two arms' own spreads"
     elif noise_pct is not None:
         spread, source = noise_pct / 100, "the given noise threshold (supplied, not measured)"

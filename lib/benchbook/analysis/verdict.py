@@ -285,14 +285,13 @@ def decide(ev: Evidence) -> Verdict:
     quantity that does not change when the two sides swap (the symmetric difference, range overlap,
     the set of pairwise |differences|), and only the direction flips."""
     b, c = ev.baseline, ev.candidate
-    _check_positive(b, "baseline")
-    _check_positive(c, "candidate")
     direction = _direction(b.median, c.median, ev.higher_is_better)
-    diff = rel_diff(b.median, c.median)
-    p_min = _p_min(b.n, c.n)
-    common = {"difference": diff, "p_min": p_min}
+    common = {"difference": rel_diff(b.median, c.median), "p_min": _p_min(b.n, c.n)}
     if ev.not_comparable:
         return Verdict(State.NOT_COMPARABLE, direction, ev.not_comparable, ev, "–", **common)
+    _check_positive(b, "baseline")
+    _check_positive(c, "candidate")
+    diff = common["difference"]
     result = State.IMPROVEMENT if direction == "improvement" else State.REGRESSION
     if ev.rule == "rank":
         return _rank(ev, direction, result, common)
