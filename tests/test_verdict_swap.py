@@ -20,19 +20,10 @@ from benchbook.analysis import baseline, campaign_analysis, disaggregation, hist
 from benchbook.analysis.verdict import Evidence, State, decide
 from benchbook.commands.summary import build
 from benchbook.ingest.campaign import load_campaign
+from test_summary import _objects  # every JSON object in a tree
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGNS = sorted(p.name for p in (ROOT / "data").iterdir() if (p / "campaign.json").is_file())
-
-
-def _objects(tree):
-    if isinstance(tree, dict):
-        yield tree
-        for v in tree.values():
-            yield from _objects(v)
-    elif isinstance(tree, list):
-        for v in tree:
-            yield from _objects(v)
 
 
 def _typed(tree) -> list[tuple[State, Evidence]]:

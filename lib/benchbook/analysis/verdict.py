@@ -1,5 +1,12 @@
 """Noise-aware comparisons: ratio, signed change and a verdict that says why.
 
+Every comparison in the package is decided by :func:`decide` from an :class:`Evidence` (both sides'
+samples, the metric's direction, the rule, the spread) and gives one typed :class:`Verdict` (a
+:class:`State`, the direction, the reason, the evidence). :func:`compare` (cells) and :func:`judge`
+(run-level figures) wrap it for their callers. Rules ``seed`` and ``strict`` below; ``small-n``
+(pairwise differences, Hodges–Lehmann) and ``rank`` (Mann–Whitney + bootstrap, n ≥ 5 per side) in
+``docs/statistics.md``.
+
 Two rules (``docs/statistics.md`` is the reader's version):
 
 ``seed`` (default) — a RESULT only when the two cells' [min–max] ranges do not overlap AND the
@@ -19,6 +26,7 @@ comparison is a result. The signed ``change`` shown to readers is relative to th
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import math
 from dataclasses import dataclass, field
@@ -140,18 +148,7 @@ class Evidence:
     alpha: float = 0.05
 
     def swapped(self) -> Evidence:
-        return Evidence(
-            self.candidate,
-            self.baseline,
-            self.higher_is_better,
-            self.rule,
-            self.spread,
-            self.spread_from,
-            self.margin,
-            self.not_comparable,
-            self.no_spread,
-            self.alpha,
-        )
+        return dataclasses.replace(self, baseline=self.candidate, candidate=self.baseline)
 
     def as_dict(self) -> dict[str, Any]:
         """Complete: :meth:`from_dict` rebuilds the same evidence (so a summary can be re-judged)."""
