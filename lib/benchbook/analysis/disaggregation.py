@@ -63,6 +63,7 @@ class PDReport:
     seam: dict[str, Any] = field(default_factory=dict)  # the first simulated batches per cap (batch_seam)
     loads: int = 0  # distinct loads (requests, concurrency, rate, prompt class) among the runs
     replicated: bool = False  # some arm has two or more runs under one load (a spread can be measured)
+    runs_per_arm_and_load: list[int] = field(default_factory=list)  # the distinct run counts (n per cell)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -634,7 +635,8 @@ def analyse(
         d = per_load.setdefault(_load_key(r), {})
         d[r.arm] = d.get(r.arm, 0) + 1
     rep.loads = len(per_load)
-    rep.replicated = any(n > 1 for d in per_load.values() for n in d.values())
+    rep.runs_per_arm_and_load = sorted({n for d in per_load.values() for n in d.values()})
+    rep.replicated = any(n > 1 for n in rep.runs_per_arm_and_load)
     return rep
 
 

@@ -159,11 +159,7 @@ def findings(page: Page) -> bd.Block:
 
 
 def how_to_read(page: Page) -> bd.Block:
-    per_arm: dict[tuple, dict[str, int]] = {}
-    for r in page.camp.runs:
-        per_arm.setdefault(tuple(sorted(r.load.items())), {}).setdefault(r.arm, 0)
-        per_arm[tuple(sorted(r.load.items()))][r.arm] += 1
-    ns = sorted({n for d in per_arm.values() for n in d.values()})
+    ns = page.report.runs_per_arm_and_load  # counted by the analysis, per arm under one load
     req = (
         "more than the run's concurrency (e.g. C128 → more than 128 requests)"
         if page.min_window_requests is None
