@@ -132,3 +132,18 @@ def test_a_parameter_of_the_wrong_type_is_bad_input_not_a_crash(tmp_path, capsys
     assert main(["render", str(MINI), "--out", str(tmp_path / "o"), "--page", "baseline", "--params", str(params)]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "warmup_rounds: expected int" in err and "'x'" in err
+
+
+def test_one_ratio_convention_in_verdict_findings_and_table(dsv_page):
+    """Every "N.NNx (±P%)" on the page is candidate / baseline beside its change, so N = 1 + P/100: the
+    verdict list printed "Total (engine) … 1.31x (-23.9%, improvement)" (the speedup) where the findings
+    box and the table said 0.76x."""
+    import re
+
+    v = _values(dsv_page)
+    texts = [*v["verdict_sentences"], *(line["text"] for line in v["findings_box"]["lines"])]
+    pairs = [(float(r), float(p)) for t in texts for r, p in re.findall(r"(\d+\.\d+)x \(([+−-]?\d+\.\d)%", t)]
+    assert len(pairs) > 10
+    for r, p in pairs:
+        assert r == pytest.approx(1 + p / 100, abs=0.006), (r, p)
+    assert any(r < 1 for r, _ in pairs)  # a latency that fell is shown below 1, beside its negative change

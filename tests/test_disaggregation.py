@@ -409,3 +409,25 @@ def test_bundled_derived_values_recompute():
 
     ns = runpy.run_path(str(BUNDLED / "check.py"))
     assert ns["main"]() == 0
+
+
+def test_the_batch_seam_is_replayed_by_the_analysis_and_in_the_summary():
+    """The admission simulation behind the PD page's seam picture runs in the analysis, and
+    ``summary --json`` carries it (it used to run inside the page)."""
+    from benchbook.commands.summary import build
+
+    seam = build(BUNDLED)["pd"]["seam"]
+    assert seam["cut"] == "8192 + 8192 + 4" and seam["prompt_tokens"] == 16388
+    cap1, cap2 = seam["sequences"]["cap1"], seam["sequences"]["cap2"]
+    assert [p["new_tokens"] for p in cap1[2]] == [4]  # at cap 1 the tail runs alone
+    assert [(p["request"], p["new_tokens"]) for p in cap2[2]] == [("A", 4), ("B", 8064)]  # 8192 − one 128 page
+
+
+def test_pages_read_typed_judgements_not_their_words():
+    """No page module decides anything from a verdict's or a check's words."""
+    import re
+
+    pages = Path(__file__).resolve().parents[1] / "lib" / "benchbook" / "pages"
+    bad = re.compile(r"""\[["'](verdict|name)["']\]\.(startswith|split)|in \w+\[["']verdict["']\]""")
+    hits = [(p.name, m.group(0)) for p in pages.glob("*.py") for m in bad.finditer(p.read_text())]
+    assert hits == []

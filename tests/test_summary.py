@@ -79,12 +79,45 @@ def _found(v: dict, pool: list[dict]) -> bool:
     return False
 
 
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    return tmp_path_factory.mktemp("reports")
+
+
 @pytest.fixture(scope="module", params=CAMPAIGNS)
-def rendered(request, tmp_path_factory):
+def rendered_outcome(request, reports):
     camp = ROOT / "data" / request.param
-    res = render_campaign(camp, tmp_path_factory.mktemp(request.param))
+    res = render_campaign(camp, reports / request.param)
     pages = {r.html.stem: json.loads(r.values_path.read_text()) for r in res.rendered}
-    return request.param, pages, build(camp)
+    return request.param, pages, build(camp), res
+
+
+@pytest.fixture(scope="module")
+def rendered(rendered_outcome):
+    return rendered_outcome[:3]
+
+
+def test_summary_findings_are_what_the_pages_and_the_index_show(rendered_outcome, reports):
+    """The analysis decides each page's findings box once: ``summary --json`` carries it, each page's
+    box records the same counts, lines and headline, and the index counts and quotes the same."""
+    from benchbook.pipeline.render import PAGES, index_html
+
+    name, pages, summary, outcome = rendered_outcome
+    found = summary["findings"]
+    assert set(found) == set(pages), f"{name}: summary findings for {sorted(found)}, pages {sorted(pages)}"
+    for kind, values in pages.items():
+        box = found[kind]
+        assert values["headline"] == box["headline"], (name, kind)
+        assert values["findings_box"] == {k: v for k, v in box.items() if k != "headline"}, (name, kind)
+    index = index_html([outcome], reports)
+    total = {k: sum(b[k] for b in found.values()) for k in ("results", "regressions", "failed_checks", "unjudged")}
+    from benchbook.findings import headline
+
+    head = "1 campaign: " + headline(total["results"], total["regressions"], total["failed_checks"], total["unjudged"])
+    assert head in index, f"{name}: the index does not count what the summary holds ({head})"
+    for kind, box in found.items():
+        if box["regressions"] or box["failed_checks"] or box["unjudged"]:
+            assert f"{name} / {PAGES[kind][1]}: {box['headline']}" in index.replace("&#39;", "'"), (name, kind)
 
 
 def test_every_page_verdict_is_in_the_summary(rendered):

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis.stats import Cell, fmt_pct
-from benchbook.analysis.verdict import Comparison, Rule, compare
+from benchbook.analysis.verdict import Comparison, Rule, compare, typed_fields
 from benchbook.errors import InputError
+from benchbook.findings import Findings
 
 if TYPE_CHECKING:
     import polars as pl
@@ -81,6 +82,11 @@ class Ablation:
             for (arm, m, pc), c in self.comparisons.items()
         ]
         return pl.DataFrame(rows)
+
+
+def _typed(c: Comparison) -> dict[str, Any]:
+    """The typed verdict's ``state`` and ``verdict_evidence`` beside a row's ``verdict`` words."""
+    return {k: v for k, v in typed_fields(c.typed).items() if k != "direction"}
 
 
 def _spread_for(spread: float | Mapping[str, float], metric: str) -> float:
@@ -302,6 +308,25 @@ class CampaignAblation:
     def comparison(self, arm: str, key: CellKey) -> Comparison | None:
         return self.ablation.comparisons.get((arm, *key))
 
+    def findings(self) -> Findings:
+        """The ablation page's findings box: every cell called a result (worst first; interactions
+        said so) and the cells that could not be compared."""
+        inter = {(i.arm, i.cell) for i in self.ablation.interactions}
+        results, unjudged = [], []
+        for a in self.arms:
+            for k in self.keys:
+                cmp = self.comparison(a, k)
+                if cmp is None:
+                    unjudged.append((f"{a}: no {k[1]} {k[0]} cell to compare with {self.baseline_arm}", "ablation"))
+                    continue
+                if not cmp.is_result:
+                    continue
+                text = f"{a} vs {self.baseline_arm}, {f'{k[1]} {k[0]}'.lower()}: {cmp.ratio:.2f}x ({fmt_pct(cmp.change, signed=True)})"
+                if (a, k) in inter:
+                    text += f" — an interaction of {len(self.ablation.switches.get(a, ()))} switches, each within noise alone"
+                results.append((cmp.state.value, cmp.speedup, text, "ablation"))
+        return Findings.build(results=results, unjudged=unjudged, results_section="ablation")
+
     def rows(self) -> list[dict[str, Any]]:
         """One record per (arm, cell): the figures, the change vs the baseline and the verdict."""
         out = []
@@ -332,6 +357,7 @@ class CampaignAblation:
                         "direction": None if cmp is None else cmp.direction,
                         "verdict": "baseline" if a == self.baseline_arm else (cmp.verdict if cmp else "not compared"),
                         "reason": "" if cmp is None else cmp.reason,
+                        **({} if cmp is None else _typed(cmp)),
                         "interaction": i is not None,
                         "minimal": None if i is None else i.minimal,
                     }
@@ -348,6 +374,7 @@ class CampaignAblation:
                 "change": i.comparison.change,
                 "direction": i.comparison.direction,
                 "verdict": i.comparison.verdict,
+                **_typed(i.comparison),
                 "minimal": i.minimal,
                 "singles": i.singles,
                 "text": i.describe(),
@@ -526,6 +553,7 @@ def steps(ab: CampaignAblation) -> list[dict[str, Any]]:
                         "change": cmp.change,
                         "direction": cmp.direction,
                         "verdict": cmp.verdict,
+                        **_typed(cmp),
                         "repairs": repairs,
                         "text": text + ".",
                     }

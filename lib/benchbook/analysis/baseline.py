@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import stats
-from benchbook.analysis.verdict import compare
+from benchbook.analysis.verdict import Evidence, compare, decide, typed_fields
 from benchbook.errors import InputError
 from benchbook.findings import Check, Exclusion
 
@@ -39,6 +39,11 @@ WHOLE_METRICS: dict[str, tuple[str, bool, int, str]] = {
     "worst_latency_s": ("s", False, 3, "Worst latency"),
 }
 NOISE_METRIC = "single_tok_s"
+#: a metric's name on a page ("Decode tok/s")
+METRIC_NAMES: dict[str, str] = {
+    **{k: v[3] for k, v in PHASE_METRICS.items()},
+    **{k: v[3] for k, v in WHOLE_METRICS.items()},
+}
 
 
 @dataclass(frozen=True)
@@ -365,26 +370,29 @@ def comparisons(
         if b is None or c is None:
             return
         if spread is None:
+            why = "no arm was run twice, so there is no measured spread; no difference can be called a result"
+            typed = decide(Evidence(b, c, hib, rule, None, no_spread=why))
             out.append(
-                _row(
-                    base,
-                    cand,
-                    metric,
-                    context,
-                    b,
-                    c,
-                    None,
-                    "no verdict",
-                    "no arm was run twice, so there is no measured spread; no difference can be called a result",
-                    "?",
-                    prompt_class,
-                    concurrency,
-                )
+                _row(base, cand, metric, context, b, c, None, "no verdict", why, "?", prompt_class, concurrency, typed)
             )
             return
         cmp = compare(b, c, spread=spread, higher_is_better=hib, rule=rule)
         out.append(
-            _row(base, cand, metric, context, b, c, cmp, cmp.verdict, cmp.reason, cmp.mark, prompt_class, concurrency)
+            _row(
+                base,
+                cand,
+                metric,
+                context,
+                b,
+                c,
+                cmp,
+                cmp.verdict,
+                cmp.reason,
+                cmp.mark,
+                prompt_class,
+                concurrency,
+                cmp.typed,
+            )
         )
 
     for base, cand in pairs:
@@ -432,7 +440,7 @@ def _whole_cell(wc, arm, metric, n) -> stats.Cell | None:
     return stats.cell(vals)
 
 
-def _row(base, cand, metric, context, b, c, cmp, verdict, reason, mark, prompt_class, concurrency):
+def _row(base, cand, metric, context, b, c, cmp, verdict, reason, mark, prompt_class, concurrency, typed=None):
     return {
         "baseline": base,
         "candidate": cand,
@@ -463,6 +471,7 @@ def _row(base, cand, metric, context, b, c, cmp, verdict, reason, mark, prompt_c
         "is_result": bool(cmp and cmp.is_result),
         "mark": mark,
         "reason": reason,
+        **{k: v for k, v in typed_fields(typed).items() if k != "direction"},  # None above: no verdict
     }
 
 
@@ -494,7 +503,7 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
                     f"serialization: {run.id}",
                     "warn" if (f.flat and batch) else "pass",
                     f.reason + (" — a batch arm that serializes: see the clamp check" if f.flat and batch else ""),
-                    {"run": run.id, "flat": f.flat},
+                    {"kind": "serialization", "run": run.id, "flat": f.flat},
                 ).as_dict()
             )
         wall1 = c.filter(pl.col("metric") == "single_latency_s")
@@ -512,7 +521,7 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
                     f"pure queueing at n={nmax}: {run.id}",
                     "warn" if (q.pure and batch) else "pass",
                     q.reason,
-                    {"run": run.id, "pure": q.pure},
+                    {"kind": "pure queueing", "run": run.id, "pure": q.pure},
                 ).as_dict()
             )
     for base, cand in comparison_pairs(camp):
@@ -533,6 +542,7 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
                     "pass" if a.agree in (True, None) else "warn",
                     a.explanation,
                     {
+                        "kind": "batching amortization",
                         "effective_width": a.effective_width,
                         "speedup": a.speedup,
                         "single_row_steps": a.single_row_steps,

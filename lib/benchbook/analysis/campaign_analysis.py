@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import baseline, stats
 from benchbook.analysis.memory import MemorySummary, fmt_gib, memory_delta
+from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, check_rule, decide, point, typed_fields
 from benchbook.errors import InputError
+from benchbook.findings import Findings
 
 if TYPE_CHECKING:
     import polars as pl
@@ -47,10 +49,11 @@ class MemoryDeltaResult:
     baseline_gib: float
     candidate_gib: float
     delta_gib: float
-    threshold_gib: float | None  # the spread applied to the baseline figure
+    threshold_gib: float | None  # the spread applied to the smaller of the two figures
     verdict: str
     is_result: bool
     reason: str
+    typed: Verdict | None = None
 
     def describe(self) -> str:
         return (
@@ -74,36 +77,51 @@ class MemoryDeltaResult:
             "verdict": self.verdict,
             "is_result": self.is_result,
             "reason": self.reason,
+            **typed_fields(self.typed),
             "text": self.describe(),
         }
 
 
-def memory_verdict(base_gib: float, cand_gib: float, spread: float | None) -> tuple[float | None, str, bool, str]:
-    """(threshold GiB, verdict, is_result, reason) for a memory delta between two single runs.
+def memory_decision(base_gib: float, cand_gib: float, spread: float | None) -> Verdict:
+    """The typed verdict on a memory delta between two single memory runs (n=1 each).
 
     A memory run is one process sampled once, so no memory spread is measured; the campaign's
-    run-to-run spread (the noise yardstick) is applied to the baseline's figure as the threshold.
-    Without a measured spread nothing is called a result."""
-    delta = cand_gib - base_gib
-    if spread is None:
-        return None, "no verdict", False, "no arm was run twice, so there is no measured spread"
-    thr = spread * base_gib
-    if abs(delta) > thr:
-        word = "more memory" if delta > 0 else "less memory"
-        return (
-            thr,
-            f"result ({word})",
-            True,
-            f"|{delta:.2f}| GiB exceeds the {stats.fmt_pct(spread)} run-to-run spread of the baseline's "
-            f"{base_gib:.2f} GiB ({thr:.2f} GiB); n=1 memory run per arm",
-        )
-    return (
-        thr,
-        "within noise — not a result",
-        False,
-        f"|{delta:.2f}| GiB is inside the {stats.fmt_pct(spread)} run-to-run spread of the baseline's "
-        f"{base_gib:.2f} GiB ({thr:.2f} GiB); n=1 memory run per arm",
+    run-to-run spread (the noise yardstick) is the threshold on the symmetric difference
+    max/min − 1 — equivalently |Δ| against the spread × the *smaller* figure, so swapping the arms
+    never changes the verdict. Less memory is the better direction. Without a measured spread
+    nothing is called a result."""
+    ev = Evidence(
+        point(base_gib),
+        point(cand_gib),
+        higher_is_better=False,
+        rule="seed",
+        spread=spread,
+        spread_from="the campaign's run-to-run spread (noise yardstick); n=1 memory run per arm",
+        no_spread="no arm was run twice, so there is no measured spread",
     )
+    return decide(ev)
+
+
+def memory_verdict(base_gib: float, cand_gib: float, spread: float | None) -> tuple[float | None, str, bool, str]:
+    """(threshold GiB, verdict words, is_result, reason) of :func:`memory_decision` (kept for callers)."""
+    v = memory_decision(base_gib, cand_gib, spread)
+    return _memory_words(v, base_gib, cand_gib)
+
+
+def _memory_words(v: Verdict, base_gib: float, cand_gib: float) -> tuple[float | None, str, bool, str]:
+    spread = v.evidence.spread
+    if spread is None:
+        return None, "no verdict", False, v.reason
+    delta = cand_gib - base_gib
+    thr = spread * min(base_gib, cand_gib)
+    where = (
+        f"the {stats.fmt_pct(spread)} run-to-run spread of the smaller figure "
+        f"{min(base_gib, cand_gib):.2f} GiB ({thr:.2f} GiB); n=1 memory run per arm"
+    )
+    if v.is_result:
+        word = "more memory" if delta > 0 else "less memory"
+        return thr, f"result ({word})", True, f"|{delta:.2f}| GiB exceeds {where}"
+    return thr, NOT_A_RESULT, False, f"|{delta:.2f}| GiB is inside {where}"
 
 
 # ---- interval rates and reference points ------------------------------------------------------------
@@ -165,6 +183,7 @@ class ReferenceResult:
     change: float | None
     verdict: str
     note: str
+    typed: Verdict | None = None
 
     def describe(self) -> str:
         pts = ", ".join(f"{t:g} → {v:g} {self.unit}" for t, v in self.points)
@@ -194,6 +213,7 @@ class ReferenceResult:
             "change": self.change,
             "verdict": self.verdict,
             "note": self.note,
+            **typed_fields(self.typed),
             "text": self.describe(),
         }
 
@@ -311,6 +331,78 @@ class CampaignAnalysis:
             out += self.pd.cells
         return out
 
+    # ---- findings: what each page (and the index) opens with -----------------------------------
+    def page_kinds(self) -> list[str]:
+        """The pages this campaign gets, decided from what it holds (the renderer's ``pages_for``
+        decides the same from the manifest): baseline (requests/phases runs), ablation (an arm with
+        role ablation), pd (PD runs), compare (results runs)."""
+        camp = self.camp
+        kinds = []
+        if camp.runs_of("requests") or camp.runs_of("phases"):
+            kinds.append("baseline")
+        if any(v.get("role") == "ablation" for v in camp.arms.values()):
+            kinds.append("ablation")
+        if self.pd is not None:
+            kinds.append("pd")
+        if self.results is not None:
+            kinds.append("compare")
+        return kinds
+
+    def baseline_findings(self, arms: list[str] | None = None) -> Findings:
+        """The baseline page's findings box for ``arms`` (default: the main arms): the comparisons
+        called results (worst first), failed checks and clamps, and what could not be judged."""
+        camp = self.camp
+        chosen = list(arms) if arms else baseline.main_arms(camp)
+        comps = [c for c in self.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
+        checks = [c for c in self.checks if c.get("run") is None or camp.run(c["run"]).arm in chosen]
+        results, why_not = [], {}
+        for c in comps:
+            if c["is_result"]:
+                name = f"{c['candidate']} vs {c['baseline']}, {baseline.METRIC_NAMES.get(c['metric'], c['metric'])}"
+                text = f"{name} ({c['context']}): {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)"
+                results.append((c["state"], c["speedup"], text, "comparisons"))
+            elif c.get("speedup") is None:  # no verdict possible (no measured spread): one line per reason
+                why_not.setdefault(c["reason"], []).append(c)
+        unjudged = [
+            (f"{len(cs)} comparison{'s' * (len(cs) != 1)} without a verdict: {reason}", "comparisons")
+            for reason, cs in why_not.items()
+        ]
+        failed = [(f"{c['name']}: {c['detail']}", "checks") for c in checks if c["status"] == "fail"]
+        failed += [
+            (
+                f"{r.arm} clamped: "
+                + "; ".join(f"{x['setting']} {x['requested']} requested, {x['ran']} ran" for x in r.clamps),
+                "clamps",
+            )
+            for r in self.clamps
+            if r.arm in chosen and r.clamped
+        ]
+        excluded = [e for e in camp.exclusions if "warm-up" not in e.reason]
+        if excluded:
+            unjudged.append(
+                (
+                    f"{len(excluded)} sample(s) excluded from the statistics besides warm-up rounds; reasons listed",
+                    "exclusions",
+                )
+            )
+        return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="comparisons")
+
+    @property
+    def findings(self) -> dict[str, Findings]:
+        """Each page's findings box with the page's default parameters, by page kind — what the pages
+        show, what the index counts and what ``summary --json`` carries (``findings``)."""
+        out: dict[str, Findings] = {}
+        for kind in self.page_kinds():
+            if kind == "baseline":
+                out[kind] = self.baseline_findings()
+            elif kind == "ablation" and self.ablation is not None:
+                out[kind] = self.ablation.findings()
+            elif kind == "pd" and self.pd is not None:
+                out[kind] = self.pd.findings()
+            elif kind == "compare" and self.results is not None:
+                out[kind] = results_findings(self.results)
+        return out
+
     def as_dict(self) -> dict[str, Any]:
         """The summary (``benchbook.summary/3``): plain values; :func:`benchbook.jsonfile.plain` makes it JSON."""
         from benchbook.analysis import resultset
@@ -343,7 +435,9 @@ class CampaignAnalysis:
             "references": [r.as_dict() for r in self.references],
             "ablation": None if self.ablation is None else self.ablation.as_dict(),
             "ablation_note": self.ablation_note,
-            "pd": None if pd is None else {"admission": pd.admission, "batch_composition": pd.batch_composition},
+            "pd": None
+            if pd is None
+            else {"admission": pd.admission, "batch_composition": pd.batch_composition, "seam": pd.seam},
             "engine_gauges": (
                 engine_gauges(self.camp).as_dict()
                 if any(self.camp.prometheus_windows(r) for r in self.camp.runs)
@@ -351,8 +445,45 @@ class CampaignAnalysis:
             ),
             "results": None if self.results is None else resultset.as_dict(self.results, self.results_engine_checks),
             "exclusions": self.exclusions(),
+            "findings": {k: f.as_dict() for k, f in self.findings.items()},
             "todo": list(self.camp.manifest.get("todo", [])),
         }
+
+
+def results_findings(rs: ResultSet) -> Findings:
+    """The compare page's findings box from its result set: failed validity gates, the verdicts that
+    are results (worst first: regressions, then by the size of the ratio), and what could not be
+    judged (per compared pair, and pairings without a verdict) — the lines the result set's own
+    findings list holds, counted the way every other page counts them."""
+    from benchbook.analysis.resultset import short_why
+
+    failed = [
+        (f"{e.id}: {g.name} failed — {g.detail}", "compare-checks")
+        for e in rs.entries
+        for g in e.gates
+        if g.status == "fail"
+    ]
+    results = []
+    for v in rs.verdicts:
+        j = v.judgement
+        if j.is_result:
+            text = f"{v.candidate} vs {v.baseline}: {v.metric} {j.ratio:.3g}x, a result ({j.direction})"
+            better = j.ratio if v.higher_is_better else 1 / j.ratio
+            results.append((j.direction, better, text, "compare-verdicts"))
+    cannot: dict[tuple[str, str], list[str]] = {}
+    for v in rs.verdicts:
+        if v.judgement.state == "cannot":
+            cannot.setdefault((v.candidate, v.baseline), []).append(short_why(v.judgement))
+    unjudged = [
+        (f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts")
+        for (c, b), whys in cannot.items()
+    ]
+    unjudged += [
+        (f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings")
+        for p in rs.pairings
+        if p.kind == "no verdict"
+    ]
+    return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="compare-verdicts")
 
 
 # ---- computing it --------------------------------------------------------------------------------
@@ -370,11 +501,9 @@ def analyse(
     arguments of :func:`benchbook.analysis.resultset.build` for the results runs (baseline, labels,
     slo, validity gates; default: its defaults); ``pd_options``: keyword arguments of
     :func:`benchbook.analysis.disaggregation.analyse` (window minimums, baseline arm)."""
-    from benchbook.analysis.verdict import RULE_TEXT
     from benchbook.ingest.campaign import Campaign, load_campaign
 
-    if rule not in RULE_TEXT:
-        raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
+    check_rule(rule)
     camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)
     opts, pd_opts = dict(results_options or {}), dict(pd_options or {})
     frozen = json.dumps([opts, pd_opts], sort_keys=True, default=str)
@@ -416,14 +545,14 @@ def _analyse(
         out.interval_rates = _interval_rates(camp, pc)
         out.references = _references(camp, pc, out.spread)
     out.ablation, out.ablation_note = _ablation(camp, rule)
-    if camp.runs_of("pd"):
+    if camp.is_pd:
         from benchbook.analysis import disaggregation
 
-        out.pd = disaggregation.analyse(camp.root, **pd_options)
+        out.pd = disaggregation.analyse(camp, **pd_options)  # the campaign's own PD part, not a reload
     if camp.results_runs:  # other tools' result files: identity, pairings, verdicts, sweeps, gates, engine checks
         from benchbook.analysis import results, resultset
 
-        inputs = results.campaign_inputs(camp.root)
+        inputs = results.campaign_inputs(camp)
         out.results_inputs = inputs
         out.results = resultset.build(
             inputs.files,
@@ -516,9 +645,12 @@ def _memory_deltas(camp: Campaign, summ: dict[str, MemorySummary], spread: float
             ("peak", sb.peak_max_gib, sc.peak_max_gib, d.peak_gib),
             ("steady", sb.steady_max_gib, sc.steady_max_gib, d.steady_gib),
         ):
-            thr, verdict, is_result, reason = memory_verdict(b, c, spread)
+            v = memory_decision(b, c, spread)
+            thr, verdict, is_result, reason = _memory_words(v, b, c)
             out.append(
-                MemoryDeltaResult(base, cand, rb[0].id, rc[0].id, quantity, b, c, dv, thr, verdict, is_result, reason)
+                MemoryDeltaResult(
+                    base, cand, rb[0].id, rc[0].id, quantity, b, c, dv, thr, verdict, is_result, reason, v
+                )
             )
     return out
 
@@ -593,11 +725,12 @@ def _references(camp: Campaign, pc: pl.DataFrame, spread: float | None) -> list[
         points = tuple((float(p["prompt_tokens"]), float(p["value"])) for p in ref["points"])
         value, method = interpolate(list(points), toks)
         change = None if value is None else c.median / value - 1
-        if value is None:
+        typed = None if value is None else reference_decision(value, c, metric, spread)
+        if typed is None:
             verdict = "no reference figure"
-        elif spread is None:
+        elif typed.state is State.CANNOT_TELL:
             verdict = "no verdict: no measured spread"
-        elif abs(change) <= spread:
+        elif typed.state is State.WITHIN_NOISE:
             verdict = f"agrees within the {stats.fmt_pct(spread)} run-to-run spread"
         else:
             verdict = f"differs by more than the {stats.fmt_pct(spread)} run-to-run spread"
@@ -619,9 +752,28 @@ def _references(camp: Campaign, pc: pl.DataFrame, spread: float | None) -> list[
                 change=change,
                 verdict=verdict,
                 note=ref.get("note", ""),
+                typed=typed,
             )
         )
     return out
+
+
+def reference_decision(reference: float, measured: stats.Cell, metric: str, spread: float | None) -> Verdict:
+    """This campaign's cell against an earlier measurement's (interpolated, n=1) figure: the seed rule
+    with n=1 on the reference side, i.e. the symmetric difference max/min − 1 of the two medians
+    against the run-to-run spread (the old rule tested |change| against the spread, with the change
+    taken relative to the reference — not symmetric)."""
+    return decide(
+        Evidence(
+            point(reference),
+            measured,
+            higher_is_better=baseline.PHASE_METRICS[metric][1],
+            rule="seed",
+            spread=spread,
+            spread_from="the campaign's run-to-run spread (noise yardstick)",
+            no_spread="no arm was run twice, so there is no measured spread",
+        )
+    )
 
 
 def _ablation(camp: Campaign, rule: str) -> tuple[CampaignAblation | None, str | None]:

@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.analysis import littles
+from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, decide, typed_fields
 from benchbook.errors import InputError
-from benchbook.findings import Check, Exclusion
+from benchbook.findings import Check, Exclusion, Findings
+from benchbook.ingest.campaign import Campaign
 from benchbook.ingest.pd_runs import PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
 
 MIN_WINDOW_S = 60.0
-NOT_A_RESULT = "within noise — not a result"
 UNREPLICATED = "unreplicated — spread not measured"
 INVALID_WINDOW = "not a result — window invalid"
 
@@ -59,6 +60,10 @@ class PDReport:
     exclusions: list[dict[str, str]] = field(default_factory=list)
     admission: list[dict[str, Any]] = field(default_factory=list)  # simulator batch counts per arm/load
     batch_composition: list[dict[str, Any]] = field(default_factory=list)  # from logs or reported counts
+    seam: dict[str, Any] = field(default_factory=dict)  # the first simulated batches per cap (batch_seam)
+    loads: int = 0  # distinct loads (requests, concurrency, rate, prompt class) among the runs
+    replicated: bool = False  # some arm has two or more runs under one load (a spread can be measured)
+    runs_per_arm_and_load: list[int] = field(default_factory=list)  # the distinct run counts (n per cell)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -83,6 +88,34 @@ class PDReport:
             if c["key"] == key and c["window"] == window and context_contains in c["context"]:
                 return c
         raise KeyError((key, window, context_contains))
+
+    def findings(self) -> Findings:
+        """The PD page's findings box: results (worst first), failed checks (window-validity checks
+        linked to the windows section), and the gains it could not judge — each per-card gain on its
+        own line, the other figures grouped by verdict."""
+        results, unjudged, others = [], [], {}
+        for c in self.comparisons:
+            where = "throughput" if c["key"] == "output_tok_s_per_card" else "other-figures"
+            text = f"{c['candidate']} vs {c['baseline']}, {c['metric']} ({c['context']}): {c['change_pct']:+.1f}%"
+            state = State(c["state"])
+            if state.is_result:
+                worse = state is State.REGRESSION
+                order = 1 / (1 + abs(c["change_pct"]) / 100) if worse else 1 + abs(c["change_pct"]) / 100
+                results.append(("regression" if worse else "improvement", order, text, where))
+            elif c["key"] == "output_tok_s_per_card":
+                unjudged.append((f"{text} — {c['verdict']}", where))
+            else:
+                others.setdefault(c["verdict"], []).append(c)
+        unjudged += [
+            (f"{len(cs)} other figure{'s' * (len(cs) != 1)} compared without a result: {verdict}", "other-figures")
+            for verdict, cs in others.items()
+        ]
+        failed = [
+            (f"{c['name']}: {c['detail']}", "windows" if c.get("kind") == "window validity" else "checks")
+            for c in self.checks
+            if c["status"] == "fail"
+        ]
+        return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="throughput")
 
     def check(self, name: str) -> dict[str, str]:
         for c in self.checks:
@@ -173,9 +206,11 @@ def window_validity(
         status, text = "warn", "; ".join(unknown)
     else:
         status, text = "pass", ", ".join(notes)
+    on_bound = status == "pass" and any("published lower bound" in x for x in notes)
+    finding = text
     if lb.get("source") and status != "fail" and "published" in text:
         text += f" — source: {lb['source']}"
-    return Check(name, status, f"{text}; {rule}")
+    return Check(name, status, f"{text}; {rule}", {"finding": finding, "lower_bound": on_bound})
 
 
 def batch_composition(log_frame, page_size: int) -> dict[str, Any]:
@@ -192,6 +227,46 @@ def batch_composition(log_frame, page_size: int) -> dict[str, Any]:
         "multi_request_batches": sum(1 for s in seqs if s >= 2),
         "tail_only_batches": sum(1 for t in toks if t < page_size),
         "single_request_tail_batches": sum(1 for s, t in zip(seqs, toks) if s == 1 and t < page_size),
+    }
+
+
+SEAM_BATCHES = 7  # batches shown side by side in the seam picture (A, B, C and the start of D at cap 2)
+SEAM_REQUESTS = 8  # requests fed to the simulator for the seam picture (more than the shown batches need)
+
+
+def _letter(i: int) -> str:
+    return chr(ord("A") + i) if i < 26 else f"R{i}"
+
+
+def batch_seam(campaign: PDCampaign, base_arm: str) -> dict[str, Any]:
+    """The first prefill batches of identical prompts at each cap the arms use, replayed by the
+    admission simulator with the baseline arm's chunk and page size and the first prompt class:
+    ``prompt_tokens, chunk_size, page_size, sequences`` (``cap<N>`` → batches → ``request`` letter
+    and ``new_tokens``) and ``cut`` (how request A is cut, "8192 + 8192 + 4" for 16388 tokens); {} when no
+    prompt length is recorded."""
+    from benchbook.analysis import admission as simulator
+
+    base = campaign.arms[base_arm]
+    pcs = [r.load.get("prompt_class") for r in campaign.runs if r.load.get("prompt_class")]
+    pt = campaign.prompt_tokens(pcs[0]) if pcs else None
+    if pt is None:
+        return {}
+    caps = sorted({a.prefill_max_requests for a in campaign.arms.values()})
+    chunk, psize = base.chunk_size, base.page_size
+    seqs: dict[str, list[list[dict[str, Any]]]] = {}
+    for cap in caps:
+        res = simulator.simulate([pt] * SEAM_REQUESTS, chunk, psize, cap)
+        seqs[f"cap{cap}"] = [
+            [{"request": _letter(i), "new_tokens": n} for i, n in parts] for parts in res.sequence()[:SEAM_BATCHES]
+        ]
+    pieces = [str(p["new_tokens"]) for b in seqs[f"cap{caps[0]}"] for p in b if p["request"] == "A"]
+    return {
+        "prompt_tokens": pt,
+        "chunk_size": chunk,
+        "page_size": psize,
+        "requests": SEAM_REQUESTS,
+        "sequences": seqs,
+        "cut": " + ".join(pieces),
     }
 
 
@@ -370,47 +445,64 @@ def _cell(
     }
 
 
+def decision(key: str, base: list[float], cand: list[float], noise_pct: float | None, invalid: str | None) -> Verdict:
+    """The typed verdict on one PD metric between two arms' runs (under the same load).
+
+    The noise yardstick: with at least two runs on each side, the larger of the two arms' own
+    run-to-run spreads (the same whichever arm is the baseline); else the user's ``noise_pct``
+    (supplied, not measured); else none — cannot tell ("unreplicated"). A window that fails its
+    validity rule makes the comparison not comparable. The rule is the seed rule."""
+    from benchbook.analysis import stats as st
+
+    higher = _METRICS[key][2]
+    b, c = st.cell(base, what="baseline"), st.cell(cand, what="candidate")
+    if min(base + cand) <= 0 and not invalid:  # a ratio of a zero figure means nothing: shown, not judged
+        invalid = "a non-positive figure on one side: no ratio can be judged"
+    if invalid:
+        spread, source = None, ""
+    elif len(base) >= 2 and len(cand) >= 2:
+        spread, source = max(st.run_spread(v) for v in (base, cand)), "the larger of the two arms' own spreads"
+    elif noise_pct is not None:
+        spread, source = noise_pct / 100, "the given noise threshold (supplied, not measured)"
+    else:
+        spread, source = None, ""
+    direction = (
+        "no change" if b.median == c.median else ("improvement" if (c.median > b.median) == higher else "regression")
+    )
+    ev = Evidence(
+        b,
+        c,
+        higher,
+        "seed",
+        spread,
+        source,
+        not_comparable=invalid,
+        no_spread=f"n={len(base)} vs n={len(cand)} runs: run-to-run spread unmeasured, direction {direction}",
+    )
+    return decide(ev)
+
+
+#: the PD page's words for each state (older summaries carry them in ``verdict``)
+PD_WORDS = {State.NOT_COMPARABLE: INVALID_WINDOW, State.CANNOT_TELL: UNREPLICATED, State.WITHIN_NOISE: NOT_A_RESULT}
+
+
 def _verdict(
     key: str, base: list[float], cand: list[float], noise_pct: float | None, invalid: str | None
 ) -> tuple[str, str]:
-    higher = _METRICS[key][2]
-    b, c = statistics.median(base), statistics.median(cand)
-    diff = max(b, c) / min(b, c) - 1 if min(b, c) > 0 else float("inf")
-    direction = "no change" if b == c else ("improvement" if (c > b) == higher else "regression")
-    if invalid:
-        return INVALID_WINDOW, invalid
-    if len(base) >= 2 and len(cand) >= 2:
-        spread = max((max(v) - min(v)) / min(v) for v in (base, cand))
-        overlap = not (max(base) < min(cand) or max(cand) < min(base))
-        if overlap or diff <= spread:
-            why = [
-                w
-                for w, bad in (
-                    ("ranges overlap", overlap),
-                    (f"difference {diff * 100:.1f} % ≤ spread {spread * 100:.1f} %", diff <= spread),
-                )
-                if bad
-            ]
-            return NOT_A_RESULT, "; ".join(why)
-        return (
-            f"result ({direction})",
-            f"ranges disjoint and difference {diff * 100:.1f} % > spread {spread * 100:.1f} %",
-        )
-    if noise_pct is not None:
-        if diff * 100 <= noise_pct:
-            return (
-                NOT_A_RESULT,
-                f"difference {diff * 100:.2f} % ≤ the given noise threshold {noise_pct:g} % (n=1 per arm)",
-            )
-        return (
-            f"result ({direction})",
-            f"difference {diff * 100:.2f} % > the given noise threshold {noise_pct:g} % (n=1 per arm: threshold supplied, not measured)",
-        )
-    return UNREPLICATED, f"n={len(base)} vs n={len(cand)} runs: run-to-run spread unmeasured, direction {direction}"
+    """(verdict words, reason) of :func:`decision` (kept for callers)."""
+    v = decision(key, base, cand, noise_pct, invalid)
+    return _words(v)
+
+
+def _words(v: Verdict) -> tuple[str, str]:
+    reason = v.reason
+    if v.evidence.spread_from and v.state is not State.NOT_COMPARABLE:
+        reason += f" ({v.evidence.spread_from})"
+    return PD_WORDS.get(v.state, f"result ({v.direction})"), reason
 
 
 def analyse(
-    campaign_dir: str | Path,
+    campaign_dir: str | Path | PDCampaign | Campaign,
     *,
     min_window_s: float = MIN_WINDOW_S,
     min_window_requests: float | None = None,
@@ -423,9 +515,15 @@ def analyse(
 
     ``min_window_s`` / ``min_window_requests`` (default: the run's concurrency) are the native
     window's validity thresholds; ``tolerance`` / ``fail_tolerance`` Little's law's; ``noise_pct``
-    an optional noise threshold (in %) for single-run comparisons.
+    an optional noise threshold (in %) for single-run comparisons. ``campaign_dir``: a folder, a
+    loaded :class:`Campaign` (its lazy PD part is used) or a :class:`PDCampaign`.
     """
-    campaign = load_pd_campaign(campaign_dir)
+    if isinstance(campaign_dir, PDCampaign):
+        campaign = campaign_dir
+    elif isinstance(campaign_dir, Campaign):
+        campaign = campaign_dir.pd
+    else:
+        campaign = load_pd_campaign(campaign_dir)
     base_arm = baseline_arm or campaign.baseline_arm()
     if base_arm not in campaign.arms:
         raise InputError(campaign.root / "campaign.json", "$.arms", f"baseline arm {base_arm!r} is not an arm")
@@ -459,7 +557,12 @@ def analyse(
                 chk = window_validity(
                     w, _concurrency_limit(r, w), min_duration_s=min_window_s, min_requests=min_window_requests
                 )
-                chk = Check(f"native window validity: {r.id}", chk.status, chk.detail)
+                chk = Check(
+                    f"native window validity: {r.id}",
+                    chk.status,
+                    chk.detail,
+                    {"kind": "window validity", "run": r.id, "window": wname, **chk.figures},
+                )
                 rep.checks.append(chk.as_dict())
                 if chk.status != "pass":
                     invalid[(r.id, wname)] = f"{r.id} native window: {chk.detail}"
@@ -499,7 +602,8 @@ def analyse(
                         continue
                     bv, cv = [v for v, _ in b], [v for v, _ in c]
                     bad = "; ".join(invalid[(r.id, wname)] for r in base_runs + cand_runs if (r.id, wname) in invalid)
-                    verdict, reason = _verdict(key, bv, cv, noise_pct, bad or None)
+                    typed = decision(key, bv, cv, noise_pct, bad or None)
+                    verdict, reason = _words(typed)
                     bm, cm = statistics.median(bv), statistics.median(cv)
                     src = _worst(*(s for _, s in b + c))
                     if src != "recorded":
@@ -520,9 +624,19 @@ def analyse(
                             "candidate_value": cm,
                             "unit": _METRICS[key][1],
                             "source": src,
+                            **typed_fields(typed),
+                            "replicated": typed.n_baseline >= 2 and typed.n_candidate >= 2,
                         }
                     )
     rep.admission = admission_table(campaign)
+    rep.seam = batch_seam(campaign, base_arm)
+    per_load: dict[tuple, dict[str, int]] = {}
+    for r in campaign.runs:
+        d = per_load.setdefault(_load_key(r), {})
+        d[r.arm] = d.get(r.arm, 0) + 1
+    rep.loads = len(per_load)
+    rep.runs_per_arm_and_load = sorted({n for d in per_load.values() for n in d.values()})
+    rep.replicated = any(n > 1 for n in rep.runs_per_arm_and_load)
     return rep
 
 
@@ -623,7 +737,10 @@ def _records(campaign: PDCampaign, r: PDRun, rep: PDReport, tolerance: float, fa
         )
         rep.checks.append(
             Check(
-                f"Little's law, measured: {r.id} {wname}", lc.status, f"λ, W from the {label}; " + lc.detail
+                f"Little's law, measured: {r.id} {wname}",
+                lc.status,
+                f"λ, W from the {label}; " + lc.detail,
+                {"kind": "littles measured", "run": r.id, "window": wname},
             ).as_dict()
         )
     ttft = df.filter(df["success"] & df["ttft_s"].is_not_null())

@@ -47,10 +47,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import stats
-from benchbook.analysis.verdict import NOT_A_RESULT, compare
+from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, compare, decide, point, typed_fields
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from benchbook.ingest.campaign import Campaign
 
 HEADLINE_FORMAT = "benchbook.headline/1"
 CANNOT_TELL = "cannot tell"
@@ -104,23 +106,21 @@ def _figure(metric, arm, environment, prompt_class, prompt_tokens, generation_to
     }
 
 
-def headline(campaign: str | Path) -> dict[str, Any]:
-    """The campaign's headline figures, one value per run (see the module docstring)."""
+def headline(campaign: str | Path | Campaign) -> dict[str, Any]:
+    """The campaign's headline figures, one value per run (see the module docstring), from a folder or
+    a loaded :class:`Campaign` (not loaded again)."""
     import polars as pl
 
-    from benchbook.ingest.campaign import load_campaign
+    from benchbook.ingest.campaign import Campaign, load_campaign
 
-    root = Path(campaign)
-    man = _manifest(root)
+    camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)  # the one manifest reader
+    root, man = camp.root, camp.manifest
     figures: list[dict[str, Any]] = []
-    if man.get("kind") == "pd" or any(
-        isinstance(a, Mapping) and a.get("mode") == "pd" for a in (man.get("arms") or {}).values()
-    ):
-        figures += _pd_figures(root)
+    if camp.is_pd:
+        figures += _pd_figures(camp)
     else:
         from benchbook.analysis import baseline
 
-        camp = load_campaign(root)
         gen = camp.generation_tokens
         if camp.runs_of("phases"):
             pc = baseline.phase_cells(camp).filter(pl.col("metric").is_in(["decode_tok_s", "prefill_tok_s"]))
@@ -181,16 +181,10 @@ def headline(campaign: str | Path) -> dict[str, Any]:
     }
 
 
-def _manifest(root: Path) -> dict[str, Any]:
-    from benchbook.jsonfile import load_json
-
-    return load_json(root / "campaign.json")
-
-
-def _pd_figures(root: Path) -> list[dict[str, Any]]:
+def _pd_figures(camp: Campaign) -> list[dict[str, Any]]:
     from benchbook.analysis import disaggregation
 
-    rep = disaggregation.analyse(root)
+    rep = disaggregation.analyse(camp)
     groups: dict[tuple, dict[str, Any]] = {}
     for c in rep.cells:
         if c.get("window") != "whole" or c.get("key") not in HEADLINE_FIGURES:
@@ -494,6 +488,7 @@ def _consecutive(fig: Figure, rule: str) -> None:
                 direction=c.direction,
                 threshold=c.threshold,
                 reason=f"{c.reason}; spread: {what}",
+                **{k: v for k, v in typed_fields(c.typed).items() if k != "direction"},
             )
         fig.changes.append(row)
 
@@ -532,8 +527,17 @@ def _steps(fig: Figure) -> None:
         before, after = left["level"], right["level"]
         diff = stats.rel_diff(before, after)
         change = after / before - 1.0
-        better = (after > before) == fig.higher_is_better
-        is_result = diff > fig.band
+        typed = decide(
+            Evidence(
+                point(before),
+                point(after),
+                fig.higher_is_better,
+                "seed",
+                fig.band,
+                "the history's noise band (median run-to-run spread)",
+            )
+        )
+        is_result = typed.is_result
         at = pts[right["start_position"]]
         prev = pts[right["start_position"] - 1]
         fig.steps.append(
@@ -547,8 +551,9 @@ def _steps(fig: Figure) -> None:
                 "change": change,
                 "band": fig.band,
                 "is_result": is_result,
-                "direction": ("improvement" if better else "regression") if is_result else None,
-                "verdict": f"result ({'improvement' if better else 'regression'})" if is_result else NOT_A_RESULT,
+                "direction": typed.direction if is_result else None,
+                "verdict": typed.text if is_result else NOT_A_RESULT,
+                **{k: v for k, v in typed_fields(typed).items() if k != "direction"},
                 "reason": (
                     f"level {before:.4g} → {after:.4g} {fig.unit}: the difference {stats.fmt_pct(diff)} "
                     f"{'exceeds' if is_result else 'does not exceed'} the history's noise band "

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import enginemetrics
 from benchbook.analysis.reconcile import figure_check as Check  # the one check model, with its figures
@@ -27,6 +27,9 @@ from benchbook.analysis.reconcile import reconcile
 from benchbook.errors import InputError
 from benchbook.ingest.formats import BenchmarkRun
 from benchbook.ingest.results_runs import ResultsRun
+
+if TYPE_CHECKING:
+    from benchbook.ingest.campaign import Campaign
 
 MODEL_CHECK = "model: engine series vs client model"
 # what reconcile() reports, for the "not comparable" rows when the series cannot be chosen
@@ -301,12 +304,13 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
     return None
 
 
-def campaign_inputs(path: str | Path) -> CampaignInputs:
-    """Every results run of a campaign, read: benchmark runs, engine windows, provenance inputs."""
+def campaign_inputs(path: str | Path | Campaign) -> CampaignInputs:
+    """Every results run of a campaign (a folder, or the loaded campaign: not loaded twice), read:
+    benchmark runs, engine windows, provenance inputs."""
     from benchbook.ingest import formats
-    from benchbook.ingest.campaign import load_campaign
+    from benchbook.ingest.campaign import Campaign, load_campaign
 
-    camp = load_campaign(path)
+    camp = path if isinstance(path, Campaign) else load_campaign(path)
     rruns = camp.results_runs
     if not rruns:
         raise InputError(camp.root / "campaign.json", "$.runs", 'no results run (harness "results") to compare')

@@ -33,7 +33,7 @@ from benchbook.analysis import identity as ident
 from benchbook.analysis import slo as slo_mod
 from benchbook.analysis import stats
 from benchbook.analysis import sweep as sweep_mod
-from benchbook.analysis.verdict import RULES, STATE_TEXT, Judgement, cannot_tell, judge
+from benchbook.analysis.verdict import STATE_TEXT, Judgement, cannot_tell, check_rule, judge, verdict_fields
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -226,8 +226,7 @@ def build(
 
     if not files:
         raise InputError("parameters", "files", "no result files to compare")
-    if rule not in RULES:
-        raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
+    check_rule(rule)
     if preset and preset not in PRESETS:
         raise InputError("parameters", "preset", f"unknown preset {preset!r}; choose {', '.join(PRESETS)} or none")
     gate_args = {"min_duration_s": min_duration_s, "min_completed": min_completed, "max_error_rate": max_error_rate}
@@ -760,6 +759,7 @@ def verdict_rows(rs: ResultSet) -> list[dict[str, Any]]:
             "p_value": v.judgement.p_value,
             "ci": list(v.judgement.ci) if v.judgement.ci else None,
             "why": v.judgement.why,
+            **verdict_fields(v.judgement),
         }
         for v in rs.verdicts
     ]

@@ -299,6 +299,58 @@ def min_mannwhitney_p(n1: int, n2: int) -> float:
     return min(1.0, 2 / math.comb(n1 + n2, n1))
 
 
+def pairwise_interval_coverage(n1: int, n2: int) -> float:
+    """Coverage of the [min, max] of the n1 × n2 pairwise differences as an interval for a shift.
+
+    The interval misses the true shift only when every difference lies on one side of it, i.e. when
+    one sample lies wholly above the other after the shift: under the shift model each of the two
+    orders has probability 1 / C(n1+n2, n1), so the coverage is ``1 − 2 / C(n1+n2, n1)``
+    (3 vs 3: 1 − 2/20 = 90 %; 4 vs 4: 97.1 %; 1 vs 1: 0)."""
+    if n1 < 1 or n2 < 1:
+        raise InputError(None, "pairwise", f"sample sizes must be ≥ 1, got {n1} and {n2}")
+    return 1.0 - 2 / math.comb(n1 + n2, n1)
+
+
+def design_note(n1: int, n2: int) -> str:
+    """What a design of n1 vs n2 runs can support, in one sentence: the smallest two-sided p-value
+    any data can give (instead of quoting a p-value that cannot mean what it seems to) and the
+    coverage of the pairwise-difference interval.
+
+    3 vs 3: "With 3 vs 3 runs the smallest two-sided p-value any data can give is 0.10 — no rank test
+    can reach p < 0.10 (≥ 4 runs per side can); the [min, max] of the 9 pairwise differences covers
+    the true shift with 90 % probability." """
+    p = min_mannwhitney_p(n1, n2)
+    need = next(k for k in range(1, 50) if min_mannwhitney_p(k, k) < 0.10)
+    reach = (
+        f"no rank test can reach p < 0.10 (≥ {need} runs per side can)"
+        if p >= 0.10
+        else "so a rank test can reach p < 0.10"
+        + (
+            ""
+            if p < 0.05
+            else f", not p < 0.05 (≥ {next(k for k in range(1, 50) if min_mannwhitney_p(k, k) < 0.05)} per side can)"
+        )
+    )
+    cov = pairwise_interval_coverage(n1, n2)
+    ival = (
+        "one run per side gives a single difference and no interval"
+        if n1 * n2 == 1
+        else f"the [min, max] of the {n1 * n2} pairwise differences covers the true shift with {cov * 100:.0f} % probability"
+    )
+    shown = f"{p:.2f}" if p >= 0.01 else f"{p:.4f}"
+    return f"With {n1} vs {n2} runs the smallest two-sided p-value any data can give is {shown} — {reach}; {ival}."
+
+
+def hodges_lehmann(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
+    """Hodges–Lehmann shift of ``b`` against ``a`` with the distribution-free [min, max] interval:
+    (median, min, max) of the pairwise differences ``b_j − a_i``."""
+    x, y = _finite(a, "hodges_lehmann.a"), _finite(b, "hodges_lehmann.b")
+    if not x or not y:
+        raise InputError(None, "hodges_lehmann", "both sides need at least one value")
+    d = sorted(yj - xi for xi in x for yj in y)
+    return statistics.median(d), d[0], d[-1]
+
+
 def bootstrap_median_distribution(n: int) -> list[Fraction]:
     """Exact distribution of the bootstrap median's rank for a sample of ``n`` distinct values.
 

@@ -26,7 +26,9 @@ def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None
 def add_arguments(p) -> None:
     p.add_argument("campaign", type=Path, help="campaign folder")
     p.add_argument("--json", action="store_true", help="print one JSON object (the stable, documented shape)")
-    p.add_argument("--rule", choices=["seed", "strict"], default="seed", help="noise rule for verdicts")
+    from benchbook.analysis.verdict import RULES
+
+    p.add_argument("--rule", choices=list(RULES), default="seed", help="noise rule for verdicts")
     p.add_argument(
         "--warmup-rounds",
         type=int,

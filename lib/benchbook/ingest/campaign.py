@@ -16,7 +16,8 @@ from typing import Any
 
 from benchbook.errors import InputError, InputErrors
 from benchbook.findings import Exclusion  # noqa: F401 - also imported from here by readers
-from benchbook.jsonfile import MAX_MANIFEST_BYTES, inside, join_inside, load_json, read_text, validate
+from benchbook.ingest.manifest import is_pd, open_manifest  # noqa: F401 - open_manifest also read from here
+from benchbook.jsonfile import inside, join_inside, load_json, read_text, validate
 from benchbook.metrics import phases as phases_mod
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, get_profile
@@ -186,6 +187,20 @@ class Campaign:
             if "window" in s
         ]
 
+    # ---- prefill/decode disaggregation (a lazy part of the campaign) ---------------------------
+    @property
+    def is_pd(self) -> bool:
+        """A PD campaign (``ingest.manifest.is_pd``: kind "pd" or an arm with mode "pd")."""
+        return is_pd(self.manifest)
+
+    @cached_property
+    def pd(self):
+        """The campaign's PD part (``ingest.pd_runs.PDCampaign``), built once from this campaign's own
+        manifest — the PD page, its analysis and history read this one object."""
+        from benchbook.ingest.pd_runs import pd_campaign
+
+        return pd_campaign(self.root, self.root / "campaign.json", self.manifest)
+
     # ---- results runs (benchmark-tool result files) ----------------------------------------
     def results_run(self, run: Run):
         """The run's ``results.json`` read and checked (``ingest.results_runs.ResultsRun``)."""
@@ -193,7 +208,7 @@ class Campaign:
 
         cache = self.__dict__.setdefault("_results_runs", {})
         if run.id not in cache:
-            cache[run.id] = read_results_run(self, run)
+            cache[run.id] = read_results_run(self.root, self.manifest, run, self.prometheus_source(run) is not None)
         return cache[run.id]
 
     @property
@@ -590,32 +605,6 @@ def _fetch_window(camp: Campaign, run: Run, sample: dict[str, Any], where: str, 
 
 def _read_text(p: Path) -> str:
     return read_text(p)
-
-
-def open_manifest(path: str | Path, *, schema: bool = True) -> tuple[Path, Path, dict[str, Any]]:
-    """(campaign folder, its campaign.json, the manifest validated against the campaign schema):
-    the one reader of ``campaign.json``. ``schema=False`` (the renderer deciding which pages a
-    folder gets) only checks that it is a JSON object whose ``arms`` is an object and ``runs`` an
-    array; loading the campaign validates the rest."""
-    root = Path(path)
-    if not root.exists():
-        raise InputError(root, "-", "no such campaign folder")
-    if root.is_file():
-        raise InputError(root, "-", "is a file; expected a campaign folder holding campaign.json")
-    mpath = root / "campaign.json"
-    if not mpath.exists():
-        raise InputError(root, "-", "no campaign.json in this folder (an empty or non-campaign folder)")
-    inside(root, mpath, mpath, "-", "campaign.json")
-    manifest = load_json(mpath, MAX_MANIFEST_BYTES)
-    if schema:
-        validate(manifest, "campaign", mpath)
-        return root, mpath, manifest
-    if not isinstance(manifest, dict):
-        raise InputError(mpath, "$", "expected a JSON object")
-    for key, typ in (("arms", dict), ("runs", list)):
-        if key in manifest and not isinstance(manifest[key], typ):
-            raise InputError(mpath, f"$.{key}", f"expected {'an object' if typ is dict else 'an array'}")
-    return root, mpath, manifest
 
 
 def load_campaign(path: str | Path) -> Campaign:

@@ -21,6 +21,7 @@ from typing import Any
 
 from benchbook.errors import InputError, InputErrors
 from benchbook.findings import Exclusion
+from benchbook.ingest.manifest import is_pd, open_manifest
 from benchbook.jsonfile import inside, join_inside, load_json, read_text, validate
 from benchbook.metrics.phases import MIN_DURATION_S
 
@@ -34,6 +35,7 @@ __all__ = [
     "PDRun",
     "PDCampaign",
     "load_pd_campaign",
+    "pd_campaign",
     "load_pd_run",
     "load_pd_requests",
     "parse_prefill_log",
@@ -281,12 +283,15 @@ def load_pd_campaign(path: str | Path) -> PDCampaign:
     The PD page reads no ``/metrics``, so unlike the general loader this does not require the
     engine's metric-name profile to be known.
     """
-    from benchbook.ingest.campaign import open_manifest
-
     root, mpath, manifest = open_manifest(path)
+    return pd_campaign(root, mpath, manifest)
+
+
+def pd_campaign(root: Path, mpath: Path, manifest: dict[str, Any]) -> PDCampaign:
+    """The PD part of a campaign whose manifest is already read (``Campaign.pd`` builds it once from
+    the campaign's own manifest): checked against the PD schema, every ``pd`` run loaded."""
     validate(manifest, "pd_campaign", mpath)
-    pd_arms = {n: a for n, a in manifest["arms"].items() if a.get("mode") == "pd"}
-    if manifest.get("kind") != "pd" and not pd_arms:
+    if not is_pd(manifest):
         raise InputError(mpath, "$.kind", "not a PD campaign: no kind 'pd' and no arm with mode 'pd'")
     errors: list[InputError] = []
     arms: dict[str, PDArm] = {}

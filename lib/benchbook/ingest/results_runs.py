@@ -18,13 +18,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from benchbook.errors import InputError
 from benchbook.jsonfile import join_inside, load_json, validate
 
-if TYPE_CHECKING:  # pragma: no cover
-    from benchbook.ingest.campaign import Campaign, Run
+
+class RunRef(Protocol):
+    """What the reader needs of a campaign's run (``ingest.campaign.Run`` has it). This module does not
+    import the campaign module: the campaign imports this one (its lazy results part), one way only."""
+
+    id: str
+    arm: str
+    path: Path
+    file: Path
 
 
 @dataclass(frozen=True)
@@ -75,8 +82,10 @@ def metrics_labels(manifest: dict[str, Any], run_id: str) -> tuple[dict[str, str
     return dict(base), "$.metrics_labels"
 
 
-def read_results_run(camp: Campaign, run: Run) -> ResultsRun:
-    """Read and check one results run's ``results.json``; every problem in it at once."""
+def read_results_run(root: Path, manifest: dict[str, Any], run: RunRef, has_prometheus: bool) -> ResultsRun:
+    """Read and check one results run's ``results.json`` of the campaign at ``root`` (its
+    ``manifest``); ``has_prometheus``: the campaign or the run names a Prometheus source (a window
+    needs one). Every problem in the file at once."""
     from benchbook.errors import InputErrors
 
     doc = load_json(run.file)
@@ -85,7 +94,7 @@ def read_results_run(camp: Campaign, run: Run) -> ResultsRun:
 
     def resolve(rel: str, where: str, what: str) -> Path | None:
         try:
-            return in_run(camp.root, run.path, rel, run.file, where, what)
+            return in_run(root, run.path, rel, run.file, where, what)
         except InputError as e:
             errors.append(e)
             return None
@@ -102,7 +111,7 @@ def read_results_run(camp: Campaign, run: Run) -> ResultsRun:
         t0, t1 = float(doc["window"]["t0"]), float(doc["window"]["t1"])
         if not t1 > t0:
             errors.append(InputError(run.file, "$.window", f"t1 {t1} is not after t0 {t0}"))
-        elif camp.prometheus_source(run) is None:
+        elif not has_prometheus:
             errors.append(
                 InputError(
                     run.file,
@@ -114,7 +123,7 @@ def read_results_run(camp: Campaign, run: Run) -> ResultsRun:
         window = (t0, t1)
     if errors:
         raise errors[0] if len(errors) == 1 else InputErrors(errors)
-    labels, key = metrics_labels(camp.manifest, run.id)
+    labels, key = metrics_labels(manifest, run.id)
     return ResultsRun(
         id=run.id,
         arm=run.arm,

@@ -25,8 +25,7 @@ from benchbook.analysis.ablation import (
     campaign_ablation,
     effective_env,
 )
-from benchbook.analysis.verdict import RULE_TEXT, Comparison
-from benchbook.errors import InputError
+from benchbook.analysis.verdict import RULE_TEXT, Comparison, check_rule
 from benchbook.pages import display as bd
 from benchbook.pages import sections
 
@@ -80,8 +79,7 @@ def load(
     ablation arm, in manifest order."""
     from benchbook.ingest.campaign import load_campaign
 
-    if rule not in RULE_TEXT:
-        raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
+    check_rule(rule)
     camp = load_campaign(campaign)
     ab = campaign_ablation(camp, baseline_arm=baseline_arm, arms=arms, metrics=metrics, rule=rule)
     return Page(camp, title or camp.title, baseline.noise(camp), ab)
@@ -139,25 +137,9 @@ def header(page: Page) -> bd.Block:
 
 
 def findings(page: Page) -> bd.Block:
-    """The findings box: every cell the ablation called a result (worst first; interactions said so)
-    and the cells that could not be compared."""
-    inter = {(i.arm, i.cell) for i in page.ablation.interactions}
-    results, unjudged = [], []
-    for a in page.arms:
-        for k in page.keys:
-            cmp = page.comparison(a, k)
-            if cmp is None:
-                unjudged.append((f"{a}: no {k[1]} {k[0]} cell to compare with {page.baseline_arm}", "ablation"))
-                continue
-            if not cmp.is_result:
-                continue
-            text = f"{a} vs {page.baseline_arm}, {cell_title(page, k).lower()}: {cmp.ratio:.2f}x ({stats.fmt_pct(cmp.change, signed=True)})"
-            if (a, k) in inter:
-                text += (
-                    f" — an interaction of {len(page.ablation.switches.get(a, ()))} switches, each within noise alone"
-                )
-            results.append((cmp.direction, cmp.speedup, text, "ablation"))
-    return sections.findings(results=results, unjudged=unjudged, results_section="ablation")
+    """The findings box the ablation decided: every cell called a result (worst first; interactions
+    said so) and the cells that could not be compared."""
+    return sections.findings_box(page.analysis.findings())
 
 
 def how_to_read(page: Page) -> bd.Block:

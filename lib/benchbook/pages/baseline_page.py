@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchbook.analysis import baseline, stats
-from benchbook.analysis.verdict import RULE_TEXT
+from benchbook.analysis.verdict import RULE_TEXT, check_rule
 from benchbook.errors import InputError
 from benchbook.pages import display as bd
 from benchbook.pages import sections
@@ -46,8 +46,7 @@ def load(
     from benchbook.analysis.campaign_analysis import analyse
     from benchbook.ingest.campaign import load_campaign
 
-    if rule not in RULE_TEXT:
-        raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose seed or strict")
+    check_rule(rule)
     camp = load_campaign(campaign)
     chosen = list(arms) if arms else baseline.main_arms(camp)
     unknown = [a for a in chosen if a not in camp.arms]
@@ -97,32 +96,9 @@ def header(page: Page) -> bd.Block:
 
 
 def findings(page: Page) -> bd.Block:
-    """The findings box: the comparisons called results (worst first), failed checks and clamps, and
-    what could not be judged — each linked to its section."""
-    results, unjudged = sections.comparison_findings(
-        page.comparisons,
-        lambda c: f"{c['candidate']} vs {c['baseline']}, {METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']})",
-        "comparisons",
-    )
-    failed = [(f"{c['name']}: {c['detail']}", "checks") for c in page.checks if c["status"] == "fail"]
-    failed += [
-        (
-            f"{r['arm']} clamped: "
-            + "; ".join(f"{x['setting']} {x['requested']} requested, {x['ran']} ran" for x in r["clamps"]),
-            "clamps",
-        )
-        for r in _clamp_findings(page)
-        if r["clamped"]
-    ]
-    excluded = [e for e in page.camp.exclusions if "warm-up" not in e.reason]
-    if excluded:
-        unjudged.append(
-            (
-                f"{len(excluded)} sample(s) excluded from the statistics besides warm-up rounds; reasons listed",
-                "exclusions",
-            )
-        )
-    return sections.findings(results=results, failed=failed, unjudged=unjudged, results_section="comparisons")
+    """The findings box the analysis decided for this page's arms: the comparisons called results
+    (worst first), failed checks and clamps, and what could not be judged — each linked to its section."""
+    return sections.findings_box(page.analysis.baseline_findings(page.arms))
 
 
 def how_to_read(page: Page) -> bd.Block:
@@ -605,10 +581,7 @@ def engine_gauges(page: Page) -> bd.Block:
 
 
 # ---- comparisons and amortization -------------------------------------------------------------
-METRIC_NAMES = {
-    **{k: v[3] for k, v in baseline.PHASE_METRICS.items()},
-    **{k: v[3] for k, v in baseline.WHOLE_METRICS.items()},
-}
+METRIC_NAMES = baseline.METRIC_NAMES
 
 
 def comparisons_table(page: Page) -> bd.Block:
@@ -732,7 +705,7 @@ def _cell_txt(c, side):
 
 
 def amortization(page: Page) -> bd.Block:
-    am = [c for c in page.checks if c["name"].startswith("batching amortization")]
+    am = [c for c in page.checks if c.get("kind") == "batching amortization"]
     bd.record("amortization", am)
     if not am:
         return bd.Block("")
@@ -870,7 +843,7 @@ def verdict(page: Page) -> bd.Block:
     nz = page.analysis.noise
     if nz:
         lines.append(f"Noise yardstick: {nz.describe()}. A difference smaller than that is not a result.")
-    flats = [c for c in page.checks if c["name"].startswith("serialization") and c.get("flat")]
+    flats = [c for c in page.checks if c.get("kind") == "serialization" and c.get("flat")]
     if flats:
         lines.append(
             f"Throughput is flat across the ladder in {len(flats)} run(s) "
@@ -888,8 +861,8 @@ def verdict(page: Page) -> bd.Block:
             )
             continue
         parts = [
-            f"{METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']}) {c['speedup']:.2f}x "
-            f"({c['change_pct']:+.1f}%, {c['verdict'].split('(')[-1].rstrip(')')})"
+            f"{METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']}) {c['ratio']:.2f}x "
+            f"({c['change_pct']:+.1f}%, {c['state']})"
             for c in res
         ]
         lines.append(
@@ -898,7 +871,7 @@ def verdict(page: Page) -> bd.Block:
             + f". The other {len(cs) - len(res)} are within noise ({ns})."
         )
     for c in page.checks:
-        if c["name"].startswith("batching amortization"):
+        if c.get("kind") == "batching amortization":
             lines.append(c["detail"])
     lines += [d.describe() for d in _memory_deltas(page)]
     bd.record("verdict_sentences", lines)

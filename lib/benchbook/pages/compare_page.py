@@ -15,7 +15,7 @@ from typing import Any
 
 from benchbook.analysis import resultset as rset
 from benchbook.analysis import stats
-from benchbook.analysis.verdict import STATE_TEXT
+from benchbook.analysis.verdict import RULE_TEXT, STATE_TEXT
 from benchbook.errors import InputError
 from benchbook.pages import display as bd
 
@@ -51,6 +51,13 @@ class Page:
     @property
     def runs(self) -> list[rset.Entry]:
         return self.rs.entries
+
+    @property
+    def findings_box(self) -> Any:
+        """The findings box the analysis counts for this result set (benchbook.findings.Findings)."""
+        from benchbook.analysis.campaign_analysis import results_findings
+
+        return results_findings(self.rs)
 
 
 def load(
@@ -215,9 +222,10 @@ def findings(page: Page) -> bd.Block:
     judged, not-comparable pairs, saturation and SLO outcomes, duplicates — one line each, linked."""
     fs = page.rs.findings
     bd.record("findings", [{"kind": f.kind, "text": f.text} for f in fs])
-    counts = {k: sum(f.kind == k for f in fs) for k in ("result", "fail", "cannot")}
-    head = f"{counts['result']} result(s), {counts['fail']} failed check(s), {counts['cannot']} not judged"
+    box = page.findings_box  # counted by the analysis the way every page counts (the index reads it)
+    head = box.headline
     bd.record("headline", head)
+    bd.record("findings_box", {k: v for k, v in box.as_dict().items() if k != "headline"})
     if not fs:
         body = "<p>Nothing to report: no check failed and nothing was judged.</p>"
     else:
@@ -236,13 +244,13 @@ def findings(page: Page) -> bd.Block:
 def how_to_read(page: Page) -> bd.Block:
     rs = page.rs
     reps = sorted({len(p.entries) for c in rs.configs for p in c.points})
-    rule = (
-        "a difference is a result only when the repeats' [min–max] ranges do not overlap AND it exceeds the run-to-run "
-        "spread measured between repeats of the configurations in that comparison"
-        if rs.rule == "seed"
-        else "strict: a noise band of max(2 %, 2 × the measured spread); a result needs disjoint ranges and a difference "
-        "beyond it"
+    rule = RULE_TEXT["small-n"] + (
+        "; under the strict rule the spread is replaced by its band, max(2 %, 2 × spread)"
+        if rs.rule == "strict"
+        else ""
     )
+    # what the design allows, stated instead of a p-value it cannot reach (stats.design_note)
+    designs = sorted({(v.baseline_cell.n, v.candidate_cell.n) for v in rs.verdicts})
     return bd.how_to_read(
         n_per_cell=(
             "each run is one benchmark run, counted once however many files carried it; figures per run are the tool's own "
@@ -254,7 +262,8 @@ def how_to_read(page: Page) -> bd.Block:
         warmup="as recorded by the benchmark tool; benchbook discards nothing on this page",
         noise_rule=rule
         + f". With ≥ {stats.MIN_N_FOR_TEST} runs per side a Mann–Whitney test and a bootstrap interval of the ratio of "
-        "medians decide instead; with no repeats at all the verdict is 'cannot tell'",
+        "medians decide instead; with no repeats at all the verdict is 'cannot tell'. "
+        + " ".join(stats.design_note(a, b) for a, b in designs),
         marks=("result", "noise", "cannot", "pass", "fail", "note"),
         extra=[
             "A configuration is everything the files say about the model, the dataset and the deployment (backend and "

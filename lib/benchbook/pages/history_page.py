@@ -20,7 +20,7 @@ from typing import Any
 
 from benchbook.analysis import history as hist
 from benchbook.analysis.stats import fmt_pct
-from benchbook.analysis.verdict import RULE_TEXT, RULES
+from benchbook.analysis.verdict import RULE_TEXT, check_rule
 from benchbook.errors import InputError
 from benchbook.pages import display as bd
 from benchbook.pages.sections import slug
@@ -38,9 +38,8 @@ class Page:
 
 
 def load(table: str, *, rule: str = "seed", title: str = "") -> Page:
-    """Read ``table`` (history.parquet) and judge it with the noise ``rule`` (seed or strict)."""
-    if rule not in RULES:
-        raise InputError("parameters", "rule", f"unknown noise rule {rule!r}; choose {' or '.join(RULES)}")
+    """Read ``table`` (history.parquet) and judge it with the noise ``rule`` (verdict.RULES)."""
+    check_rule(rule)
     path = Path(table)
     if not path.is_file():
         raise InputError(path, None, "history table does not exist (render --all writes it)")

@@ -13,15 +13,23 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.analysis import admission as simulator
 from benchbook.analysis import disaggregation
+from benchbook.analysis.verdict import State
 from benchbook.errors import InputError
-from benchbook.ingest.pd_runs import PDCampaign, load_pd_campaign
+from benchbook.ingest.pd_runs import PDCampaign
 from benchbook.pages import display as bd
 from benchbook.pages import sections
 
-SEAM_BATCHES = 7  # batches shown side by side in the seam picture (A, B, C and the start of D at cap 2)
-SEAM_REQUESTS = 8  # requests fed to the simulator for the seam picture (more than the shown batches need)
+SEAM_BATCHES = disaggregation.SEAM_BATCHES
+# a verdict's mark on this page, from its typed state (never from its words)
+_STATE_MARK = {
+    State.IMPROVEMENT: "result",
+    State.REGRESSION: "result",
+    State.WITHIN_NOISE: "noise",
+    State.SAME_WITHIN_MARGIN: "noise",
+    State.CANNOT_TELL: "noise",
+    State.NOT_COMPARABLE: "fail",
+}
 SOURCE_MARK = {
     "recorded": ("pass", "recorded"),
     "derived": ("note", "derived"),
@@ -52,8 +60,10 @@ def load(
     """Load a PD campaign and compute everything the page shows. ``min_window_requests`` < 0 means
     "more than the run's concurrency"; an empty ``baseline_arm`` uses the manifest's baseline role."""
     from benchbook.analysis.campaign_analysis import analyse
+    from benchbook.ingest.campaign import load_campaign
 
-    camp = load_pd_campaign(campaign)
+    whole = load_campaign(campaign)  # loaded once: its PD part, the analysis and the page share it
+    camp = whole.pd
     base = baseline_arm or camp.baseline_arm()
     if base not in camp.arms:
         raise InputError("parameters", "baseline_arm", f"unknown arm {base!r}; choose from {', '.join(camp.arms)}")
@@ -61,7 +71,7 @@ def load(
         raise InputError("parameters", "min_window_s", f"must be positive (got {min_window_s})")
     mwr = None if min_window_requests is None or min_window_requests < 0 else float(min_window_requests)
     opts = {"min_window_s": float(min_window_s), "min_window_requests": mwr, "baseline_arm": base}
-    rep = analyse(campaign, pd_options=opts).pd  # the campaign's one analysis (benchbook.analysis.campaign_analysis)
+    rep = analyse(whole, pd_options=opts).pd  # the campaign's one analysis (benchbook.analysis.campaign_analysis)
     return Page(camp, rep, base, float(min_window_s), mwr, title or camp.title)
 
 
@@ -96,10 +106,6 @@ def _num(v: float | None, fmt: str, src: str | None = None) -> Any:
 
 def _status_mark(status: str) -> bd.Block:
     return bd.mark({"pass": "pass", "warn": "note", "fail": "fail"}[status], status)
-
-
-def _letter(i: int) -> str:
-    return chr(ord("A") + i) if i < 26 else f"R{i}"
 
 
 def _runs_by_purpose(page: Page):
@@ -147,38 +153,13 @@ def header(page: Page) -> bd.Block:
 
 
 def findings(page: Page) -> bd.Block:
-    """The findings box from the analysis' verdicts: results (worst first), failed checks, and the
-    gains it could not judge (each per-card gain on its own line, the other figures by reason)."""
-    results, unjudged, others = [], [], {}
-    for c in page.report.comparisons:
-        where = "throughput" if c["key"] == "output_tok_s_per_card" else "other-figures"
-        text = f"{c['candidate']} vs {c['baseline']}, {c['metric']} ({c['context']}): {c['change_pct']:+.1f}%"
-        if c["verdict"].startswith("result"):
-            worse = "regression" in c["verdict"]
-            order = 1 / (1 + abs(c["change_pct"]) / 100) if worse else 1 + abs(c["change_pct"]) / 100  # worst first
-            results.append(("regression" if worse else "improvement", order, text, where))
-        elif c["key"] == "output_tok_s_per_card":
-            unjudged.append((f"{text} — {c['verdict']}", where))
-        else:
-            others.setdefault(c["verdict"], []).append(c)
-    unjudged += [
-        (f"{len(cs)} other figure{'s' * (len(cs) != 1)} compared without a result: {verdict}", "other-figures")
-        for verdict, cs in others.items()
-    ]
-    failed = [
-        (f"{c['name']}: {c['detail']}", "windows" if c["name"].startswith("native window") else "checks")
-        for c in page.report.checks
-        if c["status"] == "fail"
-    ]
-    return sections.findings(results=results, failed=failed, unjudged=unjudged, results_section="throughput")
+    """The findings box the analysis decided (:meth:`PDReport.findings`): results (worst first), failed
+    checks, and the gains it could not judge."""
+    return sections.findings_box(page.report.findings())
 
 
 def how_to_read(page: Page) -> bd.Block:
-    per_arm: dict[tuple, dict[str, int]] = {}
-    for r in page.camp.runs:
-        per_arm.setdefault(tuple(sorted(r.load.items())), {}).setdefault(r.arm, 0)
-        per_arm[tuple(sorted(r.load.items()))][r.arm] += 1
-    ns = sorted({n for d in per_arm.values() for n in d.values()})
+    ns = page.report.runs_per_arm_and_load  # counted by the analysis, per arm under one load
     req = (
         "more than the run's concurrency (e.g. C128 → more than 128 requests)"
         if page.min_window_requests is None
@@ -233,7 +214,7 @@ def configuration(page: Page) -> bd.Block:
                 "Environment": a.environment,
                 "Cards (P + D)": f"{a.prefill_cards} + {a.decode_cards} = {a.cards}",
                 "Global chunk / DP": f"{a.global_chunked_prefill_size} / {a.dp}",
-                "Per-DP chunk": simulator.per_dp_chunk(a.global_chunked_prefill_size, a.dp),
+                "Per-DP chunk": a.chunk_size,
                 "Page": a.page_size,
                 "Prefill max requests": a.prefill_max_requests,
             }
@@ -429,23 +410,12 @@ def throughput(page: Page) -> bd.Block:
             "Baseline": f"{c['baseline_value']:.4f}",
             "Candidate": f"{c['candidate_value']:.4f}",
             "Gain": f"{c['change_pct']:+.2f} %",
-            "Verdict": bd.mark(
-                "fail"
-                if c["verdict"] == disaggregation.INVALID_WINDOW
-                else "noise"
-                if "not a result" in c["verdict"] or "unreplicated" in c["verdict"]
-                else "result",
-                c["verdict"],
-            ),
+            "Verdict": bd.mark(_STATE_MARK[State(c["state"])], c["verdict"]),
             "Why": c["reason"],
         }
         for c in gains
     ]
-    bad = {
-        c["name"].split(": ", 1)[-1]
-        for c in page.report.checks
-        if c["name"].startswith("native window validity") and c["status"] != "pass"
-    }
+    bad = {c["run"] for c in page.report.checks if c.get("kind") == "window validity" and c["status"] != "pass"}
     d = pl.DataFrame(
         [
             {
@@ -579,7 +549,7 @@ def littles_law(page: Page) -> bd.Block:
                     "detail": chk["detail"],
                 }
             )
-    measured = [c for c in page.report.checks if c["name"].startswith("Little's law, measured")]
+    measured = [c for c in page.report.checks if c.get("kind") == "littles measured"]
     bd.record("littles", rows)
     bd.record("littles_measured", measured)
     if not rows:
@@ -599,7 +569,7 @@ def littles_law(page: Page) -> bd.Block:
     ]
     table += [
         {
-            "Run": c["name"].split(": ", 1)[-1],
+            "Run": f"{c['run']} {c['window']}",
             "Window": "records",
             "λ (completion rate)": "",
             "W (mean E2E)": "",
@@ -678,29 +648,15 @@ def acceptance(page: Page) -> bd.Block:
 
 
 # ---- batch seam (simulator) ----------------------------------------------------------------------
-def _seam_settings(page: Page):
-    """(prompt tokens, per-DP chunk, page size, caps) from the baseline arm and the first prompt class."""
-    base = page.camp.arms[page.baseline_arm]
-    pcs = [r.load.get("prompt_class") for r in page.camp.runs if r.load.get("prompt_class")]
-    pt = page.camp.prompt_tokens(pcs[0]) if pcs else None
-    caps = sorted({a.prefill_max_requests for a in page.camp.arms.values()})
-    return pt, base.chunk_size, base.page_size, caps
-
-
 def batch_seam(page: Page) -> bd.Block:
     import altair as alt
     import polars as pl
 
-    pt, chunk, psize, caps = _seam_settings(page)
-    if pt is None:
+    seam = page.report.seam  # replayed by the analysis (disaggregation.batch_seam); the summary carries it
+    if not seam:
         bd.record("seam", {})
         return bd.Block("<h2>The batch seam</h2><p>No prompt length recorded: nothing to replay.</p>")
-    seqs: dict[str, list[list[dict]]] = {}
-    for cap in caps:
-        res = simulator.simulate([pt] * SEAM_REQUESTS, chunk, psize, cap)
-        seqs[f"cap{cap}"] = [
-            [{"request": _letter(i), "new_tokens": n} for i, n in parts] for parts in res.sequence()[:SEAM_BATCHES]
-        ]
+    pt, chunk, psize, seqs = seam["prompt_tokens"], seam["chunk_size"], seam["page_size"], seam["sequences"]
     bd.record("seam", {"prompt_tokens": pt, "chunk_size": chunk, "page_size": psize, "sequences": seqs})
     fmt = lambda b: " + ".join(f"{p['request']} {p['new_tokens']}" for p in b)  # noqa: E731
     table = [
@@ -753,9 +709,6 @@ def batch_seam(page: Page) -> bd.Block:
             for c in dict.fromkeys(x["cap"] for x in labels)
         ]
     )
-    cut = [
-        f"{pt} = " + " + ".join(str(p["new_tokens"]) for b in seqs[f"cap{caps[0]}"] for p in b if p["request"] == "A")
-    ]
     return bd.Block(
         "<h2>The batch seam: cap 1 vs cap 2, first batches</h2>"
         + str(
@@ -765,11 +718,11 @@ def batch_seam(page: Page) -> bd.Block:
                 "4-token tail runs as a batch of its own; with a second request slot the tail shares "
                 "a batch with the next request, whose first piece is the budget left after the tail's "
                 "page-rounded charge.",
-                n=SEAM_REQUESTS,
+                n=seam["requests"],
                 pt=pt,
                 chunk=chunk,
                 psize=psize,
-                cut=cut[0].split(" = ")[1],
+                cut=seam["cut"],
             )
         )
         + str(
@@ -882,11 +835,9 @@ def admission(page: Page) -> bd.Block:
 
 # ---- checks, marks, caveats ----------------------------------------------------------------------
 def window_checks(page: Page) -> bd.Block:
-    win = [c for c in page.report.checks if c["name"].startswith("native window validity")]
+    win = [c for c in page.report.checks if c.get("kind") == "window validity"]
     bd.record("window_checks", win)
-    rows = [
-        {"Run": c["name"].split(": ", 1)[-1], "Status": _status_mark(c["status"]), "Detail": c["detail"]} for c in win
-    ]
+    rows = [{"Run": c["run"], "Status": _status_mark(c["status"]), "Detail": c["detail"]} for c in win]
     rows += [
         {"Run": r.id, "Status": bd.mark("note", "no native window"), "Detail": "the native window was not recorded"}
         for r in _runs_by_purpose(page)
@@ -984,29 +935,24 @@ def _caveats(page: Page) -> list[str]:
         )
     elif not any(r.prefill_log for r in c.runs):
         out.append("No prefill log: the batch seam is known only from the simulator.")
-    loads: dict[tuple, dict[str, int]] = {}
-    for r in c.runs:
-        d = loads.setdefault(tuple(sorted(r.load.items())), {})
-        d[r.arm] = d.get(r.arm, 0) + 1
-    if all(n == 1 for d in loads.values() for n in d.values()):
+    if not rep.replicated:
         out.append("One run per arm and load: every gain is unreplicated and the run-to-run spread is unmeasured.")
-    if len(loads) > 1:
-        out.append(f"{len(loads)} different loads: gains are computed within a load only, never across loads.")
+    if rep.loads > 1:
+        out.append(f"{rep.loads} different loads: gains are computed within a load only, never across loads.")
     for chk in rep.checks:
-        if chk["name"].startswith("native window validity"):
-            run = chk["name"].split(": ", 1)[-1]
+        if chk.get("kind") == "window validity":
+            run = chk["run"]
             if chk["status"] == "fail":
                 out.append(
-                    f"{run}'s native window fails the window rule ({chk['detail'].split(';')[0]}): its native "
-                    "figures are not a result."
+                    f"{run}'s native window fails the window rule ({chk['finding']}): its native figures are not a result."
                 )
-            elif chk["status"] == "pass" and "published lower bound" in chk["detail"]:
+            elif chk["lower_bound"]:
                 out.append(
                     f"{run}'s native window passes only on a published lower bound; its length and request "
                     "count were not printed."
                 )
             elif chk["status"] == "warn":
-                out.append(f"{run}'s native window cannot be checked: {chk['detail'].split(';')[0]}.")
+                out.append(f"{run}'s native window cannot be checked: {chk['finding']}.")
     for r in c.runs:
         w = r.windows.get("whole")
         if w is not None and w.get("Concurrency") is None and w.get("Request Throughput") is not None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from benchbook import findings as _findings
 from benchbook.pages import display as bd
 
 
@@ -85,20 +86,8 @@ def provenance(
 
 # --------------------------------------------------------------------------- findings box
 
-MAX_RESULT_LINES = 8  # more results than this: the rest are counted and linked, listed in their section
-
-
-def headline(n_results: int, n_regressions: int, n_failed: int, n_unjudged: int) -> str:
-    """The counts in one line, e.g. "3 results (1 regression), 2 failed checks" (shown on the index)."""
-    parts = [
-        f"{n_results} result{'s' * (n_results != 1)}"
-        + (f" ({n_regressions} regression{'s' * (n_regressions != 1)})" if n_regressions else "")
-    ]
-    if n_failed:
-        parts.append(f"{n_failed} failed check{'s' * (n_failed != 1)}")
-    if n_unjudged:
-        parts.append(f"{n_unjudged} not judged")
-    return ", ".join(parts)
+MAX_RESULT_LINES = _findings.MAX_RESULT_LINES
+headline = _findings.headline  # the index and older callers use it from here
 
 
 def findings(
@@ -108,43 +97,19 @@ def findings(
     unjudged: Iterable[tuple[str, str]] = (),
     results_section: str | None = None,
 ) -> bd.Block:
-    """The findings box of a page, from what its analyses decided (this only selects and orders).
+    """The findings box from lines a caller selected (kept for callers; the campaign pages format the
+    analysis' own box with :func:`findings_box`)."""
+    box = _findings.Findings.build(results=results, failed=failed, unjudged=unjudged, results_section=results_section)
+    return findings_box(box)
 
-    ``results``: (direction "regression"|"improvement"|other, speedup (> 1 is better), sentence
-    with its figure, section id) for every comparison the analysis called a result; shown worst
-    first (regressions by speedup ascending, then improvements by speedup descending).
-    ``failed``: (sentence, section id) per failed check; ``unjudged``: (sentence, section id) per
-    thing that could not be judged. Records ``findings_box`` (counts, lines) and ``headline``.
-    """
-    res = list(results)
-    regs = sorted((r for r in res if r[0] == "regression"), key=lambda r: r[1])
-    imps = sorted((r for r in res if r[0] != "regression"), key=lambda r: -r[1])
-    fails, unj = list(failed), list(unjudged)
-    lines = [bd.Finding("regression", t, s) for _, _, t, s in regs]
-    lines += [bd.Finding("improvement" if d == "improvement" else "result", t, s) for d, _, t, s in imps]
-    shown = lines[:MAX_RESULT_LINES]
-    if len(lines) > len(shown):
-        more = len(lines) - len(shown)
-        section = results_section or shown[-1].section
-        shown.append(
-            bd.Finding("result", f"… and {more} more result{'s' * (more != 1)}, listed in full below", section)
-        )
-    shown += [bd.Finding("fail", t, s) for t, s in fails]
-    shown += [bd.Finding("unjudged", t, s) for t, s in unj]
-    head = headline(len(res), len(regs), len(fails), len(unj))
-    bd.record("headline", head)
-    bd.record(
-        "findings_box",
-        {
-            "results": len(res),
-            "regressions": len(regs),
-            "improvements": sum(r[0] == "improvement" for r in res),
-            "failed_checks": len(fails),
-            "unjudged": len(unj),
-            "lines": [f.as_dict() for f in shown],
-        },
-    )
-    return bd.findings_box(shown, headline=head)
+
+def findings_box(box: _findings.Findings) -> bd.Block:
+    """Format a findings box the analysis decided (:class:`benchbook.findings.Findings`); records
+    ``findings_box`` (its counts and lines, the summary's ``findings`` entry for this page) and
+    ``headline``, which the index reads."""
+    bd.record("headline", box.headline)
+    bd.record("findings_box", {k: v for k, v in box.as_dict().items() if k != "headline"})
+    return bd.findings_box([bd.Finding(f.kind, f.text, f.section) for f in box.lines], headline=box.headline)
 
 
 def comparison_findings(
@@ -155,7 +120,7 @@ def comparison_findings(
     results, why_not = [], {}
     for c in comparisons:
         if c["is_result"]:
-            direction = "regression" if "regression" in c["verdict"] else "improvement"
+            direction = c["direction"]  # typed by the analysis; never read back out of the verdict's words
             results.append(
                 (direction, c["speedup"], f"{name(c)}: {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)", section)
             )
