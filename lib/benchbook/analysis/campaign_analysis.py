@@ -266,6 +266,8 @@ class CampaignAnalysis:
     results: ResultSet | None = None
     results_inputs: CampaignInputs | None = None
     results_engine_checks: list[tuple[str, list[Any]]] = field(default_factory=list)
+    # the ladder from results runs that are load points of server processes (init's arm/run layout)
+    results_ladder: dict[str, Any] | None = None
 
     @property
     def spread(self) -> float | None:
@@ -350,6 +352,12 @@ class CampaignAnalysis:
                 else None
             ),
             "results": None if self.results is None else resultset.as_dict(self.results, self.results_engine_checks),
+            "results_ladder": self.results_ladder,
+            "server_configs": {
+                r["process"]: r["server_config"]
+                for r in self.camp.manifest.get("runs", [])
+                if r.get("process") and isinstance(r.get("server_config"), dict)
+            },
             "exclusions": self.exclusions(),
             "todo": list(self.camp.manifest.get("todo", [])),
         }
@@ -405,12 +413,16 @@ def _analyse(
         comparisons=baseline.comparisons(camp, rule=rule, spread_override=spread_override, warmup_rounds=warmup_rounds),
         checks=baseline.checks(camp),
     )
-    if camp.runs_of("memory"):
+    if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
         from benchbook.analysis.memory import memory_summaries
 
         out.memory = memory_summaries(gpu, host, markers)
         out.memory_deltas = _memory_deltas(camp, out.memory, out.spread)
+    if any(r.get("process") for r in camp.manifest.get("runs", []) if r.get("harness") == "results"):
+        from benchbook.analysis.ladder import results_ladder_analysis
+
+        out.results_ladder = results_ladder_analysis(camp, rule=rule, spread_override=spread_override)
     out.clamps = _clamps(camp)
     if pc is not None:
         out.interval_rates = _interval_rates(camp, pc)

@@ -35,6 +35,7 @@ LOG_NAMES = ("server.log", "server_log.txt", "vllm.log", "sglang.log")
 INFO_NAMES = ("server_info.json", "get_server_info.json")
 RUN_MARKERS = ("gpu_samples.csv", "host_samples.csv", "events.jsonl", *LOG_NAMES)
 _SKIP_DIRS = {"scripts", "__pycache__"}
+HOST_MATCH_S = 1.0  # a host sample within this of a GPU sample is that sample's host reading
 
 
 @dataclass
@@ -370,7 +371,17 @@ def gpu_memory(camp: Any, run: Any):
         markers.append((t0, "load_end", "first sample (no events file)"))
     if "stop" not in events:
         markers.append((t1, "stop", "last sample (no events file)"))
-    return gpu_samples.memory_frames(gpu, host, sorted(markers, key=lambda m: m[0]), run=run.id, arm=run.arm)
+    g, h, m = gpu_samples.memory_frames(gpu, host, sorted(markers, key=lambda m: m[0]), run=run.id, arm=run.arm)
+    if h.height:  # the host sampler keeps its own clock (1 s): each GPU sample takes the nearest host sample
+        import polars as pl
+
+        times = g.select("t").unique().sort("t")
+        h = (
+            times.join_asof(h.drop("run", "arm").sort("t"), on="t", strategy="nearest", tolerance=HOST_MATCH_S)
+            .select(pl.lit(run.id).alias("run"), pl.lit(run.arm).alias("arm"), pl.all())
+            .select(h.columns)
+        )
+    return g, h, m
 
 
 def input_files(camp: Any, run: Any) -> list[Path]:

@@ -911,3 +911,117 @@ def exclusions(page: Page) -> bd.Block:
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
     return sections.provenance(page.camp.input_files(), parameters, root=page.camp.root)
+
+
+# ---- the ladder from results runs (benchbook init's arm/run layout) -------------------------------
+def results_ladder(page: Page) -> bd.Block:
+    """The seeds' ladder questions for a campaign whose ladder comes from benchmark-tool runs (one
+    result file per load point of a server process): aggregate output rate per concurrency, the
+    serialization and pure-queueing checks, rate verdicts between arms, amortization — as
+    :func:`benchbook.analysis.ladder.results_ladder_analysis` decided them; and what each arm's
+    server ran, as its engine stated it."""
+    rl = page.analysis.results_ladder if page.analysis is not None else None
+    bd.record("results_ladder", rl)
+    if not rl or not rl["points"]:
+        return bd.Block("")
+    parts = [bd.heading("Concurrency ladder from result files", 2, id="results-ladder")]
+    parts.append(
+        bd.text(
+            "Aggregate output rate = output tokens ÷ wall time of each run (the tool's duration); one row per "
+            "load point of a server process; {n} closed-loop points.",
+            n=sum(1 for p in rl["points"] if p["request_rate"] == float("inf")),
+        )
+    )
+    rows = [
+        {
+            "arm": p["arm"],
+            "process": p["process"],
+            "point": p["point"],
+            "concurrency": p["concurrency"],
+            "requests": p["requests"],
+            "output tok/s": round(p["rate_tok_s"], 1),
+            "mean latency s": None if p["mean_latency_s"] is None else round(p["mean_latency_s"], 3),
+            "worst latency s": None if p["worst_latency_s"] is None else round(p["worst_latency_s"], 3),
+            "median TTFT ms": None if p["median_ttft_ms"] is None else round(p["median_ttft_ms"], 1),
+            "median TPOT ms": None if p["median_tpot_ms"] is None else round(p["median_tpot_ms"], 2),
+        }
+        for p in rl["points"]
+        if p["arm"] in page.arms or not page.arms
+    ]
+    parts.append(bd.table(rows, id="results-ladder-points"))
+    items = [
+        f"<li>{bd.mark('pass' if s['flat'] else 'fail', 'flat' if s['flat'] else 'not flat')} "
+        f"{bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])} "
+        f"(tolerance: {bd.esc(s['tolerance_from'])})</li>"
+        for s in rl["serialization"]
+    ]
+    parts.append(bd.Block("<h3>Serialization: is the aggregate rate flat?</h3><ul>" + "".join(items) + "</ul>"))
+    items = [
+        f"<li>{bd.esc(q['arm'])} ({bd.esc(q['process'])}) n={q['concurrency']}: {bd.esc(q['reason'])}</li>"
+        for q in rl["queueing"]
+    ]
+    if items:
+        parts.append(
+            bd.collapsed(
+                "Pure queueing: completions at k × the single-request time?",
+                bd.Block("<ul>" + "".join(items) + "</ul>"),
+                open=True,
+            )
+        )
+    if rl["comparisons"]:
+        parts.append(bd.heading("Output rate between arms", 3))
+        parts.append(
+            bd.table(
+                [
+                    {
+                        "candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
+                        "concurrency": c["concurrency"],
+                        "baseline tok/s": round(c["baseline_median"], 1),
+                        "candidate tok/s": round(c["candidate_median"], 1),
+                        "ratio": f"{c['ratio']:.2f}×",
+                        "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
+                        "verdict": c["verdict"],
+                        "why": c["reason"],
+                    }
+                    for c in rl["comparisons"]
+                ],
+                id="results-ladder-verdicts",
+            )
+        )
+    if rl["amortization"]:
+        items = [
+            f"<li>{bd.esc(a['batched_arm'])} vs {bd.esc(a['serial_arm'])}: {bd.esc(a['explanation'])}"
+            + (f" Speedup of the output rate: {a['speedup']:.2f}×." if a["speedup"] else "")
+            + "</li>"
+            for a in rl["amortization"]
+        ]
+        parts.append(
+            bd.Block(
+                "<h3>Batching amortization (mean request latency at n against one request alone)</h3><ul>"
+                + "".join(items)
+                + "</ul>"
+            )
+        )
+    configs = {
+        r["process"]: r["server_config"]
+        for r in page.camp.manifest.get("runs", [])
+        if r.get("process") and isinstance(r.get("server_config"), dict)
+    }
+    if configs:
+        parts.append(
+            bd.collapsed(
+                "What each server process ran (as its engine stated it)",
+                bd.table(
+                    [
+                        {
+                            "process": p,
+                            **{k: str(v) for k, v in c.get("switches", {}).items()},
+                            "from": "; ".join(c.get("sources", [])),
+                        }
+                        for p, c in configs.items()
+                    ],
+                    id="results-ladder-configs",
+                ),
+            )
+        )
+    return bd.Block("".join(str(p) for p in parts))
