@@ -130,6 +130,14 @@ def is_run_folder(d: Path) -> bool:
     a ``results/`` folder) or subfolders that are load points / capture folders."""
     if _capture_kind(d) is not None:
         return False  # a capture folder itself: a point, handled by the caller
+    strong = ("gpu_samples.csv", "host_samples.csv", "events.jsonl")
+    if (
+        (d / "phases.json").is_file()
+        and _benchbook_phases(d / "phases.json")
+        and not any((d / m).is_file() for m in strong)
+        and not (d / "results").is_dir()
+    ):
+        return False  # benchbook's own phases folder (its server log beside it): init's phases run
     if any((d / m).is_file() for m in RUN_MARKERS) or (d / "results").is_dir():
         return True
     if (d / "phases.json").is_file() and not _benchbook_phases(d / "phases.json"):

@@ -762,7 +762,7 @@ def checks_section(page: Page) -> bd.Block:
 def memory(page: Page) -> bd.Block:
     from benchbook.analysis.memory import memory_table
 
-    runs = [r for r in page.camp.runs_of("memory") if r.arm in page.arms]
+    runs = [r for r in page.camp.runs_of("memory") + page.camp.runs_of("gpu") if r.arm in page.arms]
     if not runs:
         return bd.Block("")
     summ = page.analysis.memory

@@ -1,0 +1,192 @@
+"""benchbook init on arm/run folders (one server process each), the real H200 campaign through init ->
+summary -> the baseline page; what ran read from the engine; bad input in that layout."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from argparse import Namespace
+from pathlib import Path
+
+import pytest
+
+from benchbook.commands import init as init_cmd
+from benchbook.errors import InputError
+
+REPO = Path(__file__).resolve().parents[1]
+H200 = REPO.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+ARMS = ("serial", "batch", "eager", "noprefix")
+
+
+def _init(dest: Path, *inputs: Path) -> dict:
+    rc = init_cmd.run(Namespace(dir=dest, inputs=list(inputs), title=None, question=None, quiet=True))
+    assert rc == 0
+    return json.loads((dest / "campaign.json").read_text())
+
+
+def _rate_from_file(arm: str, point: str) -> float:
+    d = json.loads((H200 / arm / "results" / f"bench_{point}.json").read_text())
+    return sum(d["output_lens"]) / d["duration"]
+
+
+@pytest.fixture(scope="module")
+def h200(tmp_path_factory):
+    from benchbook.commands.summary import build
+
+    dest = tmp_path_factory.mktemp("h200") / "campaign"
+    manifest = _init(dest, *(H200 / a for a in ARMS))
+    return dest, manifest, build(dest)
+
+
+def test_arms_are_folders_and_runs_are_processes(h200):
+    _dest, m, _s = h200
+    assert list(m["arms"]) == list(ARMS)
+    procs = {r["process"] for r in m["runs"]}
+    assert procs == {f"{a}/1" for a in ARMS}
+    points = sorted(r["point"] for r in m["runs"] if r["arm"] == "batch" and r["harness"] == "results")
+    want = sorted(p.stem.removeprefix("bench_") for p in (H200 / "batch" / "results").glob("bench_*.json"))
+    assert points == want
+    assert {r["harness"] for r in m["runs"] if r["arm"] == "serial"} == {"results", "phases", "gpu"}
+
+
+def test_what_ran_is_read_from_the_engine(h200):
+    _dest, m, s = h200
+    sw = {a: m["arms"][a]["server_args"] for a in ARMS}
+    assert sw["serial"]["max_num_seqs"] == 1 and m["arms"]["serial"]["mode"] == "serial"
+    assert sw["eager"]["enforce_eager"] is True and sw["eager"]["cudagraph_mode"] == "NONE"
+    assert sw["batch"]["enforce_eager"] is False and sw["batch"]["enable_prefix_caching"] is True
+    assert sw["noprefix"]["enable_prefix_caching"] is False
+    assert m["arms"]["batch"]["role"] == "baseline"
+    assert {m["arms"][a].get("role") for a in ("eager", "noprefix")} == {"ablation"}
+    cfg = s["server_configs"]["noprefix/1"]
+    assert cfg["cache"]["enable_prefix_caching"] == "False"  # the info series' label
+    assert any("cache_config_info" in src for src in cfg["sources"])
+
+
+def test_serial_ladder_is_flat_and_batched_rises(h200):
+    _dest, _m, s = h200
+    rl = s["results_ladder"]
+    pts = {(p["arm"], p["point"]): p for p in rl["points"]}
+    for c in (1, 2, 4, 8):
+        rate = pts[("serial", f"conc{c}")]["rate_tok_s"]
+        assert 195 <= rate <= 199.5
+        assert rate == pytest.approx(_rate_from_file("serial", f"conc{c}"))
+    assert pts[("batch", "conc64")]["rate_tok_s"] == pytest.approx(_rate_from_file("batch", "conc64"))
+    assert round(pts[("batch", "conc64")]["rate_tok_s"]) == 4410
+    ser = {x["arm"]: x for x in rl["serialization"]}
+    assert ser["serial"]["flat"] is True and ser["batch"]["flat"] is False
+    q = [x for x in rl["queueing"] if x["arm"] == "serial"]
+    assert q and all(x["pure"] for x in q), [x["reason"] for x in q]
+    assert not any(x["pure"] for x in rl["queueing"] if x["arm"] == "batch")
+
+
+def test_batched_vs_serial_needs_a_spread(h200):
+    from benchbook.analysis.ladder import results_ladder_analysis
+    from benchbook.ingest.campaign import load_campaign
+
+    dest, _m, s = h200
+    c8 = next(
+        c
+        for c in s["results_ladder"]["comparisons"]
+        if (c["baseline"], c["candidate"], c["concurrency"]) == ("serial", "batch", 8)
+    )
+    assert c8["verdict"] == "no verdict" and "run twice" in c8["reason"]  # one process per arm
+    assert c8["ratio"] == pytest.approx(_rate_from_file("batch", "conc8") / _rate_from_file("serial", "conc8"))
+    an = results_ladder_analysis(load_campaign(dest), spread_override=0.05)
+    c8 = next(
+        c for c in an["comparisons"] if (c["baseline"], c["candidate"], c["concurrency"]) == ("serial", "batch", 8)
+    )
+    assert c8["is_result"] is True
+    c1 = next(
+        c for c in an["comparisons"] if (c["baseline"], c["candidate"], c["concurrency"]) == ("serial", "batch", 1)
+    )
+    assert c1["is_result"] is False  # one request at a time: the same rate
+
+
+def test_memory_peak_per_gpu_from_the_samples(h200):
+    _dest, _m, s = h200
+    mem = {x["run"]: x for x in s["memory"]}
+    for arm in ARMS:
+        with open(H200 / arm / "gpu_samples.csv", newline="") as f:
+            rows = list(csv.reader(f, skipinitialspace=True))
+        col = rows[0].index("memory.used [MiB]")
+        peak = max(float(r[col]) for r in rows[1:])
+        assert mem[f"{arm}-gpu"]["peak_gib"] == pytest.approx(peak / 1024)
+        assert mem[f"{arm}-gpu"]["pss_sum_gib"] is not None and mem[f"{arm}-gpu"]["shmem_gib"] is not None
+
+
+def test_baseline_page_renders_the_ladder(h200, tmp_path):
+    from benchbook.pipeline import render
+
+    dest, m, _s = h200
+    assert render.pages_for(m)[:1] == ["baseline"]
+    assert "ablation" not in render.pages_for(m)  # no arm ran twice: no spread for the ablation
+    res = render.render_page(
+        render.notebook_for("baseline"),
+        {"campaign": str(dest)},
+        tmp_path / "baseline.html",
+        title="h200",
+        page="baseline",
+        cwd=REPO / "notebooks",
+    )
+    values = json.loads((tmp_path / "baseline.values.json").read_text()) if res else {}
+    rl = values.get("results_ladder") or {}
+    assert any(p["point"] == "conc64" for p in rl.get("points", []))
+    html = (tmp_path / "baseline.html").read_text()
+    assert 'id="sec-results-ladder"' in html and 'id="sec-memory"' in html
+    assert {"serial-gpu", "batch-gpu"} <= {r["run"] for r in values["memory"]}
+
+
+# ---- bad input and what ran, on small run folders made from the campaign's files ---------------------
+
+
+def _run_folder(root: Path, arm: str, point: str = "conc1", cap_from: str | None = None) -> Path:
+    root.mkdir(parents=True)
+    (root / "results").mkdir()
+    (root / "metrics").mkdir()
+    shutil.copy(H200 / arm / "results" / f"bench_{point}.json", root / "results")
+    for side in ("before", "after"):
+        src = cap_from if side == "after" and cap_from else arm
+        shutil.copy(H200 / src / "metrics" / f"{point}_{side}.prom", root / "metrics")
+    return root
+
+
+def test_mixed_servers_in_one_run_folder_are_refused(tmp_path):
+    run = _run_folder(tmp_path / "mixed", "batch", cap_from="noprefix")
+    runs, todo = init_cmd.plan([run])
+    with pytest.raises(InputError) as e:
+        init_cmd.build(tmp_path / "out", runs, todo, None, None)
+    msg = str(e.value)
+    assert "conc1_before.prom" in msg and "conc1_after.prom" in msg and "enable_prefix_caching" in msg
+
+
+def test_gpu_samples_in_an_unknown_layout_name_their_columns(tmp_path):
+    run = _run_folder(tmp_path / "r", "serial")
+    (run / "gpu_samples.csv").write_text("time,mem_used\n1,2\n")
+    with pytest.raises(InputError) as e:
+        init_cmd.plan([run])
+    assert "time" in str(e.value) and "mem_used" in str(e.value)
+
+
+def test_a_clamp_and_runs_that_differ_in_what_ran(tmp_path):
+    arm = tmp_path / "wide"
+    _run_folder(arm / "p1", "serial", "conc8")
+    log = (
+        "INFO non-default args: {'model': 'm', 'max_num_seqs': 8}\n"
+        "INFO Engine 000: Avg prompt throughput: 1.0 tokens/s, Running: 1 reqs, Waiting: 7 reqs\n"
+    )
+    (arm / "p1" / "server.log").write_text(log)
+    _run_folder(arm / "p2", "noprefix", "conc8")
+    m = _init(tmp_path / "camp", arm)
+    todo = "\n".join(m["todo"])
+    assert "max_num_seqs 8 requested, 1 ran" in todo
+    assert "wide/p1 and wide/p2 differ in what ran" in todo and "enable_prefix_caching" in todo
+    assert {r["process"] for r in m["runs"]} == {"wide/p1", "wide/p2"}
+
+
+def test_arms_that_do_not_differ_in_what_ran(tmp_path):
+    _run_folder(tmp_path / "a", "batch")
+    _run_folder(tmp_path / "b", "batch", "conc8")
+    m = _init(tmp_path / "camp", tmp_path / "a", tmp_path / "b")
+    assert any("arms a and b do not differ in what ran" in t for t in m["todo"])
