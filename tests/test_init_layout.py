@@ -120,8 +120,7 @@ def test_baseline_page_renders_the_ladder(h200, tmp_path):
     from benchbook.pipeline import render
 
     dest, m, _s = h200
-    assert render.pages_for(m)[:1] == ["baseline"]
-    assert "ablation" not in render.pages_for(m)  # no arm ran twice: no spread for the ablation
+    assert render.pages_for(m) == ["baseline", "ablation", "compare"]
     res = render.render_page(
         render.notebook_for("baseline"),
         {"campaign": str(dest)},
@@ -190,3 +189,40 @@ def test_arms_that_do_not_differ_in_what_ran(tmp_path):
     _run_folder(tmp_path / "b", "batch", "conc8")
     m = _init(tmp_path / "camp", tmp_path / "a", tmp_path / "b")
     assert any("arms a and b do not differ in what ran" in t for t in m["todo"])
+
+
+def test_switch_ablation_each_switch_alone_and_the_missing_pair(h200):
+    _dest, _m, s = h200
+    sa = s["switch_ablation"]
+    assert sa["baseline_arm"] == "batch" and sa["arms"] == ["eager", "noprefix"]
+    assert sa["switches"] == {
+        "eager": {"cudagraph_mode": "NONE", "enforce_eager": "True"},
+        "noprefix": {"enable_prefix_caching": "False"},
+    }
+    rows = {(r["arm"], r["metric"], r["context"]): r for r in sa["rows"]}
+    tpot = rows[("eager", "median TPOT", "concurrency 1")]
+    files = [json.loads((H200 / a / "results" / "bench_conc1.json").read_text()) for a in ("batch", "eager")]
+    assert tpot["ratio"] == pytest.approx(files[1]["median_tpot_ms"] / files[0]["median_tpot_ms"])
+    assert round(tpot["ratio"], 1) == 2.7  # the README's "2.7x the graphs arm"
+    assert all(r["verdict"] == "no verdict" for r in sa["rows"])  # one process per arm
+    (inter,) = sa["interactions"]
+    assert inter["measured"] is False and "not measured" in inter["finding"]
+
+
+def test_ablation_page_renders_the_switches(h200, tmp_path):
+    from benchbook.pipeline import render
+
+    dest, _m, _s = h200
+    render.render_page(
+        render.notebook_for("ablation"),
+        {"campaign": str(dest)},
+        tmp_path / "ablation.html",
+        title="h200",
+        page="ablation",
+        cwd=REPO / "notebooks",
+    )
+    values = json.loads((tmp_path / "ablation.values.json").read_text())
+    assert values["baseline_arm"] == "batch" and values["arms"] == ["batch", "eager", "noprefix"]
+    assert [i["measured"] for i in values["interactions"]] == [False]
+    html = (tmp_path / "ablation.html").read_text()
+    assert "not measured" in html and 'id="sec-interactions"' in html

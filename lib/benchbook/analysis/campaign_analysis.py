@@ -268,6 +268,7 @@ class CampaignAnalysis:
     results_engine_checks: list[tuple[str, list[Any]]] = field(default_factory=list)
     # the ladder from results runs that are load points of server processes (init's arm/run layout)
     results_ladder: dict[str, Any] | None = None
+    switch_ablation: Any = None  # ablation.SwitchAblation: arms that differ by server switches
 
     @property
     def spread(self) -> float | None:
@@ -353,6 +354,7 @@ class CampaignAnalysis:
             ),
             "results": None if self.results is None else resultset.as_dict(self.results, self.results_engine_checks),
             "results_ladder": self.results_ladder,
+            "switch_ablation": None if self.switch_ablation is None else self.switch_ablation.as_dict(),
             "server_configs": {
                 r["process"]: r["server_config"]
                 for r in self.camp.manifest.get("runs", [])
@@ -423,6 +425,9 @@ def _analyse(
         from benchbook.analysis.ladder import results_ladder_analysis
 
         out.results_ladder = results_ladder_analysis(camp, rule=rule, spread_override=spread_override)
+        from benchbook.analysis.ablation import switch_ablation
+
+        out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override)
     out.clamps = _clamps(camp)
     if pc is not None:
         out.interval_rates = _interval_rates(camp, pc)

@@ -361,10 +361,7 @@ def pages_for(manifest: Mapping[str, Any]) -> list[str]:
         r.get("harness") in ("results", "gpu") for r in layout
     ):  # init's arm/run layout: a ladder of result files or GPU samples reach the baseline page
         pages.append("baseline")
-    repeated = any(  # the ablation needs a measured spread: in the arm/run layout, an arm run twice
-        len({r["process"] for r in layout if r.get("arm") == a}) >= 2 for a in arms
-    )
-    if any(isinstance(a, dict) and a.get("role") == "ablation" for a in arms.values()) and (not layout or repeated):
+    if any(isinstance(a, dict) and a.get("role") == "ablation" for a in arms.values()):
         pages.append("ablation")
     if any(isinstance(a, dict) and a.get("mode") == "pd" for a in arms.values()):
         pages.append("pd")
