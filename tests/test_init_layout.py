@@ -135,6 +135,9 @@ def test_baseline_page_renders_the_ladder(h200, tmp_path):
     html = (tmp_path / "baseline.html").read_text()
     assert 'id="sec-results-ladder"' in html and 'id="sec-memory"' in html
     assert {"serial-gpu", "batch-gpu"} <= {r["run"] for r in values["memory"]}
+    ramp = values["memory_ramp"]["batch-gpu"]
+    assert ramp["points"] <= 400 and ramp["markers"] >= 10  # binned; server start, ready, each point, stop
+    assert ramp["peak_gib"] == pytest.approx(next(r["peak_gib"] for r in values["memory"] if r["run"] == "batch-gpu"))
 
 
 # ---- bad input and what ran, on small run folders made from the campaign's files ---------------------

@@ -130,3 +130,32 @@ def test_frames_from_the_loader():
     assert table["run"].to_list() == ["memory-default", "memory-tuned"]
     assert table["steady_gib"].to_list() == pytest.approx([6.29, 8.15])
     assert table["mem_available_fall_gib"].to_list() == pytest.approx([144.1, 144.1])
+
+
+def test_load_ramp_bins_keep_the_peak():
+    import polars as pl
+
+    from benchbook.analysis.memory import load_ramp
+
+    n = 1000
+    gpu = pl.DataFrame(
+        {
+            "run": ["r"] * n,
+            "arm": ["a"] * n,
+            "t": [100.0 + i * 0.5 for i in range(n)],
+            "rank": [0] * n,
+            "gpu_used_mib": [1024.0 * (50 if i == 333 else 1) for i in range(n)],
+        }
+    )
+    markers = pl.DataFrame(
+        {
+            "run": ["r", "r"],
+            "arm": ["a", "a"],
+            "t": [100.0, 150.0],
+            "event": ["load_start", "load_end"],
+            "label": [None, None],
+        }
+    )
+    samples, marks = load_ramp(gpu, markers, "r", max_points=100)
+    assert samples.height <= 101 and samples["gib"].max() == 50.0  # the one-sample spike survives binning
+    assert marks["t_s"].to_list() == [0.0, 50.0] and marks["label"].to_list() == ["load_start", "load_end"]

@@ -799,6 +799,50 @@ def memory(page: Page) -> bd.Block:
         )
         + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes)
         + _memory_delta_table(page)
+        + str(memory_ramp(page))
+    )
+
+
+def memory_ramp(page: Page) -> bd.Block:
+    """GPU memory over time of each sampled server process (``gpu`` runs: nvidia-smi samples), with the
+    run's events as markers: the load ramp (weights, KV cache, graphs) and each load point."""
+    import altair as alt
+
+    from benchbook.analysis.memory import load_ramp
+
+    runs = [r for r in page.camp.runs_of("gpu") if r.arm in page.arms]
+    if not runs:
+        return bd.Block("")
+    gpu, _host, markers = page.camp.memory
+    charts, recorded = [], {}
+    for r in runs:
+        samples, marks = load_ramp(gpu, markers, r.id)
+        recorded[r.id] = {"points": samples.height, "markers": marks.height, "peak_gib": float(samples["gib"].max())}
+        line = (
+            alt.Chart(samples, title=f"{r.id} ({r.arm})")
+            .mark_line()
+            .encode(
+                x=alt.X("t_s:Q", title="seconds from the first sample"),
+                y=alt.Y("gib:Q", title="GPU memory used (GiB)"),
+                color=alt.Color("rank:N", title="GPU"),
+            )
+        )
+        rules = (
+            alt.Chart(marks)
+            .mark_rule(strokeDash=[3, 3], opacity=0.6)
+            .encode(x="t_s:Q", stroke=alt.Stroke("event:N", title="event"))
+        )
+        charts.append(alt.layer(line, rules).resolve_scale(color="independent").properties(width=520, height=180))
+    bd.record("memory_ramp", recorded)
+    return bd.Block(
+        str(bd.heading("Memory over time (the load ramp)", 3, id="memory-ramp"))
+        + str(
+            bd.chart(
+                alt.vconcat(*charts),
+                caption="nvidia-smi memory.used per GPU; dashed lines: the run's events (load start, ready = load "
+                "end, each load point's start, stop). Bins keep the largest sample, so no peak is averaged away.",
+            )
+        )
     )
 
 
