@@ -229,3 +229,19 @@ def test_ablation_page_renders_the_switches(h200, tmp_path):
     assert [i["measured"] for i in values["interactions"]] == [False]
     html = (tmp_path / "ablation.html").read_text()
     assert "not measured" in html and 'id="sec-interactions"' in html
+
+
+def test_capture_ladder_and_phases_folders_in_a_run(tmp_path):
+    mini = Path(__file__).resolve().parent / "fixtures" / "mini" / "runs"
+    run = tmp_path / "out" / "serial" / "p1"
+    shutil.copytree(mini / "req-serial", run / "ladder")
+    shutil.copytree(mini / "phases-serial", run / "phases")
+    m = _init(tmp_path / "camp", tmp_path / "out")
+    assert {(r["id"], r["harness"], r["process"]) for r in m["runs"]} == {
+        ("serial-ladder", "requests", "serial/p1"),
+        ("serial-phases", "phases", "serial/p1"),
+    }
+    assert m["prompt_classes"] == {"short": {"tokens": 16}, "long": {"tokens": 64}}  # as the engine counted
+    assert m["arms"]["serial"]["server_args"] == {"max_num_seqs": 1}  # the pocket line: batch width 1
+    assert m["arms"]["serial"]["mode"] == "serial"
+    assert any("batch width 1 ran, the engine declares max_slots=8" in t for t in m["todo"])

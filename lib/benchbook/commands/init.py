@@ -466,6 +466,9 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
     if engine:
         manifest["engine"] = engine
     phases = [r for r in runs if r.harness == "phases"]
+    for pf in lay.phase_folders if lay is not None else []:  # the layout's benchbook phases folders
+        cap = load_json(pf / "capture.json") if (pf / "capture.json").is_file() else None
+        phases.append(PlannedRun(pf.name, "phases", pf, capture=cap, phases_doc=load_json(pf / "phases.json")))
     if phases:
         manifest["environments"] = {
             "default": {"description": "as captured: TODO name the server's settings", "variables": {}}

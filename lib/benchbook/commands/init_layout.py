@@ -30,6 +30,7 @@ class LayoutResult:
     generation_tokens: int | None = None
     todo: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    phase_folders: list[Path] = field(default_factory=list)  # benchbook-format phases folders (facts by init)
 
 
 def _slug(s: str) -> str:
@@ -120,6 +121,7 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str]) -> LayoutResul
             doc_in = run_layout.load_json(rf.phases)
             if isinstance(doc_in, dict) and doc_in.get("format") == "benchbook.phases/1":
                 out.entries.append({"id": rid, "harness": "phases", "path": base, **common})
+                out.phase_folders.append(rf.folder)
             else:
                 doc, classes, gen = run_layout.harness_phases(rf.phases, "../../")
                 out.docs.append((f"{base}/benchbook/phases/phases.json", doc))
@@ -135,6 +137,7 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str]) -> LayoutResul
         for pf in rf.phases_folders:
             rid = unique(f"{stem}-{_slug(pf.name)}")
             out.entries.append({"id": rid, "harness": "phases", "path": f"{base}/{rel(pf)}", **common})
+            out.phase_folders.append(pf)
         for lf in rf.ladder_folders:
             rid = unique(f"{stem}-{_slug(lf.name)}")
             out.entries.append({"id": rid, "harness": "requests", "path": f"{base}/{rel(lf)}", **common})

@@ -248,8 +248,10 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
     caps += [p for p in sorted(d.iterdir()) if _is_capture(p)]
     rf.points = _pair(results, [c for c in caps if _is_capture(c) or c.suffix == ".jsonl"])
     rf.captures = [c for c in caps if _is_capture(c)]
-    for pf in rf.point_folders:
+    for pf in rf.point_folders + rf.phases_folders + rf.ladder_folders:
         rf.captures += [c for c in sorted(pf.rglob("*")) if _is_capture(c)]
+        rf.logs += [pf / n for n in LOG_NAMES if (pf / n).is_file()]
+        rf.infos += [pf / n for n in INFO_NAMES if (pf / n).is_file()]
     return rf
 
 
