@@ -10,6 +10,10 @@ Inputs, each one of:
 * a plain folder of result files and ``.prom`` captures -> one results run; the capture with the
   fewest finished requests is *before*, the one with the most *after*, the rest periodic snapshots;
 * loose ``.prom`` captures given beside exactly one loose result file -> that run's engine window.
+* an arm folder, a run folder (one server process) or a folder of arm folders
+  (:mod:`benchbook.ingest.run_layout`): arms × runs × load points, each process's configuration read
+  from what its engine stated (:mod:`benchbook.ingest.server_config`); written by
+  :mod:`benchbook.commands.init_layout`.
 
 Every file is copied into ``DIR/runs/<run>/`` byte for byte (hashes checked after the copy; the
 originals are never touched). ``campaign.json`` gets every field the files state (title, date,
@@ -45,7 +49,8 @@ def add_arguments(p) -> None:
         nargs="+",
         type=Path,
         metavar="FILE",
-        help="result files, /metrics captures, and folders written by `benchbook capture run|phases`",
+        help="result files, /metrics captures, folders written by `benchbook capture run|phases|ladder`, "
+        "and arm folders / run folders (docs/init.md: arms, runs and load points)",
     )
     p.add_argument("--title", default=None, help="campaign title (default: made from the models and tools)")
     p.add_argument("--question", default=None, help="the question the campaign answers (default: a TODO)")
