@@ -154,6 +154,13 @@ def _run_folder(root: Path, arm: str, point: str = "conc1", cap_from: str | None
     return root
 
 
+def _add_point(root: Path, arm: str, point: str) -> Path:
+    shutil.copy(H200 / arm / "results" / f"bench_{point}.json", root / "results")
+    for side in ("before", "after"):
+        shutil.copy(H200 / arm / "metrics" / f"{point}_{side}.prom", root / "metrics")
+    return root
+
+
 def test_mixed_servers_in_one_run_folder_are_refused(tmp_path):
     run = _run_folder(tmp_path / "mixed", "batch", cap_from="noprefix")
     runs, todo = init_cmd.plan([run])
@@ -245,3 +252,26 @@ def test_capture_ladder_and_phases_folders_in_a_run(tmp_path):
     assert m["arms"]["serial"]["server_args"] == {"max_num_seqs": 1}  # the pocket line: batch width 1
     assert m["arms"]["serial"]["mode"] == "serial"
     assert any("batch width 1 ran, the engine declares max_slots=8" in t for t in m["todo"])
+
+
+def test_two_processes_of_an_arm_give_the_spread_verdicts_use(tmp_path):
+    """A second serial process (here the first one's files with every duration 2 % longer: a repeat
+    built for the test) gives a 2 % run-to-run spread; batched vs serial at concurrency 8 is then a
+    result, at concurrency 1 (one request at a time on both) it is not."""
+    from benchbook.analysis.ladder import results_ladder_analysis
+    from benchbook.ingest.campaign import load_campaign
+
+    _add_point(_run_folder(tmp_path / "serial" / "p1", "serial", "conc1"), "serial", "conc8")
+    shutil.copytree(tmp_path / "serial" / "p1", tmp_path / "serial" / "p2")
+    for p in (tmp_path / "serial" / "p2" / "results").glob("*.json"):
+        d = json.loads(p.read_text())
+        d["duration"] *= 1.02
+        p.write_text(json.dumps(d))
+    _add_point(_run_folder(tmp_path / "batch", "batch", "conc1"), "batch", "conc8")
+    m = _init(tmp_path / "camp", tmp_path / "serial", tmp_path / "batch")
+    assert {r["process"] for r in m["runs"]} == {"serial/p1", "serial/p2", "batch/1"}
+    an = results_ladder_analysis(load_campaign(tmp_path / "camp"))
+    assert an["spread"]["spread"] == pytest.approx(0.02)
+    verdicts = {c["concurrency"]: c for c in an["comparisons"]}
+    assert verdicts[8]["is_result"] is True and verdicts[8]["baseline_n"] == 2
+    assert verdicts[1]["is_result"] is False

@@ -114,6 +114,26 @@ def findings(page: Page) -> bd.Block:
         for r in _clamp_findings(page)
         if r["clamped"]
     ]
+    rl = page.analysis.results_ladder if page.analysis is not None else None
+    if rl:  # the ladder from result files: its verdicts and what could not be judged
+        results += [
+            (
+                "improvement" if c["ratio"] > 1 else "regression",
+                c["ratio"],
+                f"{c['candidate']} vs {c['baseline']}, output tok/s at concurrency {c['concurrency']}: {c['ratio']:.2f}x",
+                "results-ladder",
+            )
+            for c in rl["comparisons"]
+            if c["is_result"]
+        ]
+        nov = [c for c in rl["comparisons"] if c["verdict"] == "no verdict"]
+        if nov:
+            unjudged.append(
+                (
+                    f"{len(nov)} output-rate comparison(s) between arms without a verdict: {nov[0]['reason']}",
+                    "results-ladder",
+                )
+            )
     excluded = [e for e in page.camp.exclusions if "warm-up" not in e.reason]
     if excluded:
         unjudged.append(
