@@ -58,3 +58,23 @@ def test_the_harness_phases_file_in_benchbook_format():
     s0 = doc["samples"][0]
     assert s0["repeat"] == 0 and s0["warmup"] is True and s0["metrics_before"].startswith("../../metrics/")
     assert all("first_event_s" not in s for s in doc["samples"])  # a first token, not a role chunk
+
+
+def test_a_gpu_run_naming_a_file_outside_the_campaign_is_refused(tmp_path):
+    import pytest
+
+    from benchbook.errors import InputError
+    from benchbook.ingest.campaign import Run
+
+    camp_root = tmp_path / "camp"
+    run_dir = camp_root / "runs" / "a" / "1" / "benchbook" / "gpu"
+    run_dir.mkdir(parents=True)
+    (tmp_path / "outside.csv").write_text("timestamp, index, memory.used [MiB]\n")
+    (run_dir / "gpu.json").write_text(json.dumps({"gpu_samples": "../../../../../../outside.csv"}))
+
+    class Camp:
+        root = camp_root
+
+    with pytest.raises(InputError) as e:
+        run_layout.input_files(Camp, Run("a-gpu", "a", "gpu", run_dir))
+    assert "outside.csv" in str(e.value)

@@ -396,9 +396,11 @@ def gpu_memory(camp: Any, run: Any):
 
 def input_files(camp: Any, run: Any) -> list[Path]:
     """The files a ``gpu`` run reads (provenance)."""
+    from benchbook.ingest.results_runs import in_run
+
     doc = load_json(run.file)
     out = [run.file]
     for key in ("gpu_samples", "host_samples", "events"):
-        if isinstance(doc, dict) and isinstance(doc.get(key), str):
-            out.append((run.path / doc[key]).resolve())
+        if isinstance(doc, dict) and isinstance(doc.get(key), str):  # checked to lie inside the campaign
+            out.append(in_run(camp.root, run.path, doc[key], run.file, f"$.{key}", "file"))
     return out
