@@ -107,6 +107,10 @@ def test_batched_vs_serial_needs_a_spread(h200):
 def test_memory_peak_per_gpu_from_the_samples(h200):
     _dest, _m, s = h200
     mem = {x["run"]: x for x in s["memory"]}
+    procs = s["memory_processes"]["batch-gpu"]
+    loaded = [p for p in procs if p["loaded_samples"]]
+    assert {p["comm"] for p in loaded} >= {"VLLM::EngineCor", "python3"}  # engine core and API server
+    assert sum(p["pss_gib"] for p in loaded) == pytest.approx(mem["batch-gpu"]["pss_sum_gib"], rel=0.02)
     for arm in ARMS:
         with open(H200 / arm / "gpu_samples.csv", newline="") as f:
             rows = list(csv.reader(f, skipinitialspace=True))
@@ -135,6 +139,7 @@ def test_baseline_page_renders_the_ladder(h200, tmp_path):
     html = (tmp_path / "baseline.html").read_text()
     assert 'id="sec-results-ladder"' in html and 'id="sec-memory"' in html
     assert {"serial-gpu", "batch-gpu"} <= {r["run"] for r in values["memory"]}
+    assert values["memory_processes"]["batch-gpu"][0]["comm"] == "VLLM::EngineCor"  # the largest Pss first
     ramp = values["memory_ramp"]["batch-gpu"]
     assert ramp["points"] <= 400 and ramp["markers"] >= 10  # binned; server start, ready, each point, stop
     assert ramp["peak_gib"] == pytest.approx(next(r["peak_gib"] for r in values["memory"] if r["run"] == "batch-gpu"))

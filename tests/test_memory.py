@@ -159,3 +159,29 @@ def test_load_ramp_bins_keep_the_peak():
     samples, marks = load_ramp(gpu, markers, "r", max_points=100)
     assert samples.height <= 101 and samples["gib"].max() == 50.0  # the one-sample spike survives binning
     assert marks["t_s"].to_list() == [0.0, 50.0] and marks["label"].to_list() == ["load_start", "load_end"]
+
+
+def test_process_footprints_while_loaded():
+    import polars as pl
+
+    from benchbook.analysis.memory import process_footprints
+
+    gib = 1024 * 1024
+    host = pl.DataFrame(
+        {
+            "t": [0.0, 1.0, 2.0, 3.0, 0.5],
+            "pid": [1, 1, 1, 1, 9],
+            "comm": ["api", "api", "api", "api", "cc1"],
+            "rss_kib": [1.0 * gib, 2.0 * gib, 4.0 * gib, 3.0 * gib, 0.5 * gib],
+            "pss_kib": [1.0 * gib, 1.0 * gib, 3.0 * gib, 2.0 * gib, 0.5 * gib],
+        }
+    )
+    api, cc1 = process_footprints(host, load_end=1.0, stop=3.0)
+    assert (api["comm"], api["pss_gib"], api["rss_gib"], api["peak_rss_gib"], api["loaded_samples"]) == (
+        "api",
+        2.0,
+        3.0,
+        4.0,
+        3,
+    )
+    assert cc1["loaded_samples"] == 0 and cc1["pss_gib"] is None and cc1["peak_rss_gib"] == 0.5

@@ -269,6 +269,8 @@ class CampaignAnalysis:
     # the ladder from results runs that are load points of server processes (init's arm/run layout)
     results_ladder: dict[str, Any] | None = None
     switch_ablation: Any = None  # ablation.SwitchAblation: arms that differ by server switches
+    # per gpu run with host samples: each sampled process's Pss/Rss while loaded (memory.process_footprints)
+    memory_processes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def spread(self) -> float | None:
@@ -341,6 +343,7 @@ class CampaignAnalysis:
             "checks": self.checks + (pd.checks if pd else []),
             "memory": [{"run": run, **s.figures(), "notes": list(s.notes)} for run, s in sorted(self.memory.items())],
             "memory_deltas": [d.as_dict() for d in self.memory_deltas],
+            "memory_processes": self.memory_processes,
             "clamps": [c.as_dict() for c in self.clamps],
             "interval_rates": [r.as_dict() for r in self.interval_rates],
             "references": [r.as_dict() for r in self.references],
@@ -421,6 +424,7 @@ def _analyse(
 
         out.memory = memory_summaries(gpu, host, markers)
         out.memory_deltas = _memory_deltas(camp, out.memory, out.spread)
+        out.memory_processes = _memory_processes(camp, markers)
     if any(r.get("process") for r in camp.manifest.get("runs", []) if r.get("harness") == "results"):
         from benchbook.analysis.ladder import results_ladder_analysis
 
@@ -519,6 +523,24 @@ def _engine_gauges(camp: Campaign, arms: tuple[str, ...]) -> EngineGauges:
         sources.add(promsource._public_url(src["url"]))
         frames.append(g.with_columns(pl.lit(r.id).alias("run"), (pl.col("t") - t0).alias("s")))
     return EngineGauges(pl.concat(frames) if frames else None, spans, notes, sorted(sources))
+
+
+def _memory_processes(camp: Campaign, markers: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """Each gpu run's sampled processes (host sampler rows) while loaded, from its markers."""
+    import polars as pl
+
+    from benchbook.analysis.memory import loaded_window, process_footprints
+    from benchbook.ingest.run_layout import host_processes
+
+    out = {}
+    for r in camp.runs_of("gpu"):
+        host = host_processes(camp, r)
+        if host is None:
+            continue
+        m = markers.filter(pl.col("run") == r.id)
+        _start, load_end, stop = loaded_window(list(zip(m["t"].to_list(), m["event"].to_list())), f"run {r.id}")
+        out[r.id] = process_footprints(host, load_end, stop)
+    return out
 
 
 def _memory_deltas(camp: Campaign, summ: dict[str, MemorySummary], spread: float | None) -> list[MemoryDeltaResult]:

@@ -293,3 +293,40 @@ def load_ramp(gpu: pl.DataFrame, markers: pl.DataFrame, run: str, max_points: in
         .sort("t_s")
     )
     return samples, m
+
+
+def process_footprints(host: pl.DataFrame, load_end: float, stop: float) -> list[dict[str, Any]]:
+    """Per sampled process of one run (``pid, comm``): the median Pss and Rss while loaded
+    (``load_end`` … ``stop``) and the peak Rss, in GiB, with the number of loaded samples — largest
+    median Pss first. ``host`` is the host sampler's frame (``ingest.gpu_samples.read_host_csv``: one
+    row per process per sample). A process seen only outside the loaded window (a compiler the engine
+    ran at start-up) is listed with ``loaded_samples`` 0 and its peak Rss. Each Pss counts its
+    share of shared pages, so the per-process figures add up to the summed Pss, which is not a
+    footprint either."""
+    import polars as pl
+
+    h = host.filter(pl.col("pid").is_not_null())
+    if h.height == 0:
+        return []
+    inside = (pl.col("t") >= load_end) & (pl.col("t") <= stop)
+    out = (
+        h.group_by(["pid", "comm"])
+        .agg(
+            pl.col("pss_kib").filter(inside).median().alias("pss_kib"),
+            pl.col("rss_kib").filter(inside).median().alias("rss_kib"),
+            pl.col("rss_kib").max().alias("peak_rss_kib"),
+            inside.sum().alias("loaded_samples"),
+        )
+        .sort(["pss_kib", "pid"], descending=[True, False], nulls_last=True)
+    )
+    return [
+        {
+            "pid": int(r["pid"]),
+            "comm": r["comm"],
+            "pss_gib": None if r["pss_kib"] is None else r["pss_kib"] / KIB_PER_GIB,
+            "rss_gib": None if r["rss_kib"] is None else r["rss_kib"] / KIB_PER_GIB,
+            "peak_rss_gib": None if r["peak_rss_kib"] is None else r["peak_rss_kib"] / KIB_PER_GIB,
+            "loaded_samples": int(r["loaded_samples"]),
+        }
+        for r in out.iter_rows(named=True)
+    ]

@@ -404,3 +404,17 @@ def input_files(camp: Any, run: Any) -> list[Path]:
         if isinstance(doc, dict) and isinstance(doc.get(key), str):  # checked to lie inside the campaign
             out.append(in_run(camp.root, run.path, doc[key], run.file, f"$.{key}", "file"))
     return out
+
+
+def host_processes(camp: Any, run: Any):
+    """The host sampler's rows of a ``gpu`` run (one per process per sample: ``t, pid, comm,
+    rss_kib, pss_kib`` …), or None when its gpu.json names no host samples."""
+    from benchbook.ingest import gpu_samples
+    from benchbook.ingest.results_runs import in_run
+
+    doc = load_json(run.file)
+    if not isinstance(doc, dict) or not isinstance(doc.get("host_samples"), str):
+        return None
+    return gpu_samples.read_host_csv(
+        in_run(camp.root, run.path, doc["host_samples"], run.file, "$.host_samples", "file")
+    )

@@ -820,6 +820,40 @@ def memory(page: Page) -> bd.Block:
         + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes)
         + _memory_delta_table(page)
         + str(memory_ramp(page))
+        + str(memory_processes(page))
+    )
+
+
+def memory_processes(page: Page) -> bd.Block:
+    """Each sampled process of a gpu run while loaded (median Pss and Rss, peak Rss), from the analysis."""
+    procs = {r: v for r, v in page.analysis.memory_processes.items() if page.camp.run(r).arm in page.arms}
+    bd.record("memory_processes", procs)
+    if not procs:
+        return bd.Block("")
+
+    def gib(v):
+        return "—" if v is None else f"{v:.2f} GiB"
+
+    rows = [
+        {
+            "Run": run,
+            "Process": f"{p['comm']} (pid {p['pid']})",
+            "Pss while loaded (median)": gib(p["pss_gib"]),
+            "Rss while loaded (median)": gib(p["rss_gib"]),
+            "Peak Rss": gib(p["peak_rss_gib"]),
+            "Loaded samples": p["loaded_samples"],
+        }
+        for run, ps in procs.items()
+        for p in ps
+    ]
+    return bd.collapsed(
+        "Host memory per process (Pss, Rss)",
+        bd.table(
+            rows,
+            id="memory-processes",
+            caption="Each process the server started, from the host sampler; a process with no loaded samples ran "
+            "only during start-up. Pss shares shared pages between processes: their sum is not a footprint.",
+        ),
     )
 
 
