@@ -78,3 +78,10 @@ def test_a_gpu_run_naming_a_file_outside_the_campaign_is_refused(tmp_path):
     with pytest.raises(InputError) as e:
         run_layout.input_files(Camp, Run("a-gpu", "a", "gpu", run_dir))
     assert "outside.csv" in str(e.value)
+
+
+def test_a_folder_of_run_folders_is_one_arm_not_a_run():
+    # the campaign's root holds four process folders: one arm of four runs as laid out (init's todo then
+    # says the runs differ in what ran), never one run whose "load points" are whole processes
+    assert run_layout.classify(H200) == "arm"
+    assert [r.run for r in run_layout.run_folders(H200)] == ["batch", "eager", "noprefix", "serial"]

@@ -179,7 +179,8 @@ def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
                 out.todo.append(
                     f"arm {arm}: runs {first_rf.process} and {rf.process} differ in what ran ("
                     + "; ".join(f"{k} {sw.get(k, 'not stated')} vs {other.get(k, 'not stated')}" for k in diff)
-                    + "): they are not repeats — split them into two arms"
+                    + "): they are not repeats — split them into two arms (give each run folder to init as its own "
+                    "arm folder)"
                 )
         for rf, cfg in procs:
             conc = [

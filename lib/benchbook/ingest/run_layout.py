@@ -143,7 +143,12 @@ def is_run_folder(d: Path) -> bool:
     if (d / "phases.json").is_file() and not _benchbook_phases(d / "phases.json"):
         return True
     subs = [s for s in _subdirs(d) if s.name not in _SKIP_DIRS and s.name != "metrics"]
-    return bool(subs) and all(point_kind(s) is not None for s in subs)
+    # a subfolder that is a server process itself (samples, log, results/) is a run, not a load point
+    return bool(subs) and all(point_kind(s) is not None and not _process_markers(s) for s in subs)
+
+
+def _process_markers(d: Path) -> bool:
+    return any((d / m).is_file() for m in RUN_MARKERS) or (d / "results").is_dir()
 
 
 def classify(d: Path) -> str | None:
