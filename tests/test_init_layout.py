@@ -280,3 +280,11 @@ def test_two_processes_of_an_arm_give_the_spread_verdicts_use(tmp_path):
     verdicts = {c["concurrency"]: c for c in an["comparisons"]}
     assert verdicts[8]["is_result"] is True and verdicts[8]["baseline_n"] == 2
     assert verdicts[1]["is_result"] is False
+
+
+def test_a_folder_without_result_files_names_the_formats(tmp_path):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "notes.md").write_text("nothing here")
+    with pytest.raises(InputError) as e:
+        init_cmd.plan([tmp_path / "empty"])
+    assert "no result file in this folder" in str(e.value) and "vllm-bench-serve" in str(e.value)

@@ -176,7 +176,9 @@ def plan(inputs: list[Path]) -> tuple[list[PlannedRun], list[str]]:
                     )
             if not r.files:
                 raise InputError(
-                    src, "-", f"no result file in this folder (formats read: {', '.join(formats.FORMATS)})"
+                    src,
+                    "-",
+                    f"no result file in this folder (formats read: {', '.join(f.name for f in formats.FORMATS)})",
                 )
             runs.append(r)
         elif _is_capture(src):

@@ -33,7 +33,8 @@ from benchbook.jsonfile import load_json, read_text
 CAPTURE_SUFFIXES = (".prom", ".metrics", ".txt")
 LOG_NAMES = ("server.log", "server_log.txt", "vllm.log", "sglang.log")
 INFO_NAMES = ("server_info.json", "get_server_info.json")
-RUN_MARKERS = ("gpu_samples.csv", "host_samples.csv", "events.jsonl", *LOG_NAMES)
+PROCESS_MARKERS = ("gpu_samples.csv", "host_samples.csv", "events.jsonl")
+RUN_MARKERS = (*PROCESS_MARKERS, *LOG_NAMES)
 _SKIP_DIRS = {"scripts", "__pycache__"}
 HOST_MATCH_S = 1.0  # a host sample within this of a GPU sample is that sample's host reading
 
@@ -148,7 +149,8 @@ def is_run_folder(d: Path) -> bool:
 
 
 def _process_markers(d: Path) -> bool:
-    return any((d / m).is_file() for m in RUN_MARKERS) or (d / "results").is_dir()
+    """Files only a whole server process's folder holds (a capture folder may hold a server log)."""
+    return any((d / m).is_file() for m in PROCESS_MARKERS) or (d / "results").is_dir()
 
 
 def classify(d: Path) -> str | None:
