@@ -613,7 +613,7 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
 
     from benchbook.analysis import baseline as bl
     from benchbook.analysis import stats
-    from benchbook.analysis.ladder import pl_col_inf, results_ladder
+    from benchbook.analysis.ladder import direction_of, pl_col_inf, results_ladder
 
     roles = {a: v.get("role") for a, v in camp.arms.items()}
     base = next((a for a, r in roles.items() if r == "baseline"), None)
@@ -690,6 +690,8 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
                 "candidate_min": c.min,
                 "candidate_max": c.max,
                 "ratio": c.median / b.median,
+                "speedup": c.median / b.median if hib else b.median / c.median,  # > 1 is better
+                "direction": direction_of(b.median, c.median, hib),
             }
             if spread is None:
                 row.update(verdict="no verdict", is_result=False, reason=NO_SPREAD)

@@ -481,6 +481,8 @@ def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float 
                 "candidate_median": c.median,
                 "candidate_n": c.n,
                 "ratio": c.median / b.median,
+                "speedup": c.median / b.median,  # a rate: > 1 is better
+                "direction": direction_of(b.median, c.median, True),
             }
             if spread is None:
                 row.update(
@@ -528,3 +530,10 @@ def pl_col_inf(frame):
     import polars as pl
 
     return pl.col("request_rate").is_infinite() & pl.col("concurrency").is_not_null()
+
+
+def direction_of(baseline: float, candidate: float, higher_is_better: bool) -> str:
+    """improvement / regression / no change, as :func:`benchbook.analysis.verdict.compare` names it."""
+    if candidate == baseline:
+        return "no change"
+    return "improvement" if (candidate > baseline) == higher_is_better else "regression"

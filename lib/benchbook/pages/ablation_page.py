@@ -110,8 +110,8 @@ def _switch_findings(page: SwitchPage) -> bd.Block:
     sa = page.switch
     results = [
         (
-            "improvement" if (r["ratio"] > 1) == (r["unit"] != "ms") else "regression",
-            r["ratio"] if r["unit"] != "ms" else 1 / r["ratio"],
+            r["direction"],
+            r["speedup"],
             f"{r['arm']} ({r['switches']}) vs {sa.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x",
             "ablation",
         )
