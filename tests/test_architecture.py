@@ -81,6 +81,7 @@ TESTS_UNDER_ANOTHER_NAME = {
     "findings": "test_reconcile, test_baseline",
     "exposition_checks": "test_conformance, test_prometheus_narrow",
     "pd_runs": "test_disaggregation",
+    "gpu_runs": "test_run_layout, test_init_layout",
     "requests_ndjson": "test_bad_input, test_synth",
     "campaign": "test_bad_input, test_baseline",
     "formats": "test_vllm, test_sglang, test_formats_tools",

@@ -130,3 +130,58 @@ def test_frames_from_the_loader():
     assert table["run"].to_list() == ["memory-default", "memory-tuned"]
     assert table["steady_gib"].to_list() == pytest.approx([6.29, 8.15])
     assert table["mem_available_fall_gib"].to_list() == pytest.approx([144.1, 144.1])
+
+
+def test_load_ramp_bins_keep_the_peak():
+    import polars as pl
+
+    from benchbook.analysis.memory import load_ramp
+
+    n = 1000
+    gpu = pl.DataFrame(
+        {
+            "run": ["r"] * n,
+            "arm": ["a"] * n,
+            "t": [100.0 + i * 0.5 for i in range(n)],
+            "rank": [0] * n,
+            "gpu_used_mib": [1024.0 * (50 if i == 333 else 1) for i in range(n)],
+        }
+    )
+    markers = pl.DataFrame(
+        {
+            "run": ["r", "r"],
+            "arm": ["a", "a"],
+            "t": [100.0, 150.0],
+            "event": ["load_start", "load_end"],
+            "label": [None, None],
+        }
+    )
+    samples, marks = load_ramp(gpu, markers, "r", max_points=100)
+    assert samples.height <= 101 and samples["gib"].max() == 50.0  # the one-sample spike survives binning
+    assert marks["t_s"].to_list() == [0.0, 50.0] and marks["label"].to_list() == ["load_start", "load_end"]
+
+
+def test_process_footprints_while_loaded():
+    import polars as pl
+
+    from benchbook.analysis.memory import process_footprints
+
+    gib = 1024 * 1024
+    host = pl.DataFrame(
+        {
+            "t": [0.0, 1.0, 2.0, 3.0, 0.5],
+            "pid": [1, 1, 1, 1, 9],
+            "comm": ["api", "api", "api", "api", "cc1"],
+            "rss_kib": [1.0 * gib, 2.0 * gib, 4.0 * gib, 3.0 * gib, 0.5 * gib],
+            "pss_kib": [1.0 * gib, 1.0 * gib, 3.0 * gib, 2.0 * gib, 0.5 * gib],
+        }
+    )
+    api, cc1 = process_footprints(host, load_end=1.0, stop=3.0)
+    assert (api["comm"], api["pss_gib"], api["rss_gib"], api["peak_rss_gib"], api["loaded_samples"]) == (
+        "api",
+        2.0,
+        3.0,
+        4.0,
+        3,
+    )
+    assert cc1["loaded_samples"] == 0 and cc1["pss_gib"] is None and cc1["peak_rss_gib"] == 0.5

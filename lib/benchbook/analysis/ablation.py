@@ -591,3 +591,174 @@ def noisiest(ab: CampaignAblation) -> list[dict[str, Any]]:
             }
         )
     return sorted(out, key=lambda r: (-r["median_width"], r["phase"], r["prompt_class"]))
+
+
+# ---- server switches (benchbook init's arm/run layout: each arm one server configuration) ---------
+
+
+@dataclass
+class SwitchAblation:
+    """Arms that differ by server switches (what their engines stated), each against the baseline
+    arm: the ladder's output rate and TPOT per concurrency and the phase cells, one value per server
+    process (the cell's n), judged against the run-to-run spread of repeated processes (or an
+    override); the interactions of every pair of single-switch arms, "not measured" where no arm ran
+    both switches together."""
+
+    baseline_arm: str
+    arms: list[str]
+    switches: dict[str, dict[str, str]]  # arm -> {switch: value} where it differs from the baseline
+    spread: float | None
+    spread_from: str
+    rule: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    interactions: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "baseline_arm": self.baseline_arm,
+            "arms": list(self.arms),
+            "switches": self.switches,
+            "spread": self.spread,
+            "spread_from": self.spread_from,
+            "rule": self.rule,
+            "rows": self.rows,
+            "interactions": self.interactions,
+            "notes": list(self.notes),
+        }
+
+
+NO_SPREAD = (
+    "no arm was run twice (one server process each), so there is no measured spread; no difference can be "
+    "called a result"
+)
+
+
+def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | None = None) -> SwitchAblation | None:
+    """The server-switch ablation of a campaign in init's arm/run layout (None when it has no
+    role-baseline arm with ablation arms, or no ladder or phase runs to compare)."""
+    import polars as pl
+
+    from benchbook.analysis import baseline as bl
+    from benchbook.analysis import stats
+    from benchbook.analysis.ladder import direction_of, pl_col_inf, results_ladder
+
+    roles = {a: v.get("role") for a, v in camp.arms.items()}
+    base = next((a for a, r in roles.items() if r == "baseline"), None)
+    arms = [a for a, r in roles.items() if r == "ablation"]
+    if base is None or not arms:
+        return None
+    sw = {}
+    notes: list[str] = []
+    for a in arms:
+        s, n = switches_against(camp, a, base)
+        sw[a] = s
+        notes += n
+    lad = results_ladder(camp)
+    closed = lad.filter(pl_col_inf(lad)) if lad.height else lad
+    spreads = []
+    if closed.height:
+        for (_arm, _pt), g in closed.group_by(["arm", "point"], maintain_order=True):
+            if g["process"].n_unique() >= 2:
+                spreads.append(stats.run_spread(g["rate_tok_s"].to_list()))
+    measured = max(spreads) if spreads else None
+    spread = spread_override if spread_override is not None else measured
+    spread_from = (
+        "override"
+        if spread_override is not None
+        else "the largest run-to-run spread of the output rate between processes of one arm"
+        if measured is not None
+        else "none: no arm was run twice"
+    )
+    out = SwitchAblation(base, arms, sw, spread, spread_from, rule, notes=notes)
+
+    def values(arm: str) -> dict[tuple[str, str], tuple[list[float], bool, str]]:
+        vals: dict[tuple[str, str], tuple[list[float], bool, str]] = {}
+        if closed.height:
+            g = closed.filter(pl.col("arm") == arm)
+            for n in sorted(set(g["concurrency"].to_list())):
+                gn = g.filter(pl.col("concurrency") == n)
+                vals[("output tok/s", f"concurrency {n}")] = (gn["rate_tok_s"].to_list(), True, "tok/s")
+                tp = [v for v in gn["median_tpot_ms"].to_list() if v is not None]
+                if tp:
+                    vals[("median TPOT", f"concurrency {n}")] = (tp, False, "ms")
+        if camp.runs_of("phases", arm):
+            cells = bl.phase_cells(camp, [arm])
+            for m in DEFAULT_METRICS:
+                for pc in camp.prompt_classes:
+                    c = bl.cell_of(cells, arm, pc, m)
+                    if c is not None:
+                        name = PHASE_NAME.get(m, m)
+                        pr = camp.prompt_classes[pc].get("tokens", "?")
+                        vals[(f"{name} tok/s", f"{pc} prompt ({pr} tokens), {camp.generation_tokens} generated")] = (
+                            [c.min, c.median, c.max] if c.n >= 3 else [c.median],
+                            bl.PHASE_METRICS[m][1],
+                            "tok/s",
+                        )
+        return vals
+
+    base_vals = values(base)
+    verdicts: dict[tuple[str, tuple[str, str]], dict[str, Any]] = {}
+    for a in arms:
+        for key, (cv, hib, unit) in values(a).items():
+            if key not in base_vals:
+                continue
+            b = stats.cell(base_vals[key][0])
+            c = stats.cell(cv)
+            row = {
+                "arm": a,
+                "switches": " + ".join(f"{k}={v}" for k, v in sw[a].items()) or "nothing beyond the baseline",
+                "metric": key[0],
+                "context": key[1],
+                "unit": unit,
+                "baseline_median": b.median,
+                "baseline_min": b.min,
+                "baseline_max": b.max,
+                "candidate_median": c.median,
+                "candidate_min": c.min,
+                "candidate_max": c.max,
+                "ratio": c.median / b.median,
+                "speedup": c.median / b.median if hib else b.median / c.median,  # > 1 is better
+                "direction": direction_of(b.median, c.median, hib),
+            }
+            if spread is None:
+                row.update(verdict="no verdict", is_result=False, reason=NO_SPREAD)
+            else:
+                cmp = compare(b, c, spread=spread, higher_is_better=hib, rule=rule)
+                row.update(verdict=cmp.verdict, is_result=bool(cmp.is_result), reason=cmp.reason)
+            out.rows.append(row)
+            verdicts[(a, key)] = row
+    # interactions: every pair of single-switch arms; measured where one arm ran both switch sets
+    singles = [a for a in arms if not any(set(sw[o].items()) < set(sw[a].items()) for o in arms if o != a)]
+    for i, a in enumerate(singles):
+        for b_ in singles[i + 1 :]:
+            union = {**sw[a], **sw[b_]}
+            combo = next((x for x in arms if sw[x] == union), None)
+            label = f"{a} ({' + '.join(sw[a])}) × {b_} ({' + '.join(sw[b_])})"
+            if combo is None:
+                out.interactions.append(
+                    {
+                        "pair": [a, b_],
+                        "measured": False,
+                        "finding": f"{label}: not measured — no arm ran both switches together, so whether they interact is unknown",
+                    }
+                )
+                continue
+            found = []
+            for (arm, key), row in verdicts.items():
+                if arm != combo:
+                    continue
+                alone = [verdicts.get((s, key)) for s in (a, b_)]
+                if spread is None or any(x is None for x in alone):
+                    continue
+                if row["is_result"] and not any(x["is_result"] for x in alone):
+                    found.append(f"{key[0]} ({key[1]})")
+            finding = f"{label}: measured by {combo}; " + (
+                "no verdict without a measured spread"
+                if spread is None
+                else f"an INTERACTION on {', '.join(found)}: the pair is a result where each switch alone is within noise"
+                if found
+                else "no interaction: no cell where the pair is a result while each switch alone is within noise"
+            )
+            out.interactions.append({"pair": [a, b_], "measured": True, "combination": combo, "finding": finding})
+    return out

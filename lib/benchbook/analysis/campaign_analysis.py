@@ -286,6 +286,11 @@ class CampaignAnalysis:
     results: ResultSet | None = None
     results_inputs: CampaignInputs | None = None
     results_engine_checks: list[tuple[str, list[Any]]] = field(default_factory=list)
+    # the ladder from results runs that are load points of server processes (init's arm/run layout)
+    results_ladder: dict[str, Any] | None = None
+    switch_ablation: Any = None  # ablation.SwitchAblation: arms that differ by server switches
+    # per gpu run with host samples: each sampled process's Pss/Rss while loaded (memory.process_footprints)
+    memory_processes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
 
     @property
     def spread(self) -> float | None:
@@ -377,6 +382,31 @@ class CampaignAnalysis:
             for r in self.clamps
             if r.arm in chosen and r.clamped
         ]
+        rl = self.results_ladder
+        if rl:  # the ladder from result files: its verdicts and what could not be judged
+            rcomps = (
+                [c for c in rl["comparisons"] if c["baseline"] in chosen and c["candidate"] in chosen]
+                if arms
+                else rl["comparisons"]
+            )
+            results += [
+                (
+                    c["direction"],
+                    c["speedup"],
+                    f"{c['candidate']} vs {c['baseline']}, output tok/s at concurrency {c['concurrency']}: {c['ratio']:.2f}x",
+                    "results-ladder",
+                )
+                for c in rcomps
+                if c["is_result"]
+            ]
+            nov = [c for c in rcomps if c["verdict"] == "no verdict"]
+            if nov:
+                unjudged.append(
+                    (
+                        f"{len(nov)} output-rate comparison(s) between arms without a verdict: {nov[0]['reason']}",
+                        "results-ladder",
+                    )
+                )
         excluded = [e for e in camp.exclusions if "warm-up" not in e.reason]
         if excluded:
             unjudged.append(
@@ -430,6 +460,7 @@ class CampaignAnalysis:
             "checks": self.checks + (pd.checks if pd else []),
             "memory": [{"run": run, **s.figures(), "notes": list(s.notes)} for run, s in sorted(self.memory.items())],
             "memory_deltas": [d.as_dict() for d in self.memory_deltas],
+            "memory_processes": self.memory_processes,
             "clamps": [c.as_dict() for c in self.clamps],
             "interval_rates": [r.as_dict() for r in self.interval_rates],
             "references": [r.as_dict() for r in self.references],
@@ -444,6 +475,13 @@ class CampaignAnalysis:
                 else None
             ),
             "results": None if self.results is None else resultset.as_dict(self.results, self.results_engine_checks),
+            "results_ladder": self.results_ladder,
+            "switch_ablation": None if self.switch_ablation is None else self.switch_ablation.as_dict(),
+            "server_configs": {
+                r["process"]: r["server_config"]
+                for r in self.camp.manifest.get("runs", [])
+                if r.get("process") and isinstance(r.get("server_config"), dict)
+            },
             "exclusions": self.exclusions(),
             "findings": {k: f.as_dict() for k, f in self.findings.items()},
             "todo": list(self.camp.manifest.get("todo", [])),
@@ -534,12 +572,20 @@ def _analyse(
         comparisons=baseline.comparisons(camp, rule=rule, spread_override=spread_override, warmup_rounds=warmup_rounds),
         checks=baseline.checks(camp),
     )
-    if camp.runs_of("memory"):
+    if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
         from benchbook.analysis.memory import memory_summaries
 
         out.memory = memory_summaries(gpu, host, markers)
         out.memory_deltas = _memory_deltas(camp, out.memory, out.spread)
+        out.memory_processes = _memory_processes(camp, markers)
+    if any(r.get("process") for r in camp.manifest.get("runs", []) if r.get("harness") == "results"):
+        from benchbook.analysis.ladder import results_ladder_analysis
+
+        out.results_ladder = results_ladder_analysis(camp, rule=rule, spread_override=spread_override)
+        from benchbook.analysis.ablation import switch_ablation
+
+        out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override)
     out.clamps = _clamps(camp)
     if pc is not None:
         out.interval_rates = _interval_rates(camp, pc)
@@ -631,6 +677,24 @@ def _engine_gauges(camp: Campaign, arms: tuple[str, ...]) -> EngineGauges:
         sources.add(promsource._public_url(src["url"]))
         frames.append(g.with_columns(pl.lit(r.id).alias("run"), (pl.col("t") - t0).alias("s")))
     return EngineGauges(pl.concat(frames) if frames else None, spans, notes, sorted(sources))
+
+
+def _memory_processes(camp: Campaign, markers: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """Each gpu run's sampled processes (host sampler rows) while loaded, from its markers."""
+    import polars as pl
+
+    from benchbook.analysis.memory import loaded_window, process_footprints
+    from benchbook.ingest.gpu_runs import host_processes
+
+    out = {}
+    for r in camp.runs_of("gpu"):
+        host = host_processes(camp, r)
+        if host is None:
+            continue
+        m = markers.filter(pl.col("run") == r.id)
+        _start, load_end, stop = loaded_window(list(zip(m["t"].to_list(), m["event"].to_list())), f"run {r.id}")
+        out[r.id] = process_footprints(host, load_end, stop)
+    return out
 
 
 def _memory_deltas(camp: Campaign, summ: dict[str, MemorySummary], spread: float | None) -> list[MemoryDeltaResult]:

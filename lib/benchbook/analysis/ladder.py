@@ -11,7 +11,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis.stats import fmt_pct, fmt_ratio, rel_diff
 from benchbook.errors import InputError
@@ -286,3 +287,253 @@ def amortization(
             "and the speedup counts that while the effective width does not"
         )
     return Amortization(n, decode_steps, c_n, c_1, rows, eff, speedup, tolerance, agree, head + tail + ".")
+
+
+# ---- the ladder from results runs (benchmark-tool result files, one per load point) -------------
+
+
+def results_ladder(camp) -> pl.DataFrame:
+    """One row per results run that is a load point of a server process (``process`` in the
+    manifest: ``benchbook init``'s arm/run layout): ``arm, process, run, point, concurrency,
+    request_rate, requests, tokens, wall_s, rate_tok_s, tokens_per_request, single_s`` (median
+    request latency, the single-request time at concurrency 1), ``mean_latency_s,
+    worst_latency_s, best_latency_s, median_ttft_ms, median_tpot_ms``.
+
+    The aggregate rate is the run's output tokens over its wall time (the tool's ``duration``);
+    latencies are per request (``e2e``). Sorted by arm, process, request rate, concurrency."""
+    import polars as pl
+
+    return camp.derived("results_ladder", lambda: _results_ladder(camp, pl))
+
+
+def _results_ladder(camp, pl) -> pl.DataFrame:
+    from benchbook.ingest import formats
+
+    procs = {r["id"]: (r.get("process"), r.get("point")) for r in camp.manifest.get("runs", []) if r.get("process")}
+    rows = []
+    for rr in camp.results_runs:
+        if rr.id not in procs:
+            continue
+        process, point = procs[rr.id]
+        for f in rr.files:
+            for b in formats.read(f):
+                s, c, q = b.summary, b.config, b.requests
+                ok = q.filter(pl.col("success")) if q is not None and q.height else None
+                tokens = float(ok["completion_tokens"].sum()) if ok is not None else s.get("total_output_tokens")
+                wall = s.get("duration_s")
+                if not tokens or not wall or wall <= 0:
+                    raise InputError(f, b.location, "no output tokens or no positive duration: no aggregate rate")
+                e2e = ok["e2e_s"].drop_nulls() if ok is not None and "e2e_s" in ok.columns else None
+                has_e2e = e2e is not None and e2e.len() > 0
+                rows.append(
+                    {
+                        "arm": rr.arm,
+                        "process": process,
+                        "run": rr.id,
+                        "point": point or Path(f).stem,
+                        "concurrency": c.get("max_concurrency"),
+                        "request_rate": float(c.get("request_rate") or float("inf")),
+                        "requests": int(ok.height if ok is not None else s.get("completed") or 0),
+                        "tokens": float(tokens),
+                        "wall_s": float(wall),
+                        "rate_tok_s": float(tokens) / float(wall),
+                        "tokens_per_request": float(tokens) / max(1, ok.height if ok is not None else 1),
+                        "single_s": float(e2e.median()) if has_e2e else None,
+                        "mean_latency_s": float(e2e.mean()) if has_e2e else None,
+                        "worst_latency_s": float(e2e.max()) if has_e2e else None,
+                        "best_latency_s": float(e2e.min()) if has_e2e else None,
+                        "median_ttft_ms": s.get("median_ttft_ms"),
+                        "median_tpot_ms": s.get("median_tpot_ms"),
+                        "offsets": (
+                            ((ok["start_s"] + ok["e2e_s"]) - ok["start_s"].min()).to_list()
+                            if has_e2e and "start_s" in ok.columns
+                            else None
+                        ),
+                    }
+                )
+    schema = {
+        "arm": pl.String,
+        "process": pl.String,
+        "run": pl.String,
+        "point": pl.String,
+        "concurrency": pl.Int64,
+        "request_rate": pl.Float64,
+        "requests": pl.Int64,
+        "tokens": pl.Float64,
+        "wall_s": pl.Float64,
+        "rate_tok_s": pl.Float64,
+        "tokens_per_request": pl.Float64,
+        "single_s": pl.Float64,
+        "mean_latency_s": pl.Float64,
+        "worst_latency_s": pl.Float64,
+        "best_latency_s": pl.Float64,
+        "median_ttft_ms": pl.Float64,
+        "median_tpot_ms": pl.Float64,
+        "offsets": pl.List(pl.Float64),
+    }
+    return pl.DataFrame(rows, schema=schema).sort(["arm", "process", "request_rate", "concurrency"], nulls_last=True)
+
+
+DEFAULT_FLAT_TOLERANCE = 0.05  # without a measured spread: the pure-queueing check's own tolerance
+
+
+def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float | None = None) -> dict[str, Any]:
+    """The seeds' ladder questions for results runs, per arm and server process:
+
+    * ``serialization``: :func:`flatness` of the aggregate rate over the closed-loop concurrencies
+      (n=1 needed), against the measured run-to-run spread, else a 5 % tolerance (said so);
+    * ``queueing``: :func:`queueing` of each concurrency > 1 against the process's single-request
+      time (median latency at concurrency 1): completions at k × that time ⇒ pure queueing;
+    * ``spread``: run-to-run spread of the rate between processes of one arm at one point (the
+      largest such); None when no arm ran twice;
+    * ``comparisons``: the rate at each common concurrency, candidate vs baseline arm (a serial arm
+      against the role-baseline / first batched arm; ablation arms against the baseline arm), one
+      value per process, judged with :func:`benchbook.analysis.verdict.compare` against the spread
+      (or ``spread_override``); without either, "no verdict" and why;
+    * ``amortization``: :func:`amortization` at each concurrency of a batched arm with a serial arm
+      (mean request latency at n against the serial arm's single request; the speedup from rates).
+    """
+    from benchbook.analysis import stats
+    from benchbook.analysis.verdict import compare
+
+    lad = results_ladder(camp)
+    out: dict[str, Any] = {
+        "points": [],
+        "serialization": [],
+        "queueing": [],
+        "comparisons": [],
+        "amortization": [],
+        "spread": None,
+    }
+    if lad.height == 0:
+        return out
+    out["points"] = lad.drop("offsets").to_dicts()
+    closed = lad.filter(pl_col_inf(lad))
+    # run-to-run spread: processes of one arm at one point
+    spreads = []
+    for (arm, point), g in closed.group_by(["arm", "point"], maintain_order=True):
+        if g["process"].n_unique() >= 2:
+            vals = g["rate_tok_s"].to_list()
+            spreads.append({"arm": arm, "point": point, "values": vals, "spread": stats.run_spread(vals)})
+    measured = max((s["spread"] for s in spreads), default=None)
+    out["spread"] = None if measured is None else {"spread": measured, "from": spreads}
+    spread = spread_override if spread_override is not None else measured
+    for (arm, process), g in closed.group_by(["arm", "process"], maintain_order=True):
+        rates = {int(n): float(r) for n, r in zip(g["concurrency"], g["rate_tok_s"]) if n is not None}
+        if 1 in rates and len(rates) > 1:
+            tol = spread if spread is not None else DEFAULT_FLAT_TOLERANCE
+            fl = flatness(rates, tol)
+            out["serialization"].append(
+                {
+                    "arm": arm,
+                    "process": process,
+                    "rates": {str(k): v for k, v in fl.rates.items()},
+                    "tolerance": tol,
+                    "tolerance_from": "override"
+                    if spread_override is not None
+                    else "measured spread"
+                    if measured is not None
+                    else "assumed 5 % (no arm ran twice)",
+                    "flat": fl.flat,
+                    "reason": fl.reason,
+                }
+            )
+        one = g.filter(g["concurrency"] == 1)
+        single = one["single_s"][0] if one.height and one["single_s"][0] is not None else None
+        for row in g.iter_rows(named=True):
+            n = row["concurrency"]
+            if single is None or n is None or n <= 1 or not row["offsets"]:
+                continue
+            qu = queueing(single, row["offsets"])
+            out["queueing"].append(
+                {
+                    "arm": arm,
+                    "process": process,
+                    "concurrency": n,
+                    "single_s": single,
+                    "pure": qu.pure,
+                    "reason": qu.reason,
+                }
+            )
+    arms = camp.arms
+    serial = [a for a in arms if arms[a].get("mode") == "serial" and a in set(closed["arm"])]
+    base = next((a for a, v in arms.items() if v.get("role") == "baseline"), None) or next(
+        (a for a in arms if arms[a].get("mode") == "batch" and a in set(closed["arm"])), None
+    )
+    pairs = [(s, base) for s in serial if base]
+    pairs += [(base, a) for a, v in arms.items() if v.get("role") == "ablation" and base and a in set(closed["arm"])]
+    for b_arm, c_arm in pairs:
+        ns = sorted(
+            set(closed.filter(closed["arm"] == b_arm)["concurrency"])
+            & set(closed.filter(closed["arm"] == c_arm)["concurrency"])
+        )
+        for n in ns:
+            bv = closed.filter((closed["arm"] == b_arm) & (closed["concurrency"] == n))["rate_tok_s"].to_list()
+            cv = closed.filter((closed["arm"] == c_arm) & (closed["concurrency"] == n))["rate_tok_s"].to_list()
+            b, c = stats.cell(bv), stats.cell(cv)
+            row = {
+                "baseline": b_arm,
+                "candidate": c_arm,
+                "metric": "output_tok_s",
+                "concurrency": n,
+                "baseline_median": b.median,
+                "baseline_n": b.n,
+                "candidate_median": c.median,
+                "candidate_n": c.n,
+                "ratio": c.median / b.median,
+                "speedup": c.median / b.median,  # a rate: > 1 is better
+                "direction": direction_of(b.median, c.median, True),
+            }
+            if spread is None:
+                row.update(
+                    verdict="no verdict",
+                    is_result=False,
+                    reason="no arm was run twice (one server process each), so there is no measured spread; "
+                    "no difference can be called a result",
+                )
+            else:
+                cmp = compare(b, c, spread=spread, higher_is_better=True, rule=rule)
+                row.update(
+                    verdict=cmp.verdict, is_result=bool(cmp.is_result), reason=cmp.reason, threshold=cmp.threshold
+                )
+            out["comparisons"].append(row)
+    for s_arm in serial:
+        srow = closed.filter((closed["arm"] == s_arm) & (closed["concurrency"] == 1))
+        if not srow.height or srow["single_s"][0] is None:
+            continue
+        single = float(srow["single_s"].median())
+        for b_arm in [a for a in arms if arms[a].get("mode") == "batch" and a == base]:
+            for row in closed.filter(closed["arm"] == b_arm).iter_rows(named=True):
+                n = row["concurrency"]
+                if n is None or n < 2 or row["mean_latency_s"] is None:
+                    continue
+                sr = closed.filter((closed["arm"] == s_arm) & (closed["concurrency"] == n))
+                am = amortization(
+                    single, row["mean_latency_s"], n, None, decode_steps=max(1, round(row["tokens_per_request"]))
+                )
+                out["amortization"].append(
+                    {
+                        "serial_arm": s_arm,
+                        "batched_arm": b_arm,
+                        "concurrency": n,
+                        "single_row_steps": am.single_row_steps,
+                        "effective_width": am.effective_width,
+                        "speedup": float(row["rate_tok_s"] / sr["rate_tok_s"].median()) if sr.height else None,
+                        "explanation": am.explanation,
+                    }
+                )
+    return out
+
+
+def pl_col_inf(frame):
+    """Closed-loop points: no request rate (``inf``) and a concurrency."""
+    import polars as pl
+
+    return pl.col("request_rate").is_infinite() & pl.col("concurrency").is_not_null()
+
+
+def direction_of(baseline: float, candidate: float, higher_is_better: bool) -> str:
+    """improvement / regression / no change, as :func:`benchbook.analysis.verdict.compare` names it."""
+    if candidate == baseline:
+        return "no change"
+    return "improvement" if (candidate > baseline) == higher_is_better else "regression"

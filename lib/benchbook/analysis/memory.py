@@ -258,3 +258,75 @@ def memory_delta(baseline: MemorySummary, candidate: MemorySummary) -> MemoryDel
         candidate.peak_max_gib - baseline.peak_max_gib,
         candidate.steady_max_gib - baseline.steady_max_gib,
     )
+
+
+RAMP_MAX_POINTS = 400  # per run and rank: a chart of a day of 0.5-s samples stays small
+
+
+def load_ramp(gpu: pl.DataFrame, markers: pl.DataFrame, run: str, max_points: int = RAMP_MAX_POINTS):
+    """One run's GPU memory over time (the load ramp: weights, KV cache, graphs, then the load) as
+    ``(samples, markers)``: samples ``t_s`` (seconds from the first sample), ``rank``, ``gib`` — the
+    maximum of each time bin when there are more than ``max_points`` samples per rank, so a peak is
+    never averaged away; markers ``t_s, event, label`` (the run's events: load_start, load_end, each
+    load point's request_start, stop)."""
+    import polars as pl
+
+    g = gpu.filter(pl.col("run") == run).sort("t")
+    if g.height == 0:
+        raise InputError(None, f"run {run}", "no GPU samples")
+    t0 = float(g["t"].min())
+    span = float(g["t"].max()) - t0
+    per_rank = g.group_by("rank").len()["len"].max()
+    g = g.with_columns((pl.col("t") - t0).alias("t_s"), (pl.col("gpu_used_mib") / MIB_PER_GIB).alias("gib"))
+    if per_rank > max_points and span > 0:
+        width = span / max_points
+        g = (
+            g.with_columns(((pl.col("t_s") / width).floor() * width).alias("t_s"))
+            .group_by(["t_s", "rank"])
+            .agg(pl.col("gib").max())
+        )
+    samples = g.select("t_s", "rank", "gib").sort(["rank", "t_s"])
+    m = (
+        markers.filter(pl.col("run") == run)
+        .filter(pl.col("event") != "request_end")
+        .select((pl.col("t") - t0).alias("t_s"), "event", pl.col("label").fill_null(pl.col("event")).alias("label"))
+        .sort("t_s")
+    )
+    return samples, m
+
+
+def process_footprints(host: pl.DataFrame, load_end: float, stop: float) -> list[dict[str, Any]]:
+    """Per sampled process of one run (``pid, comm``): the median Pss and Rss while loaded
+    (``load_end`` … ``stop``) and the peak Rss, in GiB, with the number of loaded samples — largest
+    median Pss first. ``host`` is the host sampler's frame (``ingest.gpu_samples.read_host_csv``: one
+    row per process per sample). A process seen only outside the loaded window (a compiler the engine
+    ran at start-up) is listed with ``loaded_samples`` 0 and its peak Rss. Each Pss counts its
+    share of shared pages, so the per-process figures add up to the summed Pss, which is not a
+    footprint either."""
+    import polars as pl
+
+    h = host.filter(pl.col("pid").is_not_null())
+    if h.height == 0:
+        return []
+    inside = (pl.col("t") >= load_end) & (pl.col("t") <= stop)
+    out = (
+        h.group_by(["pid", "comm"])
+        .agg(
+            pl.col("pss_kib").filter(inside).median().alias("pss_kib"),
+            pl.col("rss_kib").filter(inside).median().alias("rss_kib"),
+            pl.col("rss_kib").max().alias("peak_rss_kib"),
+            inside.sum().alias("loaded_samples"),
+        )
+        .sort(["pss_kib", "pid"], descending=[True, False], nulls_last=True)
+    )
+    return [
+        {
+            "pid": int(r["pid"]),
+            "comm": r["comm"],
+            "pss_gib": None if r["pss_kib"] is None else r["pss_kib"] / KIB_PER_GIB,
+            "rss_gib": None if r["rss_kib"] is None else r["rss_kib"] / KIB_PER_GIB,
+            "peak_rss_gib": None if r["peak_rss_kib"] is None else r["peak_rss_kib"] / KIB_PER_GIB,
+            "loaded_samples": int(r["loaded_samples"]),
+        }
+        for r in out.iter_rows(named=True)
+    ]

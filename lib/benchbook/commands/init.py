@@ -10,6 +10,10 @@ Inputs, each one of:
 * a plain folder of result files and ``.prom`` captures -> one results run; the capture with the
   fewest finished requests is *before*, the one with the most *after*, the rest periodic snapshots;
 * loose ``.prom`` captures given beside exactly one loose result file -> that run's engine window.
+* an arm folder, a run folder (one server process) or a folder of arm folders
+  (:mod:`benchbook.ingest.run_layout`): arms × runs × load points, each process's configuration read
+  from what its engine stated (:mod:`benchbook.ingest.server_config`); written by
+  :mod:`benchbook.commands.init_layout`.
 
 Every file is copied into ``DIR/runs/<run>/`` byte for byte (hashes checked after the copy; the
 originals are never touched). ``campaign.json`` gets every field the files state (title, date,
@@ -45,7 +49,8 @@ def add_arguments(p) -> None:
         nargs="+",
         type=Path,
         metavar="FILE",
-        help="result files, /metrics captures, and folders written by `benchbook capture run|phases`",
+        help="result files, /metrics captures, folders written by `benchbook capture run|phases|ladder`, "
+        "and arm folders / run folders (docs/init.md: arms, runs and load points)",
     )
     p.add_argument("--title", default=None, help="campaign title (default: made from the models and tools)")
     p.add_argument("--question", default=None, help="the question the campaign answers (default: a TODO)")
@@ -68,6 +73,7 @@ class PlannedRun:
     bench: list[Any] = field(default_factory=list)  # formats.BenchmarkRun read from ``files``
     copies: list[tuple[Path, str]] = field(default_factory=list)  # (source file, path inside the run folder)
     phases_doc: dict[str, Any] | None = None  # phases: the copied phases.json
+    layout: Any = None  # "layout": an ingest.run_layout.RunFolder (one server process of an arm)
 
 
 def _slug(s: str) -> str:
@@ -138,6 +144,8 @@ def plan(inputs: list[Path]) -> tuple[list[PlannedRun], list[str]]:
             raise InputError(src, "-", "is a symlink; give the file or folder itself")
         if not src.exists():
             raise InputError(src, "-", "no such file or folder")
+        if src.is_dir() and _layout_runs(src, runs, taken):
+            continue
         if src.is_dir():
             cap_file = src / "capture.json"
             cap = load_json(cap_file) if cap_file.is_file() else None
@@ -168,7 +176,9 @@ def plan(inputs: list[Path]) -> tuple[list[PlannedRun], list[str]]:
                     )
             if not r.files:
                 raise InputError(
-                    src, "-", f"no result file in this folder (formats read: {', '.join(formats.FORMATS)})"
+                    src,
+                    "-",
+                    f"no result file in this folder (formats read: {', '.join(f.name for f in formats.FORMATS)})",
                 )
             runs.append(r)
         elif _is_capture(src):
@@ -204,6 +214,27 @@ def plan(inputs: list[Path]) -> tuple[list[PlannedRun], list[str]]:
     if not runs:
         raise InputError(inputs[0] if inputs else "-", "-", "no result file, capture folder or phases run given")
     return runs, todo
+
+
+def _layout_runs(src: Path, runs: list[PlannedRun], taken: set[str]) -> bool:
+    """An arm folder, a run folder or a folder of arm folders (``ingest.run_layout``): one planned
+    run per server process, its whole folder copied; False for init's other inputs."""
+    from benchbook.ingest import formats, run_layout
+
+    rfs = run_layout.run_folders(src)
+    if not rfs:
+        return False
+    for rf in rfs:
+        rel = f"{_slug(rf.arm)}/{_slug(rf.run)}"
+        if any(r.harness == "layout" and r.id == rel for r in runs):
+            raise InputError(rf.folder, "-", f"arm {rf.arm} run {rf.run} is given twice")
+        r = PlannedRun(rel, "layout", rf.folder, layout=rf)
+        r.copies = [(p, p.relative_to(rf.folder).as_posix()) for p in _files_under(rf.folder)]
+        r.files = [pt.result for pt in rf.points]
+        r.after = next((c for c in rf.captures), None)
+        r.bench = [b for f in r.files for b in formats.read(f)]
+        runs.append(r)
+    return True
 
 
 def _detect(p: Path) -> bool:
@@ -317,7 +348,16 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
     entries: list[dict[str, Any]] = []
     models: list[str] = []
     tools: list[str] = []
+    layout_runs = [r for r in runs if r.harness == "layout"]
+    for r in layout_runs:  # one server process: its folder copied whole, byte for byte
+        folder = dir_ / "runs" / r.id
+        for src, rel in r.copies:
+            hashes.append((f"runs/{r.id}/{rel}", _copy(src, folder / rel), str(src.resolve())))
+        models += [str(b.config.get("model")) for b in r.bench if b.config.get("model")]
+        tools += [b.format for b in r.bench]
     for r in runs:
+        if r.harness == "layout":
+            continue
         folder = dir_ / "runs" / r.id
         if r.harness == "results":  # results.json is ours: a tool's file of that name is copied beside it
             r.copies = [(src, "tool-results.json" if rel == "results.json" else rel) for src, rel in r.copies]
@@ -395,6 +435,19 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
             r.phases_doc = ph
         entries.append(entry)
 
+    lay = None
+    if layout_runs:
+        from benchbook.commands.init_layout import plan_layout
+
+        lay = plan_layout([r.layout for r in layout_runs], {e["id"] for e in entries}, point_files)
+        for rel, doc in lay.docs:
+            (dir_ / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dir_ / rel).write_bytes(_dump(doc))
+        entries += lay.entries
+        arms.update(lay.arms)
+        todo += lay.todo
+        if any(e["harness"] == "phases" for e in lay.entries):
+            tools.append("phase harness")
     date, date_from = _date(runs)
     engine, engine_from = _engine(runs)
     model_names = list(dict.fromkeys(models))
@@ -420,6 +473,9 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
     if engine:
         manifest["engine"] = engine
     phases = [r for r in runs if r.harness == "phases"]
+    for pf in lay.phase_folders if lay is not None else []:  # the layout's benchbook phases folders
+        cap = load_json(pf / "capture.json") if (pf / "capture.json").is_file() else None
+        phases.append(PlannedRun(pf.name, "phases", pf, capture=cap, phases_doc=load_json(pf / "phases.json")))
     if phases:
         manifest["environments"] = {
             "default": {"description": "as captured: TODO name the server's settings", "variables": {}}
@@ -432,12 +488,28 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
         manifest["prompt_classes"] = pcs
         if gen:
             manifest["generation_tokens"] = gen
+    if lay is not None:
+        envs = manifest.setdefault("environments", {})
+        envs.update(lay.environments)
+        if lay.prompt_classes:
+            manifest["prompt_classes"] = {**lay.prompt_classes, **manifest.get("prompt_classes", {})}
+        if lay.generation_tokens and "generation_tokens" not in manifest:
+            manifest["generation_tokens"] = lay.generation_tokens
     manifest["arms"] = arms
     manifest["runs"] = entries
     notes = [f"date: {date_from}"]
     if engine_from:
         notes.append(f"engine profile {engine['profile']}: {engine_from}")
-    same = [a for a in arms if sum(1 for e in entries if e.get("arm") == a) > 1]
+    same = [
+        a
+        for a in arms
+        if sum(1 for e in entries if e.get("arm") == a) > 1
+        and not any("process" in e for e in entries if e.get("arm") == a)
+    ]
+    for a in arms:  # the arm/run layout: server processes of one arm are the repeats
+        procs = list(dict.fromkeys(e["process"] for e in entries if e.get("arm") == a and "process" in e))
+        if len(procs) > 1:
+            notes.append(f"arm {a}: {len(procs)} server processes ({', '.join(procs)}) are its repeats")
     for a in same:
         ids = [e["id"] for e in entries if e.get("arm") == a]
         todo.append(
@@ -596,3 +668,19 @@ def run(args) -> int:
         return EXIT_BAD_INPUT
     out(f"benchbook init: {d} is valid; render it with: benchbook render {d} --out reports/{d.name}")
     return 0
+
+
+def point_files(folder: Path) -> tuple[list[Path], Path | None, Path | None, list[tuple[Path, float | None]]]:
+    """A load-point folder's result files, before/after captures and timed snapshots."""
+    from benchbook.jsonfile import load_json
+
+    cap_file = folder / "capture.json"
+    if cap_file.is_file() and (load_json(cap_file) or {}).get("kind") == "run":
+        r = PlannedRun("p", "results", folder, capture=load_json(cap_file))
+        _from_capture_run(r, folder, r.capture)
+        return r.files, r.before, r.after, r.snapshots
+    files = _files_under(folder)
+    caps = [p for p in files if _is_capture(p)]
+    results = [p for p in files if p not in caps and _detect(p)]
+    before, after, mid = _order_captures(caps)
+    return results, before, after, [(p, None) for p in mid]

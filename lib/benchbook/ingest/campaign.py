@@ -28,6 +28,7 @@ HARNESS_FILES = {
     "memory": "memory.json",
     "pd": "pd.json",
     "results": "results.json",
+    "gpu": "gpu.json",  # nvidia-smi / host samples of one server process (ingest.run_layout)
 }
 
 
@@ -164,6 +165,10 @@ class Campaign:
                 files.add(r.server_log)
             if r.harness == "results":
                 files.update(self.results_run(r).input_files())
+            if r.harness == "gpu":
+                from benchbook.ingest.gpu_runs import input_files as gpu_inputs
+
+                files.update(gpu_inputs(self, r))
             if r.harness == "phases":
                 for i, s in enumerate(self._phases_doc(r)["samples"]):
                     if "window" in s:  # counters from a Prometheus server: no capture file
@@ -531,7 +536,7 @@ class Campaign:
                 markers.append(
                     {"run": r.id, "arm": r.arm, "t": float(m["t"]), "event": m["event"], "label": m.get("label")}
                 )
-        return (
+        frames = (
             pl.DataFrame(
                 gpu,
                 schema={
@@ -558,6 +563,20 @@ class Campaign:
                 schema={"run": pl.String, "arm": pl.String, "t": pl.Float64, "event": pl.String, "label": pl.String},
             ),
         )
+        return self._with_gpu_runs(frames)
+
+    def _with_gpu_runs(self, frames):
+        """``memory``'s tables with every ``gpu`` run's samples appended (``run_layout.gpu_memory``:
+        nvidia-smi and host sampler CSVs, the runner's events as markers)."""
+        import polars as pl
+
+        from benchbook.ingest.gpu_runs import gpu_memory
+
+        gpu_runs = self.runs_of("gpu")
+        if not gpu_runs:
+            return frames
+        parts = [frames] + [gpu_memory(self, r) for r in gpu_runs]
+        return tuple(pl.concat([p[i].cast(frames[i].schema) for p in parts], how="vertical") for i in range(3))
 
 
 def prometheus_source(

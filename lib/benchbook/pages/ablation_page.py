@@ -81,8 +81,143 @@ def load(
 
     check_rule(rule)
     camp = load_campaign(campaign)
+    if any(r.get("process") for r in camp.manifest.get("runs", [])):  # init's arm/run layout: server switches
+        from benchbook.analysis.ablation import switch_ablation
+
+        sa = switch_ablation(camp, rule=rule)
+        if sa is not None:
+            return SwitchPage(camp, title or camp.title, sa)
     ab = campaign_ablation(camp, baseline_arm=baseline_arm, arms=arms, metrics=metrics, rule=rule)
     return Page(camp, title or camp.title, baseline.noise(camp), ab)
+
+
+@dataclass
+class SwitchPage:
+    """The ablation page of arms that differ by server switches (``analysis.ablation.switch_ablation``)."""
+
+    camp: Any
+    title: str
+    switch: Any  # SwitchAblation
+
+    rule = property(lambda self: self.switch.rule)
+    baseline_arm = property(lambda self: self.switch.baseline_arm)
+    all_arms = property(lambda self: [self.switch.baseline_arm, *self.switch.arms])
+
+
+def _switch_findings(page: SwitchPage) -> bd.Block:
+    sa = page.switch
+    results = [
+        (
+            r["direction"],
+            r["speedup"],
+            f"{r['arm']} ({r['switches']}) vs {sa.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x",
+            "ablation",
+        )
+        for r in sa.rows
+        if r["is_result"]
+    ]
+    unjudged = []
+    if sa.spread is None:
+        unjudged.append((f"no verdicts: {ablation_no_spread()}", "ablation"))
+    unjudged += [(i["finding"], "interactions") for i in sa.interactions if not i["measured"]]
+    return sections.findings(results=results, unjudged=unjudged, results_section="ablation")
+
+
+def ablation_no_spread() -> str:
+    from benchbook.analysis.ablation import NO_SPREAD
+
+    return NO_SPREAD
+
+
+def _switch_header(page: SwitchPage) -> bd.Block:
+    sa = page.switch
+    bd.record("baseline_arm", sa.baseline_arm)
+    bd.record("arms", page.all_arms)
+    bd.record("switch_ablation", sa.as_dict())
+    parts = [
+        bd.heading(page.title, 1),
+        bd.text("{q}", q=page.camp.manifest.get("question", "")),
+        bd.text(
+            "Server-switch ablation against {b}: each arm is one server configuration as its engine stated it "
+            "(benchbook init), each switch alone and, where an arm ran them together, in combination.",
+            b=sa.baseline_arm,
+        ),
+        _switch_findings(page),
+    ]
+    return bd.Block("".join(str(p) for p in parts))
+
+
+def _switch_how_to_read(page: SwitchPage) -> bd.Block:
+    sa = page.switch
+    bd.record("noise_spread", sa.spread)
+    bd.record("rule", sa.rule)
+    return bd.how_to_read(
+        n_per_cell=(
+            "ladder figures: one value per server process of the arm (n = processes); phase figures: the median "
+            "[min–max] of the measured rounds of one process. Server processes, not requests, are the unit of "
+            "replication."
+        ),
+        warmup="the phase harness's warm-up round (round 0) is discarded before statistics",
+        noise_rule=RULE_TEXT[sa.rule]
+        + f". Spread used: {'—' if sa.spread is None else stats.fmt_pct(sa.spread)} ({sa.spread_from}).",
+        marks=("result", "noise"),
+        extra=["A switch is a server setting whose stated value differs from the baseline arm's."],
+    )
+
+
+def _switch_switches(page: SwitchPage) -> bd.Block:
+    sa = page.switch
+    rows = [
+        {
+            "Arm": a,
+            "Role": page.camp.arms[a].get("role", ""),
+            "Switches vs baseline": " + ".join(f"{k}={v}" for k, v in sa.switches.get(a, {}).items()) or "—",
+            **{k: str(v) for k, v in (page.camp.arms[a].get("server_args") or {}).items()},
+        }
+        for a in page.all_arms
+    ]
+    return bd.Block(
+        str(bd.heading("Switches", 2, id="switches"))
+        + str(bd.table(rows, id="switches", caption="What each arm's server ran, as its engine stated it."))
+        + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in sa.notes)
+    )
+
+
+def _switch_table(page: SwitchPage) -> bd.Block:
+    sa = page.switch
+    bd.record("ablation_rows", sa.rows)
+    rows = [
+        {
+            "Arm": r["arm"],
+            "Switches": r["switches"],
+            "Figure": r["metric"],
+            "Context": r["context"],
+            f"{sa.baseline_arm}": f"{r['baseline_median']:.2f}",
+            "Arm value": f"{r['candidate_median']:.2f}",
+            "Ratio": f"{r['ratio']:.2f}x",
+            "Verdict": r["verdict"],
+        }
+        for r in sa.rows
+    ]
+    return bd.Block(
+        str(bd.heading("Each switch against the baseline", 2, id="ablation"))
+        + str(
+            bd.table(
+                rows,
+                id="ablation",
+                caption=f"Every figure against {sa.baseline_arm}; verdicts use the spread in How to read.",
+            )
+        )
+    )
+
+
+def _switch_interactions(page: SwitchPage) -> bd.Block:
+    items = "".join(f"<li>{bd.esc(i['finding'])}</li>" for i in page.switch.interactions)
+    bd.record("interactions", page.switch.interactions)
+    return bd.Block(
+        str(bd.heading("Interactions", 2, id="interactions"))
+        + (f"<ul>{items}</ul>" if items else "<p>No pair of single switches.</p>")
+    )
 
 
 # ---- helpers ------------------------------------------------------------------------------------
@@ -119,6 +254,8 @@ def _switch_text(page: Page, arm: str) -> str:
 
 # ---- opening ------------------------------------------------------------------------------------
 def header(page: Page) -> bd.Block:
+    if isinstance(page, SwitchPage):
+        return _switch_header(page)
     from benchbook.pages.baseline_page import header as _header
 
     bd.record("baseline_arm", page.baseline_arm)
@@ -143,6 +280,8 @@ def findings(page: Page) -> bd.Block:
 
 
 def how_to_read(page: Page) -> bd.Block:
+    if isinstance(page, SwitchPage):
+        return _switch_how_to_read(page)
     ns = sorted({int(n) for n in page.cells["n"].to_list()})
     disc = sorted({int(n) for n in page.cells["discarded"].to_list()})
     bd.record("noise_spread", page.spread)
@@ -170,6 +309,8 @@ def how_to_read(page: Page) -> bd.Block:
 
 
 def switches(page: Page) -> bd.Block:
+    if isinstance(page, SwitchPage):
+        return _switch_switches(page)
     from benchbook.analysis.campaign_analysis import analyse
 
     c = page.camp
@@ -243,6 +384,8 @@ def table_rows(page: Page) -> list[dict[str, Any]]:
 
 
 def ablation_table(page: Page) -> bd.Block:
+    if isinstance(page, SwitchPage):
+        return _switch_table(page)
     rows = table_rows(page)
     bd.record("ablation_table", rows)
     by = {(r["arm"], r["phase"], r["prompt_class"]): r for r in rows}
@@ -290,6 +433,8 @@ def ablation_table(page: Page) -> bd.Block:
 
 def range_charts(page: Page) -> bd.Block:
     """One dot-and-interval chart per cell: every arm's median and [min–max], the baseline's range shaded."""
+    if isinstance(page, SwitchPage):
+        return bd.Block("")
     import altair as alt
     import polars as pl
 
@@ -459,6 +604,8 @@ def steps(page: Page) -> list[dict[str, Any]]:
 
 
 def interactions(page: Page) -> bd.Block:
+    if isinstance(page, SwitchPage):
+        return _switch_interactions(page)
     found = interaction_findings(page)
     summary = single_switch_summary(page)
     st = steps(page)
@@ -486,6 +633,8 @@ def _n_sentence(page: Page) -> str:
 
 def phase_findings(page: Page) -> bd.Block:
     """Which switches buy (or cost) which phase: ablate's findings plus a per-arm summary table."""
+    if isinstance(page, SwitchPage):
+        return bd.Block("")
     bd.record("findings", page.ablation.findings)
     rows = []
     for a in page.arms:
@@ -535,6 +684,8 @@ def noisiest(page: Page) -> list[dict[str, Any]]:
 
 
 def spread(page: Page) -> bd.Block:
+    if isinstance(page, SwitchPage):
+        return bd.Block("")
     rows = spread_rows(page)
     ranked = noisiest(page)
     bd.record("spread", rows)

@@ -356,7 +356,10 @@ def pages_for(manifest: Mapping[str, Any]) -> list[str]:
     arms = manifest.get("arms") or {}
     runs = manifest.get("runs") or []
     pages = []
-    if any(isinstance(r, dict) and r.get("harness") in ("requests", "phases") for r in runs):
+    layout = [r for r in runs if isinstance(r, dict) and isinstance(r.get("process"), str)]
+    if any(isinstance(r, dict) and r.get("harness") in ("requests", "phases") for r in runs) or any(
+        r.get("harness") in ("results", "gpu") for r in layout
+    ):  # init's arm/run layout: a ladder of result files or GPU samples reach the baseline page
         pages.append("baseline")
     if any(isinstance(a, dict) and a.get("role") == "ablation" for a in arms.values()):
         pages.append("ablation")

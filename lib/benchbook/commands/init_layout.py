@@ -1,0 +1,223 @@
+"""``benchbook init`` for arms × runs × load points (``ingest.run_layout``): one server process per run
+folder, copied whole into ``DIR/runs/<arm>/<run>/``; what benchbook derives from it (a results.json
+per load point, a phases.json in benchbook's format, a gpu.json naming the sample files) goes to
+``DIR/runs/<arm>/<run>/benchbook/<part>/`` and names the copied files relative to it, so every
+copy stays byte-for-byte what the process wrote.
+
+The arm's configuration is what its processes' engine stated (``ingest.server_config``): carried per
+run as ``server_config``, per arm as ``server_args`` (the switches) and as the variables of the arm's
+environment (so the ablation reads each switch as it reads an environment variable). Two arms that
+do not differ in what ran, and two runs of one arm that do, go into ``todo``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbook.errors import InputError
+from benchbook.ingest import run_layout, server_config
+
+
+@dataclass
+class LayoutResult:
+    entries: list[dict[str, Any]] = field(default_factory=list)
+    docs: list[tuple[str, dict[str, Any]]] = field(default_factory=list)  # (path in DIR, document)
+    arms: dict[str, dict[str, Any]] = field(default_factory=dict)
+    environments: dict[str, dict[str, Any]] = field(default_factory=dict)
+    prompt_classes: dict[str, dict[str, int]] = field(default_factory=dict)
+    generation_tokens: int | None = None
+    todo: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    phase_folders: list[Path] = field(default_factory=list)  # benchbook-format phases folders (facts by init)
+
+
+def _slug(s: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", s).strip("-._").lower()[:60] or "x"
+
+
+def config_of(rf: run_layout.RunFolder) -> server_config.ServerConfig:
+    """What the process ran (its captures, logs and server_info files)."""
+    from benchbook.analysis.clamps import parse_startup_line
+
+    return server_config.read_server_config(rf.captures, rf.logs, rf.infos, startup_parser=parse_startup_line)
+
+
+def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: Callable) -> LayoutResult:
+    """Manifest entries, derived documents and arm facts for every run folder. ``point_files(folder)``
+    (the caller's, ``init.point_files``) says what a load-point folder holds: result files, before/after
+    captures and timed snapshots."""
+    out = LayoutResult()
+    configs: dict[str, list[tuple[run_layout.RunFolder, server_config.ServerConfig]]] = {}
+    seen_processes: set[str] = set()
+    for rf in rfs:
+        if rf.process in seen_processes:
+            raise InputError(rf.folder, "-", f"run {rf.process} is given twice")
+        seen_processes.add(rf.process)
+        arm = _slug(rf.arm)
+        base = f"runs/{arm}/{_slug(rf.run)}"
+        single = sum(1 for x in rfs if x.arm == rf.arm) == 1
+        stem = arm if single else f"{arm}-{_slug(rf.run)}"
+        cfg = config_of(rf)
+        configs.setdefault(arm, []).append((rf, cfg))
+        common = {"arm": arm, "process": f"{arm}/{_slug(rf.run)}", "server_config": cfg.as_dict()}
+
+        def rel(p: Path, folder: Path = rf.folder) -> str:
+            return p.relative_to(folder).as_posix()
+
+        def unique(name: str) -> str:
+            out_id, i = name, 2
+            while out_id in taken:
+                out_id, i = f"{name}-{i}", i + 1
+            taken.add(out_id)
+            return out_id
+
+        for pt in rf.points:
+            rid = unique(f"{stem}-{_slug(pt.name)}")
+            where = f"{base}/benchbook/{_slug(pt.name)}"
+            doc: dict[str, Any] = {"format": "benchbook.results/1", "run": rid, "files": [f"../../{rel(pt.result)}"]}
+            if pt.before is not None and pt.after is not None:
+                doc["metrics_before"], doc["metrics_after"] = f"../../{rel(pt.before)}", f"../../{rel(pt.after)}"
+            else:
+                out.todo.append(f"run {rid}: no /metrics before and after {pt.result.name}; nothing is reconciled")
+            out.docs.append((f"{where}/results.json", doc))
+            out.entries.append({"id": rid, "harness": "results", "path": where, "point": pt.name, **common})
+        for pf in rf.point_folders:
+            files, before, after, snaps = point_files(pf)
+            if not files:
+                raise InputError(pf, "-", "a load-point folder without a result file")
+            rid = unique(f"{stem}-{_slug(pf.name)}")
+            where = f"{base}/benchbook/{_slug(pf.name)}"
+            doc = {"format": "benchbook.results/1", "run": rid, "files": [f"../../{rel(f)}" for f in files]}
+            if before is not None and after is not None:
+                doc["metrics_before"], doc["metrics_after"] = f"../../{rel(before)}", f"../../{rel(after)}"
+            if snaps:
+                doc["snapshots"] = [
+                    {"file": f"../../{rel(p)}", **({"unix_s": t} if isinstance(t, (int, float)) else {})}
+                    for p, t in snaps
+                ]
+            out.docs.append((f"{where}/results.json", doc))
+            out.entries.append({"id": rid, "harness": "results", "path": where, "point": pf.name, **common})
+        if rf.phases is not None:
+            rid = unique(f"{stem}-phases")
+            doc_in = run_layout.load_json(rf.phases)
+            if isinstance(doc_in, dict) and doc_in.get("format") == "benchbook.phases/1":
+                out.entries.append({"id": rid, "harness": "phases", "path": base, **common})
+                out.phase_folders.append(rf.folder)
+            else:
+                doc, classes, gen = run_layout.harness_phases(rf.phases, "../../")
+                out.docs.append((f"{base}/benchbook/phases/phases.json", doc))
+                out.entries.append({"id": rid, "harness": "phases", "path": f"{base}/benchbook/phases", **common})
+                for k, v in classes.items():
+                    have = out.prompt_classes.setdefault(k, v)
+                    if have["tokens"] != v["tokens"]:
+                        out.todo.append(
+                            f"prompt_classes.{k}: {have['tokens']} tokens in one run, {v['tokens']} in {rf.process}"
+                        )
+                if gen:
+                    out.generation_tokens = max(out.generation_tokens or 0, gen)
+        for pf in rf.phases_folders:
+            rid = unique(f"{stem}-{_slug(pf.name)}")
+            out.entries.append({"id": rid, "harness": "phases", "path": f"{base}/{rel(pf)}", **common})
+            out.phase_folders.append(pf)
+        for lf in rf.ladder_folders:
+            rid = unique(f"{stem}-{_slug(lf.name)}")
+            out.entries.append({"id": rid, "harness": "requests", "path": f"{base}/{rel(lf)}", **common})
+        if rf.gpu is not None:
+            rid = unique(f"{stem}-gpu")
+            doc = {"gpu_samples": f"../../{rel(rf.gpu)}"}
+            if rf.host is not None:
+                doc["host_samples"] = f"../../{rel(rf.host)}"
+            if rf.events is not None:
+                doc["events"] = f"../../{rel(rf.events)}"
+            else:
+                out.todo.append(
+                    f"run {rf.process}: no events.jsonl, so memory's loaded window is the whole sample span"
+                )
+            out.docs.append((f"{base}/benchbook/gpu/gpu.json", doc))
+            out.entries.append({"id": rid, "harness": "gpu", "path": f"{base}/benchbook/gpu", **common})
+        if not any(e["process"] == common["process"] for e in out.entries):
+            raise InputError(rf.folder, "-", "a run folder with no load point, phases, ladder or GPU samples")
+        if cfg.empty:
+            out.todo.append(
+                f"run {rf.process}: no file states the server configuration (no vllm:cache_config_info, server "
+                "log or server_info); the arm's switches are unknown"
+            )
+    _arms(out, configs)
+    return out
+
+
+def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
+    """Arms from what their processes ran; a role baseline arm (no switch requested) and ablation arms
+    (same batch mode, other switches); todo lines where arms do not differ or runs of one arm do."""
+    sw_of: dict[str, dict[str, Any]] = {}
+    for arm, procs in configs.items():
+        first_rf, first = procs[0]
+        sw = server_config.switches(first)
+        for rf, cfg in procs[1:]:
+            other = server_config.switches(cfg)
+            diff = [k for k in sorted(set(sw) | set(other)) if sw.get(k) != other.get(k)]
+            if diff:
+                out.todo.append(
+                    f"arm {arm}: runs {first_rf.process} and {rf.process} differ in what ran ("
+                    + "; ".join(f"{k} {sw.get(k, 'not stated')} vs {other.get(k, 'not stated')}" for k in diff)
+                    + "): they are not repeats — split them into two arms (give each run folder to init as its own "
+                    "arm folder)"
+                )
+        for rf, cfg in procs:
+            conc = [
+                e.get("point")
+                for e in out.entries
+                if e["process"].startswith(f"{arm}/") and e["harness"] == "results" and e.get("point")
+            ]
+            for c in server_config.clamps(cfg, _max_concurrency(conc)):
+                out.todo.append(f"arm {arm}, run {rf.process}: clamped — {c}")
+        sw_of[arm] = sw
+        serial = sw.get("max_num_seqs") == 1
+        requested = {k for _rf, c in procs for k in server_config.requested_switches(c)}
+        out.arms[arm] = {
+            "label": arm,
+            "mode": "serial" if serial else "batch",
+            "environment": arm,
+            "server_args": {k: v for k, v in sw.items()},
+            "description": f"{len(procs)} server process(es); "
+            + (", ".join(f"{k} {v}" for k, v in sw.items()) or "no configuration stated")
+            + (f" (requested on the command line: {', '.join(sorted(requested))})" if requested else ""),
+        }
+        out.environments[arm] = {
+            "description": "the server switches as the engine stated them (benchbook init)",
+            "variables": {k: str(v) for k, v in sw.items()},
+        }
+    names = list(out.arms)
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            if sw_of[a] == sw_of[b] and sw_of[a]:
+                out.todo.append(
+                    f"arms {a} and {b} do not differ in what ran ({', '.join(f'{k} {v}' for k, v in sw_of[a].items())}):"
+                    " a comparison between them measures run-to-run noise, not a switch"
+                )
+    # the ablation: the batched arm nothing was requested for is the baseline; batched arms that
+    # requested other switches are ablation arms (a serial arm is the baseline page's, not a switch)
+    plain = [a for a in names if out.arms[a]["mode"] == "batch" and not _requested(configs[a])]
+    if plain:
+        base = plain[0]
+        others = [a for a in names if a != base and out.arms[a]["mode"] == "batch"]
+        if others:
+            out.arms[base]["role"] = "baseline"
+            for a in others:
+                out.arms[a]["role"] = "ablation"
+
+
+def _requested(procs) -> bool:
+    return any(server_config.requested_switches(c) for _rf, c in procs)
+
+
+def _max_concurrency(points: list[str]) -> int | None:
+    import re
+
+    vals = [int(m.group(1)) for p in points if (m := re.match(r"^conc(?:urrency)?[_-]?(\d+)$", str(p)))]
+    return max(vals) if vals else None

@@ -1,0 +1,288 @@
+"""What a server ran, as the engine states it — not what was asked for.
+
+Sources, each optional, read from one server process's files:
+
+* vLLM's ``vllm:cache_config_info`` info series in any ``/metrics`` capture (``.prom``): its labels
+  are the cache configuration the engine runs with (``enable_prefix_caching``, ``block_size``,
+  ``num_gpu_blocks``, ``kv_cache_size_tokens`` …). Every capture of one process states the same
+  labels; two different label sets in one run folder mean two servers' files were mixed, which is
+  refused naming both files.
+* vLLM's server log: the ``non-default args: {…}`` line (what was requested on the command line)
+  and the engine's ``Initializing a V1 LLM engine (…) with config: …`` line (what the engine runs:
+  ``enforce_eager``, ``enable_prefix_caching``, ``max_seq_len``, the CUDA-graph mode …), and the
+  ``Running: N reqs`` stats lines (the most requests the engine ever ran at once).
+* SGLang's ``server_info`` / ``server_args`` (the ``/get_server_info`` answer, a JSON file) and the
+  seeds' ``pocket`` startup line (``batch width 1 (engine declares max_slots=8, …), prefill budget 0``).
+
+:func:`read_server_config` gathers them into a :class:`ServerConfig`; :func:`switches` derives the
+switches an ablation compares (``max_num_seqs``, ``enforce_eager``, ``cudagraph_mode``,
+``enable_prefix_caching`` …) from what ran, the requested value only where nothing states what ran.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchbook.errors import InputError
+
+INFO_FAMILY = "vllm:cache_config_info"
+_NON_DEFAULT = re.compile(r"non-default args:\s*(\{.*\})\s*$")
+_ENGINE = re.compile(r"Initializing a V\d+ LLM engine \((?P<version>[^)]*)\) with config:\s*(?P<body>.*)$")
+_RUNNING = re.compile(r"Running:\s*(\d+)\s*reqs")
+_CUDAGRAPH = re.compile(r"'cudagraph_mode':\s*<CUDAGraphMode\.(\w+)")
+# engine-config keys worth carrying (the line holds ~60; these are the ones a reader compares)
+ENGINE_KEYS = (
+    "model",
+    "dtype",
+    "max_seq_len",
+    "tensor_parallel_size",
+    "pipeline_parallel_size",
+    "data_parallel_size",
+    "quantization",
+    "enforce_eager",
+    "kv_cache_dtype",
+    "enable_prefix_caching",
+    "enable_chunked_prefill",
+    "seed",
+)
+CACHE_KEYS = (
+    "block_size",
+    "cache_dtype",
+    "enable_prefix_caching",
+    "gpu_memory_utilization",
+    "num_gpu_blocks",
+    "kv_cache_size_tokens",
+    "kv_cache_max_concurrency",
+)
+# switches: name -> (where it ran, where it was requested), in display order
+SWITCHES = ("max_num_seqs", "enforce_eager", "cudagraph_mode", "enable_prefix_caching", "enable_chunked_prefill")
+
+
+@dataclass
+class ServerConfig:
+    """One server process's configuration as its files state it; ``sources`` says which file said what."""
+
+    cache_info: dict[str, str] = field(default_factory=dict)  # labels of vllm:cache_config_info
+    cache_info_file: str | None = None
+    requested: dict[str, Any] = field(default_factory=dict)  # vLLM `non-default args`
+    engine: dict[str, str] = field(default_factory=dict)  # the engine-config line, ENGINE_KEYS only
+    engine_version: str | None = None
+    cudagraph_mode: str | None = None
+    max_running: int | None = None  # most `Running: N reqs` in the log's stats lines
+    startup: dict[str, Any] = field(default_factory=dict)  # the seeds' pocket line
+    server_info: dict[str, Any] = field(default_factory=dict)  # SGLang /get_server_info
+    sources: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.cache_info or self.requested or self.engine or self.startup or self.server_info)
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"switches": switches(self), "sources": list(self.sources)}
+        if self.requested:
+            out["requested"] = {k: _plain(v) for k, v in self.requested.items()}
+        if self.engine:
+            out["engine"] = dict(self.engine)
+        if self.engine_version:
+            out["engine_version"] = self.engine_version
+        if self.cache_info:
+            out["cache"] = {k: self.cache_info[k] for k in CACHE_KEYS if k in self.cache_info}
+        if self.max_running is not None:
+            out["max_running"] = self.max_running
+        if self.startup:
+            out["startup"] = dict(self.startup)
+        if self.server_info:
+            out["server_info"] = {k: _plain(v) for k, v in self.server_info.items() if _scalar(v)}
+        return out
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _plain(v: Any) -> Any:
+    return v if _scalar(v) else str(v)
+
+
+def cache_config_info(path: Path) -> dict[str, str] | None:
+    """The labels of the ``vllm:cache_config_info`` series in one capture (None when it has none;
+    the ``engine`` label, an engine index, is dropped)."""
+    from benchbook.metrics import prometheus
+
+    snap = prometheus.read(path, [INFO_FAMILY])
+    series = snap.series(INFO_FAMILY)
+    if not series:
+        return None
+    if len(series) > 1:
+        engines = sorted({dict(k).get("engine", "?") for k in series})
+        labels = [dict(k) for k in series]
+        first = {k: v for k, v in labels[0].items() if k != "engine"}
+        if any({k: v for k, v in x.items() if k != "engine"} != first for x in labels[1:]):
+            raise InputError(
+                path, INFO_FAMILY, f"{len(series)} series (engines {', '.join(engines)}) state different cache configs"
+            )
+    return {k: v for k, v in dict(next(iter(series))).items() if k != "engine"}
+
+
+def parse_log(text: str, cfg: ServerConfig, file: str, startup_parser=None) -> None:
+    """Fill ``cfg`` from a server log's text (vLLM's args and engine lines, the stats lines, and with
+    ``startup_parser`` — ``analysis.clamps.parse_startup_line``, passed in by the caller since ingest
+    does not import analysis — the seeds' pocket startup line)."""
+    for line in text.splitlines():
+        m = _NON_DEFAULT.search(line)
+        if m and not cfg.requested:
+            try:
+                val = ast.literal_eval(m.group(1))
+            except (ValueError, SyntaxError):
+                val = None
+            if isinstance(val, dict):
+                cfg.requested = {str(k): v for k, v in val.items()}
+                cfg.sources.append(f"{file}: non-default args")
+            continue
+        m = _ENGINE.search(line)
+        if m and not cfg.engine:
+            cfg.engine_version = m.group("version")
+            body = m.group("body")
+            for key in ENGINE_KEYS:
+                km = re.search(rf"(?:^|,\s*){re.escape(key)}=('[^']*'|[^,]*)", body)
+                if km:
+                    cfg.engine[key] = km.group(1).strip("'")
+            g = _CUDAGRAPH.search(body)
+            if g:
+                cfg.cudagraph_mode = g.group(1)
+            cfg.sources.append(f"{file}: engine config")
+            continue
+        m = _RUNNING.search(line)
+        if m:
+            cfg.max_running = max(cfg.max_running or 0, int(m.group(1)))
+    if startup_parser is not None and "batch width" in text.lower():
+        try:
+            s = startup_parser(text, file)
+        except InputError:
+            pass  # the clamps check reports a garbled startup line itself
+        else:
+            cfg.startup = {
+                "batch_width": s.batch_width,
+                "max_slots": s.max_slots,
+                "continuous_batching": s.continuous_batching,
+                "prefill_budget": s.prefill_budget,
+            }
+            cfg.sources.append(f"{file}: startup line {s.line}")
+    if cfg.max_running is not None:
+        cfg.sources.append(f"{file}: stats lines (most requests running at once)")
+
+
+def read_server_config(
+    captures: list[Path], logs: list[Path], infos: list[Path] = (), startup_parser=None
+) -> ServerConfig:
+    """What one server process ran, from its captures, logs and SGLang server_info files.
+
+    Raises InputError naming both files when two captures state different cache configs (two
+    servers' files in one run folder)."""
+    from benchbook.jsonfile import load_json, read_text
+
+    cfg = ServerConfig()
+    for p in sorted(captures):
+        try:
+            info = cache_config_info(p)
+        except InputError:
+            continue  # a capture that does not parse is the run reader's to report
+        if info is None:
+            continue
+        if not cfg.cache_info:
+            cfg.cache_info, cfg.cache_info_file = info, str(p)
+            continue
+        if info != cfg.cache_info:
+            diff = sorted(k for k in set(info) | set(cfg.cache_info) if info.get(k) != cfg.cache_info.get(k))
+            shown = ", ".join(f"{k} {cfg.cache_info.get(k)} vs {info.get(k)}" for k in diff[:4])
+            raise InputError(
+                p,
+                INFO_FAMILY,
+                f"states a different server configuration than {cfg.cache_info_file} ({shown}): these files "
+                "come from two server processes; put each process's files in its own run folder",
+            )
+    if cfg.cache_info_file:
+        cfg.sources.append(f"{Path(cfg.cache_info_file).name}: {INFO_FAMILY}")
+    for p in logs:
+        parse_log(read_text(p), cfg, p.name, startup_parser)
+    for p in infos:
+        doc = load_json(p)
+        info = doc.get("server_info", doc.get("server_args", doc)) if isinstance(doc, dict) else None
+        if isinstance(info, dict):
+            cfg.server_info = info
+            cfg.sources.append(f"{p.name}: server_info")
+    return cfg
+
+
+def _bool(v: Any) -> bool | None:
+    if isinstance(v, bool):
+        return v
+    s = str(v).strip().lower()
+    return True if s in ("true", "1", "yes", "on") else False if s in ("false", "0", "no", "off") else None
+
+
+def switches(cfg: ServerConfig) -> dict[str, Any]:
+    """The switches an ablation compares, from what ran (engine line, info series, startup line,
+    server_info), else from what was requested; a switch nothing states is left out."""
+    out: dict[str, Any] = {}
+    req, eng, si = cfg.requested, cfg.engine, cfg.server_info
+    if cfg.startup:
+        out["max_num_seqs"] = cfg.startup["batch_width"]
+    elif "max_running_requests" in si:
+        out["max_num_seqs"] = si["max_running_requests"]
+    elif "max_num_seqs" in req:
+        out["max_num_seqs"] = req["max_num_seqs"]
+    elif req or eng:
+        out["max_num_seqs"] = "default"
+    for key in ("enforce_eager", "enable_prefix_caching", "enable_chunked_prefill"):
+        val = cfg.cache_info.get(key) if key == "enable_prefix_caching" else None
+        val = val if val is not None else eng.get(key)
+        if val is None and key in req:
+            val = req[key]
+        if val is None and key == "enable_prefix_caching" and "disable_radix_cache" in si:
+            val = not _bool(si["disable_radix_cache"])
+        if val is None and key == "enforce_eager" and "disable_cuda_graph" in si:
+            val = si["disable_cuda_graph"]
+        if val is not None:
+            b = _bool(val)
+            out[key] = b if b is not None else str(val)
+    if cfg.cudagraph_mode:
+        out["cudagraph_mode"] = cfg.cudagraph_mode
+    return {k: out[k] for k in SWITCHES if k in out}
+
+
+def requested_switches(cfg: ServerConfig) -> dict[str, Any]:
+    """What the command line asked for, in the switches' names (``non-default args``)."""
+    return {k: cfg.requested[k] for k in SWITCHES if k in cfg.requested}
+
+
+def clamps(cfg: ServerConfig, max_concurrency: int | None) -> list[str]:
+    """Where what ran is less than what was asked: a requested ``max_num_seqs`` above the most
+    requests the engine ever ran although the load offered that many (``max_num_seqs 8 requested,
+    1 ran``), or a startup line whose batch width is below the engine's declared slots."""
+    out = []
+    asked = cfg.requested.get("max_num_seqs")
+    if (
+        isinstance(asked, int)
+        and cfg.max_running is not None
+        and max_concurrency is not None
+        and max_concurrency >= asked > cfg.max_running
+    ):
+        out.append(
+            f"max_num_seqs {asked} requested, {cfg.max_running} ran (the most requests running at once in the "
+            f"log's stats lines, under a load of {max_concurrency} concurrent requests)"
+        )
+    if cfg.startup and cfg.startup["batch_width"] < cfg.startup["max_slots"]:
+        out.append(
+            f"batch width {cfg.startup['batch_width']} ran, the engine declares max_slots={cfg.startup['max_slots']}"
+        )
+    return out
+
+
+def dumps(cfg: ServerConfig) -> str:  # pragma: no cover - debugging aid
+    return json.dumps(cfg.as_dict(), indent=2, default=str)
