@@ -381,6 +381,24 @@ def _llmperf_individual(ld: Loaded) -> bool:
     )
 
 
+def _inference_perf_lifecycle(ld: Loaded) -> bool:
+    from benchbook.ingest.inference_perf import is_lifecycle
+
+    return ld.kind == "json" and is_lifecycle(ld.doc)
+
+
+def _inference_perf_per_request(ld: Loaded) -> bool:
+    from benchbook.ingest.inference_perf import is_per_request
+
+    return ld.kind == "json" and is_per_request(ld.doc)
+
+
+def _llmd_report(ld: Loaded) -> bool:
+    from benchbook.ingest.llmd_report import is_benchmark_report
+
+    return ld.kind in ("json", "yaml") and is_benchmark_report(ld.doc)
+
+
 FORMATS: tuple[Format, ...] = (
     Format("vllm-bench-serve", "vllm", "read_bench_serve", _vllm,
            "vLLM benchmark_serving.py / `vllm bench serve` / `vllm bench sweep` result JSON"),
@@ -402,6 +420,12 @@ FORMATS: tuple[Format, ...] = (
            "llmperf *_summary.json"),
     Format("llmperf-individual", "llmperf", "read_individual", _llmperf_individual,
            "llmperf *_individual_responses.json"),
+    Format("inference-perf-lifecycle", "inference_perf", "read_lifecycle", _inference_perf_lifecycle,
+           "inference-perf summary_lifecycle_metrics.json / stage_<i>_lifecycle_metrics.json"),
+    Format("inference-perf-per-request", "inference_perf", "read_per_request", _inference_perf_per_request,
+           "inference-perf per_request_lifecycle_metrics.json"),
+    Format("llmd-benchmark-report", "llmd_report", "read_report", _llmd_report,
+           "llm-d-benchmark Benchmark Report (YAML or JSON; also inference-perf's *.partial.stage_<i>.yaml)"),
 )  # fmt: skip
 
 
@@ -410,7 +434,8 @@ KNOWN_VERSIONS: dict[str, str] = {
     "vllm-bench-serve": "benchmark_serving.py (vLLM <= 0.9), `vllm bench serve` 0.10+ (tested 0.25.1 and 0.32), "
     "`vllm bench sweep`",
     "vllm-nightly-table": "vLLM nightly-benchmark tables",
-    "sglang-bench-serving": "SGLang bench_serving 0.4+",
+    "sglang-bench-serving": "SGLang bench_serving 0.4+ and sglang.benchmark.serving (0.5.2x; with "
+    "steady_state_serving's steady-state lines)",
     "guidellm-report": "GuideLLM 0.2-0.3 legacy layout; 0.4+ layout (report schema 1 in 0.5-0.6, 2 from 0.7; "
     "tested 0.8.1)",
     "aiperf-records": "AIPerf 0.1-0.12 (metadata.credit_phase, timestamp_ns) and 0.13+ "
@@ -420,6 +445,9 @@ KNOWN_VERSIONS: dict[str, str] = {
     "genai-perf-analyze": "GenAI-Perf analyze export",
     "llmperf-summary": "llmperf token_benchmark_ray summary",
     "llmperf-individual": "llmperf token_benchmark_ray individual responses",
+    "inference-perf-lifecycle": "inference-perf 0.7 (tested 0.7.0)",
+    "inference-perf-per-request": "inference-perf 0.7 (tested 0.7.0)",
+    "llmd-benchmark-report": "Benchmark Report 0.2 and 0.2.1 (newer versions read where their keys match)",
 }
 
 

@@ -1,0 +1,203 @@
+"""inference-perf (kubernetes-sigs/inference-perf) request-lifecycle reports.
+
+inference-perf writes, into its report folder, ``summary_lifecycle_metrics.json`` (the whole run),
+``stage_<i>_lifecycle_metrics.json`` (one per load stage) and, with ``per_request: true``,
+``per_request_lifecycle_metrics.json``; ``config.yaml`` is the config it ran and
+``inference-perf.partial.stage_<i>.yaml`` its slice of an llm-d Benchmark Report
+(:mod:`benchbook.ingest.llmd_report` reads those).
+
+- **summary / per-stage** (:func:`read_lifecycle`): ``benchmark_time_seconds``, ``load_summary``
+  (``count``; a stage adds ``requested_rate``, ``achieved_rate``, ``send_duration`` and, for
+  concurrent load, ``concurrency``), ``successes`` (``count``, ``latency`` with
+  ``request_latency``, ``time_to_first_token``, ``time_per_output_token``,
+  ``inter_token_latency``, ``normalized_time_per_output_token`` — each ``mean``, ``min``, ``max``,
+  ``median`` and ``p<N>`` in seconds — and ``throughput`` with ``requests_per_sec``,
+  ``input_tokens_per_sec``, ``output_tokens_per_sec``, ``total_tokens_per_sec``), ``failures``
+  (``count``).
+- **per-request** (:func:`read_per_request`): a list of ``{start_time, end_time, info,
+  computed_metrics, error}``. ``start_time``/``end_time`` are the client's *monotonic* clock (an
+  arbitrary origin, not Unix time): the per-request views use them relative to the first start.
+  TTFT, the inter-token gaps and token counts come from ``computed_metrics`` when the report has
+  them (``per_request_fields.computed_metrics: true``), else from ``info.response_metrics``
+  (``output_token_times``, ``output_tokens``) and ``info.request_metrics.text.input_tokens``.
+
+inference-perf's own definitions differ from vLLM's in one place: its TPOT is (last token time −
+first token time) / (output tokens − 1) and ITL the mean of token-time gaps, both per request.
+Server metrics (``vllm:request_prefill_time_seconds`` … from a Prometheus server) come in a
+separate ``summary_prometheus_metrics.json`` report that these readers do not read (its name is
+given when met, see :data:`KNOWN_VERSIONS`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchbook.errors import InputError
+from benchbook.ingest.formats import (
+    BenchmarkRun,
+    Loaded,
+    make_config,
+    make_summary,
+    number,
+    requests_frame,
+    summary_from_requests,
+)
+
+LAYOUT = "inference-perf lifecycle report (0.7 layout; tested 0.7.0)"
+PER_REQUEST_LAYOUT = "inference-perf per-request lifecycle report (0.7 layout; tested 0.7.0)"
+
+_LATENCY = {
+    "ttft": "time_to_first_token",
+    "tpot": "time_per_output_token",
+    "itl": "inter_token_latency",
+    "e2el": "request_latency",
+}
+
+
+def is_lifecycle(doc: Any) -> bool:
+    return isinstance(doc, dict) and {"load_summary", "successes", "failures"} <= doc.keys()
+
+
+def is_per_request(doc: Any) -> bool:
+    if not isinstance(doc, list) or not doc or not isinstance(doc[0], dict):
+        return False
+    r = doc[0]
+    return {"start_time", "end_time", "error"} <= r.keys() and ("info" in r or "computed_metrics" in r)
+
+
+def _obj(ld: Loaded, v: Any, where: str) -> dict[str, Any]:
+    if v is None:
+        return {}
+    if not isinstance(v, dict):
+        raise InputError(ld.file, where, f"expected an object, found {type(v).__name__}")
+    return v
+
+
+def read_lifecycle(ld: Loaded) -> list[BenchmarkRun]:
+    f, d = ld.file, ld.doc
+    load = _obj(ld, d.get("load_summary"), "$.load_summary")
+    ok = _obj(ld, d.get("successes"), "$.successes")
+    bad = _obj(ld, d.get("failures"), "$.failures")
+    if "count" not in ok:
+        raise InputError(f, "$.successes", f"no 'count': found keys {sorted(ok)}")
+    lat = _obj(ld, ok.get("latency"), "$.successes.latency")
+    tput = _obj(ld, ok.get("throughput"), "$.successes.throughput")
+    values: dict[str, Any] = {
+        "duration_s": number(d.get("benchmark_time_seconds"), f, "$.benchmark_time_seconds"),
+        "completed": number(ok.get("count"), f, "$.successes.count"),
+        "failed": number(bad.get("count"), f, "$.failures.count"),
+        "request_throughput": number(tput.get("requests_per_sec"), f, "$.successes.throughput.requests_per_sec"),
+        "output_throughput": number(
+            tput.get("output_tokens_per_sec"), f, "$.successes.throughput.output_tokens_per_sec"
+        ),
+        "total_token_throughput": number(
+            tput.get("total_tokens_per_sec"), f, "$.successes.throughput.total_tokens_per_sec"
+        ),
+        "input_throughput": number(tput.get("input_tokens_per_sec"), f, "$.successes.throughput.input_tokens_per_sec"),
+    }
+    notes: list[str] = []
+    for m, key in _LATENCY.items():
+        st = _obj(ld, lat.get(key), f"$.successes.latency.{key}")
+        for stat, src in (("mean", "mean"), ("median", "median"), ("p99", "p99")):
+            v = number(st.get(src), f, f"$.successes.latency.{key}.{src}")
+            values[f"{stat}_{m}_ms"] = None if v is None else v * 1000.0
+        p90 = number(st.get("p90"), f, f"$.successes.latency.{key}.p90")
+        if p90 is not None:
+            values[f"p90_{m}_ms"] = p90 * 1000.0
+    if "median" not in _obj(ld, lat.get("request_latency"), "$").keys() and lat:
+        notes.append("the report's percentiles do not include 50: medians not stated")
+    ntpot = _obj(ld, lat.get("normalized_time_per_output_token"), "$")
+    if ntpot.get("mean") is not None:
+        values["mean_ntpot_ms"] = (
+            number(ntpot["mean"], f, "$.successes.latency.normalized_time_per_output_token.mean") * 1000
+        )
+    duration = values["duration_s"]
+    if duration and tput.get("input_tokens_per_sec") is not None and tput.get("output_tokens_per_sec") is not None:
+        values["total_input_tokens"] = round(values["input_throughput"] * duration)
+        values["total_output_tokens"] = round(values["output_throughput"] * duration)
+        notes.append("token totals = the report's token rates x benchmark_time_seconds (the report keeps no totals)")
+    stage = "requested_rate" in load or "achieved_rate" in load
+    rate = number(load.get("requested_rate"), f, "$.load_summary.requested_rate")
+    conc = number(load.get("concurrency"), f, "$.load_summary.concurrency")
+    if conc is not None:
+        notes.append("concurrent load: inference-perf sets a concurrent stage's requested rate itself (not a limit)")
+        rate = None
+    config = make_config(
+        request_rate=None if rate is None else float(rate),
+        max_concurrency=conc,
+        num_prompts=number(load.get("count"), f, "$.load_summary.count"),
+        achieved_rate=number(load.get("achieved_rate"), f, "$.load_summary.achieved_rate"),
+        window="stage" if stage else "whole run",
+    )
+    if d.get("retries"):
+        notes.append("the run retried requests (see the report's 'retries'): they count on both sides")
+    return [BenchmarkRun(f, "inference-perf-lifecycle", config, make_summary(**values), None, [], "$", notes, LAYOUT)]
+
+
+def _error_text(e: Any) -> str | None:
+    if e is None:
+        return None
+    if isinstance(e, dict):
+        return ": ".join(str(e[k]) for k in ("error_type", "error_msg") if e.get(k)) or "error"
+    return str(e)
+
+
+def read_per_request(ld: Loaded) -> list[BenchmarkRun]:
+    f = ld.file
+    cols: dict[str, list[Any]] = {k: [] for k in ("index", "start_s", "ttft_s", "e2e_s", "itl", "itl_mean_s",
+                                                  "prompt_tokens", "completion_tokens", "success", "error")}  # fmt: skip
+    from_info = 0
+    for i, (where, r) in enumerate(ld.records()):
+        if not isinstance(r, dict):
+            raise InputError(f, where, f"expected an object, found {type(r).__name__}")
+        missing = {"start_time", "end_time"} - r.keys()
+        if missing:
+            raise InputError(f, where, f"no {', '.join(sorted(missing))}: found keys {sorted(r)}")
+        start = number(r["start_time"], f, f"{where}.start_time")
+        end = number(r["end_time"], f, f"{where}.end_time")
+        cm = _obj(ld, r.get("computed_metrics"), f"{where}.computed_metrics")
+        info = _obj(ld, r.get("info"), f"{where}.info")
+        resp = _obj(ld, info.get("response_metrics"), f"{where}.info.response_metrics")
+        req = _obj(ld, _obj(ld, info.get("request_metrics"), f"{where}.info.request_metrics").get("text"), where)
+        ttft = number(cm.get("time_to_first_token"), f, f"{where}.computed_metrics.time_to_first_token")
+        gaps = cm.get("inter_token_latencies")
+        times = resp.get("output_token_times")
+        if not cm and isinstance(times, list) and len(times) > 1:
+            from_info += 1
+            ttft = number(times[0], f, f"{where}.info.response_metrics.output_token_times[0]") - start
+            gaps = [b - a for a, b in zip(times, times[1:])]
+        if gaps is not None and not isinstance(gaps, list):
+            raise InputError(f, f"{where}.computed_metrics.inter_token_latencies", "expected a list")
+        out_tokens = cm.get("output_tokens", resp.get("output_tokens"))
+        in_tokens = cm.get("input_tokens", req.get("input_tokens"))
+        err = _error_text(r.get("error"))
+        cols["index"].append(i)
+        cols["start_s"].append(start)
+        cols["ttft_s"].append(ttft)
+        cols["e2e_s"].append(None if start is None or end is None else end - start)
+        cols["itl"].append([float(g) for g in gaps] if gaps else None)
+        cols["itl_mean_s"].append(
+            number(cm.get("inter_token_latency"), f, f"{where}.computed_metrics.inter_token_latency")
+        )
+        cols["prompt_tokens"].append(number(in_tokens, f, f"{where}: input_tokens"))
+        cols["completion_tokens"].append(number(out_tokens, f, f"{where}: output_tokens"))
+        cols["success"].append(err is None)
+        cols["error"].append(err)
+    df = requests_frame(cols)
+    notes = [
+        "start times are inference-perf's monotonic clock (arbitrary origin): used relative to the first request",
+    ]
+    if from_info:
+        notes.append(f"{from_info} request(s) without computed_metrics: TTFT and gaps from info.output_token_times")
+    summary = make_summary(**summary_from_requests(df))
+    starts = [s for s in cols["start_s"] if s is not None]
+    ends = [s + e for s, e in zip(cols["start_s"], cols["e2e_s"]) if s is not None and e is not None]
+    if starts and ends:
+        summary["duration_s"] = max(ends) - min(starts)
+        if summary["duration_s"] > 0:
+            summary["request_throughput"] = summary["completed"] / summary["duration_s"]
+            if summary["total_output_tokens"] is not None:
+                summary["output_throughput"] = summary["total_output_tokens"] / summary["duration_s"]
+    notes.append("summary computed by benchbook from the per-request records (first start to last end)")
+    config = make_config(num_prompts=df.height)
+    return [BenchmarkRun(f, "inference-perf-per-request", config, summary, df, [], "$", notes, PER_REQUEST_LAYOUT)]
