@@ -79,3 +79,17 @@ def test_dcgm_not_a_dcgm_scrape(tmp_path):
     q.write_text('DCGM_FI_DEV_FB_USED{UUID="x"} 5\n')
     with pytest.raises(InputError, match="without a 'gpu' label"):
         telemetry.read_dcgm(q)
+
+
+def test_validate_names_the_layout(capsys, tmp_path):
+    from benchbook.commands.cli import main
+
+    assert main(["validate", str(AIPERF)]) == 0
+    assert "AIPerf GPU telemetry export (0.13 layout" in capsys.readouterr().out
+    assert main(["validate", str(DCGM)]) == 0
+    out = capsys.readouterr().out
+    assert "DCGM-exporter scrape" in out and "2 GPU(s)" in out and "energy_j" in out
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"timestamp_ns": "soon", "gpu_index": 0, "telemetry_data": {}}\n')
+    assert main(["validate", str(bad)]) == 2
+    assert "line 1.timestamp_ns" in capsys.readouterr().err

@@ -218,3 +218,28 @@ def read_dcgm(paths: Sequence[str | Path] | str | Path, times: Iterable[float | 
         for c in TELEMETRY_COLUMNS:
             cols[c] += part[c]
     return _frame(cols)
+
+
+AIPERF_LAYOUT = "AIPerf GPU telemetry export (0.13 layout: nvidia_* fields; older gpu_* names read too)"
+DCGM_LAYOUT = "DCGM-exporter scrape (DCGM_FI_DEV_* series)"
+
+
+def describe(df, layout: str) -> str:
+    """One line for ``benchbook validate``: layout, samples, GPUs, span and the fields present."""
+    present = [c for c in TELEMETRY_COLUMNS[2:] if c != "host" and df[c].null_count() < df.height]
+    t = df["t"].drop_nulls()
+    span = f", {t.max() - t.min():.1f} s" if t.len() > 1 else ""
+    return f"{layout}: {df.height} samples, {df['gpu'].n_unique()} GPU(s){span}; fields {', '.join(present) or 'none'}"
+
+
+def validate_line(path: str | Path) -> str | None:
+    """The validate line of a GPU telemetry file, or None when ``path`` is not one (InputError when it
+    is one with bad content)."""
+    p = Path(path)
+    with open(p, "rb") as f:
+        head = f.read(4096)
+    if head.lstrip()[:1] == b"{" and b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
+        return describe(read_aiperf_telemetry(p), AIPERF_LAYOUT)
+    if b"DCGM_FI_DEV_" in head or (p.suffix in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in p.read_bytes()):
+        return describe(read_dcgm(p), DCGM_LAYOUT)
+    return None
