@@ -1,0 +1,85 @@
+"""inference-perf 0.7 reports written by the real tool against the real vLLM CPU engine
+(tests/fixtures/tools/inference-perf-0.7.0, `python tests/make_tool_fixtures.py inference-perf`):
+detected, read, and benchbook's figures from the per-request records agree with the tool's own
+summary of the same run."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchbook.errors import InputError
+from benchbook.ingest import formats
+
+IP = Path(__file__).parent / "fixtures" / "tools" / "inference-perf-0.7.0"
+SUMMARY = IP / "summary_lifecycle_metrics.json"
+STAGE = IP / "stage_0_lifecycle_metrics.json"
+PER_REQUEST = IP / "per_request_lifecycle_metrics.json"
+PARTIAL = IP / "inference-perf.partial.stage_0.yaml"
+
+
+def test_every_report_detected_with_its_version():
+    assert formats.detect(SUMMARY) == "inference-perf-lifecycle"
+    assert formats.detect(STAGE) == "inference-perf-lifecycle"
+    assert formats.detect(PER_REQUEST) == "inference-perf-per-request"
+    assert formats.detect(PARTIAL) == "llmd-benchmark-report"
+    for p in (SUMMARY, PER_REQUEST):
+        assert "inference-perf" in formats.read(p)[0].tool_version and "0.7" in formats.read(p)[0].tool_version
+
+
+def test_stage_report_states_the_load():
+    (st,) = formats.read(STAGE)
+    assert st.config["max_concurrency"] == 4 and st.config["num_prompts"] == 30  # the config's stage
+    assert st.config["window"] == "stage" and st.config["request_rate"] is None
+    (whole,) = formats.read(SUMMARY)
+    assert whole.config["window"] == "whole run"
+
+
+def test_per_request_figures_match_the_tools_summary():
+    (s,) = formats.read(SUMMARY)
+    (pr,) = formats.read(PER_REQUEST)
+    assert pr.requests.height == 30 and s.summary["completed"] + s.summary["failed"] == 30
+    assert pr.summary["completed"] == s.summary["completed"]
+    # same definitions for TTFT, E2E and pooled ITL: same numbers
+    for k in ("mean_ttft_ms", "median_ttft_ms", "p99_ttft_ms", "mean_e2el_ms", "p99_e2el_ms", "mean_itl_ms"):
+        assert pr.summary[k] == pytest.approx(s.summary[k], rel=1e-9), k
+    assert pr.summary["duration_s"] == pytest.approx(s.summary["duration_s"], rel=1e-9)
+    # token totals: the per-request counts sum to what the tool's rates x duration give
+    assert pr.summary["total_input_tokens"] == s.summary["total_input_tokens"] == 30 * 64
+    assert pr.summary["total_output_tokens"] == s.summary["total_output_tokens"]
+    # TPOT differs by definition: inference-perf (last token - first token) / (n - 1), benchbook (e2e - ttft) / (n - 1)
+    assert pr.summary["mean_tpot_ms"] >= s.summary["mean_tpot_ms"]
+    assert pr.summary["mean_tpot_ms"] == pytest.approx(s.summary["mean_tpot_ms"], rel=0.05)
+
+
+def test_per_request_views_use_relative_start_times():
+    from benchbook.analysis import per_request
+
+    (pr,) = formats.read(PER_REQUEST)
+    v = per_request.analyse(pr, run_id="ip")
+    assert v.timeline_axis == "start" and v.timeline["x"].min() == 0.0
+    assert v.shares["successful"] == 30 and v.distributions["itl"].source.startswith("every gap")
+
+
+def test_partial_benchmark_report_is_read():
+    (br,) = formats.read(PARTIAL)
+    assert br.tool_version == "llm-d Benchmark Report 0.2.1"
+    (s,) = formats.read(SUMMARY)
+    assert br.summary["completed"] == s.summary["completed"]
+    assert br.summary["mean_ttft_ms"] == pytest.approx(s.summary["mean_ttft_ms"], rel=1e-6)
+    assert any("deployment" in n for n in br.notes)  # no scenario.stack in inference-perf's slice
+
+
+def test_bad_layouts_name_place_and_keys(tmp_path):
+    doc = json.loads(SUMMARY.read_text())
+    del doc["successes"]["count"]
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match=r"\$\.successes.*no 'count': found keys"):
+        formats.read(p)
+    rows = json.loads(PER_REQUEST.read_text())
+    rows[3]["start_time"] = "soon"
+    q = tmp_path / "r.json"
+    q.write_text(json.dumps(rows))
+    with pytest.raises(InputError, match=r"\$\[3\]\.start_time"):
+        formats.read(q)
