@@ -93,3 +93,17 @@ def test_validate_names_the_layout(capsys, tmp_path):
     bad.write_text('{"timestamp_ns": "soon", "gpu_index": 0, "telemetry_data": {}}\n')
     assert main(["validate", str(bad)]) == 2
     assert "line 1.timestamp_ns" in capsys.readouterr().err
+
+
+def test_telemetry_becomes_the_campaigns_memory_tables():
+    """Either source lays out as Campaign.memory's GPU table, like nvidia-smi CSV, so memory analyses
+    (peak and steady per rank) read it unchanged."""
+    gpu, host, markers = gpu_samples.memory_frames(telemetry.read_aiperf_telemetry(AIPERF), run="r1", arm="a")
+    assert gpu.columns == ["run", "arm", "t", "rank", "gpu_used_mib"] and gpu.height == 6
+    import polars as pl
+
+    first = gpu.group_by("rank").agg(pl.col("gpu_used_mib").first()).sort("rank")
+    assert first["gpu_used_mib"].to_list() == pytest.approx([70000.0, 70000.0])
+    assert gpu["gpu_used_mib"].max() == pytest.approx(90000.0)
+    g2, _, _ = gpu_samples.memory_frames(telemetry.read_dcgm(DCGM, [5.0]))
+    assert g2["gpu_used_mib"].to_list() == [76493.0, 0.0] and host.height == 0 and markers.height == 0
