@@ -25,13 +25,27 @@ def test_section_tables_and_checks():
 
 @pytest.mark.slow
 def test_compare_page_records_the_pd_figures(tmp_path):
+    import yaml
+
+    doc = yaml.safe_load(BR.read_text())
+    doc["version"], doc["results"]["energy"] = "0.3", {"joules": 1}
+    doc["run"]["uid"] = "another-run"  # not the same run read twice (that would count once)
+    doc["results"]["request_performance"]["aggregate"]["latency"]["time_to_first_token"]["mean"] = 0.26
+    newer = tmp_path / "newer" / "br.yaml"
+    newer.parent.mkdir()
+    newer.write_text(yaml.safe_dump(doc))
     out = tmp_path / "out"
-    assert main(["render", "--compare", str(BR), str(SGL), "--out", str(out)]) == 0
+    assert main(["render", "--compare", str(BR), str(SGL), str(newer), "--out", str(out)]) == 0
     values = json.loads((out / "compare.values.json").read_text())
-    (r,) = values["pd_report"]
+    r, r_newer = values["pd_report"]
+    assert r_newer["prefill_gpus"] == 4  # the newer report is read where its keys match ...
+    html = (out / "compare.html").read_text()
+    assert (
+        "Benchmark Report 0.3 (newer than known 0.2.1" in html and "Not read: $.results.energy" in html
+    )  # ... and says so
     assert (r["prefill_gpus"], r["decode_gpus"], r["output_tok_s_per_decode_gpu"]) == (4, 4, 1250.0)
     assert {c["name"]: c["status"] for c in r["checks"]} == {
         "PD path exercised": "pass",
         "KV transfer rate within the link": "warn",  # no link rate given on the page
     }
-    assert 'id="bb-pd-deployment"' in (out / "compare.html").read_text()
+    assert 'id="bb-pd-deployment"' in html
