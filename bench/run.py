@@ -284,22 +284,30 @@ SIZE_RUNS, SIZE_REQUESTS = 50, 2_000  # a sweep of 50 runs x 2,000 requests: 100
 PAGE_LIMIT_MIB = 5.0
 
 
-def _synth_at_size(cache: Path, kind: str) -> Path:
-    """A cached data folder holding one synthetic campaign of 100k per-request records."""
-    root = cache / f"sizes-{kind}"
+def _cached_synth(root: Path, args: list[str], what: str) -> Path:
+    """``benchbook synth ARGS`` into ``root``, cached until synth.py changes (a stamp file)."""
     stamp = root / ".bench-stamp"
     if stamp.exists() and stamp.read_text() == _synth_hash():
         return root
     import shutil
 
     shutil.rmtree(root, ignore_errors=True)
-    runs = SIZE_RUNS // 2 if kind == "batch" else SIZE_RUNS  # batch: two arms, so 2 x 25 requests runs
-    cmd = [PY, "-m", "benchbook.commands.cli", "synth", "--out", str(root / kind), "--kind", kind]
-    cmd += ["--runs", str(runs), "--requests", str(SIZE_REQUESTS), "--seed", "22"]
-    print(f"  generating {kind} campaign at 100k records …", file=sys.stderr, flush=True)
-    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    print(f"  generating {what} …", file=sys.stderr, flush=True)
+    t = time.perf_counter()
+    subprocess.run(
+        [PY, "-m", "benchbook.commands.cli", "synth", *args], check=True, cwd=ROOT, stdout=subprocess.DEVNULL
+    )
+    print(f"  generated in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
     stamp.write_text(_synth_hash())
     return root
+
+
+def _synth_at_size(cache: Path, kind: str) -> Path:
+    """A cached data folder holding one synthetic campaign of 100k per-request records."""
+    root = cache / f"sizes-{kind}"
+    runs = SIZE_RUNS // 2 if kind == "batch" else SIZE_RUNS  # batch: two arms, so 2 x 25 requests runs
+    args = ["--out", str(root / kind), "--kind", kind, "--runs", str(runs), "--requests", str(SIZE_REQUESTS)]
+    return _cached_synth(root, [*args, "--seed", "22"], f"{kind} campaign at 100k records")
 
 
 def _vllm_files(cache: Path) -> list[Path]:
@@ -358,20 +366,9 @@ def _sizes(cache: Path, R: int, rows: list[dict], target) -> None:
 def _series(cache: Path, count: int) -> Path:
     """A cached data folder of ``count`` synthetic nightly campaigns with two known steps."""
     root = cache / f"series-{count}"
-    stamp = root / ".bench-stamp"
-    if stamp.exists() and stamp.read_text() == _synth_hash():
-        return root
-    import shutil
-
-    shutil.rmtree(root, ignore_errors=True)
-    print(f"  generating {count} nightly campaigns …", file=sys.stderr, flush=True)
-    t = time.perf_counter()
-    cmd = [PY, "-m", "benchbook.commands.cli", "synth", "--series", str(count), "--out", str(root)]
-    cmd += ["--start", "2026-01-01", "--step", "2026-01-20:decode_tok_s:-9%", "--step", "2026-02-10:prefill_tok_s:+12%"]
-    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-    print(f"  generated in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
-    stamp.write_text(_synth_hash())
-    return root
+    args = ["--series", str(count), "--out", str(root), "--start", "2026-01-01"]
+    args += ["--step", "2026-01-20:decode_tok_s:-9%", "--step", "2026-02-10:prefill_tok_s:+12%"]
+    return _cached_synth(root, args, f"{count} nightly campaigns")
 
 
 def _schedule(cache: Path, quick: bool, rows: list[dict], target, single_page: float | None) -> None:

@@ -530,6 +530,16 @@ def describe(runs: Iterable[BenchmarkRun]) -> list[str]:
     return lines
 
 
+def object_at(ld: Loaded, value: Any, where: str) -> dict[str, Any]:
+    """The JSON object at ``where`` (absent or null: an empty one); InputError naming the place if it
+    is something else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(ld.file, where, f"expected an object, found {type(value).__name__}")
+    return value
+
+
 def check_record(ld: Loaded, where: str, rec: Any) -> dict[str, Any]:
     if not isinstance(rec, dict):
         raise InputError(ld.file, where, f"expected an object, found {type(rec).__name__}")

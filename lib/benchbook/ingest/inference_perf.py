@@ -39,6 +39,7 @@ from benchbook.ingest.formats import (
     make_config,
     make_summary,
     number,
+    object_at,
     requests_frame,
     summary_from_requests,
 )
@@ -65,23 +66,15 @@ def is_per_request(doc: Any) -> bool:
     return {"start_time", "end_time", "error"} <= r.keys() and ("info" in r or "computed_metrics" in r)
 
 
-def _obj(ld: Loaded, v: Any, where: str) -> dict[str, Any]:
-    if v is None:
-        return {}
-    if not isinstance(v, dict):
-        raise InputError(ld.file, where, f"expected an object, found {type(v).__name__}")
-    return v
-
-
 def read_lifecycle(ld: Loaded) -> list[BenchmarkRun]:
     f, d = ld.file, ld.doc
-    load = _obj(ld, d.get("load_summary"), "$.load_summary")
-    ok = _obj(ld, d.get("successes"), "$.successes")
-    bad = _obj(ld, d.get("failures"), "$.failures")
+    load = object_at(ld, d.get("load_summary"), "$.load_summary")
+    ok = object_at(ld, d.get("successes"), "$.successes")
+    bad = object_at(ld, d.get("failures"), "$.failures")
     if "count" not in ok:
         raise InputError(f, "$.successes", f"no 'count': found keys {sorted(ok)}")
-    lat = _obj(ld, ok.get("latency"), "$.successes.latency")
-    tput = _obj(ld, ok.get("throughput"), "$.successes.throughput")
+    lat = object_at(ld, ok.get("latency"), "$.successes.latency")
+    tput = object_at(ld, ok.get("throughput"), "$.successes.throughput")
     values: dict[str, Any] = {
         "duration_s": number(d.get("benchmark_time_seconds"), f, "$.benchmark_time_seconds"),
         "completed": number(ok.get("count"), f, "$.successes.count"),
@@ -97,16 +90,16 @@ def read_lifecycle(ld: Loaded) -> list[BenchmarkRun]:
     }
     notes: list[str] = []
     for m, key in _LATENCY.items():
-        st = _obj(ld, lat.get(key), f"$.successes.latency.{key}")
+        st = object_at(ld, lat.get(key), f"$.successes.latency.{key}")
         for stat, src in (("mean", "mean"), ("median", "median"), ("p99", "p99")):
             v = number(st.get(src), f, f"$.successes.latency.{key}.{src}")
             values[f"{stat}_{m}_ms"] = None if v is None else v * 1000.0
         p90 = number(st.get("p90"), f, f"$.successes.latency.{key}.p90")
         if p90 is not None:
             values[f"p90_{m}_ms"] = p90 * 1000.0
-    if "median" not in _obj(ld, lat.get("request_latency"), "$").keys() and lat:
+    if "median" not in object_at(ld, lat.get("request_latency"), "$").keys() and lat:
         notes.append("the report's percentiles do not include 50: medians not stated")
-    ntpot = _obj(ld, lat.get("normalized_time_per_output_token"), "$")
+    ntpot = object_at(ld, lat.get("normalized_time_per_output_token"), "$")
     if ntpot.get("mean") is not None:
         values["mean_ntpot_ms"] = (
             number(ntpot["mean"], f, "$.successes.latency.normalized_time_per_output_token.mean") * 1000
@@ -155,10 +148,12 @@ def read_per_request(ld: Loaded) -> list[BenchmarkRun]:
             raise InputError(f, where, f"no {', '.join(sorted(missing))}: found keys {sorted(r)}")
         start = number(r["start_time"], f, f"{where}.start_time")
         end = number(r["end_time"], f, f"{where}.end_time")
-        cm = _obj(ld, r.get("computed_metrics"), f"{where}.computed_metrics")
-        info = _obj(ld, r.get("info"), f"{where}.info")
-        resp = _obj(ld, info.get("response_metrics"), f"{where}.info.response_metrics")
-        req = _obj(ld, _obj(ld, info.get("request_metrics"), f"{where}.info.request_metrics").get("text"), where)
+        cm = object_at(ld, r.get("computed_metrics"), f"{where}.computed_metrics")
+        info = object_at(ld, r.get("info"), f"{where}.info")
+        resp = object_at(ld, info.get("response_metrics"), f"{where}.info.response_metrics")
+        req = object_at(
+            ld, object_at(ld, info.get("request_metrics"), f"{where}.info.request_metrics").get("text"), where
+        )
         ttft = number(cm.get("time_to_first_token"), f, f"{where}.computed_metrics.time_to_first_token")
         gaps = cm.get("inter_token_latencies")
         times = resp.get("output_token_times")

@@ -44,7 +44,7 @@ from __future__ import annotations
 from typing import Any
 
 from benchbook.errors import InputError
-from benchbook.ingest.formats import BenchmarkRun, Loaded, make_config, make_summary, number
+from benchbook.ingest.formats import BenchmarkRun, Loaded, make_config, make_summary, number, object_at
 
 KNOWN = ("0.2", "0.2.1")
 # keys benchbook reads or knows to skip at each place (of 0.2.1); anything else is listed as not read
@@ -80,14 +80,6 @@ def _version_tuple(v: str) -> tuple[int, ...] | None:
         return None
 
 
-def _obj(ld: Loaded, v: Any, where: str) -> dict[str, Any]:
-    if v is None:
-        return {}
-    if not isinstance(v, dict):
-        raise InputError(ld.file, where, f"expected an object, found {type(v).__name__}")
-    return v
-
-
 def _list(ld: Loaded, v: Any, where: str) -> list[Any]:
     if v is None:
         return []
@@ -97,12 +89,12 @@ def _list(ld: Loaded, v: Any, where: str) -> list[Any]:
 
 
 def _stat(ld: Loaded, st: Any, where: str, key: str = "mean") -> float | None:
-    st = _obj(ld, st, where)
+    st = object_at(ld, st, where)
     return number(st.get(key), ld.file, f"{where}.{key}")
 
 
 def _latency_ms(ld: Loaded, st: Any, where: str, key: str) -> float | None:
-    st = _obj(ld, st, where)
+    st = object_at(ld, st, where)
     v = number(st.get(key), ld.file, f"{where}.{key}")
     if v is None:
         return None
@@ -113,24 +105,24 @@ def _latency_ms(ld: Loaded, st: Any, where: str, key: str) -> float | None:
 
 
 def _engine(ld: Loaded, comp: Any, where: str) -> dict[str, Any] | None:
-    comp = _obj(ld, comp, where)
-    std = _obj(ld, comp.get("standardized"), f"{where}.standardized")
+    comp = object_at(ld, comp, where)
+    std = object_at(ld, comp.get("standardized"), f"{where}.standardized")
     if std.get("kind") != "inference_engine":
         return None
-    acc = _obj(ld, std.get("accelerator"), f"{where}.standardized.accelerator")
-    par = _obj(ld, acc.get("parallelism"), f"{where}.standardized.accelerator.parallelism")
+    acc = object_at(ld, std.get("accelerator"), f"{where}.standardized.accelerator")
+    par = object_at(ld, acc.get("parallelism"), f"{where}.standardized.accelerator.parallelism")
     role = std.get("role")
     if role not in ("replica", "prefill", "decode"):
         raise InputError(ld.file, f"{where}.standardized.role", f"role {role!r}: expected replica, prefill or decode")
     replicas = number(std.get("replicas", 1), ld.file, f"{where}.standardized.replicas")
     count = number(acc.get("count"), ld.file, f"{where}.standardized.accelerator.count")
     return {
-        "label": _obj(ld, comp.get("metadata"), f"{where}.metadata").get("label"),
+        "label": object_at(ld, comp.get("metadata"), f"{where}.metadata").get("label"),
         "role": role,
         "replicas": replicas,
         "engine": std.get("tool"),
         "engine_version": std.get("tool_version"),
-        "model": _obj(ld, std.get("model"), f"{where}.standardized.model").get("name"),
+        "model": object_at(ld, std.get("model"), f"{where}.standardized.model").get("name"),
         "accelerator": acc.get("model"),
         # accelerator.count is "total utilized accelerator count" of the component (all its replicas)
         "gpus": count,
@@ -153,18 +145,20 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
             node = node.get(part) if isinstance(node, dict) else None
         if isinstance(node, dict):
             not_read += [f"{place}.{k}" for k in sorted(node) if k not in known]
-    run = _obj(ld, d.get("run"), "$.run")
-    scen = _obj(ld, d.get("scenario"), "$.scenario")
-    res = _obj(ld, d.get("results"), "$.results")
+    run = object_at(ld, d.get("run"), "$.run")
+    scen = object_at(ld, d.get("scenario"), "$.scenario")
+    res = object_at(ld, d.get("results"), "$.results")
 
     stack = []
     for i, comp in enumerate(_list(ld, scen.get("stack"), "$.scenario.stack")):
         e = _engine(ld, comp, f"$.scenario.stack[{i}]")
         if e is not None:
             stack.append(e)
-    load = _obj(ld, _obj(ld, scen.get("load"), "$.scenario.load").get("standardized"), "$.scenario.load.standardized")
-    isl = _obj(ld, load.get("input_seq_len"), "$.scenario.load.standardized.input_seq_len")
-    osl = _obj(ld, load.get("output_seq_len"), "$.scenario.load.standardized.output_seq_len")
+    load = object_at(
+        ld, object_at(ld, scen.get("load"), "$.scenario.load").get("standardized"), "$.scenario.load.standardized"
+    )
+    isl = object_at(ld, load.get("input_seq_len"), "$.scenario.load.standardized.input_seq_len")
+    osl = object_at(ld, load.get("output_seq_len"), "$.scenario.load.standardized.output_seq_len")
 
     roles = {e["role"] for e in stack}
     pd = {"prefill", "decode"} <= roles
@@ -189,7 +183,7 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
         backend=first.get("engine"),
         request_rate=number(load.get("rate_qps"), f, "$.scenario.load.standardized.rate_qps"),
         max_concurrency=number(load.get("concurrency"), f, "$.scenario.load.standardized.concurrency"),
-        date=_obj(ld, run.get("time"), "$.run.time").get("start"),
+        date=object_at(ld, run.get("time"), "$.run.time").get("start"),
         label=run.get("uid"),
         dataset_name=load.get("source"),
         input_tokens=number(isl.get("value"), f, "$.scenario.load.standardized.input_seq_len.value"),
@@ -217,11 +211,11 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
         notes.append("no inference_engine component in scenario.stack: the deployment (roles, GPUs) is not stated")
 
     # results
-    rp = _obj(ld, res.get("request_performance"), "$.results.request_performance")
-    agg = _obj(ld, rp.get("aggregate"), "$.results.request_performance.aggregate")
-    reqs = _obj(ld, agg.get("requests"), "$.results.request_performance.aggregate.requests")
-    lat = _obj(ld, agg.get("latency"), "$.results.request_performance.aggregate.latency")
-    tput = _obj(ld, agg.get("throughput"), "$.results.request_performance.aggregate.throughput")
+    rp = object_at(ld, res.get("request_performance"), "$.results.request_performance")
+    agg = object_at(ld, rp.get("aggregate"), "$.results.request_performance.aggregate")
+    reqs = object_at(ld, agg.get("requests"), "$.results.request_performance.aggregate.requests")
+    lat = object_at(ld, agg.get("latency"), "$.results.request_performance.aggregate.latency")
+    tput = object_at(ld, agg.get("throughput"), "$.results.request_performance.aggregate.throughput")
     w = "$.results.request_performance.aggregate"
     total = number(reqs.get("total"), f, f"{w}.requests.total")
     failures = number(reqs.get("failures"), f, f"{w}.requests.failures")
@@ -243,7 +237,7 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
             v = _latency_ms(ld, lat.get(key), f"{w}.latency.{key}", src) if lat.get(key) is not None else None
             if v is not None or stat != "p90":
                 values[f"{stat}_{m}_ms"] = v
-    t = _obj(ld, run.get("time"), "$.run.time")
+    t = object_at(ld, run.get("time"), "$.run.time")
     dur = t.get("duration")
     if isinstance(dur, str) and dur.startswith("PT") and dur.endswith("S"):
         try:
@@ -256,18 +250,18 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
         values["total_output_tokens"] = round(values["completed"] * values["mean_output_length"])
     if "total_input_tokens" in values:
         notes.append("token totals = completed requests x mean input/output length (the report keeps no totals)")
-    ts = _obj(ld, rp.get("time_series"), "$.results.request_performance.time_series")
+    ts = object_at(ld, rp.get("time_series"), "$.results.request_performance.time_series")
     n_series = sum(1 for sec in ts.values() if isinstance(sec, dict) for s in sec.values() if isinstance(s, dict))
     if n_series:
         notes.append(f"{n_series} time series in results.request_performance.time_series (not per-request records)")
 
     obs: dict[str, dict[str, Any]] = {}
-    obs_root = _obj(ld, res.get("observability"), "$.results.observability")
+    obs_root = object_at(ld, res.get("observability"), "$.results.observability")
     for i, c in enumerate(_list(ld, obs_root.get("components"), "$.results.observability.components")):
         where = f"$.results.observability.components[{i}]"
-        c = _obj(ld, c, where)
+        c = object_at(ld, c, where)
         label = str(c.get("component_label"))
-        a = _obj(ld, c.get("aggregate"), f"{where}.aggregate")
+        a = object_at(ld, c.get("aggregate"), f"{where}.aggregate")
         entry = obs.setdefault(label, {})
         for k, st in a.items():
             if isinstance(st, dict) and "mean" in st:
@@ -275,7 +269,7 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
                             "total": number(st.get("total"), f, f"{where}.aggregate.{k}.total") if "total" in st else None}  # fmt: skip
     health = {}
     for i, h in enumerate(_list(ld, res.get("component_health"), "$.results.component_health")):
-        h = _obj(ld, h, f"$.results.component_health[{i}]")
+        h = object_at(ld, h, f"$.results.component_health[{i}]")
         health[str(h.get("component_label"))] = {
             "total_restarts": number(h.get("total_restarts"), f, f"$.results.component_health[{i}].total_restarts"),
             "failed_replicas": number(h.get("failed_replicas"), f, f"$.results.component_health[{i}].failed_replicas"),
