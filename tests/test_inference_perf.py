@@ -83,3 +83,50 @@ def test_bad_layouts_name_place_and_keys(tmp_path):
     q.write_text(json.dumps(rows))
     with pytest.raises(InputError, match=r"\$\[3\]\.start_time"):
         formats.read(q)
+
+
+def _server_metrics_doc():
+    """summary_prometheus_metrics.json as inference-perf 0.7.0's summarize_prometheus_metrics writes it
+    (from its source: no Prometheus server ran here), vLLM histograms in seconds."""
+
+    def h(mean):
+        return {"mean": mean, "median": mean * 0.9, "p90": mean * 1.5, "p99": mean * 2}
+
+    return {
+        "benchmark_time_seconds": 0.0,
+        "load_summary": {},
+        "failures": {},
+        "successes": {
+            "count": 30,
+            "rate": 1.8,
+            "prompt_len": {"mean": 64.0, "rate": 115.2},
+            "output_len": {"mean": 32.0, "rate": 57.6},
+            "queue_len": {"mean": 0.4},
+            "request_latency": h(2.0),
+            "time_to_first_token": h(0.2),
+            "time_per_output_token": h(0.05),
+            "kv_cache_usage_percentage": h(0.01),
+            "num_preemptions_total": {"mean": 0},
+            "prefix_cache_hit_percent": {"mean": 0.0},
+            "inter_token_latency": h(0.05),
+            "num_requests_running": {"mean": 3.6},
+            "request_queue_time": h(0.01),
+            "request_inference_time": h(1.99),
+            "request_prefill_time": h(0.15),
+            "request_decode_time": h(1.84),
+            "request_success_count": 30,
+        },
+    }
+
+
+def test_server_metrics_report_is_not_a_client_report(tmp_path):
+    p = tmp_path / "summary_prometheus_metrics.json"
+    p.write_text(json.dumps(_server_metrics_doc()))
+    assert formats.detect(p) == "inference-perf-server-metrics"  # same outer keys as a lifecycle report
+    (r,) = formats.read(p)
+    s = r.summary
+    assert (s["completed"], s["request_throughput"]) == (30, 1.8)
+    assert s["mean_prefill_ms"] == pytest.approx(150.0) and s["mean_decode_ms"] == pytest.approx(1840.0)
+    assert s["p99_queue_ms"] == pytest.approx(20.0) and s["mean_ttft_ms"] == pytest.approx(200.0)
+    assert s["duration_s"] is None and "engine-side" in r.notes[0]
+    assert r.tool_version.startswith("inference-perf server metrics")

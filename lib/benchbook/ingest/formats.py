@@ -387,6 +387,12 @@ def _inference_perf_lifecycle(ld: Loaded) -> bool:
     return ld.kind == "json" and is_lifecycle(ld.doc)
 
 
+def _inference_perf_server(ld: Loaded) -> bool:
+    from benchbook.ingest.inference_perf import is_server_metrics
+
+    return ld.kind == "json" and is_server_metrics(ld.doc)
+
+
 def _inference_perf_per_request(ld: Loaded) -> bool:
     from benchbook.ingest.inference_perf import is_per_request
 
@@ -422,6 +428,8 @@ FORMATS: tuple[Format, ...] = (
            "llmperf *_individual_responses.json"),
     Format("inference-perf-lifecycle", "inference_perf", "read_lifecycle", _inference_perf_lifecycle,
            "inference-perf summary_lifecycle_metrics.json / stage_<i>_lifecycle_metrics.json"),
+    Format("inference-perf-server-metrics", "inference_perf", "read_server_metrics", _inference_perf_server,
+           "inference-perf summary_prometheus_metrics.json / stage_<i>_prometheus_metrics.json"),
     Format("inference-perf-per-request", "inference_perf", "read_per_request", _inference_perf_per_request,
            "inference-perf per_request_lifecycle_metrics.json"),
     Format("llmd-benchmark-report", "llmd_report", "read_report", _llmd_report,
@@ -447,6 +455,7 @@ KNOWN_VERSIONS: dict[str, str] = {
     "llmperf-individual": "llmperf token_benchmark_ray individual responses",
     "inference-perf-lifecycle": "inference-perf 0.7 (tested 0.7.0)",
     "inference-perf-per-request": "inference-perf 0.7 (tested 0.7.0)",
+    "inference-perf-server-metrics": "inference-perf 0.7 (layout from its source; no file from a Prometheus server here)",
     "llmd-benchmark-report": "Benchmark Report 0.2 and 0.2.1 (newer versions read where their keys match)",
 }
 

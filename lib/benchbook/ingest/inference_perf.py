@@ -23,9 +23,11 @@ inference-perf writes, into its report folder, ``summary_lifecycle_metrics.json`
 
 inference-perf's own definitions differ from vLLM's in one place: its TPOT is (last token time −
 first token time) / (output tokens − 1) and ITL the mean of token-time gaps, both per request.
-Server metrics (``vllm:request_prefill_time_seconds`` … from a Prometheus server) come in a
-separate ``summary_prometheus_metrics.json`` report that these readers do not read (its name is
-given when met, see :data:`KNOWN_VERSIONS`).
+Server metrics (``vllm:request_prefill_time_seconds``, ``…decode_time…``, ``…queue_time…`` … queried
+from a Prometheus server) come in ``summary_prometheus_metrics.json`` / ``stage_<i>_prometheus_
+metrics.json``, in the lifecycle report's outer shape (``successes`` holds the histograms directly,
+no ``latency``): :func:`read_server_metrics` reads them as engine-side figures, and the lifecycle
+reader never takes one for a client report.
 """
 
 from __future__ import annotations
@@ -56,7 +58,25 @@ _LATENCY = {
 
 
 def is_lifecycle(doc: Any) -> bool:
-    return isinstance(doc, dict) and {"load_summary", "successes", "failures"} <= doc.keys()
+    return (
+        isinstance(doc, dict) and {"load_summary", "successes", "failures"} <= doc.keys() and not is_server_metrics(doc)
+    )
+
+
+# keys of summarize_prometheus_metrics's "successes" (the same top-level shape as a lifecycle report)
+_SERVER_KEYS = ("request_prefill_time", "request_decode_time", "request_queue_time", "kv_cache_usage_percentage")
+
+
+def is_server_metrics(doc: Any) -> bool:
+    """``summary_prometheus_metrics.json`` / ``stage_<i>_prometheus_metrics.json``: the engine's
+    figures from a Prometheus server, in the lifecycle report's outer shape."""
+    ok = doc.get("successes") if isinstance(doc, dict) else None
+    return (
+        isinstance(ok, dict)
+        and {"load_summary", "failures"} <= doc.keys()
+        and "latency" not in ok
+        and any(k in ok for k in _SERVER_KEYS)
+    )
 
 
 def is_per_request(doc: Any) -> bool:
@@ -196,3 +216,52 @@ def read_per_request(ld: Loaded) -> list[BenchmarkRun]:
     notes.append("summary computed by benchbook from the per-request records (first start to last end)")
     config = make_config(num_prompts=df.height)
     return [BenchmarkRun(f, "inference-perf-per-request", config, summary, df, [], "$", notes, PER_REQUEST_LAYOUT)]
+
+
+SERVER_LAYOUT = "inference-perf server metrics from Prometheus (0.7 layout)"
+# report key -> benchbook figure; histograms are {mean, median, p90, p99} in seconds
+_SERVER_HIST = {
+    "time_to_first_token": "ttft",
+    "time_per_output_token": "tpot",
+    "inter_token_latency": "itl",
+    "request_latency": "e2el",
+    "request_queue_time": "queue",
+    "request_prefill_time": "prefill",
+    "request_decode_time": "decode",
+    "request_inference_time": "inference",
+}
+
+
+def read_server_metrics(ld: Loaded) -> list[BenchmarkRun]:
+    """The engine's own figures as inference-perf queried them from Prometheus (vLLM's
+    ``vllm:request_prefill_time_seconds``, ``…decode_time…``, ``…queue_time…``, TTFT, TPOT …):
+    per histogram mean, median, p90 and p99 in ms (``mean_prefill_ms`` …), the request count and
+    rate, KV-cache usage, prefix-cache hit share and preemptions. Engine clock, not the client's."""
+    f, d = ld.file, ld.doc
+    ok = object_at(ld, d.get("successes"), "$.successes")
+    values: dict[str, Any] = {
+        "completed": number(ok.get("count"), f, "$.successes.count"),
+        "request_throughput": number(ok.get("rate"), f, "$.successes.rate"),
+    }
+    for key, name in _SERVER_HIST.items():
+        st = object_at(ld, ok.get(key), f"$.successes.{key}")
+        for stat in ("mean", "median", "p90", "p99"):
+            v = number(st.get(stat), f, f"$.successes.{key}.{stat}")
+            values[f"{stat}_{name}_ms"] = None if v is None else v * 1000.0
+    for key, out in (
+        ("kv_cache_usage_percentage", "mean_kv_cache_usage"),
+        ("prefix_cache_hit_percent", "prefix_cache_hit_share"),
+        ("num_preemptions_total", "preemptions"),
+        ("queue_len", "mean_queue_len"),
+        ("num_requests_running", "mean_running"),
+    ):
+        values[out] = number(object_at(ld, ok.get(key), f"$.successes.{key}").get("mean"), f, f"$.successes.{key}.mean")
+    for key, out in (("prompt_len", "mean_input_len"), ("output_len", "mean_output_len")):
+        values[out] = number(object_at(ld, ok.get(key), f"$.successes.{key}").get("mean"), f, f"$.successes.{key}.mean")
+    notes = [
+        "engine-side figures from a Prometheus server over the run's window (engine clock), not the client's; "
+        "benchmark_time_seconds is 0 in this report: no duration",
+    ]
+    config = make_config(window="server metrics")
+    return [BenchmarkRun(f, "inference-perf-server-metrics", config, make_summary(**values), None, [], "$", notes,
+                         SERVER_LAYOUT)]  # fmt: skip
