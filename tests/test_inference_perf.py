@@ -30,7 +30,7 @@ def test_every_report_detected_with_its_version():
 def test_stage_report_states_the_load():
     (st,) = formats.read(STAGE)
     assert st.config["max_concurrency"] == 4 and st.config["num_prompts"] == 30  # the config's stage
-    assert st.config["window"] == "stage" and st.config["request_rate"] is None
+    assert st.config["window"] == "stage" and st.config["request_rate"] == float("inf")  # concurrent: no rate limit
     (whole,) = formats.read(SUMMARY)
     assert whole.config["window"] == "whole run"
 
@@ -130,3 +130,15 @@ def test_server_metrics_report_is_not_a_client_report(tmp_path):
     assert s["p99_queue_ms"] == pytest.approx(20.0) and s["mean_ttft_ms"] == pytest.approx(200.0)
     assert s["duration_s"] is None and "engine-side" in r.notes[0]
     assert r.tool_version.startswith("inference-perf server metrics")
+
+
+def test_identity_matches_vllm_bench_serve_of_the_same_shape():
+    """model, lengths and concurrency come from config.yaml beside the report, so inference-perf's run
+    and `vllm bench serve`'s run of the same load shape against the same engine agree on them."""
+    from benchbook.analysis import identity
+
+    ip = identity.read_identity(formats.read(STAGE)[0])
+    vl = identity.read_identity(formats.read(IP.parent / "vllm-0.32.0+cpu" / "bench_serve.json")[0])
+    differ = {d.key for d in identity.differences(ip, vl)}
+    assert not differ & {"model", "input_len", "output_len", "max_concurrency", "request_rate", "num_prompts"}, differ
+    assert ip.get("model").value == "tiny-llama"

@@ -47,6 +47,41 @@ from benchbook.ingest.formats import (
 )
 
 LAYOUT = "inference-perf lifecycle report (0.7 layout; tested 0.7.0)"
+
+
+def _config_beside(ld: Loaded, notes: list[str]) -> dict[str, Any]:
+    """What inference-perf's ``config.yaml`` beside the report says (the reports name no model):
+    ``model`` (``server.model_name``), ``server_type`` (``server.type``), the dataset and, for a fixed
+    length (min = max), the input/output lengths, so the run's identity is the same as another
+    tool's file of the same run."""
+    from benchbook.jsonfile import load_yaml
+
+    p = ld.path.with_name("config.yaml")
+    if not p.is_file():
+        notes.append("no config.yaml beside the report: model and dataset not stated")
+        return {}
+    cfg = load_yaml(p)
+    if not isinstance(cfg, dict):
+        raise InputError(p, "$", f"expected inference-perf's config (an object), found {type(cfg).__name__}")
+
+    def obj(v: Any, where: str) -> dict[str, Any]:
+        if v is not None and not isinstance(v, dict):
+            raise InputError(p, where, f"expected an object, found {type(v).__name__}")
+        return v or {}
+
+    server, data = obj(cfg.get("server"), "server"), obj(cfg.get("data"), "data")
+    # server.type is the engine kind ("vllm"), not a client backend: kept as server_type
+    out: dict[str, Any] = {"model": server.get("model_name"), "server_type": server.get("type")}
+    if data.get("type"):
+        out["dataset_name"] = data["type"]
+    for key, name in (("input_distribution", "random_input_len"), ("output_distribution", "random_output_len")):
+        dist = obj(data.get(key), f"data.{key}")
+        if dist.get("min") is not None and dist.get("min") == dist.get("max"):
+            out[name] = dist["min"]
+    notes.append(f"model and dataset from {p.name} beside the report")
+    return {k: v for k, v in out.items() if v is not None}
+
+
 PER_REQUEST_LAYOUT = "inference-perf per-request lifecycle report (0.7 layout; tested 0.7.0)"
 
 _LATENCY = {
@@ -133,14 +168,18 @@ def read_lifecycle(ld: Loaded) -> list[BenchmarkRun]:
     rate = number(load.get("requested_rate"), f, "$.load_summary.requested_rate")
     conc = number(load.get("concurrency"), f, "$.load_summary.concurrency")
     if conc is not None:
-        notes.append("concurrent load: inference-perf sets a concurrent stage's requested rate itself (not a limit)")
-        rate = None
+        notes.append(
+            "concurrent load: no rate limit (request rate inf, as vLLM writes it); the stage's requested_rate is "
+            "set by inference-perf itself"
+        )
+        rate = float("inf")
     config = make_config(
         request_rate=None if rate is None else float(rate),
         max_concurrency=conc,
         num_prompts=number(load.get("count"), f, "$.load_summary.count"),
         achieved_rate=number(load.get("achieved_rate"), f, "$.load_summary.achieved_rate"),
         window="stage" if stage else "whole run",
+        **_config_beside(ld, notes),
     )
     if d.get("retries"):
         notes.append("the run retried requests (see the report's 'retries'): they count on both sides")
@@ -214,7 +253,7 @@ def read_per_request(ld: Loaded) -> list[BenchmarkRun]:
             if summary["total_output_tokens"] is not None:
                 summary["output_throughput"] = summary["total_output_tokens"] / summary["duration_s"]
     notes.append("summary computed by benchbook from the per-request records (first start to last end)")
-    config = make_config(num_prompts=df.height)
+    config = make_config(num_prompts=df.height, **_config_beside(ld, notes))
     return [BenchmarkRun(f, "inference-perf-per-request", config, summary, df, [], "$", notes, PER_REQUEST_LAYOUT)]
 
 
