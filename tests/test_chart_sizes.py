@@ -114,3 +114,18 @@ def test_request_view_charts_stay_inside_the_row_budget(monkeypatch):
     assert len(built) == 2
     rows = [charts.data_rows(c) for c in built]
     assert all(0 < n <= charts.ROW_BUDGET for n in rows), rows
+
+
+def test_explore_latency_chart_bins_past_the_budget(tmp_path):
+    """explore.latency_chart drew one dot per request: 8,400 requests (2 arms x 2 runs x 2,100) were a
+    MaxRowsError. Past the budget it draws per run and scenario the median and min-max per time bin."""
+    from benchbook.pages import explore
+
+    out = tmp_path / "c"
+    args = ["synth", "--out", str(out), "--kind", "batch", "--runs", "2", "--requests", "2100", "--no-memory"]
+    assert main([*args, "--snapshots", "0"]) == 0
+    t = explore.load(str(out))
+    assert t.requests.height > charts.ROW_BUDGET
+    block = explore.latency_chart(t)
+    assert 0 < charts.data_rows(block.spec) <= charts.ROW_BUDGET
+    assert "binned" in str(block)
