@@ -291,7 +291,11 @@ def _timeline_chart(vs: list[pr.RequestViews]) -> bd.Block:
         )
         if odd.height:
             odd = odd.with_columns((pl.col("run") + " — " + pl.col("metric") + " vs " + pl.col("axis")).alias("panel"))
-        panels = list(dict.fromkeys(binned["panel"].to_list()))
+        present = set(binned["panel"].to_list())
+        axes = {v.run_id: "start s" if v.timeline_axis == "start" else "request order" for v in vs}
+        panels = [  # run by run as the runs came, TTFT before E2E
+            p for v in vs for m in ("TTFT ms", "E2E ms") if (p := f"{v.run_id} — {m} vs {axes[v.run_id]}") in present
+        ]
     data = pl.concat(
         [
             binned.select("panel", "run", "config", "x", "lo", "mid", "hi", pl.lit("bin").alias("kind")),
