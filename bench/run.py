@@ -578,8 +578,11 @@ def main() -> int:
     # 6. scheduled rendering (issue 16): warm no-op, -j 2 vs -j 1, amortized cost, history page
     _schedule(a.cache, a.quick, rows, target, single_page)
 
-    # 7. real sizes (issue 22): every page kind over 100k per-request records
-    _sizes(a.cache, R, rows, target)
+    # 7. real sizes (issue 22): every page kind over 100k per-request records (minutes: not in --quick)
+    if a.quick:
+        rows.append(row("sizes: every page from 100k records", "100k records", None, "skipped (--quick): --only sizes"))
+    else:
+        _sizes(a.cache, R, rows, target)
 
     # 5. benchbook --help
     res = run_command([BENCHBOOK, "--help"], max(R, 5))
