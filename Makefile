@@ -72,6 +72,8 @@ check-offline: $(STAMP) ## fail if any rendered page references an outside URL
 
 GUIDELLM_VERSION ?= 0.8.1
 AIPERF_VERSION ?= 0.13.0
+INFERENCE_PERF_VERSION ?= 0.7.0
+PY312 ?= python3.12  # inference-perf requires Python >= 3.12
 
 # the peers live in their own venvs, outside CI; GuideLLM gets the local CPU torch wheel first so pip does
 # not fetch a multi-GB CUDA build for it
@@ -86,8 +88,14 @@ AIPERF_VERSION ?= 0.13.0
 	.venv-aiperf/bin/pip install --quiet aiperf==$(AIPERF_VERSION)
 	touch $@
 
-fixtures: $(STAMP) $(ENGINE_STAMP) .venv-guidellm/.installed .venv-aiperf/.installed ## regenerate tests/fixtures/tools: vllm bench serve, GuideLLM, AIPerf against the real engine (not part of make test)
+.venv-inference-perf/.installed:
+	$(PY312) -m venv .venv-inference-perf
+	.venv-inference-perf/bin/pip install --quiet inference-perf==$(INFERENCE_PERF_VERSION)
+	touch $@
+
+fixtures: $(STAMP) $(ENGINE_STAMP) .venv-guidellm/.installed .venv-aiperf/.installed .venv-inference-perf/.installed ## regenerate tests/fixtures/tools: vllm bench serve, GuideLLM, AIPerf, inference-perf against the real engine (not part of make test)
 	ENGINE_VENV=$(ENGINE_VENV) $(BIN)/python tests/make_tool_fixtures.py
+	ENGINE_VENV=$(ENGINE_VENV) $(BIN)/python tests/make_tool_fixtures.py inference-perf
 
 clean: ## remove rendered reports and caches (keeps .venv)
 	rm -rf $(REPORTS)/*/ $(REPORTS)/index.html .pytest_cache .hypothesis

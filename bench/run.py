@@ -280,23 +280,95 @@ def _page_vs_empty(cache: Path, R: int, rows: list[dict], target) -> float | Non
     return single
 
 
-def _series(cache: Path, count: int) -> Path:
-    """A cached data folder of ``count`` synthetic nightly campaigns with two known steps."""
-    root = cache / f"series-{count}"
+SIZE_RUNS, SIZE_REQUESTS = 50, 2_000  # a sweep of 50 runs x 2,000 requests: 100k per-request records
+PAGE_LIMIT_MIB = 5.0
+
+
+def _cached_synth(root: Path, args: list[str], what: str) -> Path:
+    """``benchbook synth ARGS`` into ``root``, cached until synth.py changes (a stamp file)."""
     stamp = root / ".bench-stamp"
     if stamp.exists() and stamp.read_text() == _synth_hash():
         return root
     import shutil
 
     shutil.rmtree(root, ignore_errors=True)
-    print(f"  generating {count} nightly campaigns …", file=sys.stderr, flush=True)
+    print(f"  generating {what} …", file=sys.stderr, flush=True)
     t = time.perf_counter()
-    cmd = [PY, "-m", "benchbook.commands.cli", "synth", "--series", str(count), "--out", str(root)]
-    cmd += ["--start", "2026-01-01", "--step", "2026-01-20:decode_tok_s:-9%", "--step", "2026-02-10:prefill_tok_s:+12%"]
-    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [PY, "-m", "benchbook.commands.cli", "synth", *args], check=True, cwd=ROOT, stdout=subprocess.DEVNULL
+    )
     print(f"  generated in {time.perf_counter() - t:.1f} s", file=sys.stderr, flush=True)
     stamp.write_text(_synth_hash())
     return root
+
+
+def _synth_at_size(cache: Path, kind: str) -> Path:
+    """A cached data folder holding one synthetic campaign of 100k per-request records."""
+    root = cache / f"sizes-{kind}"
+    runs = SIZE_RUNS // 2 if kind == "batch" else SIZE_RUNS  # batch: two arms, so 2 x 25 requests runs
+    args = ["--out", str(root / kind), "--kind", kind, "--runs", str(runs), "--requests", str(SIZE_REQUESTS)]
+    return _cached_synth(root, [*args, "--seed", "22"], f"{kind} campaign at 100k records")
+
+
+def _vllm_files(cache: Path) -> list[Path]:
+    """50 `vllm bench serve --save-detailed` result files of 2,000 requests (tests/vllm_results.py)."""
+    spec = importlib.util.spec_from_file_location("vllm_results", ROOT / "tests" / "vllm_results.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    folder = cache / "sizes-vllm"
+    stamp = folder / ".bench-stamp"
+    digest = hashlib.sha256((ROOT / "tests" / "vllm_results.py").read_bytes()).hexdigest()[:16]
+    if not (stamp.exists() and stamp.read_text() == digest):
+        import shutil
+
+        shutil.rmtree(folder, ignore_errors=True)
+        mod.write_results(folder, SIZE_RUNS, SIZE_REQUESTS, seed=22)
+        stamp.write_text(digest)
+    return sorted(folder.glob("*.json"))
+
+
+def _sizes(cache: Path, R: int, rows: list[dict], target) -> None:
+    """Each page kind rendered from 100k per-request records: time, peak RSS and the page's size.
+    Every chart must bin or aggregate (Altair refuses more than 5000 rows; a page stays under 5 MiB)."""
+    print("real sizes (100k per-request records) …", file=sys.stderr, flush=True)
+    cases = [
+        ("compare", "50 vLLM result files x 2,000 requests", lambda out: [BENCHBOOK, "render", "--compare",
+            *map(str, _vllm_files(cache)), "--out", str(out)], "compare.html"),
+        ("baseline", "2 arms x 25 runs x 2,000 requests (synth batch)", lambda out: [BENCHBOOK, "render", "--all",
+            str(_synth_at_size(cache, "batch")), "--out", str(out)], "batch/baseline.html"),
+        ("pd", "50 PD runs x 2,000 requests (synth pd)", lambda out: [BENCHBOOK, "render", "--all",
+            str(_synth_at_size(cache, "pd")), "--out", str(out)], "pd/pd.html"),
+    ]  # fmt: skip
+    worst, failed = 0.0, []
+    for page, size, make_cmd, html in cases:
+        times, rss, mib = [], 0, None
+        try:
+            make_cmd(Path(tempfile.gettempdir()))  # generate (cached) before timing
+            for _ in range(R):
+                with tempfile.TemporaryDirectory() as td:
+                    w, r, _so, _se = _child(make_cmd(Path(td) / "out"))
+                    times.append(w)
+                    rss = max(rss, r)
+                    mib = (Path(td) / "out" / html).resolve().stat().st_size / 2**20
+        except (RuntimeError, OSError) as e:
+            rows.append(row(f"sizes: render {page} page", size, None, f"failed: {str(e)[:300]}"))
+            failed.append(page)
+            continue
+        worst = max(worst, mib or 0.0)
+        rows.append(row(f"sizes: render {page} page", size, {"times": times, "rss_kib": rss}, f"page {mib:.2f} MiB"))
+    target(
+        f"every page renders from 100k per-request records, each page < {PAGE_LIMIT_MIB:g} MiB",
+        not failed and worst < PAGE_LIMIT_MIB,
+        (f"failed: {', '.join(failed)}; " if failed else "") + f"largest page {worst:.2f} MiB",
+    )
+
+
+def _series(cache: Path, count: int) -> Path:
+    """A cached data folder of ``count`` synthetic nightly campaigns with two known steps."""
+    root = cache / f"series-{count}"
+    args = ["--series", str(count), "--out", str(root), "--start", "2026-01-01"]
+    args += ["--step", "2026-01-20:decode_tok_s:-9%", "--step", "2026-02-10:prefill_tok_s:+12%"]
+    return _cached_synth(root, args, f"{count} nightly campaigns")
 
 
 def _schedule(cache: Path, quick: bool, rows: list[dict], target, single_page: float | None) -> None:
@@ -360,9 +432,10 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=ROOT / ".cache" / "bench")
     ap.add_argument(
         "--only",
-        choices=("all", "schedule"),
+        choices=("all", "schedule", "sizes"),
         default="all",
-        help="schedule: only the scheduled-rendering figures (and the one-page figure they need)",
+        help="schedule: only the scheduled-rendering figures (and the one-page figure they need); "
+        "sizes: only the real-size page renders (100k per-request records)",
     )
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("rest", nargs="*", help=argparse.SUPPRESS)
@@ -381,6 +454,10 @@ def main() -> int:
         targets.append(
             {"target": name, "result": "PASS" if ok else ("pending" if ok is None else "FAIL"), "figure": figure}
         )
+
+    if a.only == "sizes":
+        _sizes(a.cache, R, rows, target)
+        return _finish(a, R, rows, targets, t_start)
 
     if a.only == "schedule":
         single_page = _page_vs_empty(a.cache, R, rows, target)
@@ -500,6 +577,12 @@ def main() -> int:
 
     # 6. scheduled rendering (issue 16): warm no-op, -j 2 vs -j 1, amortized cost, history page
     _schedule(a.cache, a.quick, rows, target, single_page)
+
+    # 7. real sizes (issue 22): every page kind over 100k per-request records (minutes: not in --quick)
+    if a.quick:
+        rows.append(row("sizes: every page from 100k records", "100k records", None, "skipped (--quick): --only sizes"))
+    else:
+        _sizes(a.cache, R, rows, target)
 
     # 5. benchbook --help
     res = run_command([BENCHBOOK, "--help"], max(R, 5))

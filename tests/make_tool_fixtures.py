@@ -30,6 +30,7 @@ OUT = ROOT / "tests" / "fixtures" / "tools"
 ENGINE = Path(os.environ.get("ENGINE_VENV", ROOT / ".venv-engine"))
 GUIDELLM = Path(os.environ.get("GUIDELLM_VENV", ROOT / ".venv-guidellm"))
 AIPERF = Path(os.environ.get("AIPERF_VENV", ROOT / ".venv-aiperf"))
+INFERENCE_PERF = Path(os.environ.get("INFERENCE_PERF_VENV", ROOT / ".venv-inference-perf"))
 MODEL_DIR = ROOT / ".cache" / "tiny-llama"
 TINY_LLAMA = Path(os.environ.get("TINY_LLAMA", ROOT / "tests" / "tiny_llama.py"))
 MODEL = "tiny-llama"
@@ -131,7 +132,8 @@ def engine(log: Path):
 
 def _shown(arg: str, url: str = "") -> str:
     """An argument as PROVENANCE.md shows it: no machine paths, no port."""
-    arg = arg.replace(str(ENGINE), ".venv-engine").replace(str(ROOT) + "/", "")
+    arg = arg.replace(str(ENGINE), ".venv-engine").replace(str(INFERENCE_PERF), ".venv-inference-perf")
+    arg = arg.replace(str(ROOT) + "/", "")
     return arg.replace(url, "http://127.0.0.1:PORT") if url else arg
 
 
@@ -243,8 +245,86 @@ def write_provenance(versions: dict[str, str], commands: list[str], serve_cmd: l
         *(f"    {c}" for c in commands),
         "",
     ]
-    (OUT / "PROVENANCE.md").write_text("\n".join(lines))
+    prov = OUT / "PROVENANCE.md"
+    kept = ""  # the sections below the generated part (inference-perf, files written from a schema) stay
+    if prov.exists() and "\n## " in prov.read_text():
+        kept = "\n## " + prov.read_text().split("\n## ", 1)[1]
+    prov.write_text("\n".join(lines) + kept)
+
+
+def inference_perf_config(url: str, dest: Path) -> str:
+    """inference-perf's YAML config: the same load shape as the other tools, every report it writes
+    (summary, per stage, per request with computed metrics, no payloads), no Prometheus server (the
+    engine's /metrics is scraped around the run instead, as for the other tools)."""
+    import json
+
+    cfg = {
+        "api": {"type": "completion", "streaming": True},
+        "data": {
+            "type": "random",
+            "input_distribution": {"min": ISL, "max": ISL, "mean": ISL, "std_dev": 0},
+            "output_distribution": {"min": OSL, "max": OSL, "mean": OSL, "std_dev": 0},
+        },
+        "load": {"type": "concurrent", "stages": [{"num_requests": N, "concurrency_level": CONC}], "num_workers": 1},
+        "server": {"type": "vllm", "model_name": MODEL, "base_url": url, "ignore_eos": True},
+        "tokenizer": {"pretrained_model_name_or_path": str(MODEL_DIR)},
+        "report": {
+            "request_lifecycle": {
+                "summary": True,
+                "per_stage": True,
+                "per_request": True,
+                "per_request_fields": {"request": False, "response": False, "info": False,
+                                       "response_chunks": False, "computed_metrics": True},
+                "percentiles": [50, 90, 99],
+            },
+            "prometheus": None,
+        },
+        "storage": {"local_storage": {"path": str(dest)}},
+    }  # fmt: skip
+    path = WORK / "inference-perf.yaml"
+    path.write_text(json.dumps(cfg, indent=1))  # JSON is YAML
+    return str(path)
+
+
+def inference_perf_only() -> None:
+    """`python tests/make_tool_fixtures.py inference-perf`: only inference-perf's folder (it needs
+    Python >= 3.12, so its venv is built apart: INFERENCE_PERF_VENV); PROVENANCE.md gains a section."""
+    for v in (ENGINE, INFERENCE_PERF):
+        if not (v / "bin" / "python").exists():
+            sys.exit(f"{v} is missing: see `make fixtures` in the Makefile")
+    WORK.mkdir(parents=True, exist_ok=True)
+    subprocess.run([str(ENGINE / "bin" / "python"), str(TINY_LLAMA), str(MODEL_DIR)], check=True, env=env_for(ENGINE))
+    ver = version(INFERENCE_PERF, "inference-perf")
+    dest = OUT / f"inference-perf-{ver}"
+    shutil.rmtree(dest, ignore_errors=True)
+    commands: list[str] = []
+    with engine(WORK / "vllm-serve-ip.log") as (url, _serve_cmd):
+        cfg = inference_perf_config(url, dest)
+        run_tool("inference-perf", INFERENCE_PERF, [str(INFERENCE_PERF / "bin" / "inference-perf"), "--config_file", cfg],
+                 url, dest, commands)  # fmt: skip
+    shown = Path(cfg).read_text().replace(str(ROOT) + "/", "").replace(url, "http://127.0.0.1:PORT")
+    (dest / "input_config.yaml").write_text(shown)  # config.yaml is the tool's own dump of what it ran
+    prov = OUT / "PROVENANCE.md"
+    head = "## inference-perf"
+    section = "\n".join([
+        head, "",
+        f"`inference-perf-{ver}/` was made on {dt.date.today().isoformat()} by `python tests/make_tool_fixtures.py "
+        f"inference-perf` against the same engine command, with inference-perf {ver} from PyPI in its own Python 3.12 "
+        "venv (it requires Python >= 3.12). Same load shape: {N} requests, {ISL}/{OSL} tokens, {CONC} in flight. "
+        "No Prometheus server was configured, so the tool wrote no server-metrics report. `input_config.yaml` is the "
+        "config given to it (PORT for the port; per-request entries keep computed_metrics, not the raw `info`, "
+        "so the fixture stays under 100 KB); `config.yaml` is the tool's own dump of what it ran.".format(
+            N=N, ISL=ISL, OSL=OSL, CONC=CONC), "",
+        *(f"    {c}" for c in commands), "", "",
+    ])  # fmt: skip
+    parts = (prov.read_text() if prov.exists() else "").split("\n## ")
+    parts = [parts[0].rstrip() + "\n"] + ["## " + x for x in parts[1:] if not ("## " + x).startswith(head)]
+    parts.insert(1, section)
+    prov.write_text("\n".join(p.rstrip("\n") + "\n" for p in parts))
 
 
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["inference-perf"]:
+        inference_perf_only()
+    else:
+        main()

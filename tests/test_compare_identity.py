@@ -295,20 +295,3 @@ def test_render_compare_under_two_roots_names_no_machine_folder(tmp_path):
     finally:
         b.unlink(missing_ok=True)
         b.parent.rmdir()
-
-
-def test_chart_rows_are_thinned_below_the_embedding_limit():
-    """19 H200 runs drew 7968 ECDF rows on one chart: Altair's MaxRowsError (5000) crashed the page.
-    Every group keeps its first and last row and the same stride."""
-    import polars as pl
-
-    from benchbook.pages.request_views import CHART_ROWS, _thin
-
-    df = pl.DataFrame({"run": [f"r{i // 420}" for i in range(19 * 420)], "value": list(range(19 * 420))})
-    out = _thin(df, ["run"], CHART_ROWS)
-    assert out.height <= CHART_ROWS < df.height
-    for run, g in out.group_by("run"):
-        full = df.filter(pl.col("run") == run[0])["value"]
-        assert g["value"].min() == full.min() and g["value"].max() == full.max()
-    small = df.head(100)
-    assert _thin(small, ["run"], CHART_ROWS).equals(small)

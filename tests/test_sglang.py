@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.errors import InputError
 from benchbook.ingest import formats as F
 
 HERE = Path(__file__).parent
@@ -100,3 +101,33 @@ def test_output_details_arrays_and_older_key_names(tmp_path):
     assert df["ttft_s"][1] is None and df["error"][1] == "boom"
     # mean TTFT filled from the one successful request: 100 ms
     assert r.summary["mean_ttft_ms"] == pytest.approx(100.0)
+
+
+STEADY = Path(__file__).parent / "fixtures" / "tools" / "sglang-benchmark-serving-0.5.23" / "steady_state.jsonl"
+
+
+def test_benchmark_serving_with_steady_state_line():
+    """sglang.benchmark.serving's run line, then steady_state_serving's SteadyStateMetrics line: one run,
+    the steady window as steady_* figures (fixture written from SGLang 0.5.23's source, not by the tool)."""
+    (run,) = F.read(STEADY)
+    assert run.format == "sglang-bench-serving"
+    assert run.tool_version == "SGLang benchmark.serving (0.5.2x layout) (server 0.5.23) + steady_state_serving"
+    s = run.summary
+    assert (s["completed"], s["output_throughput"], s["p90_ttft_ms"]) == (1000, 2500.0, 520.0)
+    assert (s["steady_duration_s"], s["steady_completed"], s["steady_output_throughput"]) == (80.0, 820, 2562.5)
+    assert s["steady_concurrency_threshold"] == 51 and s["steady_concurrency_ratio"] == 0.8
+    # 205000 tokens in the 80-s window = the 2562.5 tok/s the tool printed
+    assert s["steady_total_output_tokens"] / s["steady_duration_s"] == s["steady_output_throughput"]
+    assert any("steady-state window" in n for n in run.notes)
+
+
+def test_steady_state_line_alone_is_refused(tmp_path):
+    p = tmp_path / "s.jsonl"
+    lines = STEADY.read_text().splitlines()
+    p.write_text(lines[1] + "\n")
+    with pytest.raises(InputError):
+        F.read(p)
+    q = tmp_path / "two.jsonl"
+    q.write_text("\n".join([lines[0], lines[1], lines[1]]) + "\n")
+    with pytest.raises(InputError, match="second steady-state line"):
+        F.read(q)

@@ -223,6 +223,13 @@ def validate_file(path: Path, out=print) -> list[InputError]:
     if not path.exists():
         return [InputError(path, "-", "no such file")]
     suffix = path.suffix.lower()
+    from benchbook.ingest import telemetry  # GPU telemetry: AIPerf export, DCGM-exporter scrape
+
+    line = _collect(lambda: telemetry.validate_line(path), errors)
+    if line is not None or errors:
+        if line is not None:
+            out(f"{path}: {line}")
+        return errors
     if suffix in (".prom", ".txt", ".metrics") and not _looks_json(path):
         from benchbook.metrics import prometheus
 

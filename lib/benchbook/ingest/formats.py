@@ -381,6 +381,62 @@ def _llmperf_individual(ld: Loaded) -> bool:
     )
 
 
+# inference-perf (kubernetes-sigs/inference-perf) and llm-d Benchmark Report detectors: here with the
+# registry, so the readers (ingest.inference_perf, ingest.llmd_report) import the registry, not the reverse
+def is_lifecycle(doc: Any) -> bool:
+    return (
+        isinstance(doc, dict) and {"load_summary", "successes", "failures"} <= doc.keys() and not is_server_metrics(doc)
+    )
+
+
+# keys of summarize_prometheus_metrics's "successes" (the same top-level shape as a lifecycle report)
+_SERVER_KEYS = ("request_prefill_time", "request_decode_time", "request_queue_time", "kv_cache_usage_percentage")
+
+
+def is_server_metrics(doc: Any) -> bool:
+    """``summary_prometheus_metrics.json`` / ``stage_<i>_prometheus_metrics.json``: the engine's
+    figures from a Prometheus server, in the lifecycle report's outer shape."""
+    ok = doc.get("successes") if isinstance(doc, dict) else None
+    return (
+        isinstance(ok, dict)
+        and {"load_summary", "failures"} <= doc.keys()
+        and "latency" not in ok
+        and any(k in ok for k in _SERVER_KEYS)
+    )
+
+
+def is_per_request(doc: Any) -> bool:
+    if not isinstance(doc, list) or not doc or not isinstance(doc[0], dict):
+        return False
+    r = doc[0]
+    return {"start_time", "end_time", "error"} <= r.keys() and ("info" in r or "computed_metrics" in r)
+
+
+def is_benchmark_report(doc: Any) -> bool:
+    return (
+        isinstance(doc, dict)
+        and "version" in doc
+        and isinstance(doc.get("results"), dict)
+        and ("run" in doc or "scenario" in doc)
+    )
+
+
+def _inference_perf_lifecycle(ld: Loaded) -> bool:
+    return ld.kind == "json" and is_lifecycle(ld.doc)
+
+
+def _inference_perf_server(ld: Loaded) -> bool:
+    return ld.kind == "json" and is_server_metrics(ld.doc)
+
+
+def _inference_perf_per_request(ld: Loaded) -> bool:
+    return ld.kind == "json" and is_per_request(ld.doc)
+
+
+def _llmd_report(ld: Loaded) -> bool:
+    return ld.kind in ("json", "yaml") and is_benchmark_report(ld.doc)
+
+
 FORMATS: tuple[Format, ...] = (
     Format("vllm-bench-serve", "vllm", "read_bench_serve", _vllm,
            "vLLM benchmark_serving.py / `vllm bench serve` / `vllm bench sweep` result JSON"),
@@ -402,6 +458,14 @@ FORMATS: tuple[Format, ...] = (
            "llmperf *_summary.json"),
     Format("llmperf-individual", "llmperf", "read_individual", _llmperf_individual,
            "llmperf *_individual_responses.json"),
+    Format("inference-perf-lifecycle", "inference_perf", "read_lifecycle", _inference_perf_lifecycle,
+           "inference-perf summary_lifecycle_metrics.json / stage_<i>_lifecycle_metrics.json"),
+    Format("inference-perf-server-metrics", "inference_perf", "read_server_metrics", _inference_perf_server,
+           "inference-perf summary_prometheus_metrics.json / stage_<i>_prometheus_metrics.json"),
+    Format("inference-perf-per-request", "inference_perf", "read_per_request", _inference_perf_per_request,
+           "inference-perf per_request_lifecycle_metrics.json"),
+    Format("llmd-benchmark-report", "llmd_report", "read_report", _llmd_report,
+           "llm-d-benchmark Benchmark Report (YAML or JSON; also inference-perf's *.partial.stage_<i>.yaml)"),
 )  # fmt: skip
 
 
@@ -410,7 +474,8 @@ KNOWN_VERSIONS: dict[str, str] = {
     "vllm-bench-serve": "benchmark_serving.py (vLLM <= 0.9), `vllm bench serve` 0.10+ (tested 0.25.1 and 0.32), "
     "`vllm bench sweep`",
     "vllm-nightly-table": "vLLM nightly-benchmark tables",
-    "sglang-bench-serving": "SGLang bench_serving 0.4+",
+    "sglang-bench-serving": "SGLang bench_serving 0.4+ and sglang.benchmark.serving (0.5.2x; with "
+    "steady_state_serving's steady-state lines)",
     "guidellm-report": "GuideLLM 0.2-0.3 legacy layout; 0.4+ layout (report schema 1 in 0.5-0.6, 2 from 0.7; "
     "tested 0.8.1)",
     "aiperf-records": "AIPerf 0.1-0.12 (metadata.credit_phase, timestamp_ns) and 0.13+ "
@@ -420,6 +485,10 @@ KNOWN_VERSIONS: dict[str, str] = {
     "genai-perf-analyze": "GenAI-Perf analyze export",
     "llmperf-summary": "llmperf token_benchmark_ray summary",
     "llmperf-individual": "llmperf token_benchmark_ray individual responses",
+    "inference-perf-lifecycle": "inference-perf 0.7 (tested 0.7.0)",
+    "inference-perf-per-request": "inference-perf 0.7 (tested 0.7.0)",
+    "inference-perf-server-metrics": "inference-perf 0.7 (layout from its source; no file from a Prometheus server here)",
+    "llmd-benchmark-report": "Benchmark Report 0.2 and 0.2.1 (newer versions read where their keys match)",
 }
 
 
@@ -500,6 +569,16 @@ def describe(runs: Iterable[BenchmarkRun]) -> list[str]:
             parts.append(f"excluded={len(r.exclusions)}")
         lines.append("  ".join(parts))
     return lines
+
+
+def object_at(ld: Loaded, value: Any, where: str) -> dict[str, Any]:
+    """The JSON object at ``where`` (absent or null: an empty one); InputError naming the place if it
+    is something else."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError(ld.file, where, f"expected an object, found {type(value).__name__}")
+    return value
 
 
 def check_record(ld: Loaded, where: str, rec: Any) -> dict[str, Any]:

@@ -49,8 +49,51 @@ _SERVER = ("chunked_prefill_size", "page_size", "tp_size", "dp_size", "max_runni
            "max_prefill_tokens", "schedule_policy", "disaggregation_mode", "version")  # fmt: skip
 
 
+# sglang.benchmark.steady_state_serving appends one line of SteadyStateMetrics after the run's line
+STEADY_KEYS = {"concurrency_ratio", "window_start", "window_end", "concurrency_threshold", "peak_concurrency"}
+# keys only the sglang.benchmark.serving layout writes (SGLang 0.5.2x; bench_serving is now its alias)
+_NEW_LAYOUT = ("total_input_text_tokens", "total_input_vision_tokens", "p90_ttft_ms", "max_concurrent_requests")
+
+
+def is_steady_state(rec: Any) -> bool:
+    return isinstance(rec, dict) and STEADY_KEYS <= rec.keys()
+
+
 def read_bench_serving(ld: Loaded) -> list[BenchmarkRun]:
-    return [_run(ld, where, check_record(ld, where, rec)) for where, rec in ld.records()]
+    runs: list[BenchmarkRun] = []
+    for where, rec in ld.records():
+        rec = check_record(ld, where, rec)
+        if is_steady_state(rec):
+            if not runs:
+                raise InputError(ld.file, where, "a steady-state line with no serving-run line before it")
+            _steady(ld, where, rec, runs[-1])
+        else:
+            runs.append(_run(ld, where, rec))
+    return runs
+
+
+def _steady(ld: Loaded, where: str, r: dict[str, Any], run: BenchmarkRun) -> None:
+    """The steady-state window of ``steady_state_serving`` (the longest interval with at least
+    ratio x peak requests in flight) as ``steady_*`` figures of the run it follows."""
+    if "steady_duration_s" in run.summary:
+        raise InputError(ld.file, where, f"a second steady-state line for the run at {run.location}")
+    f = ld.file
+    names = {"concurrency_ratio": "steady_concurrency_ratio", "duration": "steady_duration_s",
+             "completed": "steady_completed", "concurrency_threshold": "steady_concurrency_threshold",
+             "input_throughput": "steady_input_throughput", "output_throughput": "steady_output_throughput",
+             "output_throughput_retokenized": "steady_output_throughput_retokenized",
+             "average_concurrency": "steady_mean_concurrency", "peak_concurrency": "steady_peak_concurrency",
+             "peak_output_throughput": "steady_peak_output_throughput", "total_input": "steady_total_input_tokens",
+             "total_output": "steady_total_output_tokens", "window_start": "steady_window_start",
+             "window_end": "steady_window_end"}  # fmt: skip
+    for k, out in names.items():
+        run.summary[out] = number(r.get(k), f, f"{where}.{k}")
+    ratio = run.summary["steady_concurrency_ratio"]
+    run.notes.append(
+        f"steady-state window ({where}): the longest interval with at least {ratio:g} x peak concurrency in flight, "
+        f"{run.summary['steady_duration_s']:.3g} s, {run.summary['steady_completed']} requests; figures steady_*"
+    )
+    run.tool_version = (run.tool_version or "SGLang") + " + steady_state_serving"
 
 
 def _first_server(info: Any) -> dict[str, Any]:
@@ -123,5 +166,6 @@ def _run(ld: Loaded, where: str, r: dict[str, Any]) -> BenchmarkRun:
         if filled:
             notes.append(f"computed by benchbook from the per-request records: {', '.join(filled)}")
     server_version = (config.get("server") or {}).get("version")
-    version = "SGLang bench_serving" + (f" (server {server_version})" if server_version else " (version not in file)")
+    tool = "SGLang benchmark.serving (0.5.2x layout)" if any(k in r for k in _NEW_LAYOUT) else "SGLang bench_serving"
+    version = tool + (f" (server {server_version})" if server_version else " (version not in file)")
     return BenchmarkRun(f, "sglang-bench-serving", config, summary, requests, [], where, notes, version)

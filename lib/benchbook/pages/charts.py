@@ -176,3 +176,104 @@ def forest(rows: list[dict[str, Any]], *, axis_title: str = "candidate / baselin
         )
         .resolve_scale(y="independent")
     )
+
+
+# --------------------------------------------------------------------------- sizes
+# Altair refuses inline data above 5000 rows (MaxRowsError), and a page of 100k SVG points is
+# megabytes nobody can read. Every chart that can receive per-request or per-sample rows reduces
+# them here, in polars, before Altair sees them: a chart carries at most ROW_BUDGET rows in all.
+
+ROW_BUDGET = 4000  # rows of inline data per chart (Altair's hard limit is 5000)
+MANY_SERIES = 8  # above this many runs, one panel per metric with a line per run (no per-run panels)
+
+
+def per_series(series: int, *, budget: int = ROW_BUDGET, floor: int = 10, cap: int | None = None) -> int:
+    """Points each of ``series`` lines may carry so the chart stays within ``budget`` rows."""
+    k = max(floor, budget // max(1, series))
+    return k if cap is None else min(cap, k)
+
+
+def thin_sorted(points: list[Any], k: int) -> list[Any]:
+    """At most ``k`` of ``points`` (already in order) at evenly spaced positions, first and last kept:
+    an ECDF drawn from its quantile grid stays an ECDF."""
+    n = len(points)
+    if n <= k or k < 2:
+        return list(points)
+    idx = sorted({round(i * (n - 1) / (k - 1)) for i in range(k)})
+    return [points[i] for i in idx]
+
+
+def bin_series(frame: Any, *, x: str, y: str, by: list[str], bins: int) -> Any:
+    """A time series reduced to ``bins`` equal-width bins of ``x`` per group ``by``: per bin its
+    centre ``x``, ``n`` values, ``lo`` (min), ``mid`` (median) and ``hi`` (max) of ``y``, nulls
+    skipped. Extremes stay visible (the band is min-max), so a single slow request is not averaged
+    away; empty bins are absent (the line breaks rather than interpolates)."""
+    import polars as pl
+
+    f = frame.filter(pl.col(y).is_not_null() & pl.col(x).is_not_null())
+    if f.height == 0:
+        return f.select([*by, pl.lit(None, pl.Float64).alias("x")]).head(0)
+    span = f.group_by(by).agg(pl.col(x).min().alias("_x0"), pl.col(x).max().alias("_x1"))
+    f = f.join(span, on=by).with_columns(
+        ((pl.col("_x1") - pl.col("_x0")) / bins).alias("_w"),
+    )
+    f = f.with_columns(
+        pl.when(pl.col("_w") > 0)
+        .then(((pl.col(x) - pl.col("_x0")) / pl.col("_w")).floor().clip(0, bins - 1))
+        .otherwise(0)
+        .cast(pl.Int64)
+        .alias("_bin")
+    )
+    return (
+        f.group_by([*by, "_bin"])
+        .agg(
+            (pl.col("_x0").first() + (pl.col("_bin").first() + 0.5) * pl.col("_w").first()).alias("x"),
+            pl.len().alias("n"),
+            pl.col(y).min().alias("lo"),
+            pl.col(y).median().alias("mid"),
+            pl.col(y).max().alias("hi"),
+        )
+        .sort([*by, "_bin"])
+        .drop("_bin")
+    )
+
+
+def histogram(frame: Any, *, value: str, by: list[str], bins: int = 40) -> Any:
+    """Counts of ``value`` in ``bins`` equal-width bins per group, computed in polars: columns ``by``,
+    ``lo``, ``hi`` (bin edges) and ``count``. One row per non-empty bin, never one per sample."""
+    import polars as pl
+
+    f = frame.filter(pl.col(value).is_not_null() & pl.col(value).is_finite())
+    lo_, hi_ = f[value].min(), f[value].max()
+    if f.height == 0 or lo_ is None:
+        return pl.DataFrame(
+            schema={**{b: frame.schema[b] for b in by}, "lo": pl.Float64, "hi": pl.Float64, "count": pl.UInt32}
+        )
+    w = (hi_ - lo_) / bins or 1.0
+    return (
+        f.with_columns(((pl.col(value) - lo_) / w).floor().clip(0, bins - 1).cast(pl.Int64).alias("_bin"))
+        .group_by([*by, "_bin"])
+        .agg(pl.len().alias("count"))
+        .with_columns((lo_ + pl.col("_bin") * w).alias("lo"), (lo_ + (pl.col("_bin") + 1) * w).alias("hi"))
+        .sort([*by, "_bin"])
+        .select([*by, "lo", "hi", "count"])
+    )
+
+
+def data_rows(chart: alt.TopLevelMixin | dict) -> int:
+    """Rows of inline data a chart carries (every dataset and inline ``values``): what Altair's row
+    limit and the page's size depend on."""
+    s = spec(chart)
+    n = sum(len(v) for v in s.get("datasets", {}).values())
+
+    def walk(node: Any) -> int:
+        if isinstance(node, dict):
+            vals = node.get("data", {}).get("values") if isinstance(node.get("data"), dict) else None
+            return (len(vals) if isinstance(vals, list) else 0) + sum(
+                walk(v) for k, v in node.items() if k != "datasets"
+            )
+        if isinstance(node, list):
+            return sum(walk(v) for v in node)
+        return 0
+
+    return n + walk(s)

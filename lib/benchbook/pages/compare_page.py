@@ -885,3 +885,11 @@ def notes(page: Page) -> bd.Block:
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
     return bd.provenance(inputs=list(page.inputs), parameters=parameters)
+
+
+def pd_deployment(page: Page, link_gb_s: float | None = None) -> bd.Block:
+    """PD deployment figures and checks of runs read from llm-d Benchmark Reports
+    (benchbook.pages.pd_report_section); empty when no run states prefill and decode roles."""
+    from benchbook.pages import pd_report_section
+
+    return pd_report_section.section(((e.id, e.run) for e in page.runs), link_gb_s=link_gb_s)

@@ -203,15 +203,46 @@ def _empty(what: str) -> bd.Block:
 
 
 def latency_chart(t: Tables) -> bd.Block:
-    """Per-request latency against its start time, one panel per run (warm-up shown, greyed)."""
+    """Per-request latency against its start time, one panel per run (warm-up shown, greyed). Past
+    :data:`benchbook.pages.charts.ROW_BUDGET` requests the dots become binned lines (median per time
+    bin with its min-max band, per scenario), so a 100k-request campaign draws, not a MaxRowsError."""
     import altair as alt
     import polars as pl
+
+    from benchbook.pages import charts
 
     if t.requests.height == 0:
         return _empty("whole-request runs")
     d = t.requests.select("run", "scenario", "n", "prompt_class", "start", "latency").with_columns(
         pl.col("scenario").alias("scenario")
     )
+    if d.height > charts.ROW_BUDGET:
+        series = d.select("run", "scenario").unique().height
+        bins = charts.per_series(series, cap=60)
+        b = charts.bin_series(d, x="start", y="latency", by=["run", "scenario"], bins=bins)
+        base = alt.Chart(b).encode(
+            x=alt.X("x:Q", title="request start (s, client clock)"), color=alt.Color("scenario:N", title="scenario")
+        )
+        ch = (
+            alt.layer(
+                base.mark_area(opacity=0.2).encode(y=alt.Y("lo:Q", title="latency (s)"), y2="hi:Q"),
+                base.mark_line(point=True).encode(
+                    y="mid:Q", tooltip=["run", "scenario", "n", alt.Tooltip("mid:Q", format=".3f")]
+                ),
+            )
+            .properties(width=260, height=150)
+            .facet(facet=alt.Facet("run:N", title=None), columns=3)
+        )
+        return bd.chart(
+            ch,
+            interactive=True,
+            id="explore-latency",
+            caption=(
+                f"{d.height:,} requests, binned: per run and scenario {bins} equal time bins, the line the median latency "
+                f"of each bin and the band its min–max; {t.camp.generation_tokens} generated tokens each. "
+                "t.requests has every request."
+            ),
+        )
     ch = (
         alt.Chart(d)
         .mark_point(filled=True, size=25)
@@ -321,7 +352,18 @@ def memory_chart(t: Tables) -> bd.Block:
 
     if t.memory_gpu.height == 0:
         return _empty("memory runs")
+    from benchbook.pages import charts
+
     d = t.memory_gpu.group_by(["run", "t"]).agg((pl.col("gpu_used_mib").max() / 1024).alias("gib")).sort(["run", "t"])
+    binned = ""
+    if d.height > charts.ROW_BUDGET:  # long sampling: per run at most its share of the budget, peak kept
+        bins = charts.per_series(d["run"].n_unique(), cap=400)
+        d = (
+            charts.bin_series(d, x="t", y="gib", by=["run"], bins=bins)
+            .select("run", pl.col("x").alias("t"), pl.col("hi").alias("gib"))
+            .sort(["run", "t"])
+        )
+        binned = f" Long series binned: {bins} equal time bins per run, each drawn at its highest sample (peaks kept)."
     ch = (
         alt.Chart(d)
         .mark_line()
@@ -340,5 +382,6 @@ def memory_chart(t: Tables) -> bd.Block:
         id="explore-memory",
         caption=(
             "nvidia-smi memory.used of the largest rank per sample; markers (load, requests, stop) are in t.memory_markers."
+            + binned
         ),
     )

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from benchbook.analysis import per_request as pr
+from benchbook.pages import charts as ch
 from benchbook.pages import display as bd
 
 __all__ = ["section", "views"]
@@ -36,6 +37,45 @@ def _pct(k: int, n: int) -> str:
     return f"{k} ({k / n:.1%})" if n else "—"
 
 
+FOLD_ROWS = 24  # a per-run table longer than this shows the rows a reader must see and folds the rest
+
+
+def _folded(rows: list[dict[str, Any]], keep: list[bool], *, id: str, caption: str, what: str) -> bd.Block:
+    """A per-run table that stays short at 50 runs: up to :data:`FOLD_ROWS` rows it is one table;
+    beyond, the rows marked ``keep`` (failures, flags) stay in view and the others are folded into a
+    ``<details>`` below it, still in the page, never removed."""
+    if len(rows) <= FOLD_ROWS:
+        return bd.table(rows, id=id, caption=caption)
+    shown = [r for r, k in zip(rows, keep) if k]
+    rest = [r for r, k in zip(rows, keep) if not k]
+    parts = []
+    if shown:
+        parts.append(
+            str(
+                bd.table(
+                    shown,
+                    id=id,
+                    caption=f"{caption} Shown: {len(shown)} of {len(rows)} rows ({what}); the others are folded below.",
+                )
+            )
+        )
+    else:
+        parts.append(
+            str(
+                bd.text(
+                    "{caption} None of the {n} rows is {what}; all are folded below.",
+                    caption=caption,
+                    n=len(rows),
+                    what=what,
+                )
+            )
+        )
+    if rest:
+        body = bd.table(rest, id=f"{id}-rest" if shown else id, caption=caption)
+        parts.append(str(bd.collapsed(f"{len(rest)} more rows", body)))
+    return bd.Block("".join(parts))
+
+
 def _outcomes(vs: list[pr.RequestViews]) -> bd.Block:
     rows = []
     for v in vs:
@@ -49,13 +89,15 @@ def _outcomes(vs: list[pr.RequestViews]) -> bd.Block:
                 "Errored": _pct(v.shares["errored"], v.total),
             }
         )
-    return bd.table(
+    return _folded(
         rows,
+        [v.shares["successful"] < v.total for v in vs],
         id="request-outcomes",
         caption=(
             "Per-request records in each file and their outcomes (incomplete = cut off when the benchmark ended); "
             "'Read as' is the tool version or layout the reader detected."
         ),
+        what="runs with incomplete or errored requests",
     )
 
 
@@ -72,11 +114,13 @@ def _saturation(vs: list[pr.RequestViews]) -> bd.Block:
                 "Why": s.reason,
             }
         )
-    return bd.table(
+    return _folded(
         rows,
+        [v.saturation.status == "saturated" for v in vs],
         id="request-saturation",
         caption="Saturation flag. Rule: " + pr.SATURATION_RULE + ". In-flight counts and TTFT come from successful "
         "requests with a start time.",
+        what="saturated runs",
     )
 
 
@@ -97,60 +141,76 @@ def _percentile_table(vs: list[pr.RequestViews]) -> bd.Block:
                     "Values": d.source,
                 }
             )
-    return bd.table(
+    return _folded(
         rows,
+        [r["Metric"] in ("TTFT", "E2E") for r in rows],
         id="request-percentiles",
         caption=(
             "Computed by benchbook from the per-request records with one definition for every tool (see the definitions "
             "table); percentiles by linear interpolation; n = values behind each row. Requests inside one run are not "
             "replicates: these describe a run, they do not make a verdict."
         ),
+        what="TTFT and E2E, the figures the time course shows",
     )
 
 
-#: rows one chart embeds at most (Altair's default limit is 5000)
-CHART_ROWS = 4500
-
-
-def _thin(df: Any, by: list[str], limit: int) -> Any:
-    """At most ``limit`` rows: every k-th row of each ``by`` group (its first and last kept), the
-    same k for every group, so many runs on one chart stay within the embedding limit."""
-    import polars as pl
-
-    if df.height <= limit:
-        return df
-    k = -(-df.height // max(limit - 2 * df.select(by).n_unique(), 1))
-    i = pl.int_range(pl.len()).over(by)
-    return df.filter((i % k == 0) | (i == pl.len().over(by) - 1))
+def _colour(vs: list[pr.RequestViews]) -> tuple[str, str]:
+    """Colour field and its legend title: the run while few runs share a chart, else the configuration
+    (each run still its own line) so a 50-run chart has a legend a reader can use."""
+    if len(vs) <= ch.MANY_SERIES:
+        return "run", "run"
+    return "config", "configuration"
 
 
 def _ecdf_chart(vs: list[pr.RequestViews]) -> bd.Block:
     import altair as alt
     import polars as pl
 
+    curves = sum(len(v.distributions) for v in vs)
+    marks_n = curves * len(pr.PERCENTILES) if len(vs) <= ch.MANY_SERIES else 0
+    k = ch.per_series(curves, budget=ch.ROW_BUDGET - marks_n, cap=pr.ECDF_POINTS + 1)
     pts, marks = [], []
+    thinned = False
     for v in vs:
+        cfg = v.config or v.run_id
         for m, d in v.distributions.items():
             name = f"{pr.METRIC_NAMES[m]} ms"
-            pts += [{"run": v.run_id, "metric": name, "value": x, "share": q} for x, q in d.ecdf]
-            marks += [
-                {"run": v.run_id, "metric": name, "value": d.percentiles_ms[p], "p": f"p{p}"} for p in pr.PERCENTILES
-            ]
+            drawn = ch.thin_sorted(d.ecdf, k)
+            thinned |= len(drawn) < len(d.ecdf)
+            pts += [{"run": v.run_id, "config": cfg, "metric": name, "value": x, "share": q} for x, q in drawn]
+            if marks_n:
+                marks += [
+                    {"run": v.run_id, "config": cfg, "metric": name, "value": d.percentiles_ms[p], "p": f"p{p}"}
+                    for p in pr.PERCENTILES
+                ]
     if not pts:
         return bd.Block("")
     order = [f"{pr.METRIC_NAMES[m]} ms" for m in ("ttft", "tpot", "itl", "e2e")]
-    df, mk = _thin(pl.DataFrame(pts), ["run", "metric"], CHART_ROWS - len(marks)), pl.DataFrame(marks)
-    color = alt.Color("run:N", title="run")
+    df = pl.DataFrame(pts)
+    mk = (
+        pl.DataFrame(marks)
+        if marks
+        else pl.DataFrame(
+            schema={"run": pl.String, "config": pl.String, "metric": pl.String, "value": pl.Float64, "p": pl.String}
+        )
+    )
+    field, title = _colour(vs)
+    color = alt.Color(f"{field}:N", title=title)
     line = (
         alt.Chart()
         .mark_line(interpolate="step-after")
-        .encode(x=alt.X("value:Q", title=None), y=alt.Y("share:Q", title="share of requests ≤ x"), color=color)
+        .encode(
+            x=alt.X("value:Q", title=None),
+            y=alt.Y("share:Q", title="share of requests ≤ x"),
+            color=color,
+            detail="run:N",
+        )
     )
     rules = (
         alt.Chart()
         .transform_filter(alt.datum.kind == "mark")
         .mark_rule(strokeDash=[3, 3], opacity=0.7)
-        .encode(x="value:Q", color=color, detail="p:N")
+        .encode(x="value:Q", color=color, detail=alt.Detail(["run:N", "p:N"]))
     )
     data = pl.concat(
         [
@@ -159,68 +219,161 @@ def _ecdf_chart(vs: list[pr.RequestViews]) -> bd.Block:
         ],
         how="diagonal",
     )
-    ch = (
+    chart = (
         alt.layer(line.transform_filter(alt.datum.kind == "ecdf"), rules, data=data)
         .properties(width=260, height=170)
         .facet(facet=alt.Facet("metric:N", title=None, sort=order), columns=2)
         .resolve_scale(x="independent")
     )
+    drawn_at = (
+        f"Curves are drawn at {k} evenly spaced points of each run's quantile grid ({curves} curves on one chart)."
+        if thinned
+        else f"Large runs are drawn at {pr.ECDF_POINTS + 1} evenly spaced quantiles."
+    )
+    per = "" if field == "run" else " Colour is the configuration; each run is its own line."
     return bd.chart(
-        ch,
+        chart,
         id="request-ecdf",
         caption=(
-            "Empirical CDF per run and metric (milliseconds); dashed lines mark each run's p50, p90 and p99. Large runs "
-            f"are drawn at {pr.ECDF_POINTS + 1} evenly spaced quantiles. n per run and metric: see the percentile table."
+            "Empirical CDF per run and metric (milliseconds); "
+            + (
+                "dashed lines mark each run's p50, p90 and p99. "
+                if marks_n
+                else f"with {len(vs)} runs the percentile marks are left out (they are in the percentile table). "
+            )
+            + f"{drawn_at}{per} n per run and metric: see the percentile table."
         ),
     )
 
 
+TIMELINE_BINS = 40  # time bins per run and metric on the time-course chart (fewer when many runs share it)
+
+
 def _timeline_chart(vs: list[pr.RequestViews]) -> bd.Block:
+    """TTFT and E2E over the run, binned: per time bin the median (line) and min-max (band), never one
+    mark per request; requests that did not succeed stay visible as points (thinned to the budget)."""
     import altair as alt
     import polars as pl
 
     frames = []
     for v in vs:
         axis = "start s" if v.timeline_axis == "start" else "request order"
-        t = v.timeline.with_columns(pl.lit(v.run_id).alias("run"))
+        t = v.timeline.with_columns(pl.lit(v.run_id).alias("run"), pl.lit(v.config or v.run_id).alias("config"))
         frames.append(
-            t.unpivot(index=["x", "status", "run"], on=["ttft_ms", "e2e_ms"], variable_name="metric")
+            t.unpivot(index=["x", "status", "run", "config"], on=["ttft_ms", "e2e_ms"], variable_name="metric")
             .drop_nulls("value")
             .with_columns(
-                (
-                    pl.col("run")
-                    + " — "
-                    + pl.col("metric").replace({"ttft_ms": "TTFT ms", "e2e_ms": "E2E ms"})
-                    + f" vs {axis}"
-                ).alias("panel")
+                pl.col("metric").replace({"ttft_ms": "TTFT ms", "e2e_ms": "E2E ms"}),
+                pl.lit(axis).alias("axis"),
             )
         )
     if not frames:
         return bd.Block("")
-    df = _thin(pl.concat(frames), ["panel"], CHART_ROWS)
-    panels = list(dict.fromkeys(df["panel"].to_list()))
-    ch = (
-        alt.Chart(df)
-        .mark_circle(size=14, opacity=0.7)
-        .encode(
-            x=alt.X("x:Q", title=None),
-            y=alt.Y("value:Q", title=None),
-            color=alt.Color(
-                "status:N", title="outcome", scale=alt.Scale(domain=["successful", "incomplete", "errored"])
-            ),
+    df = pl.concat(frames)
+    many = len(vs) > ch.MANY_SERIES
+    series = len(vs) * 2
+    bins = min(TIMELINE_BINS, ch.per_series(series, budget=ch.ROW_BUDGET * 3 // 4))
+    binned = ch.bin_series(df, x="x", y="value", by=["run", "config", "metric", "axis"], bins=bins)
+    odd = df.filter(pl.col("status") != "successful")
+    odd_total = odd.height
+    odd = (
+        pl.DataFrame(ch.thin_sorted(odd.sort(["run", "metric", "x"]).rows(named=True), ch.ROW_BUDGET // 4))
+        if odd_total
+        else odd
+    )
+    if many:
+        binned = binned.with_columns(pl.col("metric").alias("panel"))
+        odd = odd.with_columns(pl.col("metric").alias("panel")) if odd.height else odd
+        panels = ["TTFT ms", "E2E ms"]
+    else:
+        binned = binned.with_columns(
+            (pl.col("run") + " — " + pl.col("metric") + " vs " + pl.col("axis")).alias("panel")
         )
-        .properties(width=260, height=150)
-        .facet(facet=alt.Facet("panel:N", title=None, sort=panels, header=alt.Header(labelLimit=330)), columns=2)
+        if odd.height:
+            odd = odd.with_columns((pl.col("run") + " — " + pl.col("metric") + " vs " + pl.col("axis")).alias("panel"))
+        present = set(binned["panel"].to_list())
+        axes = {v.run_id: "start s" if v.timeline_axis == "start" else "request order" for v in vs}
+        panels = [  # run by run as the runs came, TTFT before E2E
+            p for v in vs for m in ("TTFT ms", "E2E ms") if (p := f"{v.run_id} — {m} vs {axes[v.run_id]}") in present
+        ]
+    data = pl.concat(
+        [
+            binned.select("panel", "run", "config", "x", "lo", "mid", "hi", pl.lit("bin").alias("kind")),
+            odd.select(
+                "panel", "run", "config", "x", pl.col("value").alias("mid"), "status", pl.lit("odd").alias("kind")
+            )
+            if odd.height
+            else pl.DataFrame(),
+        ],
+        how="diagonal",
+    )
+    field, title = _colour(vs)
+    x = alt.X("x:Q", title=None)
+    layers = []
+    if not many:
+        layers.append(
+            alt.Chart()
+            .transform_filter(alt.datum.kind == "bin")
+            .mark_area(opacity=0.2, interpolate="step")
+            .encode(x=x, y=alt.Y("lo:Q", title=None), y2="hi:Q")
+        )
+        line_color = alt.value(ch.PALETTE[0])
+    else:
+        line_color = alt.Color(f"{field}:N", title=title)
+    layers.append(
+        alt.Chart()
+        .transform_filter(alt.datum.kind == "bin")
+        .mark_line(interpolate="step")
+        .encode(x=x, y=alt.Y("mid:Q", title=None), color=line_color, detail="run:N")
+    )
+    if odd_total:
+        layers.append(
+            alt.Chart()
+            .transform_filter(alt.datum.kind == "odd")
+            .mark_point(shape="cross", size=30, filled=True)
+            .encode(
+                x=x,
+                y="mid:Q",
+                fill=alt.Fill(
+                    "status:N",
+                    title="not successful",
+                    scale=alt.Scale(domain=["incomplete", "errored"], range=[ch.PALETTE[4], ch.PALETTE[5]]),
+                ),
+                stroke=alt.value(None),
+            )
+        )
+    chart = (
+        alt.layer(*layers, data=data)
+        .properties(width=260 if not many else 540, height=150 if not many else 200)
+        .facet(
+            facet=alt.Facet("panel:N", title=None, sort=panels, header=alt.Header(labelLimit=330)),
+            columns=2 if not many else 1,
+        )
         .resolve_scale(x="independent", y="independent")
     )
     steps = [f"{v.run_id}: every {v.timeline_step}th request" for v in vs if v.timeline_step > 1]
+    how = (
+        f"Binned: {bins} equal time bins per run, the line the median of each bin and the shaded band its min–max, "
+        "so a single slow request still shows."
+        if not many
+        else f"{len(vs)} runs: one line per run (the median of each of {bins} equal time bins), coloured by "
+        "configuration; with this many runs the min–max bands are left out so the lines stay readable."
+    )
+    odd_note = (
+        f" Requests that did not succeed are crosses ({odd_total}"
+        + (f", {data.filter(pl.col('kind') == 'odd').height} drawn" if odd.height < odd_total else "")
+        + ")."
+        if odd_total
+        else ""
+    )
     return bd.chart(
-        ch,
+        chart,
         id="request-timeline",
         caption=(
-            "TTFT and E2E of each request against when it started (seconds since the run's first request start), or "
-            "against request order where the file keeps no start times: a rising band is queue build-up, early "
-            "outliers are warm-up. " + ("Sampled: " + "; ".join(steps) + "." if steps else "Every request drawn.")
+            "TTFT and E2E against when each request started (seconds since the run's first request start), or "
+            "against request order where the file keeps no start times: a rising line is queue build-up, an early "
+            f"spike is warm-up. {how}{odd_note} "
+            + ("Input sampled before binning: " + "; ".join(steps) + "." if steps else "Every request binned.")
         ),
     )
 

@@ -1,0 +1,294 @@
+"""llm-d-benchmark's Benchmark Report (BR), versions 0.2 and 0.2.1, in YAML or JSON.
+
+A BR is one document per run (stage): ``version``, ``run`` (``uid``, ``eid``, ``time``),
+``scenario`` (``stack``: one component per deployed piece, ``load``: what the harness sent) and
+``results`` (``request_performance.aggregate`` / ``.time_series``, ``observability``,
+``component_health``). Field names follow the pydantic schema that inference-perf 0.7 ships as
+``inference_perf/reportgen/br/v0_2`` (``schema_v0_2.py``, ``schema_v0_2_1.py``: 0.2.1 only adds
+multi-modal payload statistics); inference-perf itself writes the ``version``/``run``/``results``
+slice of one (``inference-perf.partial.stage_<i>.yaml``), llm-d-benchmark adds the ``scenario``.
+
+What is read:
+
+- **stack** (``scenario.stack[].standardized`` of ``kind: inference_engine``): ``role``
+  (``replica`` | ``prefill`` | ``decode``), ``replicas``, ``model.name``, ``tool``/``tool_version``
+  (the engine), ``accelerator.model``, ``accelerator.count`` and ``accelerator.parallelism``
+  (``tp``, ``dp``, ``dp_local``, ``workers``, ``ep``, ``pp``). They become deployment fields of the
+  run's configuration (``config["params"]``: ``prefill_gpus``, ``decode_gpus``, ``accelerator`` …;
+  ``disaggregated``, ``prefill_servers``/``decode_servers``) and ``config["stack"]``, one dict per
+  component, for :mod:`benchbook.analysis.pd_report`.
+- **load** (``scenario.load.standardized``): ``tool``/``tool_version`` (the harness),
+  ``input_seq_len.value``, ``output_seq_len.value``, ``rate_qps``, ``concurrency``, ``source``.
+- **aggregates** (``results.request_performance.aggregate``): ``requests`` (``total``,
+  ``failures``, ``incomplete``, ``input_length``/``output_length`` means), ``latency``
+  (``time_to_first_token``, ``time_per_output_token``, ``inter_token_latency``,
+  ``request_latency``: Statistics with ``units`` s or ms, ``mean``, ``p50``, ``p90``, ``p99``),
+  ``throughput`` (``input_token_rate``, ``output_token_rate``, ``total_token_rate``,
+  ``request_rate``: Statistics, ``mean`` read).
+- **time series**: the number of series and points is noted (``results.request_performance.
+  time_series``); they are not per-request records.
+- **observability** (``results.observability.components[]``): per component label its
+  ``aggregate`` Statistics (``mean`` of each: ``kv_cache_usage``, ``gpu_memory_usage``,
+  ``power_consumption`` …) into ``config["observability"]``. KV-transfer figures are not fields of
+  BR 0.2/0.2.1; a component aggregate's ``kv_transfer_time`` and ``kv_transfer_bytes`` (Statistics
+  per request, the names llm-d's NIXL collection would use there) are read where present, and said
+  missing otherwise.
+- **health** (``results.component_health[]``): ``total_restarts``, ``failed_replicas`` per label.
+
+A ``version`` newer than 0.2.1 is read where its keys match what 0.2.1 has; the run's notes and
+``tool_version`` say which version it was and list every key that was not read.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchbook.errors import InputError
+from benchbook.ingest.formats import (
+    BenchmarkRun,
+    Loaded,
+    make_config,
+    make_summary,
+    number,
+    object_at,
+)
+
+KNOWN = ("0.2", "0.2.1")
+# keys benchbook reads or knows to skip at each place (of 0.2.1); anything else is listed as not read
+_KNOWN_KEYS: dict[str, set[str]] = {
+    "$": {"version", "run", "scenario", "results"},
+    "$.scenario": {"stack", "load"},
+    "$.results": {"request_performance", "session_performance", "observability", "profiling", "component_health"},
+    "$.results.request_performance": {"aggregate", "time_series"},
+    "$.results.request_performance.aggregate": {"requests", "latency", "throughput"},
+}
+_LATENCY = {
+    "ttft": "time_to_first_token",
+    "tpot": "time_per_output_token",
+    "itl": "inter_token_latency",
+    "e2el": "request_latency",
+}
+_MS = {"s": 1000.0, "ms": 1.0, "s/token": 1000.0, "ms/token": 1.0}
+
+
+def _version_tuple(v: str) -> tuple[int, ...] | None:
+    try:
+        return tuple(int(x) for x in v.split("."))
+    except ValueError:
+        return None
+
+
+def _list(ld: Loaded, v: Any, where: str) -> list[Any]:
+    if v is None:
+        return []
+    if not isinstance(v, list):
+        raise InputError(ld.file, where, f"expected a list, found {type(v).__name__}")
+    return v
+
+
+def _stat(ld: Loaded, st: Any, where: str, key: str = "mean") -> float | None:
+    st = object_at(ld, st, where)
+    return number(st.get(key), ld.file, f"{where}.{key}")
+
+
+def _latency_ms(ld: Loaded, st: Any, where: str, key: str) -> float | None:
+    st = object_at(ld, st, where)
+    v = number(st.get(key), ld.file, f"{where}.{key}")
+    if v is None:
+        return None
+    units = st.get("units")
+    if units not in _MS:
+        raise InputError(ld.file, f"{where}.units", f"latency units {units!r}: expected one of {sorted(_MS)}")
+    return v * _MS[units]
+
+
+def _engine(ld: Loaded, comp: Any, where: str) -> dict[str, Any] | None:
+    comp = object_at(ld, comp, where)
+    std = object_at(ld, comp.get("standardized"), f"{where}.standardized")
+    if std.get("kind") != "inference_engine":
+        return None
+    acc = object_at(ld, std.get("accelerator"), f"{where}.standardized.accelerator")
+    par = object_at(ld, acc.get("parallelism"), f"{where}.standardized.accelerator.parallelism")
+    role = std.get("role")
+    if role not in ("replica", "prefill", "decode"):
+        raise InputError(ld.file, f"{where}.standardized.role", f"role {role!r}: expected replica, prefill or decode")
+    replicas = number(std.get("replicas", 1), ld.file, f"{where}.standardized.replicas")
+    count = number(acc.get("count"), ld.file, f"{where}.standardized.accelerator.count")
+    return {
+        "label": object_at(ld, comp.get("metadata"), f"{where}.metadata").get("label"),
+        "role": role,
+        "replicas": replicas,
+        "engine": std.get("tool"),
+        "engine_version": std.get("tool_version"),
+        "model": object_at(ld, std.get("model"), f"{where}.standardized.model").get("name"),
+        "accelerator": acc.get("model"),
+        # accelerator.count is "total utilized accelerator count" of the component (all its replicas)
+        "gpus": count,
+        "parallelism": {k: par[k] for k in ("tp", "dp", "dp_local", "workers", "ep", "pp") if k in par},
+    }
+
+
+def read_report(ld: Loaded) -> list[BenchmarkRun]:
+    f, d = ld.file, ld.doc
+    version = str(d.get("version"))
+    notes: list[str] = []
+    not_read: list[str] = []
+    vt, newest = _version_tuple(version), _version_tuple(KNOWN[-1])
+    newer = vt is not None and newest is not None and vt > newest
+    if vt is None or (vt not in [_version_tuple(k) for k in KNOWN] and not newer):
+        raise InputError(f, "$.version", f"Benchmark Report version {version!r}: known versions are {', '.join(KNOWN)}")
+    for place, known in _KNOWN_KEYS.items():
+        node: Any = d
+        for part in place.split(".")[1:]:
+            node = node.get(part) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            not_read += [f"{place}.{k}" for k in sorted(node) if k not in known]
+    run = object_at(ld, d.get("run"), "$.run")
+    scen = object_at(ld, d.get("scenario"), "$.scenario")
+    res = object_at(ld, d.get("results"), "$.results")
+
+    stack = []
+    for i, comp in enumerate(_list(ld, scen.get("stack"), "$.scenario.stack")):
+        e = _engine(ld, comp, f"$.scenario.stack[{i}]")
+        if e is not None:
+            stack.append(e)
+    load = object_at(
+        ld, object_at(ld, scen.get("load"), "$.scenario.load").get("standardized"), "$.scenario.load.standardized"
+    )
+    isl = object_at(ld, load.get("input_seq_len"), "$.scenario.load.standardized.input_seq_len")
+    osl = object_at(ld, load.get("output_seq_len"), "$.scenario.load.standardized.output_seq_len")
+
+    roles = {e["role"] for e in stack}
+    pd = {"prefill", "decode"} <= roles
+    params: dict[str, Any] = {}
+    for role in ("prefill", "decode", "replica"):
+        comps = [e for e in stack if e["role"] == role]
+        if not comps:
+            continue
+        gpus = [e["gpus"] for e in comps]
+        params[f"{role}_gpus"] = None if None in gpus else sum(gpus)
+        params[f"{role}_replicas"] = sum(e["replicas"] or 0 for e in comps)
+        pars = sorted(
+            {" ".join(f"{k}={v}" for k, v in e["parallelism"].items() if k in ("tp", "dp", "ep", "pp")) for e in comps}
+        )
+        params[f"{role}_parallelism"] = "; ".join(p for p in pars if p) or None
+    accs = sorted({str(e["accelerator"]) for e in stack if e["accelerator"]})
+    first = stack[0] if stack else {}
+    par0 = first.get("parallelism") or {}
+    engines = sorted({f"{e['engine']} {e['engine_version']}".strip() for e in stack if e["engine"]})
+    config = make_config(
+        model=first.get("model"),
+        backend=first.get("engine"),
+        request_rate=number(load.get("rate_qps"), f, "$.scenario.load.standardized.rate_qps"),
+        max_concurrency=number(load.get("concurrency"), f, "$.scenario.load.standardized.concurrency"),
+        date=object_at(ld, run.get("time"), "$.run.time").get("start"),
+        label=run.get("uid"),
+        dataset_name=load.get("source"),
+        input_tokens=number(isl.get("value"), f, "$.scenario.load.standardized.input_seq_len.value"),
+        output_tokens=number(osl.get("value"), f, "$.scenario.load.standardized.output_seq_len.value"),
+        harness=" ".join(str(x) for x in (load.get("tool"), load.get("tool_version")) if x) or None,
+        server={
+            **({"version": first["engine_version"]} if first.get("engine_version") else {}),
+            **{f"{k}_size": par0[k] for k in ("tp", "pp", "dp") if k in par0 and not pd},
+        },
+        disaggregated=pd,
+        prefill_servers=params.get("prefill_replicas") if pd else None,
+        decode_servers=params.get("decode_replicas") if pd else None,
+        prefill_versions=[e["engine_version"] for e in stack if e["role"] == "prefill"] if pd else None,
+        decode_versions=[e["engine_version"] for e in stack if e["role"] == "decode"] if pd else None,
+        gpu=", ".join(accs) or None,
+        params={
+            **params,
+            **({"accelerator": ", ".join(accs)} if accs else {}),
+            **({"engines": ", ".join(engines)} if engines else {}),
+        },
+        stack=stack,
+        run_eid=run.get("eid"),
+    )
+    if not stack:
+        notes.append("no inference_engine component in scenario.stack: the deployment (roles, GPUs) is not stated")
+
+    # results
+    rp = object_at(ld, res.get("request_performance"), "$.results.request_performance")
+    agg = object_at(ld, rp.get("aggregate"), "$.results.request_performance.aggregate")
+    reqs = object_at(ld, agg.get("requests"), "$.results.request_performance.aggregate.requests")
+    lat = object_at(ld, agg.get("latency"), "$.results.request_performance.aggregate.latency")
+    tput = object_at(ld, agg.get("throughput"), "$.results.request_performance.aggregate.throughput")
+    w = "$.results.request_performance.aggregate"
+    total = number(reqs.get("total"), f, f"{w}.requests.total")
+    failures = number(reqs.get("failures"), f, f"{w}.requests.failures")
+    incomplete = number(reqs.get("incomplete"), f, f"{w}.requests.incomplete")
+    values: dict[str, Any] = {
+        "failed": failures,
+        "incomplete": incomplete,
+        "request_throughput": _stat(ld, tput.get("request_rate"), f"{w}.throughput.request_rate"),
+        "output_throughput": _stat(ld, tput.get("output_token_rate"), f"{w}.throughput.output_token_rate"),
+        "total_token_throughput": _stat(ld, tput.get("total_token_rate"), f"{w}.throughput.total_token_rate"),
+        "input_throughput": _stat(ld, tput.get("input_token_rate"), f"{w}.throughput.input_token_rate"),
+        "mean_input_length": _stat(ld, reqs.get("input_length"), f"{w}.requests.input_length"),
+        "mean_output_length": _stat(ld, reqs.get("output_length"), f"{w}.requests.output_length"),
+    }
+    if total is not None:
+        values["completed"] = total - (failures or 0) - (incomplete or 0)
+    for m, key in _LATENCY.items():
+        for stat, src in (("mean", "mean"), ("median", "p50"), ("p90", "p90"), ("p99", "p99")):
+            v = _latency_ms(ld, lat.get(key), f"{w}.latency.{key}", src) if lat.get(key) is not None else None
+            if v is not None or stat != "p90":
+                values[f"{stat}_{m}_ms"] = v
+    t = object_at(ld, run.get("time"), "$.run.time")
+    dur = t.get("duration")
+    if isinstance(dur, str) and dur.startswith("PT") and dur.endswith("S"):
+        try:
+            values["duration_s"] = float(dur[2:-1])
+        except ValueError:
+            notes.append(f"run.time.duration {dur!r} not read (only PT<seconds>S is)")
+    if values.get("completed") is not None and values.get("mean_input_length") is not None:
+        values["total_input_tokens"] = round(values["completed"] * values["mean_input_length"])
+    if values.get("completed") is not None and values.get("mean_output_length") is not None:
+        values["total_output_tokens"] = round(values["completed"] * values["mean_output_length"])
+    if "total_input_tokens" in values:
+        notes.append("token totals = completed requests x mean input/output length (the report keeps no totals)")
+    ts = object_at(ld, rp.get("time_series"), "$.results.request_performance.time_series")
+    n_series = sum(1 for sec in ts.values() if isinstance(sec, dict) for s in sec.values() if isinstance(s, dict))
+    if n_series:
+        notes.append(f"{n_series} time series in results.request_performance.time_series (not per-request records)")
+
+    obs: dict[str, dict[str, Any]] = {}
+    obs_root = object_at(ld, res.get("observability"), "$.results.observability")
+    for i, c in enumerate(_list(ld, obs_root.get("components"), "$.results.observability.components")):
+        where = f"$.results.observability.components[{i}]"
+        c = object_at(ld, c, where)
+        label = str(c.get("component_label"))
+        a = object_at(ld, c.get("aggregate"), f"{where}.aggregate")
+        entry = obs.setdefault(label, {})
+        for k, st in a.items():
+            if isinstance(st, dict) and "mean" in st:
+                entry[k] = {"mean": _stat(ld, st, f"{where}.aggregate.{k}"), "units": st.get("units"),
+                            "total": number(st.get("total"), f, f"{where}.aggregate.{k}.total") if "total" in st else None}  # fmt: skip
+    health = {}
+    for i, h in enumerate(_list(ld, res.get("component_health"), "$.results.component_health")):
+        h = object_at(ld, h, f"$.results.component_health[{i}]")
+        health[str(h.get("component_label"))] = {
+            "total_restarts": number(h.get("total_restarts"), f, f"$.results.component_health[{i}].total_restarts"),
+            "failed_replicas": number(h.get("failed_replicas"), f, f"$.results.component_health[{i}].failed_replicas"),
+        }
+    config["observability"] = obs
+    config["health"] = health
+    config["not_read"] = not_read
+    restarts = {k: v["total_restarts"] for k, v in health.items() if v["total_restarts"]}
+    if restarts:
+        notes.append(
+            "components restarted during the run: " + ", ".join(f"{k} x{v}" for k, v in sorted(restarts.items()))
+        )
+
+    name = f"llm-d Benchmark Report {version}"
+    if newer:
+        name += f" (newer than known {KNOWN[-1]}: read where its keys match)"
+        notes.append(
+            f"Benchmark Report version {version} is newer than the versions benchbook knows ({', '.join(KNOWN)}); "
+            "read where its keys match 0.2.1. Not read: " + (", ".join(not_read) or "nothing (every key matched)")
+        )
+    elif not_read:
+        notes.append("keys not read: " + ", ".join(not_read))
+    summary = make_summary(**values)
+    return [BenchmarkRun(f, "llmd-benchmark-report", config, summary, None, [], "$", notes, name)]

@@ -1,0 +1,245 @@
+"""GPU telemetry from the tools and exporters people run beside a benchmark, as one tidy frame.
+
+Three sources, one shape: the columns of :func:`benchbook.ingest.gpu_samples.read_gpu_csv`
+(``t, gpu, memory_used_mib, memory_total_mib, power_w, util_gpu_pct, util_mem_pct, clock_sm_mhz,
+clock_mem_mhz, temp_c``) plus :data:`EXTRA_COLUMNS` (``energy_j``: the GPU's cumulative energy
+counter in joules, null where the source has none; ``host``). So a memory or energy analysis reads
+any of them the same way, and ``nvidia-smi`` CSV stays :mod:`benchbook.ingest.gpu_samples`' job.
+
+- **AIPerf GPU telemetry export** (``gpu_telemetry_export.jsonl`` / ``*_gpu_telemetry.jsonl``, AIPerf
+  0.13): one JSON line per GPU per collection cycle, ``timestamp_ns``, ``gpu_index``, ``gpu_uuid``,
+  ``hostname``, ``gpu_model_name``, ``telemetry_source_url`` and ``telemetry_data`` holding
+  ``nvidia_power_usage`` (W), ``nvidia_energy_consumption`` (MJ, cumulative),
+  ``nvidia_memory_used`` (GB = 10^9 bytes: AIPerf scales DCGM's MiB by 1.048576e-3),
+  ``nvidia_gpu_utilization`` / ``nvidia_memory_utilization`` (%), ``nvidia_temperature`` (°C).
+  The older field names without the ``nvidia_`` prefix (``gpu_power_usage``, ``energy_consumption``,
+  ``gpu_memory_used``, ``gpu_utilization``, ``mem_utilization``, ``gpu_temperature``), which AIPerf
+  still accepts as aliases, are read too.
+- **DCGM-exporter** series in Prometheus text (a ``/metrics`` scrape of dcgm-exporter, or of a
+  Prometheus federating it): ``DCGM_FI_DEV_FB_USED`` (MiB), ``DCGM_FI_DEV_FB_FREE`` (MiB, total =
+  used + free), ``DCGM_FI_DEV_POWER_USAGE`` (W), ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` (mJ since
+  the driver loaded), ``DCGM_FI_DEV_GPU_UTIL`` / ``DCGM_FI_DEV_MEM_COPY_UTIL`` (%),
+  ``DCGM_FI_DEV_SM_CLOCK`` / ``DCGM_FI_DEV_MEM_CLOCK`` (MHz), ``DCGM_FI_DEV_GPU_TEMP`` (°C); one
+  row per ``gpu`` label per scrape. Parsed by prometheus_client (benchbook.metrics.prometheus). A
+  scrape carries no time of its own: ``t`` is what the caller says (the capture's scrape time), or
+  null.
+
+Bad input names the file, the line or label and what was wrong; a JSON Lines file that is not this
+layout is reported with the keys it has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from benchbook.errors import InputError
+from benchbook.ingest.gpu_samples import GPU_COLUMNS
+
+__all__ = [
+    "DCGM_FIELDS",
+    "EXTRA_COLUMNS",
+    "TELEMETRY_COLUMNS",
+    "is_aiperf_telemetry",
+    "is_dcgm_text",
+    "read_aiperf_telemetry",
+    "read_dcgm",
+    "read_dcgm_text",
+]
+
+EXTRA_COLUMNS = ["energy_j", "host"]
+TELEMETRY_COLUMNS = [*GPU_COLUMNS, *EXTRA_COLUMNS]
+
+# DCGM field -> (column, factor to the column's unit)
+DCGM_FIELDS: dict[str, tuple[str, float]] = {
+    "DCGM_FI_DEV_FB_USED": ("memory_used_mib", 1.0),
+    "DCGM_FI_DEV_POWER_USAGE": ("power_w", 1.0),
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("energy_j", 1e-3),  # mJ -> J
+    "DCGM_FI_DEV_GPU_UTIL": ("util_gpu_pct", 1.0),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("util_mem_pct", 1.0),
+    "DCGM_FI_DEV_SM_CLOCK": ("clock_sm_mhz", 1.0),
+    "DCGM_FI_DEV_MEM_CLOCK": ("clock_mem_mhz", 1.0),
+    "DCGM_FI_DEV_GPU_TEMP": ("temp_c", 1.0),
+}
+_DCGM_FREE = "DCGM_FI_DEV_FB_FREE"
+
+GB_TO_MIB = 1e9 / 2**20
+# AIPerf telemetry_data key (current, then alias) -> (column, factor)
+AIPERF_FIELDS: dict[str, tuple[str, float]] = {
+    "nvidia_memory_used": ("memory_used_mib", GB_TO_MIB),
+    "gpu_memory_used": ("memory_used_mib", GB_TO_MIB),
+    "nvidia_power_usage": ("power_w", 1.0),
+    "gpu_power_usage": ("power_w", 1.0),
+    "nvidia_energy_consumption": ("energy_j", 1e6),  # MJ -> J
+    "energy_consumption": ("energy_j", 1e6),
+    "nvidia_gpu_utilization": ("util_gpu_pct", 1.0),
+    "gpu_utilization": ("util_gpu_pct", 1.0),
+    "nvidia_memory_utilization": ("util_mem_pct", 1.0),
+    "mem_utilization": ("util_mem_pct", 1.0),
+    "nvidia_temperature": ("temp_c", 1.0),
+    "gpu_temperature": ("temp_c", 1.0),
+}
+_AIPERF_KEYS = {"timestamp_ns", "gpu_index", "telemetry_data"}
+
+
+def _frame(cols: dict[str, list[Any]]):
+    import polars as pl
+
+    schema = {c: pl.Float64 for c in TELEMETRY_COLUMNS}
+    schema["gpu"] = pl.Int64
+    schema["host"] = pl.String
+    return pl.DataFrame({c: cols[c] for c in TELEMETRY_COLUMNS}, schema=schema).sort(["t", "gpu"], nulls_last=True)
+
+
+def _empty_cols() -> dict[str, list[Any]]:
+    return {c: [] for c in TELEMETRY_COLUMNS}
+
+
+# ------------------------------------------------------------------------------------- AIPerf
+
+
+def is_aiperf_telemetry(record: Any) -> bool:
+    """Whether a JSON Lines record is one line of AIPerf's GPU telemetry export."""
+    return isinstance(record, dict) and _AIPERF_KEYS <= record.keys() and isinstance(record["telemetry_data"], dict)
+
+
+def read_aiperf_telemetry(path: str | Path):
+    """AIPerf's ``gpu_telemetry_export.jsonl`` as a telemetry frame (``t`` in Unix seconds)."""
+    import orjson
+
+    from benchbook.jsonfile import read_bytes
+
+    p = Path(path)
+    cols = _empty_cols()
+    n = 0
+    for lineno, line in enumerate(read_bytes(p, "GPU telemetry file").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            raise InputError(p, f"line {lineno}", f"not valid JSON: {e}") from None
+        if not is_aiperf_telemetry(rec):
+            keys = sorted(rec) if isinstance(rec, dict) else type(rec).__name__
+            raise InputError(
+                p,
+                f"line {lineno}",
+                f"not an AIPerf GPU telemetry record (needs timestamp_ns, gpu_index, telemetry_data); found {keys}",
+            )
+        where = f"line {lineno}"
+        ts = rec["timestamp_ns"]
+        if isinstance(ts, bool) or not isinstance(ts, (int, float)):
+            raise InputError(p, f"{where}.timestamp_ns", f"expected a number, found {ts!r}")
+        gpu = rec["gpu_index"]
+        if isinstance(gpu, bool) or not isinstance(gpu, int):
+            raise InputError(p, f"{where}.gpu_index", f"expected a whole number, found {gpu!r}")
+        row: dict[str, Any] = {c: None for c in TELEMETRY_COLUMNS}
+        row.update(t=ts / 1e9, gpu=gpu, host=rec.get("hostname"))
+        data = rec["telemetry_data"]
+        for key, (col, factor) in AIPERF_FIELDS.items():
+            v = data.get(key)
+            if v is None or row[col] is not None:
+                continue
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(p, f"{where}.telemetry_data.{key}", f"expected a number, found {v!r}")
+            row[col] = float(v) * factor
+        for c in TELEMETRY_COLUMNS:
+            cols[c].append(row[c])
+        n += 1
+    if n == 0:
+        raise InputError(p, None, "no telemetry records in the file")
+    return _frame(cols)
+
+
+# ------------------------------------------------------------------------------------- DCGM
+
+
+def is_dcgm_text(text: str) -> bool:
+    """Whether Prometheus text carries DCGM-exporter GPU series."""
+    return any(name in text for name in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"))
+
+
+def read_dcgm_text(text: str, source: str | Path = "<metrics>", t: float | None = None):
+    """One DCGM-exporter scrape as telemetry rows, one per ``gpu`` label (``t`` as given)."""
+    from benchbook.metrics import prometheus
+
+    snap = prometheus.parse(text, source, names=[*DCGM_FIELDS, _DCGM_FREE])
+    rows: dict[int, dict[str, Any]] = {}
+    found = False
+    for name, (col, factor) in [*DCGM_FIELDS.items(), (_DCGM_FREE, ("_free", 1.0))]:
+        # prometheus_client names a counter's sample <family>_total (DCGM's energy counter)
+        for key, value in {**snap.series(name), **snap.series(name + "_total")}.items():
+            labels = dict(key)
+            if "gpu" not in labels:
+                raise InputError(source, name, f"a DCGM series without a 'gpu' label: {labels}")
+            try:
+                gpu = int(labels["gpu"])
+            except ValueError:
+                raise InputError(source, name, f"gpu label {labels['gpu']!r} is not a GPU index") from None
+            row = rows.setdefault(gpu, {"gpu": gpu, "host": labels.get("Hostname") or labels.get("hostname")})
+            if col in row:
+                raise InputError(
+                    source, name, f"two series for GPU {gpu} (labels {labels}): one scrape per file, one host per file"
+                )
+            row[col] = value * factor
+            found = True
+    if not found:
+        raise InputError(
+            source,
+            None,
+            f"no DCGM GPU series (looked for {', '.join(sorted(DCGM_FIELDS))}); is this a dcgm-exporter scrape?",
+        )
+    cols = _empty_cols()
+    for gpu in sorted(rows):
+        r = rows[gpu]
+        free = r.pop("_free", None)
+        if free is not None and r.get("memory_used_mib") is not None:
+            r["memory_total_mib"] = r["memory_used_mib"] + free
+        r["t"] = t
+        for c in TELEMETRY_COLUMNS:
+            cols[c].append(r.get(c))
+    return cols
+
+
+def read_dcgm(paths: Sequence[str | Path] | str | Path, times: Iterable[float | None] | None = None):
+    """DCGM-exporter scrapes (one file each) as one telemetry frame; ``times[i]`` is when file ``i``
+    was scraped (Unix seconds), null where not given."""
+    from benchbook.metrics.prometheus import read_capture
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    times = list(times) if times is not None else [None] * len(paths)
+    if len(times) != len(paths):
+        raise InputError(str(paths[0]) if paths else "<none>", None, f"{len(paths)} files but {len(times)} times")
+    cols = _empty_cols()
+    for p, t in zip(paths, times):
+        part = read_dcgm_text(read_capture(p), p, t)
+        for c in TELEMETRY_COLUMNS:
+            cols[c] += part[c]
+    return _frame(cols)
+
+
+AIPERF_LAYOUT = "AIPerf GPU telemetry export (0.13 layout: nvidia_* fields; older gpu_* names read too)"
+DCGM_LAYOUT = "DCGM-exporter scrape (DCGM_FI_DEV_* series)"
+
+
+def describe(df, layout: str) -> str:
+    """One line for ``benchbook validate``: layout, samples, GPUs, span and the fields present."""
+    present = [c for c in TELEMETRY_COLUMNS[2:] if c != "host" and df[c].null_count() < df.height]
+    t = df["t"].drop_nulls()
+    span = f", {t.max() - t.min():.1f} s" if t.len() > 1 else ""
+    return f"{layout}: {df.height} samples, {df['gpu'].n_unique()} GPU(s){span}; fields {', '.join(present) or 'none'}"
+
+
+def validate_line(path: str | Path) -> str | None:
+    """The validate line of a GPU telemetry file, or None when ``path`` is not one (InputError when it
+    is one with bad content)."""
+    p = Path(path)
+    with open(p, "rb") as f:
+        head = f.read(4096)
+    if head.lstrip()[:1] == b"{" and b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
+        return describe(read_aiperf_telemetry(p), AIPERF_LAYOUT)
+    if b"DCGM_FI_DEV_" in head or (p.suffix in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in p.read_bytes()):
+        return describe(read_dcgm(p), DCGM_LAYOUT)
+    return None
