@@ -7,9 +7,12 @@ cases copy tests/fixtures/mini and change one thing. docs/bad-input.md is the us
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -608,3 +611,122 @@ def test_sha256_file_reads_in_blocks_and_matches_hashlib(tmp_path):
     data = bytes(range(256)) * 9000  # 2.2 MiB: more than one block
     (tmp_path / "f").write_bytes(data)
     assert sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------------------- special files, size limits
+# (issue 30, class 4). A FIFO used to hang `validate`, `render --all` (the folder digest opened it) and
+# `init`; a device node was read whole. Each test has an alarm so a regression fails, never hangs.
+
+
+@contextlib.contextmanager
+def within(seconds: float):
+    def expired(*_):
+        raise TimeoutError(f"still running after {seconds} s (blocked on a special file?)")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_fifo_as_an_input_file_is_refused_unopened(camp, capsys):
+    p = camp / "runs/req-serial/server.log"
+    p.unlink()
+    os.mkfifo(p)
+    with within(20):
+        err = assert_rejected(camp, capsys, p, "-", "is a FIFO")
+    assert "not a regular file" in err
+
+
+def test_fifo_as_a_single_file_is_refused(tmp_path, capsys):
+    for name in ("result.json", "snap.prom"):
+        p = tmp_path / name
+        os.mkfifo(p)
+        with within(20):
+            assert_rejected(p, capsys, p, "-", "is a FIFO")
+
+
+def test_device_node_is_refused_not_read(capsys):
+    from benchbook.jsonfile import read_bytes
+
+    with within(20), pytest.raises(InputError, match="is a character device"):
+        read_bytes("/dev/zero")
+
+
+def test_stray_fifo_in_a_campaign_folder_is_bad_input(camp, capsys):
+    os.mkfifo(camp / "runs" / "stray.pipe")
+    with within(20):
+        assert_rejected(camp, capsys, camp / "runs" / "stray.pipe", "-", "is a FIFO")
+
+
+def test_size_limit_per_kind_is_checked_before_reading(camp, capsys, monkeypatch):
+    from benchbook import jsonfile
+
+    monkeypatch.setattr(jsonfile, "MAX_LOG_BYTES", 100)
+    from benchbook.ingest import campaign
+
+    monkeypatch.setattr(campaign, "MAX_LOG_BYTES", 100)
+    p = camp / "runs/req-serial/server.log"
+    assert_rejected(camp, capsys, p, "-", "above the 100-byte limit")
+
+
+def _tiny_campaign(root: Path, name: str) -> Path:
+    c = root / name
+    shutil.copytree(MINI, c)
+    return c
+
+
+def test_render_all_with_a_fifo_renders_the_rest_and_writes_the_index(tmp_path, capsys):
+    data = tmp_path / "data"
+    _tiny_campaign(data, "alpha")
+    bad = _tiny_campaign(data, "beta")
+    os.mkfifo(bad / "runs" / "req-serial" / "requests.ndjson")
+    empty = tmp_path / "nb"
+    empty.mkdir()
+    out = tmp_path / "reports"
+    with within(120):
+        rc = main(["render", "--all", str(data), "--out", str(out), "--notebooks", str(empty)])
+    err = capsys.readouterr().err
+    assert rc == EXIT_BAD_INPUT, err
+    assert "beta: FAILED" in err and "is a FIFO" in err
+    index = (out / "index.html").read_text()
+    assert "campaign failed" in index and "is a FIFO" in index
+    assert (out / "alpha" / "headline.json").is_file()  # the other campaign was processed
+
+
+@pytest.mark.parametrize("name", ["index.html", "history.html", "history.parquet"])
+def test_campaign_folder_named_like_an_output_is_refused(tmp_path, capsys, name):
+    data = tmp_path / "data"
+    _tiny_campaign(data, "alpha")
+    _tiny_campaign(data, name)
+    empty = tmp_path / "nb"
+    empty.mkdir()
+    out = tmp_path / "reports"
+    rc = main(["render", "--all", str(data), "--out", str(out), "--notebooks", str(empty)])
+    err = capsys.readouterr().err
+    assert rc == EXIT_BAD_INPUT, err
+    assert f"campaign folder name {name!r} collides" in err
+    assert (out / "index.html").is_file() and "campaign failed" in (out / "index.html").read_text()
+
+
+# --------------------------------------------------------------------------- render.yml (class 10)
+
+
+def test_validate_checks_render_yml_alias_bomb(camp, capsys):
+    (camp / "render.yml").write_text("a: &x {n: 1}\nbaseline: *x\n")
+    assert_rejected(camp, capsys, camp / "render.yml", "line 2 column 11", "aliases")
+
+
+def test_validate_checks_render_yml_input_key(camp, capsys):
+    (camp / "render.yml").write_text("baseline:\n  campaign: ../other\n")
+    assert_rejected(camp, capsys, camp / "render.yml", r"\$\.baseline\.campaign", "chooses which files")
+
+
+def test_validate_checks_render_yml_unknown_page_and_parameter(camp, capsys):
+    (camp / "render.yml").write_text("baseline:\n  no_such_parameter: 3\n")
+    assert_rejected(camp, capsys, camp / "render.yml", r"\$\.baseline\.no_such_parameter", "declares no parameter")
+    (camp / "render.yml").write_text("nopage:\n  x: 3\n")
+    assert_rejected(camp, capsys, camp / "render.yml", r"\$\.nopage", "unknown page kind")

@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -30,7 +31,62 @@ from benchbook.errors import InputError
 MAX_FILE_BYTES = 2**30  # 1 GiB: any input file (a campaign's request log is the big one)
 MAX_MANIFEST_BYTES = 16 * 2**20  # campaign.json
 MAX_PARAMS_BYTES = 2**20  # render.yml / --params
+MAX_METRICS_BYTES = 256 * 2**20  # one /metrics snapshot (a large engine's is a few MB)
+MAX_LOG_BYTES = 256 * 2**20  # server.log, a prefill scheduler log
 MAX_DEPTH = 64  # JSON/YAML nesting; benchbook's own formats need 6, other tools' under 12
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def special_kind(mode: int) -> str | None:
+    """What a non-regular file is ("a FIFO (named pipe)", "a socket" …), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def _refuse_special(path: Path, mode: int, what: str) -> None:
+    kind = special_kind(mode)
+    if kind is None:
+        return
+    if stat.S_ISDIR(mode):
+        raise InputError(path, "-", f"is a directory, expected a {what}")
+    raise InputError(path, "-", f"is {kind}, not a regular file: benchbook reads only regular files (nothing was read)")
+
+
+def open_regular(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES):
+    """A binary file object of ``path`` after checking, before anything is read, that it is a regular
+    file (a FIFO, a device or a socket is refused with the reason and never opened for reading: a
+    FIFO would block, a device would never end) and at most ``limit`` bytes. The check is made by
+    ``stat`` before opening and again by ``fstat`` on what was opened (``O_NONBLOCK``, so a FIFO
+    swapped in between cannot block the open)."""
+    path = Path(path)
+    try:
+        _refuse_special(path, os.stat(path).st_mode, what)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(path, "-", "file not found") from None
+    except NotADirectoryError:
+        raise InputError(path, "-", "file not found (a part of the path is not a folder)") from None
+    except OSError as e:
+        raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        _refuse_special(path, st.st_mode, what)
+        if st.st_size > limit:
+            raise InputError(
+                path, "-", f"file is {st.st_size} bytes, above the {limit}-byte limit for this input (docs/bad-input.md)"
+            )
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def check_size(path: Path, limit: int = MAX_FILE_BYTES) -> None:
@@ -50,25 +106,26 @@ def _size_check(path: Path, limit: int) -> None:
 def sha256_file(path: str | Path) -> str:
     """Hex SHA-256 of a file's bytes, read in 1 MiB blocks (provenance, copies checked after writing)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path, limit=2**62) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
 
 
 def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
-    """The file's bytes; a directory, a missing file, an unreadable one or one above ``limit`` is an InputError."""
+    """The file's bytes; a directory, a missing file, an unreadable one, a FIFO/device/socket or one
+    above ``limit`` is an InputError (:func:`open_regular`)."""
     path = Path(path)
-    try:
-        if path.is_file():
-            _size_check(path, limit)
-        return path.read_bytes()
-    except IsADirectoryError:
-        raise InputError(path, "-", f"is a directory, expected a {what}") from None
-    except FileNotFoundError:
-        raise InputError(path, "-", "file not found") from None
-    except OSError as e:
-        raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
+    with open_regular(path, what, limit) as fh:
+        try:
+            data = fh.read(min(limit, os.fstat(fh.fileno()).st_size) + 1)
+            if len(data) <= limit:
+                data += fh.read(limit + 1 - len(data))  # a file that grew since fstat: read on to the limit
+        except OSError as e:
+            raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
+    if len(data) > limit:  # it grew while being read
+        raise InputError(path, "-", f"file is above the {limit}-byte limit for this input")
+    return data
 
 
 def read_text(path: str | Path, what: str = "text file", limit: int = MAX_FILE_BYTES) -> str:

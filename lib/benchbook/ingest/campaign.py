@@ -16,7 +16,7 @@ from typing import Any
 
 from benchbook.errors import InputError, InputErrors
 from benchbook.findings import Exclusion  # noqa: F401 - also imported from here by readers
-from benchbook.jsonfile import MAX_MANIFEST_BYTES, inside, join_inside, load_json, read_text, validate
+from benchbook.jsonfile import MAX_LOG_BYTES, MAX_MANIFEST_BYTES, inside, join_inside, load_json, read_text, validate
 from benchbook.metrics import phases as phases_mod
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, get_profile
@@ -589,7 +589,7 @@ def _fetch_window(camp: Campaign, run: Run, sample: dict[str, Any], where: str, 
 
 
 def _read_text(p: Path) -> str:
-    return read_text(p)
+    return read_text(p, "server log", MAX_LOG_BYTES)
 
 
 def open_manifest(path: str | Path, *, schema: bool = True) -> tuple[Path, Path, dict[str, Any]]:

@@ -406,10 +406,10 @@ _NAME_START = re.compile(r"[a-zA-Z_:]")  # a metric name's first character
 
 def read_capture(path: str | Path) -> str:
     """A `/metrics` capture file's text: not empty, not gzip (a compressed scrape saved as-is), UTF-8."""
-    from benchbook.jsonfile import read_bytes
+    from benchbook.jsonfile import MAX_METRICS_BYTES, read_bytes
 
     path = Path(path)
-    raw = read_bytes(path, "/metrics text file")
+    raw = read_bytes(path, "/metrics text file", MAX_METRICS_BYTES)
     if raw[:2] == b"\x1f\x8b":
         raise InputError(path, "-", "this is gzip-compressed data, not /metrics text: decompress it (gunzip) first")
     try:
