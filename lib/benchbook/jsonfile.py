@@ -81,7 +81,9 @@ def open_regular(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYT
         _refuse_special(path, st.st_mode, what)
         if st.st_size > limit:
             raise InputError(
-                path, "-", f"file is {st.st_size} bytes, above the {limit}-byte limit for this input (docs/bad-input.md)"
+                path,
+                "-",
+                f"file is {st.st_size} bytes, above the {limit}-byte limit for this input (docs/bad-input.md)",
             )
         return os.fdopen(fd, "rb")
     except BaseException:

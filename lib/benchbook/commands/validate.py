@@ -151,7 +151,9 @@ def check_folder_files(root: Path) -> None:
             if not st.S_ISLNK(mode) and special_kind(mode) is not None:
                 found.append(
                     InputError(
-                        p, "-", f"is {special_kind(mode)}, not a regular file: a campaign folder holds regular files only"
+                        p,
+                        "-",
+                        f"is {special_kind(mode)}, not a regular file: a campaign folder holds regular files only",
                     )
                 )
     if found:

@@ -495,9 +495,8 @@ def plan_campaign(
 ) -> Plan:
     """The jobs one campaign needs: its pages (unless current) and its headline figures (unless
     current). Raises ``InputError`` for a campaign the renderer cannot read at all."""
-    from benchbook.pipeline import render, writes
-
     from benchbook.errors import InputError
+    from benchbook.pipeline import render, writes
 
     reserved = reserved_name(Path(campaign).name)
     if reserved:
