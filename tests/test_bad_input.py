@@ -753,3 +753,65 @@ def test_metrics_error_on_the_last_line_is_found_in_one_pass(tmp_path, monkeypat
         prometheus.read(p)
     assert e.value.location == "line 6001" and "notanumber" in e.value.reason
     assert len(passes) == 1, f"{len(passes)} parses of the text"
+
+
+# --------------------------------------------------------------------------- impossible values (class 7)
+
+VLLM = FIX / "tools" / "vllm-0.32.0+cpu" / "bench_serve.json"
+
+
+def _vllm(tmp_path, change) -> Path:
+    doc = json.loads(VLLM.read_text())
+    change(doc)
+    p = tmp_path / "result.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+@pytest.mark.parametrize(
+    "change, location, reason",
+    [
+        (lambda d: d["ttfts"].__setitem__(3, -4.0), r"\$\.ttfts\[3\]", "-4.0 \\(negative\\)"),
+        (lambda d: d["itls"][2].__setitem__(1, 1e308), r"\$\.itls\[2\]\[1\]", "more than"),
+        (lambda d: d["latencies"].__setitem__(0, -0.5), r"\$\.latencies\[0\]", "negative"),
+        (lambda d: d.update(duration=0), r"\$ duration", "a run lasts more than 0 s"),
+        (lambda d: d.update(duration=-3), r"\$ duration", "impossible"),
+        (lambda d: d.update(completed=1000000), r"\$ completed", "the file holds 30 per-request records"),
+        (lambda d: d.update(completed=29), r"\$ completed", "30 of the 30 per-request records succeeded"),
+        (lambda d: d.update(mean_ttft_ms=-1.0), r"\$ mean_ttft_ms", "impossible"),
+    ],
+)
+def test_impossible_values_in_a_result_file_are_bad_input(tmp_path, capsys, change, location, reason):
+    """A negative TTFT was averaged in (37.47 instead of 139 ms), a duration of 0 or -3 accepted,
+    completed = 1000000 beside 50 records passed the minimum-completed gate, ITLs of 1e308 ended in
+    an OverflowError (exit 1)."""
+    p = _vllm(tmp_path, change)
+    assert_rejected(p, capsys, p, location, reason)
+
+
+def test_non_finite_time_is_bad_input(tmp_path, capsys):
+    doc = json.loads(VLLM.read_text())
+    doc["ttfts"][5] = float("inf")
+    p = tmp_path / "results.jsonl"  # --append-result: Python's json writes Infinity, and it is read
+    p.write_text(json.dumps(doc) + "\n")
+    assert_rejected(p, capsys, p, r"line 1\.ttfts\[5\]", "not finite")
+
+
+def test_other_readers_refuse_negative_request_times(tmp_path):
+    from benchbook.ingest import formats
+
+    rows = {"index": [0, 1], "ttft_s": [0.1, -0.2], "e2e_s": [1.0, 1.0], "success": [True, True]}
+    run = formats.BenchmarkRun("x.json", "aiperf-records", {}, formats.make_summary(), formats.requests_frame(rows))
+    with pytest.raises(InputError, match="request 1 ttft_s") as e:
+        formats.check_run_values(run)
+    assert "negative" in e.value.reason
+
+
+def test_a_non_zero_value_never_prints_as_zero():
+    from benchbook.analysis.stats import Cell
+    from benchbook.pages import display
+
+    html = str(display.table([{"ttft_ms": 5e-321, "zero": 0.0}], id="t", formats={"ttft_ms": "{:.2f} ms"}))
+    assert ">0.00 ms<" not in html and ">5e-321 ms<" in html
+    assert ">0.000<" in html  # a true zero stays 0
+    assert Cell(1e-310, 1e-310, 2e-310, 3, (1e-310, 1e-310, 2e-310), 0).fmt(2) == "1e-310 (1e-310–2e-310)"

@@ -140,6 +140,88 @@ def number(value: Any, file: str, where: str, *, allow_str: bool = False) -> flo
     raise InputError(file, where, f"expected a number, found {value!r}")
 
 
+# No request of a serving benchmark takes longer than this (11.6 days); a larger time is a unit or
+# encoding error, and a sum of such values overflows (1e308 ITLs ended in an OverflowError).
+MAX_SECONDS = 1e6
+
+
+def seconds(value: Any, file: str, where: str) -> float | None:
+    """A per-request time in seconds (TTFT, ITL, latency): a finite number in [0, MAX_SECONDS], or
+    None. A negative, non-finite or absurd time is bad input naming the field (it would otherwise
+    be averaged in: one negative TTFT moved a mean from 139 to 37 ms)."""
+    v = number(value, file, where)
+    if v is None:
+        return None
+    if not 0 <= v <= MAX_SECONDS:  # NaN fails too
+        raise InputError(file, where, f"{_impossible(v)} is not a time a request can take")
+    return float(v)
+
+
+def _impossible(v: float) -> str:
+    if math.isnan(v) or math.isinf(v):
+        return f"{v} (not finite)"
+    return f"{v!r} (negative)" if v < 0 else f"{v!r} s (more than {MAX_SECONDS:g} s)"
+
+
+# formats whose per-request arrays hold every request sent (so the counts must agree with them)
+_EVERY_REQUEST = frozenset({"vllm-bench-serve", "sglang-bench-serving"})
+
+
+def check_run_values(run: BenchmarkRun) -> None:
+    """Run-level values a result file cannot truthfully hold: a duration <= 0 or not finite;
+    negative or non-finite latency, throughput and count figures; a completed/failed count that
+    contradicts the per-request records; per-request times out of range (:func:`seconds`, for
+    readers that did not check them field by field)."""
+    f, where, s = run.source, run.location, run.summary
+    d = s.get("duration_s")
+    if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d > 0):
+        raise InputError(f, f"{where} duration", f"duration {d!r} s is impossible: a run lasts more than 0 s")
+    for k, v in s.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or k == "duration_s":
+            continue
+        if k.endswith("_ms") or k in SUMMARY_KEYS:
+            if math.isnan(v) or math.isinf(v) or v < 0:
+                raise InputError(f, f"{where} {k}", f"{_impossible(v).split(' (')[0]} is impossible for {k}")
+    df = run.requests
+    if df is None:
+        return
+    _check_request_times(run)
+    if run.format not in _EVERY_REQUEST:  # GuideLLM keeps a sample of the requests: counts may differ
+        return
+    n = df.height
+    ok = int(df["success"].sum()) if df["success"].null_count() < n else None
+    for k in ("completed", "failed"):
+        v = s.get(k)
+        if isinstance(v, int) and v > n:
+            raise InputError(
+                f, f"{where} {k}", f"{k} = {v}, but the file holds {n} per-request records: which one is true?"
+            )
+    if ok is not None and isinstance(s.get("completed"), int) and s["completed"] != ok:
+        raise InputError(
+            f,
+            f"{where} completed",
+            f"completed = {s['completed']}, but {ok} of the {n} per-request records succeeded: which one is true?",
+        )
+
+
+def _check_request_times(run: BenchmarkRun) -> None:
+    import polars as pl
+
+    df = run.requests
+    for col in ("ttft_s", "e2e_s", "itl_mean_s", "itl"):
+        bad = df.select(pl.col("index"), pl.col(col).alias("v"))
+        if col == "itl":
+            bad = bad.explode("v")
+        bad = bad.filter(pl.col("v").is_not_null() & ~((pl.col("v") >= 0) & (pl.col("v") <= MAX_SECONDS)))
+        if bad.height:
+            i, v = bad.row(0)
+            raise InputError(
+                run.source,
+                f"{run.location} request {i} {col}",
+                f"{_impossible(v)} is not a time a request can take ({bad.height} such value(s) in {col})",
+            )
+
+
 def rate(value: Any, file: str, where: str) -> float | None:
     """A request rate: a number, ``inf`` (JSON ``Infinity`` or the string ``"inf"``), or None."""
     v = number(value, file, where, allow_str=True)
@@ -460,6 +542,7 @@ def read(path: str | Path) -> list[BenchmarkRun]:
     runs: list[BenchmarkRun] = getattr(module, fmt.reader)(ld)
     for r in runs:
         r.format = fmt.name
+        check_run_values(r)
     return runs
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from benchbook.errors import InputError
 from benchbook.ingest.formats import (
+    MAX_SECONDS,
     SUMMARY_KEYS,
     BenchmarkRun,
     Loaded,
@@ -26,6 +27,7 @@ from benchbook.ingest.formats import (
     rate,
     requests_frame,
     same_length,
+    seconds,
     summary_from_requests,
     to_int,
 )
@@ -154,7 +156,7 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
     if arrays["ttfts"] is None:
         return None
     n = same_length(f, where, arrays)
-    ttfts = [number(v, f, f"{where}.ttfts[{i}]") for i, v in enumerate(arrays["ttfts"])]
+    ttfts = [seconds(v, f, f"{where}.ttfts[{i}]") for i, v in enumerate(arrays["ttfts"])]
     itls: list[list[float] | None] = []
     for i, lst in enumerate(arrays["itls"] or [None] * n):
         if lst is None:
@@ -162,7 +164,7 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
             continue
         if not isinstance(lst, list):
             raise InputError(f, f"{where}.itls[{i}]", f"expected a list, found {type(lst).__name__}")
-        itls.append([float(number(x, f, f"{where}.itls[{i}][{j}]")) for j, x in enumerate(lst)])
+        itls.append([_itl(x, f, where, i, j) for j, x in enumerate(lst)])
     errors = arrays["errors"]
     if errors is not None:
         success = [not e for e in errors]
@@ -186,7 +188,7 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
             continue
         ttft_out.append(None if t is None else float(t))
         if lat is not None:
-            e2e.append(number(lat[i], f, f"{where}.latencies[{i}]"))
+            e2e.append(seconds(lat[i], f, f"{where}.latencies[{i}]"))
         else:
             e2e.append(None if t is None or itls[i] is None else float(t) + math.fsum(itls[i]))
     if lat is not None:
@@ -217,6 +219,15 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
             "error": err,
         }
     )
+
+
+def _itl(x: Any, f: str, where: str, i: int, j: int) -> float:
+    if type(x) is float and 0.0 <= x <= MAX_SECONDS:  # the common case, without building the path
+        return x
+    v = seconds(x, f, f"{where}.itls[{i}][{j}]")
+    if v is None:
+        raise InputError(f, f"{where}.itls[{i}][{j}]", "expected a number, found None")
+    return v
 
 
 # nightly table: human column name → summary key (ms columns keep their unit)
