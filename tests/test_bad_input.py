@@ -815,3 +815,79 @@ def test_a_non_zero_value_never_prints_as_zero():
     assert ">0.00 ms<" not in html and ">5e-321 ms<" in html
     assert ">0.000<" in html  # a true zero stays 0
     assert Cell(1e-310, 1e-310, 2e-310, 3, (1e-310, 1e-310, 2e-310), 0).fmt(2) == "1e-310 (1e-310–2e-310)"
+
+
+# --------------------------------------------------------------------------- init error paths (class 8)
+
+
+def _init(argv, capsys) -> tuple[int, str]:
+    rc = main(["init", *map(str, argv)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err, err
+    return rc, err
+
+
+def test_init_folder_without_a_result_file(tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "notes.txt").write_text("hello\n")
+    rc, err = _init([tmp_path / "out", tmp_path / "in"], capsys)  # was exit 1, TypeError
+    assert rc == EXIT_BAD_INPUT and "no result file in this folder (formats read: vllm-bench-serve" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_init_non_utf8_file_name_leaves_no_folder(tmp_path, capsys):
+    src = tmp_path / "in"
+    src.mkdir()
+    name = os.fsdecode(b"r\xff.json")
+    shutil.copy(VLLM, src / name)
+    rc, err = _init([tmp_path / "out", src], capsys)  # was exit 1 with a half-written out/
+    assert rc == EXIT_BAD_INPUT and "r\\xff.json: -: file name is not UTF-8" in err
+    assert sorted(os.listdir(tmp_path)) == ["in"]  # nothing written, no temporary folder left
+
+
+def test_init_failure_while_writing_leaves_no_half_written_folder(tmp_path, capsys, monkeypatch):
+    from benchbook.commands import init
+
+    real = init._copy
+    calls = []
+
+    def failing(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise InputError(dst, "-", "simulated failure after one copy")
+        return real(src, dst)
+
+    monkeypatch.setattr(init, "_copy", failing)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    shutil.copy(VLLM, a)
+    shutil.copy(VLLM, b)
+    rc, err = _init([tmp_path / "out", a, b], capsys)
+    assert rc == EXIT_BAD_INPUT and "simulated failure" in err
+    assert sorted(os.listdir(tmp_path)) == ["a.json", "b.json"]
+    monkeypatch.setattr(init, "_copy", real)
+    assert _init([tmp_path / "out", a, b], capsys)[0] == 0  # the rerun is not blocked
+    assert oct((tmp_path / "out").stat().st_mode & 0o777) == oct(0o777 & ~_umask())
+
+
+def _umask() -> int:
+    m = os.umask(0)
+    os.umask(m)
+    return m
+
+
+def test_init_dangling_symlink_dir(tmp_path, capsys):
+    (tmp_path / "out").symlink_to(tmp_path / "nowhere")
+    rc, err = _init([tmp_path / "out", VLLM], capsys)  # was exit 1, FileExistsError
+    assert rc == EXIT_BAD_INPUT and "is a symlink" in err
+
+
+@pytest.mark.parametrize("where", ["r.json", "s.prom", "folder/s.prom"])
+def test_init_given_a_fifo_exits_2(tmp_path, capsys, where):
+    (tmp_path / "folder").mkdir()
+    shutil.copy(VLLM, tmp_path / "folder" / "r.json")
+    os.mkfifo(tmp_path / where)
+    given = tmp_path / where.split("/")[0]
+    with within(20):
+        rc, err = _init([tmp_path / "out", given], capsys)
+    assert rc == EXIT_BAD_INPUT and "is a FIFO" in err
+    assert not (tmp_path / "out").exists()
