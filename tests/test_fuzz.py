@@ -268,3 +268,29 @@ def test_om_seed_parses_like_the_text_seed():
     a = phases.split(prometheus.parse(SNAP_BEFORE, "b", names), prometheus.parse(SNAP, "a", names), POCKET)
     b = phases.split(prometheus.parse(_om(SNAP_BEFORE), "b", names), prometheus.parse(_om(SNAP), "a", names), POCKET)
     assert a == b
+
+
+@FUZZ
+@given(
+    doc=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(alphabet='ab"\\\\{}[]:,', max_size=8),
+        lambda kids: (
+            st.lists(kids, max_size=4) | st.dictionaries(st.text(alphabet='k"\\\\:{', max_size=4), kids, max_size=4)
+        ),
+        max_leaves=20,
+    ),
+    window=st.integers(min_value=1, max_value=17),
+)
+def test_windowed_scan_equals_a_whole_scan(doc, window):
+    """The nesting/key scan reads a result file in windows (a 200 MB file no longer costs a class byte
+    per byte at once); the string, escape and depth state carried across window edges gives exactly
+    the figures of one window over the whole text, whatever the window size."""
+    from unittest import mock
+
+    from benchbook import jsonfile
+
+    raw = json.dumps(doc).encode()
+    whole = jsonfile.scan_json(raw, limit=3)
+    with mock.patch.object(jsonfile, "_WINDOW", window):
+        assert jsonfile.scan_json(raw, limit=3) == whole
+    assert whole[2] == jsonfile._count_keys(doc)

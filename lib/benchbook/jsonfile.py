@@ -164,39 +164,77 @@ def _classes():
     return lut
 
 
+_WINDOW = 16 << 20  # bytes scanned at a time: the scan's own memory stays ~3 windows, whatever the file
+
+
+@cache
+def _class_table() -> bytes:
+    return bytes(_classes().astype("uint8").tolist())
+
+
 def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
     """``(deepest nesting, offset where it first exceeds limit, keys)`` of JSON text, without parsing
-    it: brackets and colons outside strings, vectorized (numpy: one byte-class lookup, then work on
-    the structural bytes only). ``keys`` counts every key as written, so a parsed document holding
-    fewer has a duplicate key."""
+    it: brackets and colons outside strings, vectorized (numpy over the structural bytes only), in
+    windows of :data:`_WINDOW` bytes carrying the string/depth state across (so a 200 MB result
+    file costs a few windows of memory, not a class byte per file byte). ``keys`` counts every key
+    as written, so a parsed document holding fewer has a duplicate key."""
     import numpy as np
 
-    codes = _classes()[np.frombuffer(raw, dtype=np.uint8)]
-    pos = np.flatnonzero(codes)
-    if b"\\" in raw:  # drop quotes escaped by an odd run of backslashes
-        escaped = [m.end() - 1 for m in _ESCAPED_QUOTES.finditer(raw) if (m.end() - 1 - m.start()) % 2 == 1]
-        if escaped:
-            pos = np.setdiff1d(pos, np.asarray(escaped, dtype=pos.dtype), assume_unique=True)
-    ch = codes[pos]
-    quote = ch == _QUOTE
-    outside = (np.cumsum(quote) & 1) == quote  # an even number of quotes before it (itself excluded)
-    keep = outside & ~quote
-    ch, pos = ch[keep], pos[keep]
-    keys = int(np.count_nonzero(ch == _COLON))
-    step = (ch == _OPEN).astype(np.int64) - (ch == _CLOSE)
-    if not len(step):
-        return 0, -1, keys
-    depth = np.cumsum(step)
-    deepest = int(depth.max())
-    over = int(pos[int(np.argmax(depth > limit))]) if deepest > limit else -1
+    table = _class_table()
+    view = memoryview(raw)
+    deepest, over, keys, depth, in_string = 0, -1, 0, 0, 0
+    has_escapes = b"\\" in raw
+    for a in range(0, len(raw), _WINDOW):
+        b = min(len(raw), a + _WINDOW)
+        codes = np.frombuffer(bytes(view[a:b]).translate(table), dtype=np.int8)
+        pos = np.flatnonzero(codes)
+        del codes
+        if has_escapes:  # drop quotes escaped by an odd run of backslashes (a run may start before a)
+            start = a
+            while start > 0 and raw[start - 1] == 0x5C:
+                start -= 1
+            escaped = [
+                m.end() - 1 - a
+                for m in _ESCAPED_QUOTES.finditer(raw, start, b)
+                if (m.end() - 1 - m.start()) % 2 == 1 and m.end() - 1 >= a
+            ]
+            if escaped:
+                pos = np.setdiff1d(pos, np.asarray(escaped, dtype=pos.dtype), assume_unique=True)
+        ch = np.frombuffer(bytes(view[a:b]), dtype=np.uint8)[pos]
+        ch = _classes()[ch]
+        quote = ch == _QUOTE
+        # outside a string: an even number of quotes before it (itself excluded), counting the carry
+        outside = ((np.cumsum(quote) + in_string) & 1) == quote
+        in_string = (in_string + int(np.count_nonzero(quote))) & 1
+        keep = outside & ~quote
+        ch, pos = ch[keep], pos[keep]
+        keys += int(np.count_nonzero(ch == _COLON))
+        step = (ch == _OPEN).astype(np.int64) - (ch == _CLOSE)
+        if not len(step):
+            continue
+        d = np.cumsum(step) + depth
+        depth = int(d[-1])
+        top = int(d.max())
+        if top > limit and over < 0:
+            over = a + int(pos[int(np.argmax(d > limit))])
+        deepest = max(deepest, top)
     return deepest, over, keys
 
 
 def _count_keys(doc: Any) -> int:
-    """Keys in a parsed document: counted on its serialization (orjson, C) by the same scan."""
-    import orjson
-
-    return scan_json(orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS))[2]
+    """Keys in a parsed document, counted by walking its objects and lists (a list of numbers costs
+    a type check per item, nothing is re-serialized)."""
+    n = 0
+    stack = [doc] if type(doc) in (dict, list) else []
+    containers = (dict, list)
+    while stack:
+        v = stack.pop()
+        if type(v) is dict:
+            n += len(v)
+            stack.extend(x for x in v.values() if type(x) in containers)
+        else:
+            stack.extend(x for x in v if type(x) in containers)
+    return n
 
 
 class _Pairs(dict):

@@ -333,7 +333,11 @@ def validate_file(path: Path, out=print) -> list[InputError]:
         from benchbook.ingest import formats
     except ImportError:
         return [InputError(path, "-", "not a benchbook file and no reader for other formats is installed")]
-    runs = _collect(lambda: formats.read(path), errors)
+    if suffix == ".json":  # parsed once above, with the strict checks: read from that document
+        loaded, doc = formats.Loaded(path, "json", doc), None
+        runs = _collect(lambda: formats.read_loaded(loaded), errors)
+    else:
+        runs = _collect(lambda: formats.read(path), errors)
     if runs is not None:
         for line in formats.describe(runs):
             out(f"{path}: {line}")

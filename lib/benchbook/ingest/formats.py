@@ -534,9 +534,14 @@ def detect(path: str | Path) -> str:
 
 def read(path: str | Path) -> list[BenchmarkRun]:
     """Read every run in ``path``; InputError (file, location, reason) on bad input."""
+
+    return read_loaded(load(path))
+
+
+def read_loaded(ld: Loaded) -> list[BenchmarkRun]:
+    """:func:`read` of a file already parsed (``benchbook validate`` parses a ``.json`` once)."""
     import importlib
 
-    ld = load(path)
     fmt = _identify(ld)
     module = importlib.import_module(f"benchbook.ingest.{fmt.module}")
     runs: list[BenchmarkRun] = getattr(module, fmt.reader)(ld)
