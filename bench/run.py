@@ -546,7 +546,7 @@ def main() -> int:
         )
     )
     target(
-        "validate of a vLLM result: peak RSS <= 2x the file (a per-record streaming parse)",
+        "validate of a vLLM result: peak RSS <= 2x the file (streamed parse)",
         ratio <= 2,
         f"{res['rss_kib'] / 1024:.0f} MiB for {mib:.0f} MiB ({ratio:.1f}x)",
     )

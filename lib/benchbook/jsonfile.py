@@ -221,6 +221,222 @@ def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
     return deepest, over, keys
 
 
+# --------------------------------------------------------------------------- streaming one big JSON object
+
+STREAM_BYTES = 32 << 20  # a result file above this is parsed member by member (formats.load)
+_BATCH = 4 << 20  # bytes of array elements parsed at a time
+_COMMA = 5
+
+
+class NotOneObject(Exception):
+    """The text is not one JSON object (e.g. JSON Lines): the caller reads it the other way."""
+
+
+@cache
+def _stream_table() -> bytes:
+    lut = _classes().copy()
+    lut[ord(",")] = _COMMA
+    return bytes(lut.astype("uint8").tolist())
+
+
+def stream_object(
+    path: str | Path,
+    *,
+    loads,
+    limit: int = MAX_FILE_BYTES,
+    batch_hook=None,
+    join=None,
+) -> dict:
+    """A file holding one JSON object, parsed member by member without holding the file: the bytes
+    are read in :data:`_WINDOW` pieces and scanned (strings, escapes and depth carried across), each
+    top-level member is parsed on its own with ``loads``, and an array member in batches of about
+    :data:`_BATCH` bytes of elements, each batch handed to ``batch_hook(key, elements)`` (which may
+    make it compact: a polars Series instead of Python lists) and the batches to ``join(key, parts)``.
+    Peak memory: a window, a batch and what the hooks keep — not the file.
+
+    The input limits hold as for :func:`load_json`: regular file, ``limit`` bytes, nesting
+    :data:`MAX_DEPTH`, duplicate keys (in every object). Raises :class:`NotOneObject` when the text
+    is not one object (something follows it: JSON Lines), InputError (with line and column) when it
+    is not JSON."""
+    import numpy as np
+
+    path = Path(path)
+    table = _stream_table()
+    lut = _classes().copy()
+    lut[ord(",")] = _COMMA
+    out: dict[str, Any] = {}
+    parts: list[Any] = []
+    data = bytearray()
+    base = depth = in_string = trailing_bs = 0
+    state, key, key_start, value_start, is_array = "start", None, 0, 0, False
+    batch_start = last_comma = 0
+
+    def piece(a: int, b: int) -> bytes:
+        return bytes(data[a - base : b - base])
+
+    def parse(a: int, b: int, wrap: bool = False) -> Any:
+        raw = piece(a, b)
+        text = b"[" + raw + b"]" if wrap else raw
+        try:
+            doc = loads(text)
+        except ValueError as e:
+            at = a + max(0, int(getattr(e, "pos", 0) or 0) - (1 if wrap else 0))
+            msg = getattr(e, "msg", str(e))
+            raise InputError(path, _line_col_file(path, at), f"not valid JSON: {msg}") from None
+        keys = scan_json(text)[2]
+        if _count_keys(doc) != keys:
+            at, dup = _first_duplicate(text)
+            m = re.match(r"\$\[(\d+)\](.*)", at) if wrap else None
+            at = f"[{int(m[1]) + done[0]}]{m[2]}" if m else at[1:]
+            raise InputError(path, f"$.{key}{at}", f"key {dup!r} appears twice in this object (which value is meant?)")
+        return doc
+
+    done = [0]  # elements of the current array member parsed so far
+
+    def flush(a: int, b: int) -> None:
+        if piece(a, b).strip():
+            elements = parse(a, b, wrap=True)
+            done[0] += len(elements)
+            parts.append(batch_hook(key, elements) if batch_hook else elements)
+
+    def finish() -> Any:
+        if join is not None:
+            return join(key, parts)
+        return [x for p in parts for x in p]
+
+    with open_regular(path, "JSON file", limit) as fh:
+        while True:
+            win = fh.read(_WINDOW)
+            if not win:
+                break
+            off = base + len(data)
+            data += win
+            codes = np.frombuffer(win.translate(table), dtype=np.int8)
+            pos = np.flatnonzero(codes)
+            del codes
+            if b"\\" in win or trailing_bs:
+                escaped = []
+                for m in _ESCAPED_QUOTES.finditer(win):
+                    run = m.end() - 1 - m.start() + (trailing_bs if m.start() == 0 else 0)
+                    if run % 2 == 1:
+                        escaped.append(m.end() - 1)
+                if win[:1] == b'"' and trailing_bs % 2 == 1:
+                    escaped.append(0)
+                if escaped:
+                    pos = np.setdiff1d(pos, np.asarray(sorted(set(escaped)), dtype=pos.dtype), assume_unique=True)
+            stripped = win.rstrip(b"\\")
+            trailing_bs = (len(win) - len(stripped)) + (trailing_bs if not stripped else 0)
+            ch = lut[np.frombuffer(win, dtype=np.uint8)[pos]]
+            quote = ch == _QUOTE
+            outside = ((np.cumsum(quote) + in_string) & 1) == quote
+            in_string = (in_string + int(np.count_nonzero(quote))) & 1
+            keep = outside & ~quote
+            ch, pos = ch[keep], pos[keep]
+            step = (ch == _OPEN).astype(np.int64) - (ch == _CLOSE)
+            after = np.cumsum(step) + depth
+            before = after - step
+            if len(after):
+                depth = int(after[-1])
+                if int(after.min()) < 0:
+                    at = off + int(pos[int(np.argmax(after < 0))])
+                    raise InputError(path, _line_col_file(path, at), "not valid JSON: a bracket closes nothing")
+                if int(after.max()) > MAX_DEPTH:
+                    at = off + int(pos[int(np.argmax(after > MAX_DEPTH))])
+                    raise InputError(
+                        path,
+                        _line_col_file(path, at),
+                        f"nested deeper than {MAX_DEPTH} levels (the limit is passed here)",
+                    )
+            sel = (
+                ((ch == _OPEN) & (before <= 1))
+                | ((ch == _CLOSE) & (after <= 1))
+                | ((ch == _COLON) & (before == 1))
+                | ((ch == _COMMA) & ((before == 1) | (before == 2)))
+            )
+            if state == "end" and win.strip():  # something after the object: JSON Lines?
+                raise NotOneObject
+            for p_rel, c, db in zip(pos[sel].tolist(), ch[sel].tolist(), before[sel].tolist()):
+                p = off + p_rel
+                if state == "end":
+                    raise NotOneObject
+                if state == "start":
+                    if c != _OPEN or win[p_rel] != ord("{") or piece(0, p).strip():
+                        raise NotOneObject
+                    state, key_start = "key", p + 1
+                elif c == _COLON and db == 1:
+                    if state != "key":
+                        raise InputError(path, _line_col_file(path, p), "not valid JSON: unexpected ':'")
+                    k = parse(key_start, p)
+                    if not isinstance(k, str):
+                        raise InputError(
+                            path, _line_col_file(path, key_start), "not valid JSON: a key must be a string"
+                        )
+                    if k in out or k == key:
+                        raise InputError(path, "$", f"key {k!r} appears twice in this object (which value is meant?)")
+                    key, value_start, is_array, state = k, p + 1, False, "value"
+                elif c == _OPEN and db == 1:
+                    if state == "value" and data[p - base] == ord("[") and not piece(value_start, p).strip():
+                        is_array, batch_start, last_comma, parts, done[0] = True, p + 1, 0, [], 0
+                elif c == _COMMA and db == 2:
+                    if is_array:
+                        last_comma = p
+                elif c == _CLOSE and db == 2:
+                    if is_array:
+                        flush(batch_start, p)
+                        out[key] = finish()
+                        is_array, parts, state = False, [], "after"
+                elif c == _COMMA and db == 1:
+                    if state == "value":
+                        out[key] = parse(value_start, p)
+                    elif state != "after":
+                        raise InputError(path, _line_col_file(path, p), "not valid JSON: unexpected ','")
+                    state, key_start = "key", p + 1
+                elif c == _CLOSE and db == 1:
+                    if state == "value":
+                        out[key] = parse(value_start, p)
+                    elif state == "key" and (out or piece(key_start, p).strip()):
+                        raise InputError(path, _line_col_file(path, p), "not valid JSON: a trailing comma")
+                    state = "end"
+                    if win[p_rel + 1 :].strip():
+                        raise NotOneObject
+            if is_array and last_comma > batch_start and last_comma - batch_start > _BATCH:
+                flush(batch_start, last_comma)
+                batch_start = last_comma + 1
+            # keep only what a pending member still needs
+            keep_from = {
+                "key": key_start,
+                "value": batch_start if is_array else value_start,
+            }.get(state, off + len(win))
+            if state == "start":
+                keep_from = base
+            if keep_from > base:
+                del data[: keep_from - base]
+                base = keep_from
+    if state == "start":
+        raise NotOneObject
+    if state != "end":
+        raise InputError(
+            path, _line_col_file(path, base + len(data)), "not valid JSON: the file ends inside the object (truncated?)"
+        )
+    return out
+
+
+def _line_col_file(path: Path, pos: int) -> str:
+    """``line L column C`` of byte offset ``pos`` of a file, counted in blocks (only on an error)."""
+    line, col_start, done = 1, 0, 0
+    with open_regular(path, "file", 2**62) as fh:
+        while done < pos:
+            block = fh.read(min(1 << 20, pos - done))
+            if not block:
+                break
+            n = block.count(b"\n")
+            if n:
+                line += n
+                col_start = done + block.rfind(b"\n") + 1
+            done += len(block)
+    return f"line {line} column {pos - col_start + 1}"
+
+
 def _count_keys(doc: Any) -> int:
     """Keys in a parsed document, counted by walking its objects and lists (a list of numbers costs
     a type check per item, nothing is re-serialized)."""

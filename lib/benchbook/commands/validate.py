@@ -298,8 +298,22 @@ def validate_file(path: Path, out=print) -> list[InputError]:
             n = sum(len(v) for v in snap.values.values())
             out(f"{path}: Prometheus text exposition: {len(snap.types)} families, {n} samples; {_engine_line(snap)}")
         return errors
+    from benchbook import jsonfile
     from benchbook.jsonfile import load_json, validate
 
+    if suffix == ".json" and path.stat().st_size > jsonfile.STREAM_BYTES:  # a big result file: streamed
+        from benchbook.ingest import formats
+
+        big = _collect(lambda: formats.load(path), errors)
+        if big is None:
+            return errors
+        bfmt = big.doc.get("format") if isinstance(big.doc, dict) else None
+        if not (isinstance(bfmt, str) and bfmt.startswith("benchbook.")):
+            runs = _collect(lambda: formats.read_loaded(big), errors)
+            for line in formats.describe(runs or []):
+                out(f"{path}: {line}")
+            return errors
+        del big  # benchbook's own formats are read whole, strictly, below
     if suffix == ".json":
         doc = _collect(lambda: load_json(path), errors)
         if doc is None:

@@ -208,10 +208,18 @@ def _check_request_times(run: BenchmarkRun) -> None:
     import polars as pl
 
     df = run.requests
-    for col in ("ttft_s", "e2e_s", "itl_mean_s", "itl"):
+    e = pl.element()
+    rows = df["itl"].list.eval(e.is_not_null() & ~((e >= 0) & (e <= MAX_SECONDS))).list.any()  # no explode
+    if rows.any():
+        i = int(rows.arg_max())
+        v = next(x for x in df["itl"][i].to_list() if x is not None and not 0 <= x <= MAX_SECONDS)
+        raise InputError(
+            run.source,
+            f"{run.location} request {df['index'][i]} itl",
+            f"{_impossible(v)} is not a time a request can take",
+        )
+    for col in ("ttft_s", "e2e_s", "itl_mean_s"):
         bad = df.select(pl.col("index"), pl.col(col).alias("v"))
-        if col == "itl":
-            bad = bad.explode("v")
         bad = bad.filter(pl.col("v").is_not_null() & ~((pl.col("v") >= 0) & (pl.col("v") <= MAX_SECONDS)))
         if bad.height:
             i, v = bad.row(0)
@@ -325,12 +333,56 @@ def _json_loads(data: bytes) -> Any:
         return json.loads(data)
 
 
+def is_series(v: Any) -> bool:
+    return type(v).__name__ == "Series" and type(v).__module__.startswith("polars")
+
+
+def _compact(key: str, elements: list[Any]) -> Any:
+    """A batch of a streamed array member: lists of plain numbers (vLLM's ``itls``) become one polars
+    List(Float64) Series (8 bytes a number instead of a Python float's 32); anything else stays."""
+    if not elements or not all(type(e) is list for e in elements):
+        return elements
+    if not all(type(x) is float or type(x) is int for e in elements for x in e):
+        return elements  # a bool, a string, a null: the reader names it, field by field
+    import polars as pl
+
+    try:
+        return pl.Series(elements, dtype=pl.List(pl.Float64), strict=True)
+    except (TypeError, OverflowError, ValueError, pl.exceptions.PolarsError):
+        return elements
+
+
+def _join(key: str, parts: list[Any]) -> Any:
+    if parts and all(is_series(x) for x in parts):
+        import polars as pl
+
+        return pl.concat(parts, rechunk=True)
+    return [x for part in parts for x in (part.to_list() if is_series(part) else part)]
+
+
 def load(path: str | Path) -> Loaded:
+    """A result file parsed once. A JSON object above ``jsonfile.STREAM_BYTES`` (a ``vllm bench serve``
+    result with per-request arrays) is parsed member by member, without holding the file
+    (``jsonfile.stream_object``); its arrays of number lists are kept as polars Series."""
+    from benchbook import jsonfile
     from benchbook.jsonfile import MAX_FILE_BYTES, check_duplicate_keys, check_json_limits, load_yaml, read_bytes
 
     p = Path(path)
-    data = read_bytes(p, "result file")  # the size limit holds
     suffix = p.suffix.lower()
+    if suffix not in (".yaml", ".yml", ".csv", ".jsonl"):
+        import os
+
+        with jsonfile.open_regular(p, "result file") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(4096).lstrip()
+        if size > jsonfile.STREAM_BYTES and head[:1] == b"{":
+            try:
+                doc = jsonfile.stream_object(p, loads=_json_loads, batch_hook=_compact, join=_join)
+            except jsonfile.NotOneObject:
+                pass  # JSON Lines (an object per line), read below
+            else:
+                return Loaded(p, "json", doc)
+    data = read_bytes(p, "result file")  # the size limit holds
     if suffix in (".yaml", ".yml"):  # no aliases, no duplicate keys, nesting limited
         return Loaded(p, "yaml", load_yaml(p, MAX_FILE_BYTES))
     text_head = data[:4096].lstrip()
