@@ -913,7 +913,7 @@ def _read_both(path: Path, monkeypatch):
 )
 def test_a_streamed_result_file_reads_exactly_like_a_whole_one(path, monkeypatch):
     """Above jsonfile.STREAM_BYTES a result file is parsed member by member (a 208 MB vLLM result:
-    validate's peak RSS 1394 -> 368 MB); what it gives must be what the whole-file parse gives."""
+    validate's peak RSS 1394 -> 317 MB); what it gives must be what the whole-file parse gives."""
     whole, streamed = _read_both(path, monkeypatch)
     assert len(whole) == len(streamed)
     for a, b in zip(whole, streamed, strict=True):

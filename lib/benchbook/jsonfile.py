@@ -164,7 +164,7 @@ def _classes():
     return lut
 
 
-_WINDOW = 16 << 20  # bytes scanned at a time: the scan's own memory stays ~3 windows, whatever the file
+_WINDOW = 4 << 20  # bytes scanned at a time: the scan's own memory stays a few windows, whatever the file
 
 
 @cache
