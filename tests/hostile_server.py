@@ -5,6 +5,7 @@ and is shut down by its fixture (``close``)."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -126,3 +127,16 @@ def _bomb() -> bytes:
         zeros = bytes(1 << 20)
         _BOMB.append(b"".join(z.compress(zeros) for _ in range(64)) + z.flush())
     return _BOMB[0]
+
+
+@contextlib.contextmanager
+def pair():
+    """``(server, target)``: a hostile server, and a second one that its ``/redirect`` points to
+    (``target.hits`` shows whether anything reached it). Both are closed on exit."""
+    target = Hostile()
+    server = Hostile(other_port=target.port)
+    try:
+        yield server, target
+    finally:
+        server.close()
+        target.close()

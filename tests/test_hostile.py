@@ -276,17 +276,15 @@ def test_offline_checker_finds_nothing(rendered):
 
 import time  # noqa: E402
 
+import hostile_server  # noqa: E402
 from benchbook.errors import SourceError  # noqa: E402
-from hostile_server import Hostile, _bomb  # noqa: E402
+from hostile_server import _bomb  # noqa: E402
 
 
 @pytest.fixture
 def hostile():
-    target = Hostile()
-    server = Hostile(other_port=target.port)
-    yield server, target
-    server.close()
-    target.close()
+    with hostile_server.pair() as both:
+        yield both
 
 
 def _scrape(url: str, timeout_s: float = 2.0, **kw):

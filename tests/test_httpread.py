@@ -8,17 +8,14 @@ import time
 
 import pytest
 
+import hostile_server
 from benchbook import httpread
-from hostile_server import Hostile
 
 
 @pytest.fixture
 def servers():
-    target = Hostile()
-    server = Hostile(other_port=target.port)
-    yield server, target
-    server.close()
-    target.close()
+    with hostile_server.pair() as both:
+        yield both
 
 
 def test_a_plain_answer_and_a_same_host_redirect(servers):
