@@ -184,6 +184,35 @@ def campaign(cache: Path, requests: int, snapshots: int, itl: bool) -> Path:
     return root
 
 
+def vllm_result(cache: Path, n: int) -> Path:
+    """A seeded ``vllm bench serve --save-result`` JSON with per-request arrays (``n`` requests of 512
+    prompt and 128 output tokens: 70,000 give about 208 MB), cached; never committed."""
+    import random
+
+    path = cache / f"vllm-result-{n}.json"
+    if path.exists():
+        return path
+    rng = random.Random(7)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as f:
+        head = {
+            "date": "20261201-120000", "endpoint_type": "openai", "backend": "vllm", "label": None,
+            "model_id": "m", "tokenizer_id": "m", "num_prompts": n, "request_rate": "inf", "burstiness": 1.0,
+            "max_concurrency": 256, "duration": 1200.5, "completed": n, "failed": 0,
+            "total_input_tokens": n * 512, "total_output_tokens": n * 128, "request_throughput": 50.0,
+            "request_goodput": None, "output_throughput": 6400.0, "total_token_throughput": 20000.0,
+        }  # fmt: skip
+        f.write(json.dumps(head)[:-1])
+        f.write(', "input_lens": ' + json.dumps([512] * n) + ', "output_lens": ' + json.dumps([128] * n))
+        f.write(', "ttfts": ' + json.dumps([rng.uniform(0.05, 0.5) for _ in range(n)]) + ', "itls": [')
+        for i in range(n):
+            f.write(("," if i else "") + json.dumps([rng.uniform(0.005, 0.05) for _ in range(127)]))
+        f.write('], "generated_texts": ' + json.dumps(["word " * 40] * n) + ', "errors": ' + json.dumps([""] * n))
+        f.write(', "mean_ttft_ms": 250.0, "median_ttft_ms": 250.0, "std_ttft_ms": 10.0, "p99_ttft_ms": 490.0}')
+    tmp.replace(path)
+    return path
+
+
 def ndjson(root: Path) -> Path:
     return root / "runs" / "serial-1" / "requests.ndjson"
 
@@ -583,6 +612,31 @@ def main() -> int:
         rows.append(row("sizes: every page from 100k records", "100k records", None, "skipped (--quick): --only sizes"))
     else:
         _sizes(a.cache, R, rows, target)
+
+    # 8. validate of a large `vllm bench serve` result (issue 30): peak memory against the file size
+    n = 14_000 if a.quick else 70_000  # both above jsonfile.STREAM_BYTES (32 MiB): the streamed path
+    f = vllm_result(a.cache, n)
+    mib = f.stat().st_size / 2**20
+    print(f"validate vLLM result {mib:.0f} MiB …", file=sys.stderr, flush=True)
+    res = run_command([BENCHBOOK, "validate", "-q", str(f)], R)
+    small = run_command(
+        [BENCHBOOK, "validate", "-q", str(ROOT / "tests/fixtures/tools/vllm-0.32.0+cpu/bench_serve.json")], R
+    )
+    extra = (res["rss_kib"] - small["rss_kib"]) / 1024  # above what validating a 29 KB result costs (imports)
+    ratio = extra / mib
+    rows.append(
+        row(
+            "validate: vllm bench serve result",
+            f"{mib:.0f} MiB, {n:,} requests",
+            res,
+            f"{extra:.0f} MiB above a 29 KB file's {small['rss_kib'] / 1024:.0f} MiB: {ratio:.1f}x the file",
+        )
+    )
+    target(
+        "validate of a vLLM result: peak RSS above a tiny file's <= 2x the file (streamed parse)",
+        ratio <= 2,
+        f"{extra:.0f} MiB for {mib:.0f} MiB ({ratio:.1f}x)",
+    )
 
     # 5. benchbook --help
     res = run_command([BENCHBOOK, "--help"], max(R, 5))

@@ -7,9 +7,12 @@ cases copy tests/fixtures/mini and change one thing. docs/bad-input.md is the us
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
 import shutil
+import signal
 from pathlib import Path
 
 import pytest
@@ -608,3 +611,352 @@ def test_sha256_file_reads_in_blocks_and_matches_hashlib(tmp_path):
     data = bytes(range(256)) * 9000  # 2.2 MiB: more than one block
     (tmp_path / "f").write_bytes(data)
     assert sha256_file(tmp_path / "f") == hashlib.sha256(data).hexdigest()
+
+
+# --------------------------------------------------------------------------- special files, size limits
+# (issue 30, class 4). A FIFO used to hang `validate`, `render --all` (the folder digest opened it) and
+# `init`; a device node was read whole. Each test has an alarm so a regression fails, never hangs.
+
+
+@contextlib.contextmanager
+def within(seconds: float):
+    def expired(*_):
+        raise TimeoutError(f"still running after {seconds} s (blocked on a special file?)")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def test_fifo_as_an_input_file_is_refused_unopened(camp, capsys):
+    p = camp / "runs/req-serial/server.log"
+    p.unlink()
+    os.mkfifo(p)
+    with within(20):
+        err = assert_rejected(camp, capsys, p, "-", "is a FIFO")
+    assert "not a regular file" in err
+
+
+def test_fifo_as_a_single_file_is_refused(tmp_path, capsys):
+    for name in ("result.json", "snap.prom"):
+        p = tmp_path / name
+        os.mkfifo(p)
+        with within(20):
+            assert_rejected(p, capsys, p, "-", "is a FIFO")
+
+
+def test_device_node_is_refused_not_read(capsys):
+    from benchbook.jsonfile import read_bytes
+
+    with within(20), pytest.raises(InputError, match="is a character device"):
+        read_bytes("/dev/zero")
+
+
+def test_stray_fifo_in_a_campaign_folder_is_bad_input(camp, capsys):
+    os.mkfifo(camp / "runs" / "stray.pipe")
+    with within(20):
+        assert_rejected(camp, capsys, camp / "runs" / "stray.pipe", "-", "is a FIFO")
+
+
+def test_size_limit_per_kind_is_checked_before_reading(camp, capsys, monkeypatch):
+    from benchbook import jsonfile
+
+    monkeypatch.setattr(jsonfile, "MAX_LOG_BYTES", 100)
+    from benchbook.ingest import campaign
+
+    monkeypatch.setattr(campaign, "MAX_LOG_BYTES", 100)
+    p = camp / "runs/req-serial/server.log"
+    assert_rejected(camp, capsys, p, "-", "above the 100-byte limit")
+
+
+def _tiny_campaign(root: Path, name: str) -> Path:
+    c = root / name
+    shutil.copytree(MINI, c)
+    return c
+
+
+def test_render_all_with_a_fifo_renders_the_rest_and_writes_the_index(tmp_path, capsys):
+    data = tmp_path / "data"
+    _tiny_campaign(data, "alpha")
+    bad = _tiny_campaign(data, "beta")
+    os.mkfifo(bad / "runs" / "req-serial" / "requests.ndjson")
+    empty = tmp_path / "nb"
+    empty.mkdir()
+    out = tmp_path / "reports"
+    with within(120):
+        rc = main(["render", "--all", str(data), "--out", str(out), "--notebooks", str(empty)])
+    err = capsys.readouterr().err
+    assert rc == EXIT_BAD_INPUT, err
+    assert "beta: FAILED" in err and "is a FIFO" in err
+    index = (out / "index.html").read_text()
+    assert "campaign failed" in index and "is a FIFO" in index
+    assert (out / "alpha" / "headline.json").is_file()  # the other campaign was processed
+
+
+@pytest.mark.parametrize("name", ["index.html", "history.html", "history.parquet"])
+def test_campaign_folder_named_like_an_output_is_refused(tmp_path, capsys, name):
+    data = tmp_path / "data"
+    _tiny_campaign(data, "alpha")
+    _tiny_campaign(data, name)
+    empty = tmp_path / "nb"
+    empty.mkdir()
+    out = tmp_path / "reports"
+    rc = main(["render", "--all", str(data), "--out", str(out), "--notebooks", str(empty)])
+    err = capsys.readouterr().err
+    assert rc == EXIT_BAD_INPUT, err
+    assert f"campaign folder name {name!r} collides" in err
+    assert (out / "index.html").is_file() and "campaign failed" in (out / "index.html").read_text()
+
+
+# --------------------------------------------------------------------------- render.yml (class 10)
+
+
+def test_validate_checks_render_yml_alias_bomb(camp, capsys):
+    (camp / "render.yml").write_text("a: &x {n: 1}\nbaseline: *x\n")
+    assert_rejected(camp, capsys, camp / "render.yml", "line 2 column 11", "aliases")
+
+
+def test_validate_checks_render_yml_input_key(camp, capsys):
+    (camp / "render.yml").write_text("baseline:\n  campaign: ../other\n")
+    assert_rejected(camp, capsys, camp / "render.yml", r"\$\.baseline\.campaign", "chooses which files")
+
+
+def test_validate_checks_render_yml_unknown_page_and_parameter(camp, capsys):
+    (camp / "render.yml").write_text("baseline:\n  no_such_parameter: 3\n")
+    assert_rejected(camp, capsys, camp / "render.yml", r"\$\.baseline\.no_such_parameter", "declares no parameter")
+    (camp / "render.yml").write_text("nopage:\n  x: 3\n")
+    assert_rejected(camp, capsys, camp / "render.yml", r"\$\.nopage", "unknown page kind")
+
+
+def test_metrics_error_on_the_last_line_is_found_in_one_pass(tmp_path, monkeypatch):
+    """A 12 MB capture whose last line was bad took 78.6 s to validate (5.4 s valid): the error was
+    located by bisection, up to 18 further parses of ever longer prefixes. The text parser fails on
+    the line it is reading, so the line is known after the one parse (counted, not timed)."""
+    import prometheus_client.parser as pc
+
+    lines = [f'm{i}_total{{r="{j}"}} {i + j}' for i in range(2000) for j in range(3)]
+    p = tmp_path / "big.prom"
+    p.write_text("\n".join(lines) + '\nlast_total{a="1"} notanumber\n')
+    passes = []
+    real = pc.text_fd_to_metric_families
+
+    def counted(fd):
+        passes.append(1)
+        yield from real(fd)
+
+    monkeypatch.setattr(pc, "text_fd_to_metric_families", counted)
+    with pytest.raises(InputError) as e:
+        prometheus.read(p)
+    assert e.value.location == "line 6001" and "notanumber" in e.value.reason
+    assert len(passes) == 1, f"{len(passes)} parses of the text"
+
+
+# --------------------------------------------------------------------------- impossible values (class 7)
+
+VLLM = FIX / "tools" / "vllm-0.32.0+cpu" / "bench_serve.json"
+
+
+def _vllm(tmp_path, change) -> Path:
+    doc = json.loads(VLLM.read_text())
+    change(doc)
+    p = tmp_path / "result.json"
+    p.write_text(json.dumps(doc))
+    return p
+
+
+@pytest.mark.parametrize(
+    "change, location, reason",
+    [
+        (lambda d: d["ttfts"].__setitem__(3, -4.0), r"\$\.ttfts\[3\]", "-4.0 \\(negative\\)"),
+        (lambda d: d["itls"][2].__setitem__(1, 1e308), r"\$\.itls\[2\]\[1\]", "more than"),
+        (lambda d: d["latencies"].__setitem__(0, -0.5), r"\$\.latencies\[0\]", "negative"),
+        (lambda d: d.update(duration=0), r"\$ duration", "a run lasts more than 0 s"),
+        (lambda d: d.update(duration=-3), r"\$ duration", "impossible"),
+        (lambda d: d.update(completed=1000000), r"\$ completed", "the file holds 30 per-request records"),
+        (lambda d: d.update(completed=29), r"\$ completed", "30 of the 30 per-request records succeeded"),
+        (lambda d: d.update(mean_ttft_ms=-1.0), r"\$ mean_ttft_ms", "impossible"),
+    ],
+)
+def test_impossible_values_in_a_result_file_are_bad_input(tmp_path, capsys, change, location, reason):
+    """A negative TTFT was averaged in (37.47 instead of 139 ms), a duration of 0 or -3 accepted,
+    completed = 1000000 beside 50 records passed the minimum-completed gate, ITLs of 1e308 ended in
+    an OverflowError (exit 1)."""
+    p = _vllm(tmp_path, change)
+    assert_rejected(p, capsys, p, location, reason)
+
+
+def test_non_finite_time_is_bad_input(tmp_path, capsys):
+    doc = json.loads(VLLM.read_text())
+    doc["ttfts"][5] = float("inf")
+    p = tmp_path / "results.jsonl"  # --append-result: Python's json writes Infinity, and it is read
+    p.write_text(json.dumps(doc) + "\n")
+    assert_rejected(p, capsys, p, r"line 1\.ttfts\[5\]", "not finite")
+
+
+def test_other_readers_refuse_negative_request_times(tmp_path):
+    from benchbook.ingest import formats
+
+    rows = {"index": [0, 1], "ttft_s": [0.1, -0.2], "e2e_s": [1.0, 1.0], "success": [True, True]}
+    run = formats.BenchmarkRun("x.json", "aiperf-records", {}, formats.make_summary(), formats.requests_frame(rows))
+    with pytest.raises(InputError, match="request 1 ttft_s") as e:
+        formats.check_run_values(run)
+    assert "negative" in e.value.reason
+
+
+def test_a_non_zero_value_never_prints_as_zero():
+    from benchbook.analysis.stats import Cell
+    from benchbook.pages import display
+
+    html = str(display.table([{"ttft_ms": 5e-321, "zero": 0.0}], id="t", formats={"ttft_ms": "{:.2f} ms"}))
+    assert ">0.00 ms<" not in html and ">5e-321 ms<" in html
+    assert ">0.000<" in html  # a true zero stays 0
+    assert Cell(1e-310, 1e-310, 2e-310, 3, (1e-310, 1e-310, 2e-310), 0).fmt(2) == "1e-310 (1e-310–2e-310)"
+
+
+# --------------------------------------------------------------------------- init error paths (class 8)
+
+
+def _init(argv, capsys) -> tuple[int, str]:
+    rc = main(["init", *map(str, argv)])
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "internal error" not in err, err
+    return rc, err
+
+
+def test_init_folder_without_a_result_file(tmp_path, capsys):
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "notes.txt").write_text("hello\n")
+    rc, err = _init([tmp_path / "out", tmp_path / "in"], capsys)  # was exit 1, TypeError
+    assert rc == EXIT_BAD_INPUT and "no result file in this folder (formats read: vllm-bench-serve" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_init_non_utf8_file_name_leaves_no_folder(tmp_path, capsys):
+    src = tmp_path / "in"
+    src.mkdir()
+    name = os.fsdecode(b"r\xff.json")
+    shutil.copy(VLLM, src / name)
+    rc, err = _init([tmp_path / "out", src], capsys)  # was exit 1 with a half-written out/
+    assert rc == EXIT_BAD_INPUT and "r\\xff.json: -: file name is not UTF-8" in err
+    assert sorted(os.listdir(tmp_path)) == ["in"]  # nothing written, no temporary folder left
+
+
+def test_init_failure_while_writing_leaves_no_half_written_folder(tmp_path, capsys, monkeypatch):
+    from benchbook.commands import init
+
+    real = init._copy
+    calls = []
+
+    def failing(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise InputError(dst, "-", "simulated failure after one copy")
+        return real(src, dst)
+
+    monkeypatch.setattr(init, "_copy", failing)
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    shutil.copy(VLLM, a)
+    shutil.copy(VLLM, b)
+    rc, err = _init([tmp_path / "out", a, b], capsys)
+    assert rc == EXIT_BAD_INPUT and "simulated failure" in err
+    assert sorted(os.listdir(tmp_path)) == ["a.json", "b.json"]
+    monkeypatch.setattr(init, "_copy", real)
+    assert _init([tmp_path / "out", a, b], capsys)[0] == 0  # the rerun is not blocked
+    assert oct((tmp_path / "out").stat().st_mode & 0o777) == oct(0o777 & ~_umask())
+
+
+def _umask() -> int:
+    m = os.umask(0)
+    os.umask(m)
+    return m
+
+
+def test_init_dangling_symlink_dir(tmp_path, capsys):
+    (tmp_path / "out").symlink_to(tmp_path / "nowhere")
+    rc, err = _init([tmp_path / "out", VLLM], capsys)  # was exit 1, FileExistsError
+    assert rc == EXIT_BAD_INPUT and "is a symlink" in err
+
+
+@pytest.mark.parametrize("where", ["r.json", "s.prom", "folder/s.prom"])
+def test_init_given_a_fifo_exits_2(tmp_path, capsys, where):
+    (tmp_path / "folder").mkdir()
+    shutil.copy(VLLM, tmp_path / "folder" / "r.json")
+    os.mkfifo(tmp_path / where)
+    given = tmp_path / where.split("/")[0]
+    with within(20):
+        rc, err = _init([tmp_path / "out", given], capsys)
+    assert rc == EXIT_BAD_INPUT and "is a FIFO" in err
+    assert not (tmp_path / "out").exists()
+
+
+# --------------------------------------------------------------------------- streamed result files (class 4)
+
+
+def _read_both(path: Path, monkeypatch):
+    from benchbook import jsonfile
+    from benchbook.ingest import formats
+
+    whole = formats.read(path)
+    monkeypatch.setattr(jsonfile, "STREAM_BYTES", 0)  # every object file streamed
+    monkeypatch.setattr(jsonfile, "_WINDOW", 4096)  # many windows, batches and carries
+    monkeypatch.setattr(jsonfile, "_BATCH", 1000)
+    streamed = formats.read(path)
+    return whole, streamed
+
+
+@pytest.mark.parametrize(
+    "path", [VLLM, *sorted((FIX / "realdata" / "vllm_bench_serving").glob("*.json"))], ids=lambda p: p.name
+)
+def test_a_streamed_result_file_reads_exactly_like_a_whole_one(path, monkeypatch):
+    """Above jsonfile.STREAM_BYTES a result file is parsed member by member (a 208 MB vLLM result:
+    validate's peak RSS 1394 -> 317 MB); what it gives must be what the whole-file parse gives."""
+    whole, streamed = _read_both(path, monkeypatch)
+    assert len(whole) == len(streamed)
+    for a, b in zip(whole, streamed, strict=True):
+        assert (a.config, a.summary, a.notes, a.tool_version) == (b.config, b.summary, b.notes, b.tool_version)
+        assert (a.requests is None) == (b.requests is None)
+        if a.requests is not None:
+            assert a.requests.equals(b.requests)
+
+
+@pytest.mark.parametrize(
+    "change, location",
+    [
+        (lambda d: d["itls"][2].__setitem__(1, 1e308), r"\$\.itls\[2\]\[1\]"),
+        (lambda d: d["itls"][4].__setitem__(0, -1.0), r"\$\.itls\[4\]\[0\]"),
+        (lambda d: d["itls"][5].__setitem__(0, True), r"\$\.itls\[5\]\[0\]"),
+        (lambda d: d["ttfts"].__setitem__(7, "x"), r"\$\.ttfts\[7\]"),
+    ],
+)
+def test_a_streamed_result_file_names_bad_values_like_a_whole_one(tmp_path, monkeypatch, change, location):
+    from benchbook import jsonfile
+    from benchbook.ingest import formats
+
+    p = _vllm(tmp_path, change)
+    with pytest.raises(InputError) as whole:
+        formats.read(p)
+    monkeypatch.setattr(jsonfile, "STREAM_BYTES", 0)
+    monkeypatch.setattr(jsonfile, "_BATCH", 500)
+    with pytest.raises(InputError) as streamed:
+        formats.read(p)
+    assert re.fullmatch(location, whole.value.location) and streamed.value.location == whole.value.location
+    assert streamed.value.reason == whole.value.reason
+
+
+def test_a_streamed_file_with_a_duplicate_key_or_cut_short(tmp_path, monkeypatch):
+    from benchbook import jsonfile
+    from benchbook.ingest import formats
+
+    monkeypatch.setattr(jsonfile, "STREAM_BYTES", 0)
+    p = tmp_path / "r.json"
+    text = VLLM.read_text()
+    p.write_text(text.replace('"completed":', '"failed": 0, "completed":', 1))
+    with pytest.raises(InputError, match="'failed' appears twice"):
+        formats.read(p)
+    p.write_text(text[: len(text) // 2])
+    with pytest.raises(InputError, match="ends inside the object"):
+        formats.read(p)

@@ -8,7 +8,6 @@ import json
 import subprocess
 import sys
 
-import httpx
 import pytest
 
 import fake_openai
@@ -30,31 +29,29 @@ def _bb(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_default_prompts_are_cut_to_the_context_and_the_users_are_refused():
-    with fake_openai.serving(max_model_len=1000) as (url, _st), httpx.Client() as c:
-        assert served_model(c, url, "m").max_model_len == 1000
-        assert served_model(c, url, "other").max_model_len is None
-        prompts, sm, facts = fit_prompts(
-            c, url, "m", default_prompts(), max_tokens=32, default_classes={"short", "long"}
-        )
+    with fake_openai.serving(max_model_len=1000) as (url, _st):
+        assert served_model(url, "m").max_model_len == 1000
+        assert served_model(url, "other").max_model_len is None
+        prompts, sm, facts = fit_prompts(url, "m", default_prompts(), max_tokens=32, default_classes={"short", "long"})
         # two tokens a word on this server: 1024 words = 2048 tokens > 1000 - 32 - 24
         assert facts["short"] == {"tokens_counted": 256}
         n = facts["long"]["tokens_counted"]
         assert n == len(fake_openai.tokens(prompts["long"])) and 0.9 * 944 <= n <= 944
         assert "cut from 1024 to" in facts["long"]["fitted"] and sm.tokenize is True
         with pytest.raises(InputError) as e:
-            fit_prompts(c, url, "m", {"long": "w " * 600}, max_tokens=32)
+            fit_prompts(url, "m", {"long": "w " * 600}, max_tokens=32)
         assert (
             "1200 prompt tokens + 32 generated (+24 for the distinct prefix) exceed the model's context of 1000"
             in str(e.value)
         )
         assert "--prompt long=@" in str(e.value)
         with pytest.raises(InputError, match="no room for a prompt"):
-            fit_prompts(c, url, "m", {"short": "hi"}, max_tokens=2000)
+            fit_prompts(url, "m", {"short": "hi"}, max_tokens=2000)
 
 
 def test_a_server_that_says_nothing_of_its_context_gets_the_prompts_as_they_are():
-    with fake_openai.serving() as (url, _st), httpx.Client() as c:
-        prompts, sm, facts = fit_prompts(c, url + "/nothing-here", "m", {"long": "w " * 5000}, max_tokens=32)
+    with fake_openai.serving() as (url, _st):
+        prompts, sm, facts = fit_prompts(url + "/nothing-here", "m", {"long": "w " * 5000}, max_tokens=32)
     assert prompts == {"long": "w " * 5000} and sm.max_model_len is None and facts["long"]["tokens_counted"] is None
 
 
@@ -83,7 +80,7 @@ def test_a_prompt_too_long_is_refused_before_sending_and_the_servers_400_is_quot
     assert not (tmp_path / "o").exists()
     from benchbook.commands.capture_phases import stream_completion
 
-    with fake_openai.serving(max_model_len=100) as (url, st), httpx.Client() as c, pytest.raises(InputError) as e:
-        stream_completion(c, url, {"model": "m", "prompt": "w " * 80, "max_tokens": 4, "stream": True}, 10)
+    with fake_openai.serving(max_model_len=100) as (url, st), pytest.raises(InputError) as e:
+        stream_completion(url, {"model": "m", "prompt": "w " * 80, "max_tokens": 4, "stream": True}, 10)
     whole = 'Please reduce the length of the input messages.", "type": "BadRequestError", "param": null, "code": 400}}'
     assert whole in e.value.reason and "--prompt long=@" in e.value.reason

@@ -461,7 +461,7 @@ def test_a_prompt_too_long_is_refused_before_sending_and_a_server_error_is_quote
     with httpx.Client() as c:
         raw = c.post(engine.url + "/v1/completions", json={**body, "stream": False}).json()["error"]["message"]
         with pytest.raises(InputError) as err:
-            stream_completion(c, engine.url, body, 60)
+            stream_completion(engine.url, body, 60)
     assert " ".join(raw.split()) in err.value.reason and "--prompt long=@" in err.value.reason
 
 

@@ -13,6 +13,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -268,3 +269,57 @@ def test_om_seed_parses_like_the_text_seed():
     a = phases.split(prometheus.parse(SNAP_BEFORE, "b", names), prometheus.parse(SNAP, "a", names), POCKET)
     b = phases.split(prometheus.parse(_om(SNAP_BEFORE), "b", names), prometheus.parse(_om(SNAP), "a", names), POCKET)
     assert a == b
+
+
+@FUZZ
+@given(
+    doc=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(alphabet='ab"\\\\{}[]:,', max_size=8),
+        lambda kids: (
+            st.lists(kids, max_size=4) | st.dictionaries(st.text(alphabet='k"\\\\:{', max_size=4), kids, max_size=4)
+        ),
+        max_leaves=20,
+    ),
+    window=st.integers(min_value=1, max_value=17),
+)
+def test_windowed_scan_equals_a_whole_scan(doc, window):
+    """The nesting/key scan reads a result file in windows (a 200 MB file no longer costs a class byte
+    per byte at once); the string, escape and depth state carried across window edges gives exactly
+    the figures of one window over the whole text, whatever the window size."""
+    from benchbook import jsonfile
+
+    raw = json.dumps(doc).encode()
+    whole = jsonfile.scan_json(raw, limit=3)
+    with mock.patch.object(jsonfile, "_WINDOW", window):
+        assert jsonfile.scan_json(raw, limit=3) == whole
+    assert whole[2] == jsonfile._count_keys(doc)
+
+
+_LEAF = st.none() | st.booleans() | st.integers(-(10**6), 10**6) | st.floats(allow_nan=False, allow_infinity=False)
+_VALUE = st.recursive(
+    _LEAF | st.text(alphabet='ab"\\\\{}[]:, \n', max_size=6),
+    lambda kids: (
+        st.lists(kids, max_size=5) | st.dictionaries(st.text(alphabet='k"\\\\:{,', max_size=3), kids, max_size=3)
+    ),
+    max_leaves=25,
+)
+
+
+@FUZZ
+@given(
+    doc=st.dictionaries(st.text(alphabet='kq"\\\\,:', max_size=4), _VALUE, max_size=6),
+    window=st.integers(min_value=1, max_value=23),
+    batch=st.integers(min_value=1, max_value=40),
+    indent=st.sampled_from([None, 1]),
+)
+def test_streamed_object_equals_a_whole_parse(doc, window, batch, indent):
+    """A big result file is parsed member by member, its arrays in batches, from windows of the file
+    (jsonfile.stream_object); whatever the window and batch sizes, the document is the same."""
+    import orjson
+
+    from benchbook import jsonfile
+
+    p = _WORK / "streamed.json"
+    p.write_text(json.dumps(doc, indent=indent))
+    with mock.patch.object(jsonfile, "_WINDOW", window), mock.patch.object(jsonfile, "_BATCH", batch):
+        assert jsonfile.stream_object(p, loads=orjson.loads) == doc

@@ -372,3 +372,32 @@ def test_explore_notebook_on_the_prometheus_twin(twins, tmp_path):
     )
     assert prom["rows"]["metric_deltas"] == files["rows"]["metric_deltas"] > 0
     assert prom["rows"]["phase_samples"] == files["rows"]["phase_samples"] > 0
+
+
+def test_slow_server_fails_within_its_deadline_and_the_rest_renders(twins, tmp_path, capsys):
+    """A Prometheus source answering a byte every 0.5 s hung `validate` > 90 s and stalled
+    `render --all` > 100 s with no index: now each call has one total deadline (`timeout_s`)."""
+    import time
+
+    from hostile_server import Hostile
+
+    slow = Hostile()
+    try:
+        camp = shutil.copytree(twins[1], tmp_path / "data" / "slow")
+        m = json.loads((camp / "campaign.json").read_text())
+        m["prometheus"].update(url=slow.url, timeout_s=1.5)
+        (camp / "campaign.json").write_text(json.dumps(m))
+        shutil.copytree(twins[0], tmp_path / "data" / "files")
+        t0 = time.monotonic()
+        assert main(["validate", str(camp)]) == 4
+        assert time.monotonic() - t0 < 10
+        assert "no answer within 1.5 s" in capsys.readouterr().err
+        t0 = time.monotonic()
+        rc = main(["render", "--all", str(tmp_path / "data"), "--out", str(tmp_path / "reports"), "--page", "baseline"])
+        assert rc == 4, capsys.readouterr().err
+        assert time.monotonic() - t0 < 120
+        index = (tmp_path / "reports" / "index.html").read_text()
+        assert (tmp_path / "reports" / "files" / "baseline.html").is_file()
+        assert "no answer within 1.5 s" in index
+    finally:
+        slow.close()

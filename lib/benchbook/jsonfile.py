@@ -19,6 +19,7 @@ import json
 import math
 import os
 import re
+import stat
 from collections.abc import Mapping
 from functools import cache
 from importlib import resources
@@ -30,7 +31,64 @@ from benchbook.errors import InputError
 MAX_FILE_BYTES = 2**30  # 1 GiB: any input file (a campaign's request log is the big one)
 MAX_MANIFEST_BYTES = 16 * 2**20  # campaign.json
 MAX_PARAMS_BYTES = 2**20  # render.yml / --params
+MAX_METRICS_BYTES = 256 * 2**20  # one /metrics snapshot (a large engine's is a few MB)
+MAX_LOG_BYTES = 256 * 2**20  # server.log, a prefill scheduler log
 MAX_DEPTH = 64  # JSON/YAML nesting; benchbook's own formats need 6, other tools' under 12
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a directory"),
+)
+
+
+def special_kind(mode: int) -> str | None:
+    """What a non-regular file is ("a FIFO (named pipe)", "a socket" …), or None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((what for test, what in _KINDS if test(mode)), "not a regular file")
+
+
+def _refuse_special(path: Path, mode: int, what: str) -> None:
+    kind = special_kind(mode)
+    if kind is None:
+        return
+    if stat.S_ISDIR(mode):
+        raise InputError(path, "-", f"is a directory, expected a {what}")
+    raise InputError(path, "-", f"is {kind}, not a regular file: benchbook reads only regular files (nothing was read)")
+
+
+def open_regular(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES):
+    """A binary file object of ``path`` after checking, before anything is read, that it is a regular
+    file (a FIFO, a device or a socket is refused with the reason and never opened for reading: a
+    FIFO would block, a device would never end) and at most ``limit`` bytes. The check is made by
+    ``stat`` before opening and again by ``fstat`` on what was opened (``O_NONBLOCK``, so a FIFO
+    swapped in between cannot block the open)."""
+    path = Path(path)
+    try:
+        _refuse_special(path, os.stat(path).st_mode, what)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise InputError(path, "-", "file not found") from None
+    except NotADirectoryError:
+        raise InputError(path, "-", "file not found (a part of the path is not a folder)") from None
+    except OSError as e:
+        raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
+    try:
+        st = os.fstat(fd)
+        _refuse_special(path, st.st_mode, what)
+        if st.st_size > limit:
+            raise InputError(
+                path,
+                "-",
+                f"file is {st.st_size} bytes, above the {limit}-byte limit for this input (docs/bad-input.md)",
+            )
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def check_size(path: Path, limit: int = MAX_FILE_BYTES) -> None:
@@ -50,25 +108,26 @@ def _size_check(path: Path, limit: int) -> None:
 def sha256_file(path: str | Path) -> str:
     """Hex SHA-256 of a file's bytes, read in 1 MiB blocks (provenance, copies checked after writing)."""
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_regular(path, limit=2**62) as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
             h.update(block)
     return h.hexdigest()
 
 
 def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES) -> bytes:
-    """The file's bytes; a directory, a missing file, an unreadable one or one above ``limit`` is an InputError."""
+    """The file's bytes; a directory, a missing file, an unreadable one, a FIFO/device/socket or one
+    above ``limit`` is an InputError (:func:`open_regular`)."""
     path = Path(path)
-    try:
-        if path.is_file():
-            _size_check(path, limit)
-        return path.read_bytes()
-    except IsADirectoryError:
-        raise InputError(path, "-", f"is a directory, expected a {what}") from None
-    except FileNotFoundError:
-        raise InputError(path, "-", "file not found") from None
-    except OSError as e:
-        raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
+    with open_regular(path, what, limit) as fh:
+        try:
+            data = fh.read(min(limit, os.fstat(fh.fileno()).st_size) + 1)
+            if len(data) <= limit:
+                data += fh.read(limit + 1 - len(data))  # a file that grew since fstat: read on to the limit
+        except OSError as e:
+            raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
+    if len(data) > limit:  # it grew while being read
+        raise InputError(path, "-", f"file is above the {limit}-byte limit for this input")
+    return data
 
 
 def read_text(path: str | Path, what: str = "text file", limit: int = MAX_FILE_BYTES) -> str:
@@ -105,39 +164,293 @@ def _classes():
     return lut
 
 
+_WINDOW = 4 << 20  # bytes scanned at a time: the scan's own memory stays a few windows, whatever the file
+
+
+@cache
+def _class_table() -> bytes:
+    return bytes(_classes().astype("uint8").tolist())
+
+
 def scan_json(raw: bytes, limit: int = MAX_DEPTH) -> tuple[int, int, int]:
     """``(deepest nesting, offset where it first exceeds limit, keys)`` of JSON text, without parsing
-    it: brackets and colons outside strings, vectorized (numpy: one byte-class lookup, then work on
-    the structural bytes only). ``keys`` counts every key as written, so a parsed document holding
-    fewer has a duplicate key."""
+    it: brackets and colons outside strings, vectorized (numpy over the structural bytes only), in
+    windows of :data:`_WINDOW` bytes carrying the string/depth state across (so a 200 MB result
+    file costs a few windows of memory, not a class byte per file byte). ``keys`` counts every key
+    as written, so a parsed document holding fewer has a duplicate key."""
     import numpy as np
 
-    codes = _classes()[np.frombuffer(raw, dtype=np.uint8)]
-    pos = np.flatnonzero(codes)
-    if b"\\" in raw:  # drop quotes escaped by an odd run of backslashes
-        escaped = [m.end() - 1 for m in _ESCAPED_QUOTES.finditer(raw) if (m.end() - 1 - m.start()) % 2 == 1]
-        if escaped:
-            pos = np.setdiff1d(pos, np.asarray(escaped, dtype=pos.dtype), assume_unique=True)
-    ch = codes[pos]
-    quote = ch == _QUOTE
-    outside = (np.cumsum(quote) & 1) == quote  # an even number of quotes before it (itself excluded)
-    keep = outside & ~quote
-    ch, pos = ch[keep], pos[keep]
-    keys = int(np.count_nonzero(ch == _COLON))
-    step = (ch == _OPEN).astype(np.int64) - (ch == _CLOSE)
-    if not len(step):
-        return 0, -1, keys
-    depth = np.cumsum(step)
-    deepest = int(depth.max())
-    over = int(pos[int(np.argmax(depth > limit))]) if deepest > limit else -1
+    table = _class_table()
+    view = memoryview(raw)
+    deepest, over, keys, depth, in_string = 0, -1, 0, 0, 0
+    has_escapes = b"\\" in raw
+    for a in range(0, len(raw), _WINDOW):
+        b = min(len(raw), a + _WINDOW)
+        codes = np.frombuffer(bytes(view[a:b]).translate(table), dtype=np.int8)
+        pos = np.flatnonzero(codes)
+        del codes
+        if has_escapes:  # drop quotes escaped by an odd run of backslashes (a run may start before a)
+            start = a
+            while start > 0 and raw[start - 1] == 0x5C:
+                start -= 1
+            escaped = [
+                m.end() - 1 - a
+                for m in _ESCAPED_QUOTES.finditer(raw, start, b)
+                if (m.end() - 1 - m.start()) % 2 == 1 and m.end() - 1 >= a
+            ]
+            if escaped:
+                pos = np.setdiff1d(pos, np.asarray(escaped, dtype=pos.dtype), assume_unique=True)
+        ch = np.frombuffer(bytes(view[a:b]), dtype=np.uint8)[pos]
+        ch = _classes()[ch]
+        quote = ch == _QUOTE
+        # outside a string: an even number of quotes before it (itself excluded), counting the carry
+        outside = ((np.cumsum(quote) + in_string) & 1) == quote
+        in_string = (in_string + int(np.count_nonzero(quote))) & 1
+        keep = outside & ~quote
+        ch, pos = ch[keep], pos[keep]
+        keys += int(np.count_nonzero(ch == _COLON))
+        step = (ch == _OPEN).astype(np.int64) - (ch == _CLOSE)
+        if not len(step):
+            continue
+        d = np.cumsum(step) + depth
+        depth = int(d[-1])
+        top = int(d.max())
+        if top > limit and over < 0:
+            over = a + int(pos[int(np.argmax(d > limit))])
+        deepest = max(deepest, top)
     return deepest, over, keys
 
 
-def _count_keys(doc: Any) -> int:
-    """Keys in a parsed document: counted on its serialization (orjson, C) by the same scan."""
-    import orjson
+# --------------------------------------------------------------------------- streaming one big JSON object
 
-    return scan_json(orjson.dumps(doc, option=orjson.OPT_NON_STR_KEYS))[2]
+STREAM_BYTES = 32 << 20  # a result file above this is parsed member by member (formats.load)
+_BATCH = 4 << 20  # bytes of array elements parsed at a time
+_COMMA = 5
+
+
+class NotOneObject(Exception):
+    """The text is not one JSON object (e.g. JSON Lines): the caller reads it the other way."""
+
+
+@cache
+def _stream_table() -> bytes:
+    lut = _classes().copy()
+    lut[ord(",")] = _COMMA
+    return bytes(lut.astype("uint8").tolist())
+
+
+def stream_object(
+    path: str | Path,
+    *,
+    loads,
+    limit: int = MAX_FILE_BYTES,
+    batch_hook=None,
+    join=None,
+) -> dict:
+    """A file holding one JSON object, parsed member by member without holding the file: the bytes
+    are read in :data:`_WINDOW` pieces and scanned (strings, escapes and depth carried across), each
+    top-level member is parsed on its own with ``loads``, and an array member in batches of about
+    :data:`_BATCH` bytes of elements, each batch handed to ``batch_hook(key, elements)`` (which may
+    make it compact: a polars Series instead of Python lists) and the batches to ``join(key, parts)``.
+    Peak memory: a window, a batch and what the hooks keep — not the file.
+
+    The input limits hold as for :func:`load_json`: regular file, ``limit`` bytes, nesting
+    :data:`MAX_DEPTH`, duplicate keys (in every object). Raises :class:`NotOneObject` when the text
+    is not one object (something follows it: JSON Lines), InputError (with line and column) when it
+    is not JSON."""
+    import numpy as np
+
+    path = Path(path)
+    table = _stream_table()
+    lut = _classes().copy()
+    lut[ord(",")] = _COMMA
+    out: dict[str, Any] = {}
+    parts: list[Any] = []
+    data = bytearray()
+    base = depth = in_string = trailing_bs = 0
+    state, key, key_start, value_start, is_array = "start", None, 0, 0, False
+    batch_start = last_comma = 0
+
+    def piece(a: int, b: int) -> bytes:
+        return bytes(data[a - base : b - base])
+
+    def parse(a: int, b: int, wrap: bool = False) -> Any:
+        raw = piece(a, b)
+        text = b"[" + raw + b"]" if wrap else raw
+        try:
+            doc = loads(text)
+        except ValueError as e:
+            at = a + max(0, int(getattr(e, "pos", 0) or 0) - (1 if wrap else 0))
+            msg = getattr(e, "msg", str(e))
+            raise InputError(path, _line_col_file(path, at), f"not valid JSON: {msg}") from None
+        keys = scan_json(text)[2]
+        if _count_keys(doc) != keys:
+            at, dup = _first_duplicate(text)
+            m = re.match(r"\$\[(\d+)\](.*)", at) if wrap else None
+            at = f"[{int(m[1]) + done[0]}]{m[2]}" if m else at[1:]
+            raise InputError(path, f"$.{key}{at}", f"key {dup!r} appears twice in this object (which value is meant?)")
+        return doc
+
+    done = [0]  # elements of the current array member parsed so far
+
+    def flush(a: int, b: int) -> None:
+        if piece(a, b).strip():
+            elements = parse(a, b, wrap=True)
+            done[0] += len(elements)
+            parts.append(batch_hook(key, elements) if batch_hook else elements)
+
+    def finish() -> Any:
+        if join is not None:
+            return join(key, parts)
+        return [x for p in parts for x in p]
+
+    with open_regular(path, "JSON file", limit) as fh:
+        while True:
+            win = fh.read(_WINDOW)
+            if not win:
+                break
+            off = base + len(data)
+            data += win
+            codes = np.frombuffer(win.translate(table), dtype=np.int8)
+            pos = np.flatnonzero(codes)
+            del codes
+            if b"\\" in win or trailing_bs:
+                escaped = []
+                for m in _ESCAPED_QUOTES.finditer(win):
+                    run = m.end() - 1 - m.start() + (trailing_bs if m.start() == 0 else 0)
+                    if run % 2 == 1:
+                        escaped.append(m.end() - 1)
+                if win[:1] == b'"' and trailing_bs % 2 == 1:
+                    escaped.append(0)
+                if escaped:
+                    pos = np.setdiff1d(pos, np.asarray(sorted(set(escaped)), dtype=pos.dtype), assume_unique=True)
+            stripped = win.rstrip(b"\\")
+            trailing_bs = (len(win) - len(stripped)) + (trailing_bs if not stripped else 0)
+            ch = lut[np.frombuffer(win, dtype=np.uint8)[pos]]
+            quote = ch == _QUOTE
+            outside = ((np.cumsum(quote) + in_string) & 1) == quote
+            in_string = (in_string + int(np.count_nonzero(quote))) & 1
+            keep = outside & ~quote
+            ch, pos = ch[keep], pos[keep]
+            step = (ch == _OPEN).astype(np.int64) - (ch == _CLOSE)
+            after = np.cumsum(step) + depth
+            before = after - step
+            if len(after):
+                depth = int(after[-1])
+                if int(after.min()) < 0:
+                    at = off + int(pos[int(np.argmax(after < 0))])
+                    raise InputError(path, _line_col_file(path, at), "not valid JSON: a bracket closes nothing")
+                if int(after.max()) > MAX_DEPTH:
+                    at = off + int(pos[int(np.argmax(after > MAX_DEPTH))])
+                    raise InputError(
+                        path,
+                        _line_col_file(path, at),
+                        f"nested deeper than {MAX_DEPTH} levels (the limit is passed here)",
+                    )
+            sel = (
+                ((ch == _OPEN) & (before <= 1))
+                | ((ch == _CLOSE) & (after <= 1))
+                | ((ch == _COLON) & (before == 1))
+                | ((ch == _COMMA) & ((before == 1) | (before == 2)))
+            )
+            if state == "end" and win.strip():  # something after the object: JSON Lines?
+                raise NotOneObject
+            for p_rel, c, db in zip(pos[sel].tolist(), ch[sel].tolist(), before[sel].tolist()):
+                p = off + p_rel
+                if state == "end":
+                    raise NotOneObject
+                if state == "start":
+                    if c != _OPEN or win[p_rel] != ord("{") or piece(0, p).strip():
+                        raise NotOneObject
+                    state, key_start = "key", p + 1
+                elif c == _COLON and db == 1:
+                    if state != "key":
+                        raise InputError(path, _line_col_file(path, p), "not valid JSON: unexpected ':'")
+                    k = parse(key_start, p)
+                    if not isinstance(k, str):
+                        raise InputError(
+                            path, _line_col_file(path, key_start), "not valid JSON: a key must be a string"
+                        )
+                    if k in out or k == key:
+                        raise InputError(path, "$", f"key {k!r} appears twice in this object (which value is meant?)")
+                    key, value_start, is_array, state = k, p + 1, False, "value"
+                elif c == _OPEN and db == 1:
+                    if state == "value" and data[p - base] == ord("[") and not piece(value_start, p).strip():
+                        is_array, batch_start, last_comma, parts, done[0] = True, p + 1, 0, [], 0
+                elif c == _COMMA and db == 2:
+                    if is_array:
+                        last_comma = p
+                elif c == _CLOSE and db == 2:
+                    if is_array:
+                        flush(batch_start, p)
+                        out[key] = finish()
+                        is_array, parts, state = False, [], "after"
+                elif c == _COMMA and db == 1:
+                    if state == "value":
+                        out[key] = parse(value_start, p)
+                    elif state != "after":
+                        raise InputError(path, _line_col_file(path, p), "not valid JSON: unexpected ','")
+                    state, key_start = "key", p + 1
+                elif c == _CLOSE and db == 1:
+                    if state == "value":
+                        out[key] = parse(value_start, p)
+                    elif state == "key" and (out or piece(key_start, p).strip()):
+                        raise InputError(path, _line_col_file(path, p), "not valid JSON: a trailing comma")
+                    state = "end"
+                    if win[p_rel + 1 :].strip():
+                        raise NotOneObject
+            if is_array and last_comma > batch_start and last_comma - batch_start > _BATCH:
+                flush(batch_start, last_comma)
+                batch_start = last_comma + 1
+            # keep only what a pending member still needs
+            keep_from = {
+                "key": key_start,
+                "value": batch_start if is_array else value_start,
+            }.get(state, off + len(win))
+            if state == "start":
+                keep_from = base
+            if keep_from > base:
+                del data[: keep_from - base]
+                base = keep_from
+    if state == "start":
+        raise NotOneObject
+    if state != "end":
+        raise InputError(
+            path, _line_col_file(path, base + len(data)), "not valid JSON: the file ends inside the object (truncated?)"
+        )
+    return out
+
+
+def _line_col_file(path: Path, pos: int) -> str:
+    """``line L column C`` of byte offset ``pos`` of a file, counted in blocks (only on an error)."""
+    line, col_start, done = 1, 0, 0
+    with open_regular(path, "file", 2**62) as fh:
+        while done < pos:
+            block = fh.read(min(1 << 20, pos - done))
+            if not block:
+                break
+            n = block.count(b"\n")
+            if n:
+                line += n
+                col_start = done + block.rfind(b"\n") + 1
+            done += len(block)
+    return f"line {line} column {pos - col_start + 1}"
+
+
+def _count_keys(doc: Any) -> int:
+    """Keys in a parsed document, counted by walking its objects and lists (a list of numbers costs
+    a type check per item, nothing is re-serialized)."""
+    n = 0
+    stack = [doc] if type(doc) in (dict, list) else []
+    containers = (dict, list)
+    while stack:
+        v = stack.pop()
+        if type(v) is dict:
+            n += len(v)
+            stack.extend(x for x in v.values() if type(x) in containers)
+        else:
+            stack.extend(x for x in v if type(x) in containers)
+    return n
 
 
 class _Pairs(dict):

@@ -107,8 +107,17 @@ class Cell:
     def fmt(self, digits: int = 3) -> str:
         """``5.248 (5.205–5.371)`` as the seed prints it; a bare median when n=1."""
         if self.n == 1:
-            return f"{self.median:.{digits}f}"
-        return f"{self.median:.{digits}f} ({self.min:.{digits}f}–{self.max:.{digits}f})"
+            return fmt_fixed(self.median, digits)
+        return f"{fmt_fixed(self.median, digits)} ({fmt_fixed(self.min, digits)}–{fmt_fixed(self.max, digits)})"
+
+
+def fmt_fixed(v: float, digits: int = 3) -> str:
+    """``v`` with ``digits`` decimals — unless that would show a non-zero value as zero (a denormal
+    latency as ``0.000``): then two significant digits (``4.9e-324``)."""
+    out = f"{v:.{digits}f}"
+    if v != 0 and math.isfinite(v) and float(out) == 0:
+        return f"{v:.2g}"
+    return out
 
 
 def cell(

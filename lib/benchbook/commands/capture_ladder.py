@@ -90,11 +90,8 @@ def capture_ladder(
     base = str(httpx.URL(url)).rstrip("/")
     endpoint = MetricsEndpoint(metrics or base + "/metrics", timeout_s=scrape_timeout_s, retries=retries)
     first, _snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
-    width = max([*concurrency, 2])
-    client = httpx.Client(trust_env=False, limits=httpx.Limits(max_connections=width + 2))
     try:
         prompts, served, fitted = fit_prompts(
-            client,
             base,
             model,
             {k: prompts[k] for k in sorted(need)},
@@ -103,7 +100,6 @@ def capture_ladder(
         )
         folder = RunFolder(out, "ladder", arguments, arm=arm, run=run, point=point)
     except BaseException:
-        client.close()
         endpoint.close()
         raise
     where = folder.doc.get("layout")
@@ -163,7 +159,7 @@ def capture_ladder(
                 texts.append(t)
                 prefixes.append(p)
             delays = [0.0, interleave_delay_s] if scenario == "interleave" else [0.0] * len(classes)
-            results = _send_together(client, base, model, texts, delays, max_tokens, ignore_eos, request_timeout_s)
+            results = _send_together(base, model, texts, delays, max_tokens, ignore_eos, request_timeout_s)
             after = endpoint.check_fetch()
             folder.write(f"metrics/{name}.after.prom", after.text)
             n = len(classes)
@@ -230,7 +226,6 @@ def capture_ladder(
         stopped = f"stopped by an error after {len(doc['steps'])} of {len(plan)} steps: {e}"
         raise
     finally:
-        client.close()
         endpoint.close()
         doc["memory_samples"] = sampling.stop()
         folder.finish(stopped, time.time())
@@ -238,7 +233,6 @@ def capture_ladder(
 
 
 def _send_together(
-    client: httpx.Client,
     base: str,
     model: str,
     texts: list[str],
@@ -270,7 +264,7 @@ def _send_together(
         if ignore_eos:
             body["ignore_eos"] = True
         try:
-            results[i] = stream_completion(client, base, body, timeout_s)
+            results[i] = stream_completion(base, body, timeout_s)
         except BaseException as e:  # noqa: BLE001 - handed to the main thread, re-raised there
             errors[i] = e
 

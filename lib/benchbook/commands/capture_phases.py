@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from benchbook import httpread
 from benchbook.analysis import enginemetrics
 from benchbook.commands.capture_folder import RunFolder, dump_json, utc
 from benchbook.commands.capture_memory import MemorySampling
@@ -49,6 +50,7 @@ from benchbook.metrics.profiles import EngineProfile
 
 SETTLE_S = 2.0
 REQUEST_TIMEOUT_S = 300.0
+MAX_STREAM_BYTES = 256 * 2**20  # one streamed completion's events
 
 __all__ = ["capture_phases", "default_prompts", "parse_prompt", "stream_completion"]
 
@@ -67,30 +69,39 @@ class StreamResult:
     first_token_s: float | None = None  # first event carrying generated text, from start
 
 
-def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any], timeout_s: float) -> StreamResult:
-    """One streamed completion; times on the monotonic clock from just before the request is sent."""
+def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> StreamResult:
+    """One streamed completion; times on the monotonic clock from just before the request is sent.
+    ``timeout_s`` bounds the whole request (connect, every event, the end of the stream), and a line
+    without a line feed is cut at :data:`benchbook.httpread.MAX_LINE_BYTES`."""
     url = base_url.rstrip("/") + "/v1/completions"
     start_unix = time.time()
     t0 = time.monotonic()
-    deadline = t0 + timeout_s
     first = None
     first_text = None
     first_has_text = False
     usage: dict[str, Any] = {}
     finish = None
     events = 0
+    payload = json.dumps(body).encode()
     try:
-        with client.stream("POST", url, json=body, timeout=httpx.Timeout(timeout_s, connect=10.0)) as r:
-            if r.status_code != 200:
-                msg = "/v1/completions answered " + quote_error(r.status_code, r.read().decode(errors="replace"))
-                if 400 <= r.status_code < 500:  # the request is wrong (model name, options): bad input
+        with httpread.stream(
+            "POST",
+            url,
+            timeout_s=timeout_s,
+            max_bytes=MAX_STREAM_BYTES,
+            body=payload,
+            headers={"Content-Type": "application/json", "Accept": "text/event-stream"},
+        ) as r:
+            if r.status != 200:
+                try:
+                    detail = r.read().decode(errors="replace")
+                except httpread.HTTPReadError as e:
+                    detail = f"(body not read: {e.reason})"
+                msg = "/v1/completions answered " + quote_error(r.status, detail)
+                if 400 <= r.status < 500:  # the request is wrong (model name, options): bad input
                     raise InputError(url, "-", msg)
                 raise SourceError(url, msg)
-            for line in r.iter_lines():
-                if time.monotonic() > deadline:
-                    raise SourceError(
-                        url, f"the streamed request did not finish within {timeout_s:g} s (--request-timeout)"
-                    )
+            for line in r.lines():
                 if not line.startswith("data:"):
                     continue
                 now = time.monotonic()
@@ -104,6 +115,8 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
                     chunk = json.loads(data)
                 except ValueError:
                     raise SourceError(url, f"stream event is not JSON: {data[:120]!r}") from None
+                if not isinstance(chunk, dict):
+                    raise SourceError(url, f"stream event is not a JSON object: {data[:120]!r}")
                 if chunk.get("usage"):
                     usage = chunk["usage"]
                 for ch in chunk.get("choices") or []:
@@ -114,10 +127,12 @@ def stream_completion(client: httpx.Client, base_url: str, body: dict[str, Any],
                             first_text = now
                     if ch.get("finish_reason"):
                         finish = ch["finish_reason"]
-    except httpx.TimeoutException:
-        raise SourceError(url, f"no answer within {timeout_s:g} s (--request-timeout)") from None
-    except httpx.TransportError as e:
-        raise SourceError(url, f"request failed: {type(e).__name__}: {e or 'no detail'}") from None
+    except httpread.HTTPReadError as e:
+        if e.kind == "timeout":
+            raise SourceError(
+                url, f"the streamed request did not finish within {timeout_s:g} s (--request-timeout)"
+            ) from None
+        raise SourceError(url, f"request failed: {e.reason}") from None
     end = time.monotonic()
     return StreamResult(
         start_unix,
@@ -191,13 +206,11 @@ def capture_phases(
     base = str(httpx.URL(url)).rstrip("/")
     endpoint = MetricsEndpoint(metrics or base + "/metrics", timeout_s=scrape_timeout_s, retries=retries)
     first, snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
-    client = httpx.Client(trust_env=False)
     try:  # the context length: a prompt that cannot fit is refused before the folder exists
         prompts, served, fitted = fit_prompts(
-            client, base, model, prompts, max_tokens=max_tokens, default_classes=default_classes
+            base, model, prompts, max_tokens=max_tokens, default_classes=default_classes
         )
     except BaseException:
-        client.close()
         endpoint.close()
         raise
     folder = RunFolder(out, "phases", arguments, arm=arm, run=run, point=point)
@@ -258,7 +271,7 @@ def capture_phases(
                 stem = f"metrics/{name}-{rnd}"
                 before = endpoint.fetch()
                 b_snap = endpoint.check(before)
-                res = stream_completion(client, base, body, request_timeout_s)
+                res = stream_completion(base, body, request_timeout_s)
                 after, a_snap, tries = _settled_after(endpoint, b_snap, profile, settle_s)
                 folder.write(f"{stem}.before.prom", before.text)
                 folder.write(f"{stem}.after.prom", after.text)
@@ -314,7 +327,6 @@ def capture_phases(
         stopped = f"stopped by an error after {len(phases['samples'])} of {total} samples: {e}"
         raise
     finally:
-        client.close()
         endpoint.close()
         doc["memory_samples"] = sampling.stop()
         folder.finish(stopped, time.time())

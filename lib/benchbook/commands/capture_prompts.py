@@ -16,13 +16,13 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
+from benchbook import httpread
 from benchbook.errors import InputError
 
 _WORDS = (
@@ -90,17 +90,21 @@ class ServedModel:
         }
 
 
-def served_model(client: httpx.Client, base: str, model: str, timeout_s: float = 10.0) -> ServedModel:
-    """``max_model_len`` of ``model`` from ``GET /v1/models`` (None, with a note, where it is not said)."""
+MAX_ANSWER_BYTES = 16 * 2**20  # /v1/models, /tokenize answers
+
+
+def served_model(base: str, model: str, timeout_s: float = 10.0) -> ServedModel:
+    """``max_model_len`` of ``model`` from ``GET /v1/models`` (None, with a note, where it is not said).
+    One deadline for the whole answer and a size limit (:mod:`benchbook.httpread`)."""
     sm = ServedModel()
     try:
-        r = client.get(base + "/v1/models", timeout=timeout_s)
-        doc = r.json() if r.status_code == 200 else None
-    except (httpx.HTTPError, ValueError) as e:
-        sm.notes.append(f"/v1/models: {type(e).__name__}")
+        r = httpread.request("GET", base + "/v1/models", timeout_s=timeout_s, max_bytes=MAX_ANSWER_BYTES)
+        doc = json.loads(r.body) if r.status == 200 else None
+    except (httpread.HTTPReadError, ValueError) as e:
+        sm.notes.append(f"/v1/models: {getattr(e, 'reason', type(e).__name__)}")
         return sm
     if not isinstance(doc, dict):
-        sm.notes.append(f"/v1/models: HTTP {r.status_code}")
+        sm.notes.append(f"/v1/models: HTTP {r.status}")
         return sm
     for m in doc.get("data") or []:
         if isinstance(m, dict) and m.get("id") == model:
@@ -114,20 +118,26 @@ def served_model(client: httpx.Client, base: str, model: str, timeout_s: float =
     return sm
 
 
-def count_tokens(client: httpx.Client, base: str, model: str, text: str, timeout_s: float = 30.0) -> int | None:
+def count_tokens(base: str, model: str, text: str, timeout_s: float = 30.0) -> int | None:
     """The server's own token count of ``text`` as a completion prompt (``POST /tokenize``), or None."""
     try:
-        r = client.post(base + "/tokenize", json={"model": model, "prompt": text}, timeout=timeout_s)
-        if r.status_code != 200:
+        r = httpread.request(
+            "POST",
+            base + "/tokenize",
+            timeout_s=timeout_s,
+            max_bytes=MAX_ANSWER_BYTES,
+            body=json.dumps({"model": model, "prompt": text}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        if r.status != 200:
             return None
-        n = r.json().get("count")
-    except (httpx.HTTPError, ValueError, AttributeError):
+        n = json.loads(r.body).get("count")
+    except (httpread.HTTPReadError, ValueError, AttributeError):
         return None
     return n if isinstance(n, int) else None
 
 
 def fit_prompts(
-    client: httpx.Client,
     base: str,
     model: str,
     prompts: dict[str, str],
@@ -141,10 +151,10 @@ def fit_prompts(
     Each prompt must leave ``max_tokens`` (+ ``room`` for the distinct prefix) inside the context.
     Default prompts (``default_classes``) are cut (whole words) to fit; prompts the user gave are refused, naming the class,
     its tokens, the context and the advice."""
-    sm = served_model(client, base, model)
+    sm = served_model(base, model)
     out, facts = {}, {}
     for name, text in prompts.items():
-        n = count_tokens(client, base, model, text)
+        n = count_tokens(base, model, text)
         if n is not None:
             sm.tokenize = True
         fact: dict[str, Any] = {"tokens_counted": n}
@@ -169,7 +179,7 @@ def fit_prompts(
             for _ in range(6):  # shrink by the measured ratio until the server's count fits
                 keep = max(1, int(len(cut) * limit / max(n, 1) * 0.98))
                 cut = cut[:keep]
-                n = count_tokens(client, base, model, " ".join(cut))
+                n = count_tokens(base, model, " ".join(cut))
                 if n is None or n <= limit:
                     break
             if n is None or n > limit:

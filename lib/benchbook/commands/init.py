@@ -28,6 +28,7 @@ See docs/init.md.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import sys
@@ -92,7 +93,9 @@ def _unique(base: str, taken: set[str]) -> str:
 def _is_capture(p: Path) -> bool:
     if p.suffix.lower() not in CAPTURE_SUFFIXES:
         return False
-    with open(p, "rb") as f:
+    from benchbook.jsonfile import open_regular
+
+    with open_regular(p, "/metrics capture", 2**62) as f:  # a FIFO is refused, never opened to block
         head = f.read(64).lstrip()
     return head[:1] not in (b"{", b"[")
 
@@ -104,6 +107,10 @@ def _files_under(folder: Path) -> list[Path]:
             raise InputError(p, "-", "is a symlink; init copies regular files only (copy the file itself in)")
         if p.is_file():
             out.append(p)
+        elif not p.is_dir():  # a FIFO, a device, a socket: refused, not silently left out
+            from benchbook.jsonfile import open_regular
+
+            open_regular(p).close()
     return out
 
 
@@ -638,11 +645,54 @@ def _readme(manifest: dict, hashes: list[tuple[str, str, str]], notes: list[str]
 # ---------------------------------------------------------------------------------------- CLI
 
 
+def _shown(p: Path) -> str:
+    """A path for a message: bytes that are not UTF-8 shown as ``\\xff``."""
+    return os.fsencode(p).decode("utf-8", "backslashreplace")
+
+
+def _check_names(runs: list[PlannedRun]) -> None:
+    """Every file init would copy has a UTF-8 name (campaign.json and README.md name them)."""
+    for r in runs:
+        for src, rel in r.copies:
+            for name in (str(src), rel):
+                try:
+                    name.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise InputError(
+                        _shown(src), "-", "file name is not UTF-8: rename it (campaign.json names every file it holds)"
+                    ) from None
+
+
+def _build_whole(d: Path, runs: list[PlannedRun], todo: list[str], title, question) -> dict:
+    """:func:`build` into a temporary sibling folder, renamed to ``d`` once complete: a failure
+    leaves no half-written DIR behind (a rerun would find it not empty)."""
+    import tempfile
+
+    d.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.init-", dir=d.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o777 & ~umask)  # a folder as mkdir makes it, not mkdtemp's 0700
+    try:
+        manifest = build(tmp, runs, todo, title, question)
+        if d.is_dir():
+            d.rmdir()  # an empty DIR given on purpose (checked above)
+        os.rename(tmp, d)
+    except BaseException as e:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(e, OSError) and not isinstance(e, BlockingIOError):
+            raise InputError(d, "-", f"cannot write the campaign folder: {e.strerror or e}") from None
+        raise
+    return manifest
+
+
 def run(args) -> int:
     from benchbook.commands.validate import validate_campaign
 
     out = (lambda *_a, **_k: None) if args.quiet else print
     d: Path = args.dir
+    if d.is_symlink():  # a dangling one too (exists() is False for it; mkdir failed, exit 1)
+        raise InputError(d, "-", "is a symlink; init writes a new campaign folder (give a new DIR, not a link)")
     if d.exists() and (not d.is_dir() or any(d.iterdir())):
         raise InputError(d, "-", "exists and is not empty; init writes a new campaign folder (give a new DIR)")
     try:
@@ -653,7 +703,8 @@ def run(args) -> int:
     except OSError:
         pass
     runs, todo = plan(list(args.inputs))
-    manifest = build(d, runs, todo, args.title, args.question)
+    _check_names(runs)
+    manifest = _build_whole(d, runs, todo, args.title, args.question)
     out(f"benchbook init: wrote {d / 'campaign.json'}: {len(runs)} run(s), {len(manifest['arms'])} arm(s)")
     for t in manifest["todo"]:
         out(f"  todo: {t}")

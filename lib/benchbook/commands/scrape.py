@@ -14,13 +14,15 @@ from dataclasses import dataclass
 
 import httpx
 
+from benchbook import httpread
 from benchbook.errors import InputError, SourceError
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, detect_profile
 
 RETRIES = 3  # attempts per scrape
 BACKOFF_S = 0.5  # sleep before the 2nd attempt, doubled for each further one
-TIMEOUT_S = 10.0  # connect + read, per attempt
+TIMEOUT_S = 10.0  # connect + whole body, per attempt
+MAX_SCRAPE_BYTES = 256 * 2**20  # one /metrics answer, decoded (the capture-file limit, jsonfile.MAX_METRICS_BYTES)
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,9 @@ def metrics_url(url: str) -> str:
 
 
 class MetricsEndpoint:
-    """GET ``url`` with at most ``retries`` attempts of ``timeout_s`` each, backing off between them."""
+    """GET ``url`` with at most ``retries`` attempts of ``timeout_s`` each (connect and whole body:
+    :mod:`benchbook.httpread`), backing off between them; an answer above ``max_bytes`` (decoded),
+    a redirect to another host or port, and a gzip bomb are refused."""
 
     def __init__(
         self,
@@ -52,7 +56,7 @@ class MetricsEndpoint:
         timeout_s: float = TIMEOUT_S,
         retries: int = RETRIES,
         backoff_s: float = BACKOFF_S,
-        client: httpx.Client | None = None,
+        max_bytes: int = MAX_SCRAPE_BYTES,
     ):
         if retries < 1:
             raise ValueError("retries must be >= 1")
@@ -60,10 +64,10 @@ class MetricsEndpoint:
         self.timeout_s = timeout_s
         self.retries = retries
         self.backoff_s = backoff_s
-        self._client = client or httpx.Client(timeout=timeout_s, follow_redirects=False, trust_env=False)
+        self.max_bytes = max_bytes
 
     def close(self) -> None:
-        self._client.close()
+        pass  # one connection per scrape, closed with it
 
     def fetch(self) -> Scrape:
         """One scrape, retried on connection errors, time-outs and 5xx answers; the text is not checked."""
@@ -73,23 +77,28 @@ class MetricsEndpoint:
                 time.sleep(self.backoff_s * 2 ** (attempt - 2))
             t0 = time.monotonic()
             try:
-                r = self._client.get(self.url, headers={"Accept": "text/plain;version=0.0.4"})
-            except httpx.TimeoutException:
-                last = f"no answer within {self.timeout_s:g} s"
-                continue
-            except httpx.TransportError as e:
-                last = f"cannot connect ({type(e).__name__}: {e or 'no detail'})"
-                continue
+                r = httpread.request(
+                    "GET",
+                    self.url,
+                    timeout_s=self.timeout_s,
+                    max_bytes=self.max_bytes,
+                    headers={"Accept": "text/plain;version=0.0.4"},
+                )
+            except httpread.HTTPReadError as e:
+                if e.kind in ("timeout", "connect"):
+                    last = f"no answer within {self.timeout_s:g} s" if e.kind == "timeout" else f"cannot connect ({e})"
+                    continue
+                raise SourceError(self.url, e.reason) from None  # too big, a redirect elsewhere: retrying won't help
             t1 = time.monotonic()
-            if r.status_code >= 500:
-                last = f"HTTP {r.status_code}"
+            if r.status >= 500:
+                last = f"HTTP {r.status}"
                 continue
-            if r.status_code != 200:  # 4xx: retrying will not help
-                raise SourceError(self.url, f"HTTP {r.status_code} {r.reason_phrase}: is this the /metrics endpoint?")
+            if r.status != 200:  # 4xx: retrying will not help
+                raise SourceError(self.url, f"HTTP {r.status} {r.reason}: is this the /metrics endpoint?")
             # a busy server answers late: stamping the answer's arrival would date every busy-time value
             # later than it was read, shortening busy stretches; the midpoint halves that error
             mid = (t1 - t0) / 2
-            return Scrape(r.text, time.time() - mid, t1 - mid, t1 - t0, attempt)
+            return Scrape(r.text(), time.time() - mid, t1 - mid, t1 - t0, attempt)
         raise SourceError(self.url, f"{last} after {self.retries} attempt{'s' * (self.retries > 1)}; is the server up?")
 
     def check(self, scrape: Scrape) -> prometheus.Snapshot:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from benchbook.errors import EXIT_BAD_INPUT, EXIT_SOURCE, InputError, InputErrors, SourceError
+from benchbook.errors import EXIT_BAD_INPUT, EXIT_SOURCE, InputError, InputErrors, RenderError, SourceError
 
 
 def add_arguments(p) -> None:
@@ -34,6 +34,8 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
     from benchbook.ingest.campaign import Campaign, load_campaign
 
     errors: list[InputError] = []
+    _collect(lambda: check_folder_files(root), errors)
+    _check_render_params(root, errors, out)
     camp: Campaign | None = _collect(lambda: load_campaign(root), errors)
     if camp is None:
         return errors
@@ -126,6 +128,67 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
                 )
             )
     return errors
+
+
+def check_folder_files(root: Path) -> None:
+    """Every entry of a campaign folder is a regular file, a folder or a symlink: a FIFO, a device
+    or a socket would hang or flood ``render`` (which hashes the whole folder), so it is bad input
+    here too. Nothing is opened."""
+    import os
+    import stat as st
+
+    from benchbook.jsonfile import special_kind
+
+    found: list[InputError] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = os.path.join(dirpath, name)
+            try:
+                mode = os.lstat(p).st_mode
+            except OSError:
+                continue
+            if not st.S_ISLNK(mode) and special_kind(mode) is not None:
+                found.append(
+                    InputError(
+                        p,
+                        "-",
+                        f"is {special_kind(mode)}, not a regular file: a campaign folder holds regular files only",
+                    )
+                )
+    if found:
+        raise found[0] if len(found) == 1 else InputErrors(found)
+
+
+def _check_render_params(root: Path, errors: list, out) -> None:
+    """``render.yml`` (or .yaml/.json) read and checked as ``render`` reads it: the input limits (no
+    YAML aliases …), page kinds, no input-choosing keys, and each parameter declared by its page's
+    notebook — so that what ``render`` would reject, ``validate`` rejects first."""
+    from benchbook.pipeline import render
+
+    f = render._params_file(root)
+    if f is None:
+        return
+    own = _collect(lambda: render.campaign_params(root), errors)
+    if own is None:
+        return
+    before = len(errors)
+    _collect(lambda: render.check_overrides(own, str(f)), errors)
+    for page, params in sorted(own.items()):
+        nb = render.notebook_for(page)
+        if not nb.is_file():
+            continue
+        try:
+            declared = render.declared_parameters(nb)
+        except RenderError:  # a broken notebook is render's failure, not this campaign's input
+            continue
+        for k in sorted(params):
+            if k not in declared and k not in render.INPUT_PARAMETERS:
+                errors.append(InputError(f, f"$.{page}.{k}", f"{nb.name} declares no parameter {k!r}"))
+        known = {k: v for k, v in params.items() if k in declared}
+        _collect(lambda known=known, d=declared: render.check_parameter_types(known, d, str(f)), errors)
+    if len(errors) == before:
+        out(f"{f}: page parameters for {', '.join(sorted(own)) or 'no page'}, valid")
 
 
 def _validate_results_run(camp, r, errors: list, out) -> None:
@@ -222,6 +285,10 @@ def validate_file(path: Path, out=print) -> list[InputError]:
         return [InputError(path, "-", "is a folder without campaign.json")]
     if not path.exists():
         return [InputError(path, "-", "no such file")]
+    from benchbook.jsonfile import open_regular
+
+    if _collect(lambda: open_regular(path, limit=2**62).close(), errors) is None and errors:
+        return errors  # a FIFO, a device, a socket: refused before anything is read
     suffix = path.suffix.lower()
     from benchbook.ingest import telemetry  # GPU telemetry: AIPerf export, DCGM-exporter scrape
 
@@ -238,8 +305,22 @@ def validate_file(path: Path, out=print) -> list[InputError]:
             n = sum(len(v) for v in snap.values.values())
             out(f"{path}: Prometheus text exposition: {len(snap.types)} families, {n} samples; {_engine_line(snap)}")
         return errors
+    from benchbook import jsonfile
     from benchbook.jsonfile import load_json, validate
 
+    if suffix == ".json" and path.stat().st_size > jsonfile.STREAM_BYTES:  # a big result file: streamed
+        from benchbook.ingest import formats
+
+        big = _collect(lambda: formats.load(path), errors)
+        if big is None:
+            return errors
+        bfmt = big.doc.get("format") if isinstance(big.doc, dict) else None
+        if not (isinstance(bfmt, str) and bfmt.startswith("benchbook.")):
+            runs = _collect(lambda: formats.read_loaded(big), errors)
+            for line in formats.describe(runs or []):
+                out(f"{path}: {line}")
+            return errors
+        del big  # benchbook's own formats are read whole, strictly, below
     if suffix == ".json":
         doc = _collect(lambda: load_json(path), errors)
         if doc is None:
@@ -273,7 +354,11 @@ def validate_file(path: Path, out=print) -> list[InputError]:
         from benchbook.ingest import formats
     except ImportError:
         return [InputError(path, "-", "not a benchbook file and no reader for other formats is installed")]
-    runs = _collect(lambda: formats.read(path), errors)
+    if suffix == ".json":  # parsed once above, with the strict checks: read from that document
+        loaded, doc = formats.Loaded(path, "json", doc), None
+        runs = _collect(lambda: formats.read_loaded(loaded), errors)
+    else:
+        runs = _collect(lambda: formats.read(path), errors)
     if runs is not None:
         for line in formats.describe(runs):
             out(f"{path}: {line}")
@@ -305,7 +390,9 @@ def _engine_line(snap) -> str:
 
 
 def _looks_json(path: Path) -> bool:
-    with open(path, "rb") as f:
+    from benchbook.jsonfile import open_regular
+
+    with open_regular(path, "file", 2**62) as f:
         head = f.read(64).lstrip()
     return head[:1] in (b"{", b"[")
 

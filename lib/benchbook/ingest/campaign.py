@@ -17,7 +17,7 @@ from typing import Any
 from benchbook.errors import InputError, InputErrors
 from benchbook.findings import Exclusion  # noqa: F401 - also imported from here by readers
 from benchbook.ingest.manifest import is_pd, open_manifest  # noqa: F401 - open_manifest also read from here
-from benchbook.jsonfile import inside, join_inside, load_json, read_text, validate
+from benchbook.jsonfile import MAX_LOG_BYTES, inside, join_inside, load_json, read_text, validate
 from benchbook.metrics import phases as phases_mod
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, get_profile
@@ -623,7 +623,7 @@ def _fetch_window(camp: Campaign, run: Run, sample: dict[str, Any], where: str, 
 
 
 def _read_text(p: Path) -> str:
-    return read_text(p)
+    return read_text(p, "server log", MAX_LOG_BYTES)
 
 
 def load_campaign(path: str | Path) -> Campaign:

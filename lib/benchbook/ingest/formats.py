@@ -140,6 +140,96 @@ def number(value: Any, file: str, where: str, *, allow_str: bool = False) -> flo
     raise InputError(file, where, f"expected a number, found {value!r}")
 
 
+# No request of a serving benchmark takes longer than this (11.6 days); a larger time is a unit or
+# encoding error, and a sum of such values overflows (1e308 ITLs ended in an OverflowError).
+MAX_SECONDS = 1e6
+
+
+def seconds(value: Any, file: str, where: str) -> float | None:
+    """A per-request time in seconds (TTFT, ITL, latency): a finite number in [0, MAX_SECONDS], or
+    None. A negative, non-finite or absurd time is bad input naming the field (it would otherwise
+    be averaged in: one negative TTFT moved a mean from 139 to 37 ms)."""
+    v = number(value, file, where)
+    if v is None:
+        return None
+    if not 0 <= v <= MAX_SECONDS:  # NaN fails too
+        raise InputError(file, where, f"{_impossible(v)} is not a time a request can take")
+    return float(v)
+
+
+def _impossible(v: float) -> str:
+    if math.isnan(v) or math.isinf(v):
+        return f"{v} (not finite)"
+    return f"{v!r} (negative)" if v < 0 else f"{v!r} s (more than {MAX_SECONDS:g} s)"
+
+
+# formats whose per-request arrays hold every request sent (so the counts must agree with them)
+_EVERY_REQUEST = frozenset({"vllm-bench-serve", "sglang-bench-serving"})
+
+
+def check_run_values(run: BenchmarkRun) -> None:
+    """Run-level values a result file cannot truthfully hold: a duration <= 0 or not finite;
+    negative or non-finite latency, throughput and count figures; a completed/failed count that
+    contradicts the per-request records; per-request times out of range (:func:`seconds`, for
+    readers that did not check them field by field)."""
+    f, where, s = run.source, run.location, run.summary
+    d = s.get("duration_s")
+    if d is not None and not (isinstance(d, (int, float)) and math.isfinite(d) and d > 0):
+        raise InputError(f, f"{where} duration", f"duration {d!r} s is impossible: a run lasts more than 0 s")
+    for k, v in s.items():
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or k == "duration_s":
+            continue
+        if k.endswith("_ms") or k in SUMMARY_KEYS:
+            if math.isnan(v) or math.isinf(v) or v < 0:
+                raise InputError(f, f"{where} {k}", f"{_impossible(v).split(' (')[0]} is impossible for {k}")
+    df = run.requests
+    if df is None:
+        return
+    _check_request_times(run)
+    if run.format not in _EVERY_REQUEST:  # GuideLLM keeps a sample of the requests: counts may differ
+        return
+    n = df.height
+    ok = int(df["success"].sum()) if df["success"].null_count() < n else None
+    for k in ("completed", "failed"):
+        v = s.get(k)
+        if isinstance(v, int) and v > n:
+            raise InputError(
+                f, f"{where} {k}", f"{k} = {v}, but the file holds {n} per-request records: which one is true?"
+            )
+    if ok is not None and isinstance(s.get("completed"), int) and s["completed"] != ok:
+        raise InputError(
+            f,
+            f"{where} completed",
+            f"completed = {s['completed']}, but {ok} of the {n} per-request records succeeded: which one is true?",
+        )
+
+
+def _check_request_times(run: BenchmarkRun) -> None:
+    import polars as pl
+
+    df = run.requests
+    e = pl.element()
+    rows = df["itl"].list.eval(e.is_not_null() & ~((e >= 0) & (e <= MAX_SECONDS))).list.any()  # no explode
+    if rows.any():
+        i = int(rows.arg_max())
+        v = next(x for x in df["itl"][i].to_list() if x is not None and not 0 <= x <= MAX_SECONDS)
+        raise InputError(
+            run.source,
+            f"{run.location} request {df['index'][i]} itl",
+            f"{_impossible(v)} is not a time a request can take",
+        )
+    for col in ("ttft_s", "e2e_s", "itl_mean_s"):
+        bad = df.select(pl.col("index"), pl.col(col).alias("v"))
+        bad = bad.filter(pl.col("v").is_not_null() & ~((pl.col("v") >= 0) & (pl.col("v") <= MAX_SECONDS)))
+        if bad.height:
+            i, v = bad.row(0)
+            raise InputError(
+                run.source,
+                f"{run.location} request {i} {col}",
+                f"{_impossible(v)} is not a time a request can take ({bad.height} such value(s) in {col})",
+            )
+
+
 def rate(value: Any, file: str, where: str) -> float | None:
     """A request rate: a number, ``inf`` (JSON ``Infinity`` or the string ``"inf"``), or None."""
     v = number(value, file, where, allow_str=True)
@@ -243,12 +333,56 @@ def _json_loads(data: bytes) -> Any:
         return json.loads(data)
 
 
+def is_series(v: Any) -> bool:
+    return type(v).__name__ == "Series" and type(v).__module__.startswith("polars")
+
+
+def _compact(key: str, elements: list[Any]) -> Any:
+    """A batch of a streamed array member: lists of plain numbers (vLLM's ``itls``) become one polars
+    List(Float64) Series (8 bytes a number instead of a Python float's 32); anything else stays."""
+    if not elements or not all(type(e) is list for e in elements):
+        return elements
+    if not all(type(x) is float or type(x) is int for e in elements for x in e):
+        return elements  # a bool, a string, a null: the reader names it, field by field
+    import polars as pl
+
+    try:
+        return pl.Series(elements, dtype=pl.List(pl.Float64), strict=True)
+    except (TypeError, OverflowError, ValueError, pl.exceptions.PolarsError):
+        return elements
+
+
+def _join(key: str, parts: list[Any]) -> Any:
+    if parts and all(is_series(x) for x in parts):
+        import polars as pl
+
+        return pl.concat(parts, rechunk=True)
+    return [x for part in parts for x in (part.to_list() if is_series(part) else part)]
+
+
 def load(path: str | Path) -> Loaded:
+    """A result file parsed once. A JSON object above ``jsonfile.STREAM_BYTES`` (a ``vllm bench serve``
+    result with per-request arrays) is parsed member by member, without holding the file
+    (``jsonfile.stream_object``); its arrays of number lists are kept as polars Series."""
+    from benchbook import jsonfile
     from benchbook.jsonfile import MAX_FILE_BYTES, check_duplicate_keys, check_json_limits, load_yaml, read_bytes
 
     p = Path(path)
-    data = read_bytes(p, "result file")  # the size limit holds
     suffix = p.suffix.lower()
+    if suffix not in (".yaml", ".yml", ".csv", ".jsonl"):
+        import os
+
+        with jsonfile.open_regular(p, "result file") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            head = fh.read(4096).lstrip()
+        if size > jsonfile.STREAM_BYTES and head[:1] == b"{":
+            try:
+                doc = jsonfile.stream_object(p, loads=_json_loads, batch_hook=_compact, join=_join)
+            except jsonfile.NotOneObject:
+                pass  # JSON Lines (an object per line), read below
+            else:
+                return Loaded(p, "json", doc)
+    data = read_bytes(p, "result file")  # the size limit holds
     if suffix in (".yaml", ".yml"):  # no aliases, no duplicate keys, nesting limited
         return Loaded(p, "yaml", load_yaml(p, MAX_FILE_BYTES))
     text_head = data[:4096].lstrip()
@@ -521,14 +655,20 @@ def detect(path: str | Path) -> str:
 
 def read(path: str | Path) -> list[BenchmarkRun]:
     """Read every run in ``path``; InputError (file, location, reason) on bad input."""
+
+    return read_loaded(load(path))
+
+
+def read_loaded(ld: Loaded) -> list[BenchmarkRun]:
+    """:func:`read` of a file already parsed (``benchbook validate`` parses a ``.json`` once)."""
     import importlib
 
-    ld = load(path)
     fmt = _identify(ld)
     module = importlib.import_module(f"benchbook.ingest.{fmt.module}")
     runs: list[BenchmarkRun] = getattr(module, fmt.reader)(ld)
     for r in runs:
         r.format = fmt.name
+        check_run_values(r)
     return runs
 
 

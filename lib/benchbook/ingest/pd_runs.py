@@ -22,7 +22,7 @@ from typing import Any
 from benchbook.errors import InputError, InputErrors
 from benchbook.findings import Exclusion
 from benchbook.ingest.manifest import is_pd, open_manifest
-from benchbook.jsonfile import inside, join_inside, load_json, read_text, validate
+from benchbook.jsonfile import MAX_LOG_BYTES, inside, join_inside, load_json, read_text, validate
 from benchbook.metrics.phases import MIN_DURATION_S
 
 WINDOWS = ("whole", "native")
@@ -563,5 +563,5 @@ def parse_prefill_log(text: str, file: str | Path = "<log>"):
 def read_prefill_log(file: str | Path):
     """Read a scheduler log file and parse it (see :func:`parse_prefill_log`)."""
     p = Path(file)
-    text = read_text(p, "scheduler log")
+    text = read_text(p, "scheduler log", MAX_LOG_BYTES)
     return parse_prefill_log(text, p)

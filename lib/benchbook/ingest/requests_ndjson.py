@@ -21,7 +21,7 @@ import functools
 from pathlib import Path
 
 from benchbook.errors import InputError
-from benchbook.jsonfile import MAX_FILE_BYTES, check_size, control_chars
+from benchbook.jsonfile import MAX_FILE_BYTES, control_chars, open_regular
 from benchbook.metrics.phases import MIN_DURATION_S
 
 REQUIRED = ("round", "scenario", "n", "index", "prompt_class", "start", "end", "prompt_tokens",
@@ -55,7 +55,7 @@ def _bad_line(path: Path, reason_for):
     """Scan the file line by line (slow path, only after a failure) for the first bad record."""
     import orjson
 
-    with open(path, "rb") as f:
+    with open_regular(path, "request log") as f:
         for no, line in enumerate(f, 1):
             if not line.strip():
                 return InputError(path, f"line {no}", "blank line: every line must hold one request record")
@@ -83,13 +83,11 @@ def read_requests_ndjson(
     import polars as pl
 
     path = Path(path)
-    if not path.is_file():
-        raise InputError(path, "-", "file not found")
-    # the size limit before polars reads it; nesting is bounded by polars' own parser (a deeper line
-    # is "DepthLimitExceeded", then named by line below), and fields outside the schema are dropped
-    check_size(path, MAX_FILE_BYTES)
-    if itl is None:
-        with open(path, "rb") as f:
+    # a regular file within the size limit before polars reads it; nesting is bounded by polars' own
+    # parser (a deeper line is "DepthLimitExceeded", then named by line below), and fields outside
+    # the schema are dropped
+    with open_regular(path, "request log", MAX_FILE_BYTES) as f:
+        if itl is None:
             itl = b'"itl"' in f.readline()
     classes = set(prompt_classes or ())
     budget = generation_tokens or 0
@@ -185,7 +183,7 @@ def _line_count(path: Path) -> int:
     buf = bytearray(size)
     view, eq = np.frombuffer(buf, np.uint8), np.empty(size, bool)
     n, last = 0, 10
-    with open(path, "rb", buffering=0) as f:
+    with open_regular(path, "request log") as f:
         while k := f.readinto(buf):
             np.equal(view[:k], 10, out=eq[:k])
             n += int(np.count_nonzero(eq[:k]))

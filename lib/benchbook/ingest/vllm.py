@@ -17,16 +17,19 @@ from typing import Any
 
 from benchbook.errors import InputError
 from benchbook.ingest.formats import (
+    MAX_SECONDS,
     SUMMARY_KEYS,
     BenchmarkRun,
     Loaded,
     check_record,
+    is_series,
     make_config,
     make_summary,
     number,
     rate,
     requests_frame,
     same_length,
+    seconds,
     summary_from_requests,
     to_int,
 )
@@ -68,7 +71,7 @@ def _tool_version(r: dict[str, Any], variant: str) -> str:
         return "vLLM benchmarks/benchmark_serving.py (before `vllm bench serve`)"
     if variant.startswith("reduced"):
         return "vLLM benchmark_serving.py, reduced CI layout"
-    arrays = [k for k in PER_REQUEST_ARRAYS if isinstance(r.get(k), list)]
+    arrays = [k for k in PER_REQUEST_ARRAYS if isinstance(r.get(k), list) or is_series(r.get(k))]  # streamed: a Series
     if "latencies" in r or "queue_times" in r:
         era = "vLLM 0.30+; seen in 0.32"
     else:
@@ -92,7 +95,11 @@ def _run(ld: Loaded, where: str, r: dict[str, Any]) -> BenchmarkRun:
     def num(key: str) -> Any:
         return number(r.get(key), f, f"{where}.{key}")
 
-    params = {k: v for k, v in r.items() if k not in _RESULT_KEYS and not k.endswith("_ms") and not isinstance(v, list)}
+    params = {
+        k: v
+        for k, v in r.items()
+        if k not in _RESULT_KEYS and not k.endswith("_ms") and not isinstance(v, list) and not is_series(v)
+    }
     config = make_config(
         model=r.get("model_id"),
         backend=r.get("backend"),
@@ -162,20 +169,25 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
     f = ld.file
     arrays = {k: r.get(k) for k in ("ttfts", "itls", "input_lens", "output_lens", "errors", "start_times", "latencies")}
     for k, v in arrays.items():
-        if v is not None and not isinstance(v, list):
+        if v is not None and not isinstance(v, list) and not (k == "itls" and is_series(v)):
             raise InputError(f, f"{where}.{k}", f"expected a list, found {type(v).__name__}")
     if arrays["ttfts"] is None:
         return None
     n = same_length(f, where, arrays)
-    ttfts = [number(v, f, f"{where}.ttfts[{i}]") for i, v in enumerate(arrays["ttfts"])]
-    itls: list[list[float] | None] = []
-    for i, lst in enumerate(arrays["itls"] or [None] * n):
-        if lst is None:
-            itls.append(None)
-            continue
-        if not isinstance(lst, list):
-            raise InputError(f, f"{where}.itls[{i}]", f"expected a list, found {type(lst).__name__}")
-        itls.append([float(number(x, f, f"{where}.itls[{i}][{j}]")) for j, x in enumerate(lst)])
+    ttfts = [seconds(v, f, f"{where}.ttfts[{i}]") for i, v in enumerate(arrays["ttfts"])]
+    itls: Any = []
+    if is_series(arrays["itls"]):  # a streamed big file: already numbers, checked here as a column
+        itls = _checked_itls(arrays["itls"], f, where)
+        sums = _row_fsums(itls)
+    else:
+        for i, lst in enumerate(arrays["itls"] or [None] * n):
+            if lst is None:
+                itls.append(None)
+                continue
+            if not isinstance(lst, list):
+                raise InputError(f, f"{where}.itls[{i}]", f"expected a list, found {type(lst).__name__}")
+            itls.append([_itl(x, f, where, i, j) for j, x in enumerate(lst)])
+        sums = [None if x is None else math.fsum(x) for x in itls]
     errors = arrays["errors"]
     if errors is not None:
         success = [not e for e in errors]
@@ -199,9 +211,9 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
             continue
         ttft_out.append(None if t is None else float(t))
         if lat is not None:
-            e2e.append(number(lat[i], f, f"{where}.latencies[{i}]"))
+            e2e.append(seconds(lat[i], f, f"{where}.latencies[{i}]"))
         else:
-            e2e.append(None if t is None or itls[i] is None else float(t) + math.fsum(itls[i]))
+            e2e.append(None if t is None or sums[i] is None else float(t) + sums[i])
     if lat is not None:
         notes.append("e2e_s from the file's per-request 'latencies'")
     else:
@@ -230,6 +242,38 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
             "error": err,
         }
     )
+
+
+def _checked_itls(s: Any, f: str, where: str) -> Any:
+    """A List(Float64) Series of ITLs with every value in [0, MAX_SECONDS] (else the first bad one
+    named, as :func:`_itl` names it)."""
+    import polars as pl
+
+    e = pl.element()
+    bad_rows = s.list.eval(e.is_nan() | (e < 0) | (e > MAX_SECONDS)).list.any()
+    if bad_rows.any():
+        i = int(bad_rows.arg_max())
+        row = s[i].to_list()
+        j = next(j for j, x in enumerate(row) if not 0 <= x <= MAX_SECONDS)
+        seconds(row[j], f, f"{where}.itls[{i}][{j}]")  # raises, naming it
+    return s
+
+
+def _row_fsums(s: Any, chunk: int = 10_000) -> list[float | None]:
+    """``math.fsum`` of each row (the same rounding as the list path), a chunk of rows at a time."""
+    out: list[float | None] = []
+    for a in range(0, len(s), chunk):
+        out += [None if x is None else math.fsum(x) for x in s.slice(a, chunk).to_list()]
+    return out
+
+
+def _itl(x: Any, f: str, where: str, i: int, j: int) -> float:
+    if type(x) is float and 0.0 <= x <= MAX_SECONDS:  # the common case, without building the path
+        return x
+    v = seconds(x, f, f"{where}.itls[{i}][{j}]")
+    if v is None:
+        raise InputError(f, f"{where}.itls[{i}][{j}]", "expected a number, found None")
+    return v
 
 
 # nightly table: human column name → summary key (ms columns keep their unit)

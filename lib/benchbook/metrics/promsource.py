@@ -49,7 +49,8 @@ from benchbook.metrics.prometheus import LabelKey, Snapshot, _fmt_labels
 
 # Prometheus refuses a range query with more than this many points per series.
 MAX_POINTS = 11_000
-DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_TIMEOUT_S = 10.0  # one total deadline per API call (connect and whole answer)
+MAX_ANSWER_BYTES = 256 * 2**20  # one API answer, decoded
 _LABEL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
 HISTOGRAM_SUFFIXES = ("_sum", "_count", "_bucket")
 
@@ -164,21 +165,29 @@ def choose_step(t0: float, t1: float, step: float | None = None) -> float:
 
 
 class PromClient:
-    """Thin client of the Prometheus HTTP API (``/api/v1/…``) that turns failures into our errors."""
+    """Thin client of the Prometheus HTTP API (``/api/v1/…``) that turns failures into our errors.
+
+    Each call is bounded (:mod:`benchbook.httpread`): ``timeout`` is one total deadline for connect
+    and the whole answer, the answer is at most :data:`MAX_ANSWER_BYTES` (decoded; a gzip bomb is cut
+    there), and a redirect to another host or port is refused, so no query is sent anywhere but the
+    configured server. ``transport`` (an ``httpx`` transport) replaces the network in unit tests."""
 
     def __init__(self, url: str, timeout: float = DEFAULT_TIMEOUT_S, transport: Any = None):
-        import httpx
-
         if not url.startswith(("http://", "https://")):
             raise InputError("<prometheus>", "url", f"{url!r} is not an http:// or https:// URL")
         self.url = url.rstrip("/")
         self.name = _public_url(url)
         self.timeout = timeout
         self.queries: list[str] = []  # every query sent, in order (for provenance)
-        self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=True)
+        self._http = None
+        if transport is not None:
+            import httpx
+
+            self._http = httpx.Client(timeout=timeout, transport=transport, follow_redirects=False)
 
     def close(self) -> None:
-        self._http.close()
+        if self._http is not None:
+            self._http.close()
 
     def __enter__(self) -> PromClient:
         return self
@@ -186,35 +195,70 @@ class PromClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def _send(self, path: str, data: dict[str, Any] | None) -> tuple[int, bytes]:
+        """(status, body) of one API call; HTTPReadError on a failure of the exchange."""
+        from urllib.parse import urlencode
+
+        from benchbook import httpread
+
+        url = f"{self.url}{path}"
+        if self._http is not None:  # a test double
+            resp = self._http.get(url) if data is None else self._http.post(url, data=data)
+            return resp.status_code, resp.content
+        if data is None:
+            r = httpread.request("GET", url, timeout_s=self.timeout, max_bytes=MAX_ANSWER_BYTES)
+        else:
+            r = httpread.request(
+                "POST",
+                url,
+                timeout_s=self.timeout,
+                max_bytes=MAX_ANSWER_BYTES,
+                body=urlencode(data, doseq=True).encode(),
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+            )
+        return r.status, r.body
+
     def _call(self, path: str, what: str, data: dict[str, Any] | None) -> Any:
         """POST ``data`` as a form (GET when None) to an API path; the answer's ``data`` member."""
-        import httpx
+        import json
+
+        from benchbook.httpread import HTTPReadError
 
         try:
-            if data is None:
-                resp = self._http.get(f"{self.url}{path}")
-            else:
-                resp = self._http.post(f"{self.url}{path}", data=data)
-        except httpx.TimeoutException:
-            raise SourceError(self.name, f"no answer within {self.timeout:g} s to {what}") from None
-        except httpx.HTTPError as e:
-            raise SourceError(
-                self.name, f"cannot reach the server ({type(e).__name__}: {e}) while sending {what}"
-            ) from None
+            status, raw = self._send(path, data)
+        except HTTPReadError as e:
+            if e.kind == "timeout":
+                raise SourceError(self.name, f"no answer within {self.timeout:g} s to {what}") from None
+            if e.kind == "connect":
+                raise SourceError(self.name, f"cannot reach the server ({e.reason}) while sending {what}") from None
+            raise SourceError(self.name, f"{e.reason} (while sending {what})") from None
+        except Exception as e:  # noqa: BLE001 - the test double's transport errors
+            import httpx
+
+            if isinstance(e, httpx.TimeoutException):
+                raise SourceError(self.name, f"no answer within {self.timeout:g} s to {what}") from None
+            if isinstance(e, httpx.HTTPError):
+                raise SourceError(
+                    self.name, f"cannot reach the server ({type(e).__name__}: {e}) while sending {what}"
+                ) from None
+            raise
         try:
-            body = resp.json()
+            body = json.loads(raw)
         except ValueError:
             body = None
         if not isinstance(body, dict) or "status" not in body:
-            snippet = resp.text[:120].replace("\n", " ")
+            snippet = raw[:120].decode("utf-8", "replace").replace("\n", " ")
+            hint = "is this the server's base URL?"
+            if 300 <= status < 400:
+                hint = "a redirect was not followed; give the URL it points to"
             raise SourceError(
                 self.name,
-                f"HTTP {resp.status_code} to {what}: not a Prometheus API answer ({snippet!r}); is this the server's base URL?",
+                f"HTTP {status} to {what}: not a Prometheus API answer ({snippet!r}); {hint}",
             )
-        if body["status"] != "success" or resp.status_code >= 400:
+        if body["status"] != "success" or status >= 400:
             raise SourceError(
                 self.name,
-                f"HTTP {resp.status_code} to {what}: {body.get('errorType', 'error')}: {body.get('error', 'no reason given')}",
+                f"HTTP {status} to {what}: {body.get('errorType', 'error')}: {body.get('error', 'no reason given')}",
             )
         return body.get("data")
 

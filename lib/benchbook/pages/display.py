@@ -159,6 +159,19 @@ _ID_OK = re.compile(r"^[a-z][a-z0-9\-]*$")
 Format = str | Callable[[Any], Any]
 
 
+_ZERO = re.compile(r"[-+−]?0(?:[.,]0*)?(?=$|[^0-9.,])")
+
+
+def not_zero(value: Any, shown: str) -> str:
+    """``shown`` — unless a non-zero number was rounded to a zero (a denormal latency as "0.00"):
+    then the value with two significant digits ("4.9e-324"), what follows the number kept."""
+    if isinstance(value, float) and value != 0 and math.isfinite(value):
+        m = _ZERO.match(shown.strip())
+        if m:
+            return f"{value:.2g}" + shown.strip()[m.end() :]
+    return shown
+
+
 def _fmt_cell(value: Any, fmt: Format | None, float_format: str) -> tuple[str, bool]:
     """Return (html, is_numeric) for one cell."""
     if hasattr(value, "__html__"):
@@ -167,13 +180,13 @@ def _fmt_cell(value: Any, fmt: Format | None, float_format: str) -> tuple[str, b
         return '<span class="bb-missing">—</span>', False
     if fmt is not None:
         out = fmt(value) if callable(fmt) else fmt.format(value)
-        return esc(out), isinstance(value, (int, float)) and not isinstance(value, bool)
+        return esc(not_zero(value, out)), isinstance(value, (int, float)) and not isinstance(value, bool)
     if isinstance(value, bool):
         return ("yes" if value else "no"), False
     if isinstance(value, int):
         return str(value), True
     if isinstance(value, float):
-        return esc(float_format.format(value)), True
+        return esc(not_zero(value, float_format.format(value))), True
     if isinstance(value, (list, tuple)):
         return _wrap_long(", ".join(str(v) for v in value)), False
     return _wrap_long(str(value)), False

@@ -30,7 +30,7 @@ def views(items: Iterable[tuple[str, str, Any]]) -> list[pr.RequestViews]:
 
 
 def _ms(v: float | None) -> str:
-    return "—" if v is None else f"{v:,.2f}"
+    return "—" if v is None else bd.not_zero(v, f"{v:,.2f}")
 
 
 def _pct(k: int, n: int) -> str:

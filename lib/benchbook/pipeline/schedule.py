@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import stat
 import sys
 import time
 from collections.abc import Callable, Mapping
@@ -85,16 +86,39 @@ def folder_digest(folder: Path) -> str:
     entries.sort()
     for rel, path in entries:
         h.update(rel.encode("utf-8", "surrogateescape") + b"\0")
-        try:
-            if os.path.islink(path):
-                data = os.readlink(path).encode("utf-8", "surrogateescape")
-            else:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-        except OSError as e:  # unreadable: part of the key, so a later fix re-renders
-            data = f"unreadable: {e.strerror}".encode()
-        h.update(hashlib.sha256(data).digest())
+        h.update(_file_digest(path))
     return h.hexdigest()
+
+
+def _file_digest(path: str) -> bytes:
+    """One file's part of :func:`folder_digest`, read in blocks. A FIFO, device or socket is never
+    opened (it would block or never end): it is bad input of its campaign. A file above the input
+    limit (which no loader would read) is keyed by its size and change time, not read."""
+    from benchbook.errors import InputError
+    from benchbook.jsonfile import MAX_FILE_BYTES, special_kind
+
+    try:
+        st = os.lstat(path)
+        if stat.S_ISLNK(st.st_mode):
+            return hashlib.sha256(os.readlink(path).encode("utf-8", "surrogateescape")).digest()
+        kind = special_kind(st.st_mode)
+        if kind is not None:
+            raise InputError(
+                path, "-", f"is {kind}, not a regular file: a campaign folder holds regular files and folders only"
+            )
+        if st.st_size > MAX_FILE_BYTES:
+            return hashlib.sha256(f"too big: {st.st_size} {st.st_mtime_ns}".encode()).digest()
+        h = hashlib.sha256()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            kind = special_kind(os.fstat(fh.fileno()).st_mode)
+            if kind is not None:  # swapped in since the lstat
+                raise InputError(path, "-", f"is {kind}, not a regular file")
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        return h.digest()
+    except OSError as e:  # unreadable: part of the key, so a later fix re-renders
+        return hashlib.sha256(f"unreadable: {e.strerror}".encode()).digest()
 
 
 def render_key(*parts: Any) -> str:
@@ -444,6 +468,21 @@ class Plan:
     skipped: list[str] = dataclasses.field(default_factory=list)  # page kinds without a notebook yet
 
 
+def reserved_name(name: str) -> str | None:
+    """Why a campaign folder cannot be called ``name`` (its pages go to ``OUT/<name>/``, beside the
+    index, the history page and the locks ``render --all`` writes there), or None."""
+    from benchbook.pipeline.writes import FOLDER_LOCK, RENDER_LOCK
+
+    outputs = {"index.html", f"{HISTORY_PAGE}.html", HISTORY_TABLE, FOLDER_LOCK, RENDER_LOCK}
+    stems = ("index.", f"{HISTORY_PAGE}.")
+    if name in outputs or name.startswith(stems) or name.startswith("."):
+        return (
+            f"campaign folder name {name!r} collides with what render --all writes beside the campaigns' folders "
+            f"(index.html, {HISTORY_PAGE}.html, {HISTORY_TABLE}, hidden lock files): rename the folder"
+        )
+    return None
+
+
 def plan_campaign(
     campaign: Path,
     out_dir: Path,
@@ -456,12 +495,14 @@ def plan_campaign(
 ) -> Plan:
     """The jobs one campaign needs: its pages (unless current) and its headline figures (unless
     current). Raises ``InputError`` for a campaign the renderer cannot read at all."""
+    from benchbook.errors import InputError
     from benchbook.pipeline import render, writes
 
+    reserved = reserved_name(Path(campaign).name)
+    if reserved:
+        raise InputError(campaign, None, reserved)
     campaign = Path(campaign).resolve()
     if not campaign.is_dir():
-        from benchbook.errors import InputError
-
         raise InputError(campaign, None, "campaign folder does not exist")
     manifest = render.read_manifest(campaign)
     own = render.campaign_params(campaign)
