@@ -1,0 +1,534 @@
+"""What could make a figure lie, per window, from the engine's own counters (docs/checks.md).
+
+A *window* is a before/after pair of ``/metrics`` scrapes around one measurement: a phase sample, a
+results run, a ladder step. :func:`audit` reads, over that window and through the engine profile
+(``metrics/profiles.py``, never literal names):
+
+- **prefix cache** — prompt tokens served from the cache vs computed. Sources, first present wins:
+  ``prompt_tokens_cached`` (vLLM ``vllm:prompt_tokens_cached_total``, SGLang
+  ``sglang:cached_tokens_total``), ``prompt_tokens_cache_hit`` (vLLM
+  ``vllm:prompt_tokens_by_source_total{source="local_cache_hit"}``), ``prefix_cache_hits`` (vLLM
+  ``vllm:prefix_cache_hits_total``, tokens, over ``prefix_cache_queries_total``). An engine whose
+  profile has none of them is *not measured* — never zero.
+- **preemption** — Δ ``preemptions`` (vLLM ``vllm:num_preemptions_total``).
+- **queueing** — the queue share of E2E: Δ ``queue`` histogram sum ÷ Δ ``e2e`` histogram sum (vLLM
+  ``vllm:request_queue_time_seconds`` / ``vllm:e2e_request_latency_seconds``); mean and max of the
+  ``waiting`` gauge over the scrapes taken during the window, where there are any.
+- **token accounting** — the engine's Δ prompt/generation tokens against what the client sent,
+  asked for and received.
+
+Series are filtered by ``labels`` (the run's ``metrics_labels``) and the rest summed: a share is a
+ratio over one set of series (every DP rank of one deployment); name labels when the scrape holds
+another model's series too. A counter that went down (a restart) gives no figure and a note.
+
+:func:`checks_for` turns audits into :class:`benchbook.findings.Check` dicts (status pass/warn/fail)
+the pages and ``summary --json`` carry; :func:`cached_phase_samples` names the phase samples whose
+prompt was mostly cached (share ≥ :data:`CACHED_SHARE`), which the phase cells leave out of the
+prefill figures (``cached_prefill="exclude"``, the default) or keep and label ("cached prefill").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from benchbook.findings import Check
+
+if TYPE_CHECKING:
+    from benchbook.ingest.campaign import Campaign
+    from benchbook.metrics.profiles import EngineProfile
+    from benchbook.metrics.prometheus import Snapshot
+
+CACHED_SHARE = 0.5  # a phase sample whose prompt was at least this share cached is not a prefill measurement
+QUEUE_SHARE_WARN = 0.10  # a window whose requests spent ≥ 10 % of their E2E queued: latency is queueing
+CACHED_PREFILL_MODES = ("exclude", "keep")
+# counters in order of preference for "prompt tokens served from the cache"
+CACHE_SOURCES = ("prompt_tokens_cached", "prompt_tokens_cache_hit", "prefix_cache_hits")
+AUDIT_QUANTITIES = (
+    "prompt_tokens",
+    "generation_tokens",
+    *CACHE_SOURCES,
+    "prefix_cache_queries",
+    "preemptions",
+    "queue",
+    "e2e",
+    "waiting",
+    "estimated_flops",
+    "estimated_read_bytes",
+)
+SAME_PROMPT_WHY = (
+    "the phase harness sends the same prompt text every round, so with prefix caching on every round after "
+    "the first finds its prompt in the cache"
+)
+SAME_SEED_WHY = (
+    "a sweep that passes one --seed to every point sends the same random prompts again, so a later point on "
+    "a prefix-caching server finds earlier points' prompts in the cache"
+)
+
+
+def audit_names(profile: EngineProfile) -> list[str]:
+    """Sample-name prefixes :func:`audit` reads (hand them to ``prometheus.parse``)."""
+    return profile.sample_names(list(AUDIT_QUANTITIES))
+
+
+def _keep(key: tuple[tuple[str, str], ...], labels: Mapping[str, str] | None) -> bool:
+    return all((k, v) in key for k, v in (labels or {}).items())
+
+
+def counter_sum(
+    before: Snapshot, after: Snapshot, profile: EngineProfile, quantity: str, labels: Mapping[str, str] | None = None
+) -> tuple[float | None, str]:
+    """Δ of a counter quantity summed over the series matching ``labels``: (value, source or why none).
+
+    A series absent before the window counts from 0 (vLLM creates some series at first use); one that
+    went down is a reset: no value."""
+    from benchbook.analysis import enginemetrics
+
+    if not profile.has(quantity):
+        return None, f"not measured: the {profile.name} profile has no {quantity} counter"
+    ref = profile.ref(quantity)
+    b = {k: v for k, v in enginemetrics.values(before, profile, quantity).items() if _keep(k, labels)}
+    a = {k: v for k, v in enginemetrics.values(after, profile, quantity).items() if _keep(k, labels)}
+    if not a:
+        return None, f"not measured: {ref.name} is not in the scrape"
+    if any(a[k] < b.get(k, 0.0) for k in a):
+        return None, f"{ref.name} went down inside the window (the engine restarted): no figure"
+    return sum(a[k] - b.get(k, 0.0) for k in a), ref.name + "".join(f'{{{k}="{v}"}}' for k, v in ref.labels)
+
+
+def histogram_sums(
+    before: Snapshot, after: Snapshot, profile: EngineProfile, quantity: str, labels: Mapping[str, str] | None = None
+) -> tuple[float | None, float | None]:
+    """(Δ sum, Δ count) of a histogram quantity over the matching series; (None, None) without it."""
+    from benchbook.analysis import enginemetrics
+
+    if not profile.has(quantity):
+        return None, None
+    d = {k: v for k, v in enginemetrics.histogram_delta(before, after, profile, quantity).items() if _keep(k, labels)}
+    if not d or any(h.delta is None for h in d.values()):
+        return None, None
+    return sum(h.delta.sum for h in d.values()), sum(h.delta.count for h in d.values())
+
+
+def gauge_series(
+    scrapes: Sequence[Snapshot], profile: EngineProfile, quantity: str, labels: Mapping[str, str] | None = None
+) -> list[float]:
+    """The gauge summed over matching series, one value per scrape that carries it."""
+    from benchbook.analysis import enginemetrics
+
+    if not profile.has(quantity):
+        return []
+    out = []
+    for s in scrapes:
+        v = {k: x for k, x in enginemetrics.values(s, profile, quantity).items() if _keep(k, labels)}
+        if v:
+            out.append(sum(v.values()))
+    return out
+
+
+@dataclass(frozen=True)
+class WindowAudit:
+    """One window's cache, preemption, queueing and token figures (None: not measured)."""
+
+    window: str  # e.g. "batch: long round 2"
+    kind: str  # "phase sample" | "results run" | "ladder step"
+    run: str | None = None
+    arm: str | None = None
+    prompt_tokens: float | None = None  # engine Δ
+    cached_tokens: float | None = None  # engine Δ, served from the prefix cache
+    cache_source: str = "not measured"
+    preemptions: float | None = None
+    preemption_source: str = "not measured"
+    requests: float | None = None  # Δ e2e count
+    queue_s: float | None = None  # Δ queue-time histogram sum
+    e2e_s: float | None = None  # Δ e2e histogram sum
+    generation_tokens: float | None = None  # engine Δ
+    waiting_mean: float | None = None
+    waiting_max: float | None = None
+    waiting_points: int = 0
+    estimated_flops: float | None = None  # vLLM's own estimate, where exported and non-zero
+    estimated_read_bytes: float | None = None
+    client: Mapping[str, Any] = field(default_factory=dict)  # prompt_tokens, received, requested, short
+
+    @property
+    def cached_share(self) -> float | None:
+        if self.cached_tokens is None or not self.prompt_tokens:
+            return None
+        return self.cached_tokens / self.prompt_tokens
+
+    @property
+    def computed_tokens(self) -> float | None:
+        if self.cached_tokens is None or self.prompt_tokens is None:
+            return None
+        return self.prompt_tokens - self.cached_tokens
+
+    @property
+    def queue_share(self) -> float | None:
+        if self.queue_s is None or not self.e2e_s:
+            return None
+        return self.queue_s / self.e2e_s
+
+    @property
+    def mostly_cached(self) -> bool:
+        s = self.cached_share
+        return s is not None and s >= CACHED_SHARE
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "window": self.window,
+            "kind": self.kind,
+            "run": self.run,
+            "arm": self.arm,
+            "prompt_tokens": self.prompt_tokens,
+            "cached_tokens": self.cached_tokens,
+            "computed_tokens": self.computed_tokens,
+            "cached_share": self.cached_share,
+            "cache_source": self.cache_source,
+            "preemptions": self.preemptions,
+            "preemption_source": self.preemption_source,
+            "requests": self.requests,
+            "queue_s": self.queue_s,
+            "e2e_s": self.e2e_s,
+            "queue_share": self.queue_share,
+            "waiting_mean": self.waiting_mean,
+            "waiting_max": self.waiting_max,
+            "waiting_points": self.waiting_points,
+            "generation_tokens": self.generation_tokens,
+            "estimated_flops": self.estimated_flops,
+            "estimated_read_bytes": self.estimated_read_bytes,
+            "client": dict(self.client),
+        }
+
+
+def audit(
+    before: Snapshot,
+    after: Snapshot,
+    profile: EngineProfile,
+    *,
+    window: str,
+    kind: str,
+    run: str | None = None,
+    arm: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    scrapes: Sequence[Snapshot] = (),
+    client: Mapping[str, Any] | None = None,
+) -> WindowAudit:
+    """The audit of one window (module docstring). ``scrapes``: snapshots taken during the window, for the
+    waiting gauge; ``client``: what the client says (``prompt_tokens``, ``received`` and ``requested``
+    completion tokens, ``short``: the requests that got fewer tokens than asked, by name)."""
+    prompt, _ = counter_sum(before, after, profile, "prompt_tokens", labels)
+    gen, _ = counter_sum(before, after, profile, "generation_tokens", labels)
+    cached, source, whys = None, "", []
+    for q in CACHE_SOURCES:
+        v, src = counter_sum(before, after, profile, q, labels)
+        if v is not None:
+            cached, source = v, src
+            if q == "prefix_cache_hits":  # tokens hit over tokens queried: the share's own denominator
+                queries, _ = counter_sum(before, after, profile, "prefix_cache_queries", labels)
+                if queries is not None:
+                    prompt = queries if prompt is None else prompt
+            break
+        whys.append(src)
+    if cached is None:
+        source = "not measured: " + "; ".join(w.removeprefix("not measured: ") for w in whys)
+    pre, pre_src = counter_sum(before, after, profile, "preemptions", labels)
+    q_sum, _ = histogram_sums(before, after, profile, "queue", labels)
+    e_sum, e_count = histogram_sums(before, after, profile, "e2e", labels)
+    waiting = gauge_series(scrapes, profile, "waiting", labels)
+    flops, _ = counter_sum(before, after, profile, "estimated_flops", labels)
+    rbytes, _ = counter_sum(before, after, profile, "estimated_read_bytes", labels)
+    return WindowAudit(
+        window=window,
+        kind=kind,
+        run=run,
+        arm=arm,
+        prompt_tokens=prompt,
+        cached_tokens=cached,
+        cache_source=source,
+        preemptions=pre,
+        preemption_source=pre_src,
+        requests=e_count,
+        queue_s=q_sum,
+        e2e_s=e_sum,
+        generation_tokens=gen,
+        waiting_mean=sum(waiting) / len(waiting) if waiting else None,
+        waiting_max=max(waiting) if waiting else None,
+        waiting_points=len(waiting),
+        estimated_flops=flops or None,  # vLLM exports 0 unless its cost estimate is enabled
+        estimated_read_bytes=rbytes or None,
+        client=dict(client or {}),
+    )
+
+
+# ---- checks ---------------------------------------------------------------------------------------
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %"
+
+
+def cache_check(a: WindowAudit, why: str | None = None) -> Check | None:
+    """A window with prompt tokens served from the cache: warn with the share (None: not measured)."""
+    if a.cached_tokens is None:
+        return None
+    fig = {"run": a.run, "window": a.window, "cached_tokens": a.cached_tokens, "prompt_tokens": a.prompt_tokens}
+    fig["cached_share"] = a.cached_share
+    if not a.cached_tokens:
+        return Check(
+            f"prefix cache: {a.window}", "pass", f"no prompt token came from the cache ({a.cache_source})", fig
+        )
+    share = "" if a.cached_share is None else f" ({_pct(a.cached_share)})"
+    detail = (
+        f"{a.cached_tokens:g} of {a.prompt_tokens:g} prompt tokens{share} were served from the prefix cache, "
+        f"not computed ({a.cache_source})" + (f": {why}" if why else "")
+    )
+    return Check(f"prefix cache: {a.window}", "warn", detail, fig)
+
+
+def preemption_check(a: WindowAudit, allow: bool = False) -> Check | None:
+    """Fails when the engine preempted a request inside the window, unless ``allow``; None: not measured."""
+    if a.preemptions is None:
+        return None
+    fig = {"run": a.run, "window": a.window, "preemptions": a.preemptions}
+    if a.preemptions <= 0:
+        return Check(f"preemption: {a.window}", "pass", f"no preemption ({a.preemption_source})", fig)
+    detail = (
+        f"{a.preemptions:g} preemption(s) ({a.preemption_source}): the engine ran out of KV cache and "
+        "recomputed or swapped requests, so latency and throughput include that recomputation"
+    )
+    return Check(f"preemption: {a.window}", "warn" if allow else "fail", detail + (" (allowed)" if allow else ""), fig)
+
+
+def queue_check(a: WindowAudit) -> Check | None:
+    """The queue share of E2E and the waiting gauge; warns from :data:`QUEUE_SHARE_WARN`."""
+    share = a.queue_share
+    if share is None and a.waiting_max is None:
+        return None
+    fig = {
+        "run": a.run,
+        "window": a.window,
+        "queue_share": share,
+        "queue_s": a.queue_s,
+        "e2e_s": a.e2e_s,
+        "waiting_mean": a.waiting_mean,
+        "waiting_max": a.waiting_max,
+    }
+    parts = []
+    if share is not None:
+        parts.append(f"requests spent {_pct(share)} of their E2E queued ({a.queue_s:.3g} of {a.e2e_s:.3g} s)")
+    if a.waiting_max is not None:
+        parts.append(f"waiting {a.waiting_mean:.2f} on average, {a.waiting_max:g} at most ({a.waiting_points} scrapes)")
+    status = "warn" if share is not None and share >= QUEUE_SHARE_WARN else "pass"
+    if status == "warn":
+        parts.append("latency here is mostly waiting for a slot, not serving")
+    return Check(f"queueing: {a.window}", status, "; ".join(parts), fig)
+
+
+def token_check(a: WindowAudit) -> Check | None:
+    """Engine Δ tokens against the client's counts; fails on a short count (named) or an engine that
+    counted fewer generated tokens than the client received. None without client counts."""
+    c = a.client
+    if not c:
+        return None
+    fig = {
+        "run": a.run,
+        "window": a.window,
+        "engine_prompt_tokens": a.prompt_tokens,
+        "engine_generation_tokens": a.generation_tokens,
+        "client_prompt_tokens": c.get("prompt_tokens"),
+        "client_received": c.get("received"),
+        "client_requested": c.get("requested"),
+        "short": list(c.get("short", [])),
+    }
+    problems, notes = [], []
+    short = list(c.get("short", []))
+    if short:
+        shown = ", ".join(short[:8]) + (f" and {len(short) - 8} more" if len(short) > 8 else "")
+        problems.append(
+            f"{len(short)} request(s) ended before the requested length ({shown}): they stopped early "
+            "(an EOS, ignore_eos not honoured), so per-token figures average over fewer tokens than asked"
+        )
+    rec, req = c.get("received"), c.get("requested")
+    if rec is not None and req is not None:
+        notes.append(f"client received {rec:g} of {req:g} requested completion tokens")
+    gen = a.generation_tokens
+    if gen is not None and rec is not None:
+        if gen < rec:
+            problems.append(
+                f"the engine counted {gen:g} generated tokens, fewer than the {rec:g} the client received: "
+                "the scrapes do not enclose this window"
+            )
+        else:
+            notes.append(f"engine generated {gen:g}")
+    cp, ep = c.get("prompt_tokens"), a.prompt_tokens
+    if cp is not None and ep is not None:
+        notes.append(f"engine prompt tokens {ep:g} against the client's {cp:g}")
+    status = "fail" if problems else "pass"
+    return Check(f"token accounting: {a.window}", status, "; ".join(problems + notes) or "no counts to compare", fig)
+
+
+def checks_for(
+    audits: Sequence[WindowAudit], *, allow_preemption: bool = False, why: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Every check of every audit, as dicts (the campaign's ``checks`` shape). ``why``: per window, why
+    its cache was hit (pages print it beside the share)."""
+    out = []
+    for a in audits:
+        for c in (
+            cache_check(a, (why or {}).get(a.window)),
+            preemption_check(a, allow_preemption),
+            queue_check(a),
+            token_check(a),
+        ):
+            if c is not None:
+                out.append(c.as_dict())
+    return out
+
+
+# ---- campaign windows -----------------------------------------------------------------------------
+def _read(path, profile: EngineProfile) -> Snapshot:
+    from benchbook.metrics import prometheus
+
+    return prometheus.parse(prometheus.read_capture(path), path, audit_names(profile))
+
+
+def phase_audits(camp: Campaign) -> list[WindowAudit]:
+    """One audit per phase sample of every phases run (capture files; a Prometheus-window sample is
+    audited from the window's snapshots, which hold only what the split fetched)."""
+    from benchbook.errors import InputError
+    from benchbook.ingest.results_runs import metrics_labels
+
+    out: list[WindowAudit] = []
+    profile = camp.profile
+    for r in camp.runs_of("phases"):
+        doc = camp._phases_doc(r)
+        labels, _ = metrics_labels(camp.manifest, r.id)
+        for i, s in enumerate(doc["samples"]):
+            try:
+                if "window" in s:
+                    before, after, _w, _r = camp.sample_snapshots(r, i)
+                else:
+                    before = _read(
+                        camp.snapshot_path(r, s["metrics_before"], f"$.samples[{i}].metrics_before"), profile
+                    )
+                    after = _read(camp.snapshot_path(r, s["metrics_after"], f"$.samples[{i}].metrics_after"), profile)
+            except InputError:  # the phase split already excluded and listed this sample
+                continue
+            out.append(
+                audit(
+                    before,
+                    after,
+                    profile,
+                    window=f"{r.id}: {s['prompt_class']} repeat {s['repeat']}",
+                    kind="phase sample",
+                    run=r.id,
+                    arm=r.arm,
+                    labels=labels,
+                    client=_phase_client(s, camp.generation_tokens),
+                )
+            )
+    return out
+
+
+def _phase_client(s: Mapping[str, Any], requested: int | None) -> dict[str, Any]:
+    """What a phase sample's client says: prompt and completion tokens, the request asked (from the
+    campaign's generation length) and whether it came back short."""
+    rec = s.get("completion_tokens")
+    if rec is None and isinstance(s.get("usage"), Mapping):
+        rec = s["usage"].get("completion_tokens")
+    if rec is None:
+        return {}
+    out: dict[str, Any] = {"received": float(rec), "prompt_tokens": s.get("prompt_tokens")}
+    req = s.get("max_tokens", requested)
+    if req is not None:
+        out["requested"] = float(req)
+        if rec < req:
+            out["short"] = [f"{s['prompt_class']} repeat {s['repeat']}"]
+    return out
+
+
+def phase_key(a: WindowAudit) -> tuple[str, str, int]:
+    """(run, prompt class, repeat) of a phase-sample audit."""
+    run, rest = a.window.split(": ", 1)
+    pclass, _, rep = rest.rpartition(" repeat ")
+    return run, pclass, int(rep)
+
+
+def cached_phase_samples(camp: Campaign) -> dict[tuple[str, str, int], WindowAudit]:
+    """(run, prompt class, repeat) -> audit, for each phase sample whose prompt was mostly cached;
+    computed once per campaign object."""
+    return camp.derived(
+        ("cached_phase_samples",), lambda: {phase_key(a): a for a in phase_audits_cached(camp) if a.mostly_cached}
+    )
+
+
+def phase_audits_cached(camp: Campaign) -> list[WindowAudit]:
+    return camp.derived(("phase_audits",), lambda: phase_audits(camp))
+
+
+def cached_reason(a: WindowAudit) -> str:
+    return (
+        f"cached prefill: {a.cached_tokens:g} of {a.prompt_tokens:g} prompt tokens ({_pct(a.cached_share or 0)}) "
+        f"came from the prefix cache ({a.cache_source}), so this is not a prefill measurement"
+    )
+
+
+def results_audits(camp: Campaign, inputs: Any) -> list[WindowAudit]:
+    """One audit per results run with an engine window (``results.CampaignInputs.windows``), its
+    periodic snapshots as the waiting series, the client's counts from its requests."""
+    from benchbook.metrics import prometheus
+
+    out: list[WindowAudit] = []
+    per_rr: dict[str, list[Any]] = {}
+    for _pid, rid, run in inputs.runs:
+        per_rr.setdefault(rid, []).append(run)
+    for rid, ew in sorted(inputs.windows.items()):
+        w = ew.window
+        scrapes = []
+        for p, _t in ew.snapshots:
+            scrapes.append(prometheus.parse(prometheus.read_capture(p), p, audit_names(w.profile)))
+        runs = per_rr.get(rid, [])
+        client = _results_client(runs[0]) if len(runs) == 1 else {}
+        arm = camp.run(rid).arm if rid in {r.id for r in camp.runs} else None
+        out.append(
+            audit(
+                w.before,
+                w.after,
+                w.profile,
+                window=rid,
+                kind="results run",
+                run=rid,
+                arm=arm,
+                labels=ew.labels,
+                scrapes=scrapes,
+                client=client,
+            )
+        )
+    return out
+
+
+def _results_client(run: Any) -> dict[str, Any]:
+    """Client counts of a benchmark run: Σ prompt and completion tokens of its successful requests; a
+    request is short when the run states a requested output length (``config.output_len``) and the
+    request got fewer."""
+    df = run.requests
+    if df is None or df.height == 0:
+        s = run.summary
+        if s.get("total_output_tokens") is None:
+            return {}
+        return {"received": float(s["total_output_tokens"]), "prompt_tokens": s.get("total_input_tokens")}
+    import polars as pl
+
+    ok = df.filter(pl.col("success"))
+    out: dict[str, Any] = {
+        "received": float(ok["completion_tokens"].sum()),
+        "prompt_tokens": float(ok["prompt_tokens"].sum()) if ok["prompt_tokens"].null_count() < ok.height else None,
+    }
+    want = run.config.get("output_len")
+    if want:
+        out["requested"] = float(want) * ok.height
+        out["short"] = [
+            f"request {i}"
+            for i, n in zip(ok["index"].to_list(), ok["completion_tokens"].to_list())
+            if n is not None and n < want
+        ]
+    return out
