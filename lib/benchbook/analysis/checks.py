@@ -21,8 +21,8 @@ Series are filtered by ``labels`` (the run's ``metrics_labels``) and the rest su
 ratio over one set of series (every DP rank of one deployment); name labels when the scrape holds
 another model's series too. A counter that went down (a restart) gives no figure and a note.
 
-:func:`checks_for` turns audits into :class:`benchbook.findings.Check` dicts (status pass/warn/fail)
-the pages and ``summary --json`` carry; :func:`cached_phase_samples` names the phase samples whose
+:func:`run_checks` turns a campaign's audits into :class:`benchbook.findings.Check` dicts, one per run
+and concern (status pass/warn/fail), which the pages and ``summary --json`` carry; :func:`cached_phase_samples` names the phase samples whose
 prompt was mostly cached (share ≥ :data:`CACHED_SHARE`), which the phase cells leave out of the
 prefill figures (``cached_prefill="exclude"``, the default) or keep and label ("cached prefill").
 """
@@ -266,63 +266,6 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
-def cache_check(a: WindowAudit, why: str | None = None) -> Check | None:
-    """A window with prompt tokens served from the cache: warn with the share (None: not measured)."""
-    if a.cached_tokens is None:
-        return None
-    fig = {"run": a.run, "window": a.window, "cached_tokens": a.cached_tokens, "prompt_tokens": a.prompt_tokens}
-    fig["cached_share"] = a.cached_share
-    if not a.cached_tokens:
-        return Check(
-            f"prefix cache: {a.window}", "pass", f"no prompt token came from the cache ({a.cache_source})", fig
-        )
-    share = "" if a.cached_share is None else f" ({_pct(a.cached_share)})"
-    detail = (
-        f"{a.cached_tokens:g} of {a.prompt_tokens:g} prompt tokens{share} were served from the prefix cache, "
-        f"not computed ({a.cache_source})" + (f": {why}" if why else "")
-    )
-    return Check(f"prefix cache: {a.window}", "warn", detail, fig)
-
-
-def preemption_check(a: WindowAudit, allow: bool = False) -> Check | None:
-    """Fails when the engine preempted a request inside the window, unless ``allow``; None: not measured."""
-    if a.preemptions is None:
-        return None
-    fig = {"run": a.run, "window": a.window, "preemptions": a.preemptions}
-    if a.preemptions <= 0:
-        return Check(f"preemption: {a.window}", "pass", f"no preemption ({a.preemption_source})", fig)
-    detail = (
-        f"{a.preemptions:g} preemption(s) ({a.preemption_source}): the engine ran out of KV cache and "
-        "recomputed or swapped requests, so latency and throughput include that recomputation"
-    )
-    return Check(f"preemption: {a.window}", "warn" if allow else "fail", detail + (" (allowed)" if allow else ""), fig)
-
-
-def queue_check(a: WindowAudit) -> Check | None:
-    """The queue share of E2E and the waiting gauge; warns from :data:`QUEUE_SHARE_WARN`."""
-    share = a.queue_share
-    if share is None and a.waiting_max is None:
-        return None
-    fig = {
-        "run": a.run,
-        "window": a.window,
-        "queue_share": share,
-        "queue_s": a.queue_s,
-        "e2e_s": a.e2e_s,
-        "waiting_mean": a.waiting_mean,
-        "waiting_max": a.waiting_max,
-    }
-    parts = []
-    if share is not None:
-        parts.append(f"requests spent {_pct(share)} of their E2E queued ({a.queue_s:.3g} of {a.e2e_s:.3g} s)")
-    if a.waiting_max is not None:
-        parts.append(f"waiting {a.waiting_mean:.2f} on average, {a.waiting_max:g} at most ({a.waiting_points} scrapes)")
-    status = "warn" if share is not None and share >= QUEUE_SHARE_WARN else "pass"
-    if status == "warn":
-        parts.append("latency here is mostly waiting for a slot, not serving")
-    return Check(f"queueing: {a.window}", status, "; ".join(parts), fig)
-
-
 def token_check(a: WindowAudit) -> Check | None:
     """Engine Δ tokens against the client's counts; fails on a short count (named) or an engine that
     counted fewer generated tokens than the client received. None without client counts."""
@@ -364,24 +307,6 @@ def token_check(a: WindowAudit) -> Check | None:
         notes.append(f"engine prompt tokens {ep:g} against the client's {cp:g}")
     status = "fail" if problems else "pass"
     return Check(f"token accounting: {a.window}", status, "; ".join(problems + notes) or "no counts to compare", fig)
-
-
-def checks_for(
-    audits: Sequence[WindowAudit], *, allow_preemption: bool = False, why: Mapping[str, str] | None = None
-) -> list[dict[str, Any]]:
-    """Every check of every audit, as dicts (the campaign's ``checks`` shape). ``why``: per window, why
-    its cache was hit (pages print it beside the share)."""
-    out = []
-    for a in audits:
-        for c in (
-            cache_check(a, (why or {}).get(a.window)),
-            preemption_check(a, allow_preemption),
-            queue_check(a),
-            token_check(a),
-        ):
-            if c is not None:
-                out.append(c.as_dict())
-    return out
 
 
 # ---- campaign windows -----------------------------------------------------------------------------
@@ -472,23 +397,31 @@ def cached_reason(a: WindowAudit) -> str:
     )
 
 
-def results_audits(camp: Campaign, inputs: Any) -> list[WindowAudit]:
-    """One audit per results run with an engine window (``results.CampaignInputs.windows``), its
-    periodic snapshots as the waiting series, the client's counts from its requests."""
+def results_audits(camp: Campaign, inputs: Any) -> tuple[list[WindowAudit], list[str]]:
+    """One audit per results run with an engine window (``results.CampaignInputs.windows``) over the one
+    series its client's requests went to (``results.pick_series``: never another model's), its periodic
+    snapshots as the waiting series, the client's counts from its requests; and, per window that could
+    not be audited, why."""
+    from benchbook.analysis.results import pick_series
     from benchbook.metrics import prometheus
 
     out: list[WindowAudit] = []
+    notes: list[str] = []
     per_rr: dict[str, list[Any]] = {}
     for _pid, rid, run in inputs.runs:
         per_rr.setdefault(rid, []).append(run)
+    ids = {r.id: r for r in camp.runs}
     for rid, ew in sorted(inputs.windows.items()):
-        w = ew.window
-        scrapes = []
-        for p, _t in ew.snapshots:
-            scrapes.append(prometheus.parse(prometheus.read_capture(p), p, audit_names(w.profile)))
         runs = per_rr.get(rid, [])
-        client = _results_client(runs[0]) if len(runs) == 1 else {}
-        arm = camp.run(rid).arm if rid in {r.id for r in camp.runs} else None
+        if len(runs) != 1:
+            notes.append(f"{rid}: the window covers {len(runs)} benchmark runs: not audited")
+            continue
+        model, key = pick_series(runs[0], ew)
+        if key is None:
+            notes.append(f"{rid}: not audited — {model.detail}")
+            continue
+        w = ew.window
+        scrapes = [prometheus.parse(prometheus.read_capture(p), p, audit_names(w.profile)) for p, _t in ew.snapshots]
         out.append(
             audit(
                 w.before,
@@ -497,13 +430,13 @@ def results_audits(camp: Campaign, inputs: Any) -> list[WindowAudit]:
                 window=rid,
                 kind="results run",
                 run=rid,
-                arm=arm,
-                labels=ew.labels,
+                arm=ids[rid].arm if rid in ids else None,
+                labels=dict(key),
                 scrapes=scrapes,
-                client=client,
+                client=_results_client(runs[0]),
             )
         )
-    return out
+    return out, notes
 
 
 def _results_client(run: Any) -> dict[str, Any]:
@@ -531,4 +464,108 @@ def _results_client(run: Any) -> dict[str, Any]:
             for i, n in zip(ok["index"].to_list(), ok["completion_tokens"].to_list())
             if n is not None and n < want
         ]
+    return out
+
+
+def _why_cached(kind: str, cached_any: bool, distinct: bool | None) -> str:
+    if kind == "phase sample":
+        if distinct:
+            return (
+                "each round's prompt was distinct, so the hits are the part every prompt shares (chat template, "
+                "system prompt)"
+                if cached_any
+                else "each round's prompt was distinct: nothing to reuse"
+            )
+        return SAME_PROMPT_WHY if cached_any else "no round found its prompt in the cache (prefix caching off?)"
+    if cached_any:
+        return "these prompts (or their prefixes) reached this server before: " + SAME_SEED_WHY
+    return "no prompt of this run was found in the cache"
+
+
+def run_checks(
+    audits: Sequence[WindowAudit], *, allow_preemption: bool = False, distinct: Mapping[str, bool | None] | None = None
+) -> list[dict[str, Any]]:
+    """The checks of a campaign's windows, one per (run, what): the prefix cache (warn when any prompt
+    token came from it, with the share and why), preemption (fail when > 0 unless allowed), queueing
+    (warn from :data:`QUEUE_SHARE_WARN` of E2E) and token accounting (fail on a short count or an engine
+    that counted fewer tokens than the client received, naming the windows). ``distinct``: per run,
+    whether its phase prompts were distinct per round (what ``capture phases`` records)."""
+    groups: dict[tuple[str, str], list[WindowAudit]] = {}
+    for a in audits:
+        groups.setdefault((a.run or a.window, a.kind), []).append(a)
+    out: list[dict[str, Any]] = []
+    for (run, kind), g in groups.items():
+        what = f"{run} ({len(g)} {kind}{'s' * (len(g) != 1)})"
+        measured = [a for a in g if a.cached_tokens is not None]
+        if measured:
+            hit = [a for a in measured if a.cached_tokens]
+            why = _why_cached(kind, bool(hit), (distinct or {}).get(run))
+            tot_c = sum(a.cached_tokens or 0 for a in measured)
+            tot_p = sum(a.prompt_tokens or 0 for a in measured)
+            share = tot_c / tot_p if tot_p else None
+            mostly = [a.window.split(": ", 1)[-1] for a in measured if a.mostly_cached]
+            fig = {"run": run, "kind": kind, "cached_tokens": tot_c, "prompt_tokens": tot_p, "cached_share": share}
+            fig["mostly_cached"] = mostly
+            if hit:
+                detail = (
+                    f"{len(hit)} of {len(measured)} windows served prompt tokens from the prefix cache: "
+                    f"{tot_c:g} of {tot_p:g} prompt tokens ({_pct(share or 0)}) were not computed"
+                    + (f"; mostly cached (≥ {_pct(CACHED_SHARE)}): {', '.join(mostly)}" if mostly else "")
+                    + f" — {why}"
+                )
+                out.append(Check(f"prefix cache: {what}", "warn", detail, fig).as_dict())
+            else:
+                out.append(
+                    Check(f"prefix cache: {what}", "pass", f"no prompt token from the cache — {why}", fig).as_dict()
+                )
+        pre = [a for a in g if a.preemptions is not None]
+        if pre:
+            n = sum(a.preemptions or 0 for a in pre)
+            where = [a.window.split(": ", 1)[-1] for a in pre if a.preemptions]
+            fig = {"run": run, "kind": kind, "preemptions": n, "windows": where}
+            if n > 0:
+                detail = (
+                    f"{n:g} preemption(s) in {', '.join(where)} ({pre[0].preemption_source}): the engine ran short "
+                    "of KV cache and recomputed requests, so latency and throughput include that work"
+                )
+                status = "warn" if allow_preemption else "fail"
+                out.append(
+                    Check(
+                        f"preemption: {what}", status, detail + (" (allowed)" if allow_preemption else ""), fig
+                    ).as_dict()
+                )
+            else:
+                out.append(
+                    Check(f"preemption: {what}", "pass", f"no preemption ({pre[0].preemption_source})", fig).as_dict()
+                )
+        qs = [(a.queue_share, a) for a in g if a.queue_share is not None]
+        if qs:
+            share, worst = max(qs, key=lambda t: t[0])
+            waits = [a.waiting_max for a in g if a.waiting_max is not None]
+            fig = {"run": run, "kind": kind, "queue_share_max": share, "waiting_max": max(waits) if waits else None}
+            detail = f"largest queue share of E2E {_pct(share)} ({worst.window.split(': ', 1)[-1]})"
+            if waits:
+                detail += f"; at most {max(waits):g} requests waiting"
+            status = "warn" if share >= QUEUE_SHARE_WARN else "pass"
+            if status == "warn":
+                detail += ": latency there is mostly waiting for a slot, not serving"
+            out.append(Check(f"queueing: {what}", status, detail, fig).as_dict())
+        tok = [(a, token_check(a)) for a in g]
+        tok = [(a, c) for a, c in tok if c is not None]
+        if tok:
+            bad = [(a, c) for a, c in tok if c.status == "fail"]
+            short = [s for a, _ in tok for s in a.client.get("short", [])]
+            fig = {"run": run, "kind": kind, "short": short, "windows_failed": [a.window for a, _ in bad]}
+            if bad:
+                detail = "; ".join(f"{a.window}: {c.detail}" for a, c in bad[:4])
+                out.append(Check(f"token accounting: {what}", "fail", detail, fig).as_dict())
+            else:
+                out.append(
+                    Check(
+                        f"token accounting: {what}",
+                        "pass",
+                        f"every window's engine counts cover the client's; no request came back short ({len(tok)} windows)",
+                        fig,
+                    ).as_dict()
+                )
     return out

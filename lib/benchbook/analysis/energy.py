@@ -1,0 +1,207 @@
+"""Energy per window from GPU power samples: joules per output token and per request (docs/checks.md).
+
+For each GPU, the energy of a window ``[t0, t1]`` is the trapezoid integral of its ``power.draw``
+samples (``ingest/gpu_samples.read_gpu_csv``: ``t, gpu, power_w``), with the power at ``t0`` and
+``t1`` interpolated linearly between the samples either side; the window's energy is the sum over its
+GPUs. Idle power is the median of each GPU's samples before load (before the first window, or a time
+given), summed over GPUs, and stated separately: ``idle_w × (t1 − t0)`` is the part of the window's
+energy the GPUs would have drawn doing nothing, so "above idle" is the load's own share.
+
+A window needs samples on both sides and at least :data:`MIN_SAMPLES` inside it; otherwise it is
+"not measured" with the reason — a 0.2-s phase sample under 0.5-s sampling is one of those.
+Arms are compared with the project's noise rules (:func:`benchbook.analysis.verdict.judge`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import polars as pl
+
+MIN_SAMPLES = 2  # power samples inside a window, besides the interpolated ends
+MAX_GAP_S = 5.0  # a window with a larger gap between power samples is not measured
+
+
+def _interp(ts: list[float], ps: list[float], t: float) -> float:
+    for (ta, pa), (tb, pb) in zip(zip(ts, ps), zip(ts[1:], ps[1:])):
+        if ta <= t <= tb:
+            return pa if tb == ta else pa + (pb - pa) * (t - ta) / (tb - ta)
+    raise ValueError(t)
+
+
+def gpu_joules(ts: list[float], ps: list[float], t0: float, t1: float) -> tuple[float | None, int, str]:
+    """(joules, samples inside, why not) of one GPU's samples over ``[t0, t1]`` by the trapezoid rule."""
+    if not ts or ts[0] > t0 or ts[-1] < t1:
+        return None, 0, "the power samples do not cover the window"
+    inside = [(t, p) for t, p in zip(ts, ps) if t0 < t < t1]
+    if len(inside) < MIN_SAMPLES:
+        return None, len(inside), f"{len(inside)} power sample(s) inside the window (needs {MIN_SAMPLES})"
+    pts = [(t0, _interp(ts, ps, t0)), *inside, (t1, _interp(ts, ps, t1))]
+    gap = max(b[0] - a[0] for a, b in zip(pts, pts[1:]))
+    if gap > MAX_GAP_S:
+        return None, len(inside), f"a {gap:.1f} s gap between power samples (more than {MAX_GAP_S:g} s)"
+    return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(pts, pts[1:])), len(inside), ""
+
+
+def _per_gpu(samples: pl.DataFrame) -> dict[int, tuple[list[float], list[float]]]:
+    import polars as pl
+
+    ok = samples.filter(pl.col("power_w").is_not_null()).sort(["gpu", "t"])
+    return {
+        int(g): (d["t"].to_list(), d["power_w"].to_list())
+        for (g,), d in sorted(ok.group_by(["gpu"], maintain_order=True), key=lambda kv: kv[0][0])
+    }
+
+
+def idle_power(samples: pl.DataFrame, before: float, after: float | None = None) -> tuple[float | None, int]:
+    """(Σ over GPUs of the median power of the samples in ``[after, before)``, samples used)."""
+    import statistics
+
+    total, n = 0.0, 0
+    for _g, (ts, ps) in _per_gpu(samples).items():
+        vals = [p for t, p in zip(ts, ps) if t < before and (after is None or t >= after)]
+        if not vals:
+            return None, 0
+        total += statistics.median(vals)
+        n += len(vals)
+    return (total, n) if n else (None, 0)
+
+
+@dataclass(frozen=True)
+class WindowEnergy:
+    window: str
+    t0: float
+    t1: float
+    joules: float | None  # Σ over GPUs; None: not measured
+    per_gpu: Mapping[int, float] = field(default_factory=dict)
+    output_tokens: float | None = None
+    requests: float | None = None
+    idle_w: float | None = None
+    run: str | None = None
+    arm: str | None = None
+    samples: int = 0
+    why_not: str = ""
+
+    @property
+    def seconds(self) -> float:
+        return self.t1 - self.t0
+
+    @property
+    def mean_w(self) -> float | None:
+        return None if self.joules is None or self.seconds <= 0 else self.joules / self.seconds
+
+    @property
+    def j_per_token(self) -> float | None:
+        return None if self.joules is None or not self.output_tokens else self.joules / self.output_tokens
+
+    @property
+    def j_per_request(self) -> float | None:
+        return None if self.joules is None or not self.requests else self.joules / self.requests
+
+    @property
+    def idle_joules(self) -> float | None:
+        return None if self.idle_w is None else self.idle_w * self.seconds
+
+    @property
+    def above_idle_j_per_token(self) -> float | None:
+        if self.joules is None or self.idle_joules is None or not self.output_tokens:
+            return None
+        return (self.joules - self.idle_joules) / self.output_tokens
+
+    def describe(self) -> str:
+        if self.joules is None:
+            return f"{self.window}: not measured ({self.why_not})"
+        parts = [f"{self.joules:,.0f} J over {self.seconds:.1f} s (mean {self.mean_w:,.0f} W, {len(self.per_gpu)} GPU)"]
+        if self.j_per_token is not None:
+            parts.append(f"{self.j_per_token:.3f} J per output token")
+        if self.j_per_request is not None:
+            parts.append(f"{self.j_per_request:.1f} J per request")
+        if self.idle_w is not None:
+            parts.append(f"idle {self.idle_w:.0f} W (above idle: {self.above_idle_j_per_token or 0:.3f} J/token)")
+        return f"{self.window}: " + ", ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "window": self.window,
+            "run": self.run,
+            "arm": self.arm,
+            "t0": self.t0,
+            "t1": self.t1,
+            "seconds": self.seconds,
+            "joules": self.joules,
+            "per_gpu": {str(k): v for k, v in self.per_gpu.items()},
+            "mean_w": self.mean_w,
+            "samples": self.samples,
+            "output_tokens": self.output_tokens,
+            "requests": self.requests,
+            "j_per_token": self.j_per_token,
+            "j_per_request": self.j_per_request,
+            "idle_w": self.idle_w,
+            "idle_joules": self.idle_joules,
+            "above_idle_j_per_token": self.above_idle_j_per_token,
+            "why_not": self.why_not or None,
+            "text": self.describe(),
+        }
+
+
+def window_energy(
+    samples: pl.DataFrame,
+    window: str,
+    t0: float,
+    t1: float,
+    *,
+    output_tokens: float | None = None,
+    requests: float | None = None,
+    idle_w: float | None = None,
+    run: str | None = None,
+    arm: str | None = None,
+) -> WindowEnergy:
+    """The energy of ``[t0, t1]`` summed over the GPUs of ``samples`` (module docstring)."""
+    per, n, why = {}, 0, ""
+    gpus = _per_gpu(samples)
+    if not gpus:
+        why = "no power.draw samples"
+    for g, (ts, ps) in gpus.items():
+        j, k, w = gpu_joules(ts, ps, t0, t1)
+        if j is None:
+            why = f"GPU {g}: {w}"
+            break
+        per[g], n = j, n + k
+    total = sum(per.values()) if per and not why else None
+    return WindowEnergy(
+        window, t0, t1, total, per if total is not None else {}, output_tokens, requests, idle_w, run, arm, n, why
+    )
+
+
+def compare_arms(
+    per_arm: Mapping[str, Sequence[float]], baseline: str, *, spread: float | None, rule: str = "seed"
+) -> list[dict[str, Any]]:
+    """Joules per output token of each arm against ``baseline`` (lower is better), judged with the
+    project's noise rules; one row per other arm with figures."""
+    from benchbook.analysis.verdict import STATE_TEXT, judge
+
+    out = []
+    base = list(per_arm.get(baseline, []))
+    for arm, vals in per_arm.items():
+        if arm == baseline or not vals or not base:
+            continue
+        j = judge(base, list(vals), spread=spread, higher_is_better=False, rule=rule)  # type: ignore[arg-type]
+        out.append(
+            {
+                "metric": "j_per_token",
+                "baseline": baseline,
+                "candidate": arm,
+                "baseline_values": base,
+                "candidate_values": list(vals),
+                "ratio": j.ratio,
+                "direction": j.direction,
+                "state": j.state,
+                "verdict": STATE_TEXT[j.state],
+                "is_result": j.is_result,
+                "why": j.why,
+            }
+        )
+    return out
