@@ -85,7 +85,7 @@ def campaign_audit(
     distinct = {r.id: camp._phases_doc(r).get("distinct_prompts") for r in camp.runs_of("phases")}
     out.checks = checks_mod.run_checks(out.windows, allow_preemption=allow_preemption, distinct=distinct)
     out.limits, out.limit_notes = campaign_limits(camp, phase_cells, results_inputs)
-    out.energy, out.energy_notes = campaign_energy(camp, results_inputs)
+    out.energy, out.energy_notes = campaign_energy(camp, results_inputs, out.windows)
     per_arm: dict[str, list[float]] = {}
     for e in out.energy:
         if e.j_per_token is not None and e.arm is not None:
@@ -122,9 +122,16 @@ def _arm_dtype(camp: Campaign, arm: str) -> tuple[str, str]:
 
 
 def _arm_weights(camp: Campaign, arm: str) -> limits_mod.Weights | None:
+    """The weights one GPU holds, from the engine's load line in a log of one of the arm's runs: its
+    ``server.log``, else any ``*.log`` in the run folder (a vLLM log has no benchbook startup line, so
+    a campaign may keep it under another name)."""
     for r in camp.runs:
-        if r.arm == arm and r.server_log.exists():
-            w = limits_mod.weights_from_log(camp.server_log_text(r) or "", f"{r.id}/server.log")
+        if r.arm != arm:
+            continue
+        logs = [r.server_log] if r.server_log.is_file() else []
+        logs += [p for p in sorted(r.path.glob("*.log")) if p != r.server_log]
+        for p in logs:
+            w = limits_mod.weights_from_log(p.read_text("utf-8", errors="replace"), f"{r.id}/{p.name}")
             if w is not None:
                 return w
     return None
@@ -151,7 +158,7 @@ def campaign_limits(camp: Campaign, pc: pl.DataFrame | None, inputs: Any) -> tup
     ]
     if missing:
         notes.append(
-            f"no weight size ('Model loading took … GiB' in a server log) for arm(s) {', '.join(missing)}: no limit drawn"
+            f"no weight size ('Model loading took … GiB' in a log of the run) for arm(s) {', '.join(missing)}: no limit drawn"
         )
     if pc is not None and pc.height:
         for a in arms:
@@ -197,10 +204,43 @@ def campaign_limits(camp: Campaign, pc: pl.DataFrame | None, inputs: Any) -> tup
 
 
 # ---- energy -------------------------------------------------------------------------------------------
-def campaign_energy(camp: Campaign, inputs: Any) -> tuple[list[energy_mod.WindowEnergy], list[str]]:
-    """Joules per window for every results run with a ``gpu_samples.csv`` beside its file: the window is
-    its requests' span (first start to last end), the tokens its successful requests' completion tokens;
-    idle power is the median of the samples before that window whose GPU utilization is 0 %."""
+def _unix(text: Any) -> float | None:
+    import datetime as dt
+
+    if not isinstance(text, str):
+        return None
+    try:
+        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)).timestamp()
+
+
+def energy_window(rr: Any, run: Any) -> tuple[float, float, str] | None:
+    """(t0, t1, what) of a results run in Unix seconds: the results file's ``started_at``/``ended_at``
+    (the capture's span), else its requests' span when their start times are Unix time (vllm bench
+    serve records ``time.perf_counter()``, which is not)."""
+    import polars as pl
+
+    t0, t1 = _unix(rr.doc.get("started_at")), _unix(rr.doc.get("ended_at"))
+    if t0 is not None and t1 is not None and t1 > t0:
+        return t0, t1, "results.json started_at → ended_at"
+    df = run.requests
+    if df is None or df.height == 0:
+        return None
+    ok = df.filter(pl.col("success") & pl.col("start_s").is_not_null())
+    if ok.height == 0 or float(ok["start_s"].min()) < 1e9:
+        return None
+    return float(ok["start_s"].min()), float((ok["start_s"] + ok["e2e_s"]).max()), "first request start → last end"
+
+
+def campaign_energy(
+    camp: Campaign, inputs: Any, audits: list[checks_mod.WindowAudit] | None = None
+) -> tuple[list[energy_mod.WindowEnergy], list[str]]:
+    """Joules per window for every results run with a ``gpu_samples.csv`` beside its file (window:
+    :func:`energy_window`). Tokens and requests are the engine's Δ over the run's capture window where
+    audited (the same span: warm-up requests included), else the client's successful requests. Idle
+    power: :func:`_idle_samples`."""
     import polars as pl
 
     from benchbook.ingest.gpu_samples import read_gpu_csv
@@ -214,35 +254,51 @@ def campaign_energy(camp: Campaign, inputs: Any) -> tuple[list[energy_mod.Window
     per_rr: dict[str, list[tuple[str, Any]]] = {}
     for pid, rid, run in inputs.runs if inputs is not None else []:
         per_rr.setdefault(rid, []).append((pid, run))
+    rrs = {rr.id: rr for rr in camp.results_runs}
+    engine = {a.run: a for a in audits or [] if a.kind == "results run"}
     for r in with_samples:
-        samples = read_gpu_csv(r.path / GPU_SAMPLES_FILE)
         runs = per_rr.get(r.id, [])
-        if not runs:
-            notes.append(f"{r.id}: power samples but no results run with per-request times: no window to integrate")
+        if not runs or r.id not in rrs:
+            notes.append(f"{r.id}: power samples but no results run to take a window from: not measured")
             continue
+        samples = read_gpu_csv(r.path / GPU_SAMPLES_FILE)
         for pid, run in runs:
-            df = run.requests
-            if df is None or df.height == 0 or df["start_s"].null_count() == df.height:
-                notes.append(f"{pid}: no per-request start times: no energy window")
+            win = energy_window(rrs[r.id], run)
+            if win is None:
+                notes.append(
+                    f"{pid}: not measured — no window in Unix time (no started_at/ended_at in results.json and "
+                    "the request start times are not Unix time)"
+                )
                 continue
-            ok = df.filter(pl.col("success") & pl.col("start_s").is_not_null())
-            t0 = float(ok["start_s"].min())
-            t1 = float((ok["start_s"] + ok["e2e_s"]).max())
-            before = samples.filter(pl.col("t") < t0)
-            if "util_gpu_pct" in before.columns and before["util_gpu_pct"].null_count() < before.height:
-                before = before.filter(pl.col("util_gpu_pct") == 0)
-            idle, _n = energy_mod.idle_power(before, t0)
+            t0, t1, _what = win
+            a = engine.get(r.id) if len(runs) == 1 else None
+            if a is not None and a.generation_tokens:
+                toks, reqs = a.generation_tokens, a.requests
+            else:
+                ok = run.requests.filter(pl.col("success")) if run.requests is not None else None
+                toks = (
+                    float(ok["completion_tokens"].sum()) if ok is not None else run.summary.get("total_output_tokens")
+                )
+                reqs = float(ok.height) if ok is not None else run.summary.get("completed")
+            idle, _n = energy_mod.idle_power(_idle_samples(samples, t0), t0)
             out.append(
                 energy_mod.window_energy(
-                    samples,
-                    pid,
-                    t0,
-                    t1,
-                    output_tokens=float(ok["completion_tokens"].sum()),
-                    requests=float(ok.height),
-                    idle_w=idle,
-                    run=r.id,
-                    arm=r.arm,
+                    samples, pid, t0, t1, output_tokens=toks, requests=reqs, idle_w=idle, run=r.id, arm=r.arm
                 )
             )
     return out, notes
+
+
+IDLE_SAMPLES = 10  # per GPU: the last samples at 0 % utilization before a window
+
+
+def _idle_samples(samples: pl.DataFrame, t0: float) -> pl.DataFrame:
+    """The samples that tell a GPU's idle power before ``t0``: per GPU the last :data:`IDLE_SAMPLES`
+    samples before it at 0 % utilization (the server loaded and waiting), or the last ones at all where
+    the file has no utilization column."""
+    import polars as pl
+
+    before = samples.filter(pl.col("t") < t0)
+    if before["util_gpu_pct"].null_count() < before.height:
+        before = before.filter(pl.col("util_gpu_pct") == 0)
+    return before.sort("t").group_by("gpu", maintain_order=True).tail(IDLE_SAMPLES)
