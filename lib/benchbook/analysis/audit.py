@@ -240,7 +240,7 @@ def campaign_energy(
     """Joules per window for every results run with a ``gpu_samples.csv`` beside its file (window:
     :func:`energy_window`). Tokens and requests are the engine's Δ over the run's capture window where
     audited (the same span: warm-up requests included), else the client's successful requests. Idle
-    power: :func:`_idle_samples`."""
+    power: :func:`benchbook.analysis.energy.idle_samples`."""
     import polars as pl
 
     from benchbook.ingest.gpu_samples import read_gpu_csv
@@ -280,25 +280,10 @@ def campaign_energy(
                     float(ok["completion_tokens"].sum()) if ok is not None else run.summary.get("total_output_tokens")
                 )
                 reqs = float(ok.height) if ok is not None else run.summary.get("completed")
-            idle, _n = energy_mod.idle_power(_idle_samples(samples, t0), t0)
+            idle, _n = energy_mod.idle_power(energy_mod.idle_samples(samples, t0), t0)
             out.append(
                 energy_mod.window_energy(
                     samples, pid, t0, t1, output_tokens=toks, requests=reqs, idle_w=idle, run=r.id, arm=r.arm
                 )
             )
     return out, notes
-
-
-IDLE_SAMPLES = 10  # per GPU: the last samples at 0 % utilization before a window
-
-
-def _idle_samples(samples: pl.DataFrame, t0: float) -> pl.DataFrame:
-    """The samples that tell a GPU's idle power before ``t0``: per GPU the last :data:`IDLE_SAMPLES`
-    samples before it at 0 % utilization (the server loaded and waiting), or the last ones at all where
-    the file has no utilization column."""
-    import polars as pl
-
-    before = samples.filter(pl.col("t") < t0)
-    if before["util_gpu_pct"].null_count() < before.height:
-        before = before.filter(pl.col("util_gpu_pct") == 0)
-    return before.sort("t").group_by("gpu", maintain_order=True).tail(IDLE_SAMPLES)

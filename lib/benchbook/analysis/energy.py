@@ -3,8 +3,8 @@
 For each GPU, the energy of a window ``[t0, t1]`` is the trapezoid integral of its ``power.draw``
 samples (``ingest/gpu_samples.read_gpu_csv``: ``t, gpu, power_w``), with the power at ``t0`` and
 ``t1`` interpolated linearly between the samples either side; the window's energy is the sum over its
-GPUs. Idle power is the median of each GPU's samples before load (before the first window, or a time
-given), summed over GPUs, and stated separately: ``idle_w × (t1 − t0)`` is the part of the window's
+GPUs. Idle power is the median of each GPU's last :data:`IDLE_SAMPLES` samples at 0 % utilization before
+the window (:func:`idle_samples`: the server loaded and waiting), summed over GPUs, and stated separately: ``idle_w × (t1 − t0)`` is the part of the window's
 energy the GPUs would have drawn doing nothing, so "above idle" is the load's own share.
 
 A window needs samples on both sides and at least :data:`MIN_SAMPLES` inside it; otherwise it is
@@ -68,6 +68,21 @@ def idle_power(samples: pl.DataFrame, before: float, after: float | None = None)
         total += statistics.median(vals)
         n += len(vals)
     return (total, n) if n else (None, 0)
+
+
+IDLE_SAMPLES = 10  # per GPU: the last samples at 0 % utilization before a window
+
+
+def idle_samples(samples: pl.DataFrame, t0: float) -> pl.DataFrame:
+    """The samples that tell a GPU's idle power before ``t0``: per GPU the last :data:`IDLE_SAMPLES`
+    samples before it at 0 % utilization (the server loaded and waiting), or the last ones at all where
+    the file has no utilization figures."""
+    import polars as pl
+
+    before = samples.filter(pl.col("t") < t0)
+    if "util_gpu_pct" in before.columns and before["util_gpu_pct"].null_count() < before.height:
+        before = before.filter(pl.col("util_gpu_pct") == 0)
+    return before.sort("t").group_by("gpu", maintain_order=True).tail(IDLE_SAMPLES)
 
 
 @dataclass(frozen=True)
