@@ -7,10 +7,10 @@ import json
 
 import polars as pl
 import pytest
-from h200_campaign import H200, build
 
 from benchbook.analysis.campaign_analysis import analyse
 from benchbook.errors import InputError
+from h200_campaign import H200, build
 
 RESULTS = (("serial", "conc1"), ("batch", "conc1"), ("batch", "conc2"))
 
