@@ -178,10 +178,10 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
         out.append(
             str(
                 bd.text(
-                    "J per output token, {cand} vs {base}: ×{r:.3f} — {v} ({why})",
+                    "J per output token, {cand} vs {base}: ×{r} — {v} ({why})",
                     cand=c["candidate"],
                     base=c["baseline"],
-                    r=c["ratio"],
+                    r=f"{c['ratio']:.3f}",
                     v=c["verdict"],
                     why=c["why"],
                 )
