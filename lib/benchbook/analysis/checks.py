@@ -150,6 +150,7 @@ class WindowAudit:
     estimated_flops: float | None = None  # vLLM's own estimate, where exported and non-zero
     estimated_read_bytes: float | None = None
     client: Mapping[str, Any] = field(default_factory=dict)  # prompt_tokens, received, requested, short
+    sample: tuple[str, str, int] | None = None  # a phase sample's (run, prompt class, repeat)
 
     @property
     def cached_share(self) -> float | None:
@@ -213,6 +214,7 @@ def audit(
     labels: Mapping[str, str] | None = None,
     scrapes: Sequence[Snapshot] = (),
     client: Mapping[str, Any] | None = None,
+    sample: tuple[str, str, int] | None = None,
 ) -> WindowAudit:
     """The audit of one window (module docstring). ``scrapes``: snapshots taken during the window, for the
     waiting gauge; ``client``: what the client says (``prompt_tokens``, ``received`` and ``requested``
@@ -258,6 +260,7 @@ def audit(
         estimated_flops=flops or None,  # vLLM exports 0 unless its cost estimate is enabled
         estimated_read_bytes=rbytes or None,
         client=dict(client or {}),
+        sample=sample,
     )
 
 
@@ -349,6 +352,7 @@ def phase_audits(camp: Campaign) -> list[WindowAudit]:
                     arm=r.arm,
                     labels=labels,
                     client=_phase_client(s, camp.generation_tokens),
+                    sample=(r.id, s["prompt_class"], int(s["repeat"])),
                 )
             )
     return out
@@ -371,18 +375,12 @@ def _phase_client(s: Mapping[str, Any], requested: int | None) -> dict[str, Any]
     return out
 
 
-def phase_key(a: WindowAudit) -> tuple[str, str, int]:
-    """(run, prompt class, repeat) of a phase-sample audit."""
-    run, rest = a.window.split(": ", 1)
-    pclass, _, rep = rest.rpartition(" repeat ")
-    return run, pclass, int(rep)
-
-
 def cached_phase_samples(camp: Campaign) -> dict[tuple[str, str, int], WindowAudit]:
     """(run, prompt class, repeat) -> audit, for each phase sample whose prompt was mostly cached;
     computed once per campaign object."""
     return camp.derived(
-        ("cached_phase_samples",), lambda: {phase_key(a): a for a in phase_audits_cached(camp) if a.mostly_cached}
+        ("cached_phase_samples",),
+        lambda: {a.sample: a for a in phase_audits_cached(camp) if a.mostly_cached and a.sample},
     )
 
 
