@@ -126,3 +126,19 @@ def test_no_counters_no_samples_is_not_measured():
 
 def test_h200_shared_files_are_read_in_place():
     assert (H200 / "batch" / "phases.json").is_file()  # CI has ../shared beside the clone
+
+
+def test_the_engines_own_cost_estimate_against_the_gpu(tmp_path):
+    """vLLM 0.26's estimated_read_bytes/flops counters (0 in the shared files: not enabled there), set on a
+    recorded pair: a plausible read rate passes, one beyond 4.8 TB/s fails."""
+    camp = build(tmp_path, phases=(), results=(("serial", "conc1"), ("batch", "conc1")))
+    # serial conc1 spans 12.9 s: 2304 decode steps × 14.94 GB ≈ 34.4 TB read is ~2.7 TB/s
+    _bump(camp / "runs" / "serial-conc1" / "conc1_after.prom", "vllm:estimated_read_bytes_per_gpu_total", 34.4e12)
+    _bump(camp / "runs" / "batch-conc1" / "conc1_after.prom", "vllm:estimated_read_bytes_per_gpu_total", 100e12)
+    an = analyse(camp)
+    bw = {lim.run: lim for lim in an.audit.limits if lim.kind == "memory bandwidth"}
+    assert bw["serial-conc1"].share == pytest.approx(34.4e12 / bw["serial-conc1"].inputs["seconds"] / 4.8e12)
+    assert 0.5 < bw["serial-conc1"].share < 0.6 and not bw["serial-conc1"].beyond
+    assert bw["batch-conc1"].beyond
+    by = {c["name"]: c["status"] for c in an.checks}
+    assert by["memory bandwidth: batch-conc1: engine-estimated bytes read per second"] == "fail"

@@ -85,6 +85,7 @@ def campaign_audit(
     distinct = {r.id: camp._phases_doc(r).get("distinct_prompts") for r in camp.runs_of("phases")}
     out.checks = checks_mod.run_checks(out.windows, allow_preemption=allow_preemption, distinct=distinct)
     out.limits, out.limit_notes = campaign_limits(camp, phase_cells, results_inputs)
+    out.limits += estimate_limits(camp, out.windows)
     out.energy, out.energy_notes = campaign_energy(camp, results_inputs, out.windows)
     per_arm: dict[str, list[float]] = {}
     for e in out.energy:
@@ -201,6 +202,34 @@ def campaign_limits(camp: Campaign, pc: pl.DataFrame | None, inputs: Any) -> tup
                 limits_mod.decode_limit(f"{pid}: median TPOT at concurrency 1", tpot / 1e3, w, acc, run=rid, arm=arm)
             )
     return out, notes
+
+
+def estimate_limits(camp: Campaign, windows: list[checks_mod.WindowAudit]) -> list[limits_mod.Limit]:
+    """The engine's own read-bytes and FLOP estimates of each results run (where exported and non-zero)
+    as rates over its span (:func:`energy_window`) against the GPU's bandwidth and peak."""
+    acc = limits_mod.find_accelerator(gpu_name(camp)[0])
+    rrs = {rr.id: rr for rr in camp.results_runs}
+    out: list[limits_mod.Limit] = []
+    for a in windows:
+        if acc is None or a.kind != "results run" or a.run not in rrs:
+            continue
+        if not (a.estimated_read_bytes or a.estimated_flops):
+            continue
+        t0, t1 = _unix(rrs[a.run].doc.get("started_at")), _unix(rrs[a.run].doc.get("ended_at"))
+        if t0 is None or t1 is None or t1 <= t0:
+            continue
+        dtype, _ = _arm_dtype(camp, a.arm or "")
+        out += limits_mod.engine_estimate_limits(
+            a.window,
+            t1 - t0,
+            acc,
+            read_bytes=a.estimated_read_bytes,
+            flops=a.estimated_flops,
+            dtype=dtype,
+            run=a.run,
+            arm=a.arm,
+        )
+    return out
 
 
 # ---- energy -------------------------------------------------------------------------------------------

@@ -181,11 +181,11 @@ def kv_bytes_per_token(s: Mapping[str, int], dtype_bytes: float) -> float:
 class Limit:
     """One measured figure beside its physical limit."""
 
-    kind: str  # "decode floor" | "prefill ceiling"
+    kind: str  # "decode floor" | "prefill ceiling" | "memory bandwidth" | "compute" (the engine's estimate)
     what: str  # the figure, e.g. "batch: TPOT at concurrency 1"
     measured: float
     limit: float
-    unit: str  # "s/token" | "tok/s"
+    unit: str  # "s/token" | "tok/s" | "B/s" | "FLOP/s"
     share: float  # achieved share of the limit (≤ 1 unless the figure is impossible)
     formula: str
     inputs: Mapping[str, Any] = field(default_factory=dict)
@@ -211,6 +211,10 @@ class Limit:
     def describe(self) -> str:
         if self.unit == "s/token":
             m, lim = f"{1e3 * self.measured:.2f} ms/token", f"{1e3 * self.limit:.2f} ms floor"
+        elif self.unit == "B/s":
+            m, lim = f"{self.measured / 1e12:.3g} TB/s", f"{self.limit / 1e12:.3g} TB/s peak"
+        elif self.unit == "FLOP/s":
+            m, lim = f"{self.measured / 1e12:.4g} TFLOP/s", f"{self.limit / 1e12:.4g} TFLOP/s peak"
         else:
             m, lim = f"{self.measured:,.0f} tok/s", f"{self.limit:,.0f} tok/s ceiling"
         return f"{self.what}: {m} against a {lim} ({self.formula}) — achieved {100 * self.share:.0f} % of the limit"
@@ -296,3 +300,60 @@ def prefill_limit(
         "accelerator_source": acc.source,
     }
     return Limit("prefill ceiling", what, rate_tok_s, ceiling, "tok/s", rate_tok_s / ceiling, formula, inputs, run, arm)
+
+
+def engine_estimate_limits(
+    what: str,
+    seconds: float,
+    acc: Accelerator,
+    *,
+    read_bytes: float | None = None,
+    flops: float | None = None,
+    dtype: str = "bfloat16",
+    run: str | None = None,
+    arm: str | None = None,
+) -> list[Limit]:
+    """The engine's own cost estimate over a window (vLLM 0.26+ ``estimated_read_bytes_per_gpu_total`` /
+    ``estimated_flops_per_gpu_total``, per GPU) as rates against the bandwidth and the dense peak: an
+    engine that claims to have read or computed more than the part can in that time is a failed check."""
+    out = []
+    if read_bytes and seconds > 0:
+        rate = read_bytes / seconds
+        bw = acc.memory_bandwidth_Bps
+        out.append(
+            Limit(
+                "memory bandwidth",
+                f"{what}: engine-estimated bytes read per second",
+                rate,
+                bw,
+                "B/s",
+                rate / bw,
+                f"{read_bytes / 1e9:.3g} GB ÷ {seconds:.3g} s against {bw / 1e12:.3g} TB/s ({acc.name})",
+                {
+                    "read_bytes": read_bytes,
+                    "seconds": seconds,
+                    "accelerator": acc.name,
+                    "accelerator_source": acc.source,
+                },
+                run,
+                arm,
+            )
+        )
+    peak, used = acc.peak(dtype)
+    if flops and seconds > 0 and peak:
+        rate = flops / seconds
+        out.append(
+            Limit(
+                "compute",
+                f"{what}: engine-estimated FLOP per second",
+                rate,
+                peak,
+                "FLOP/s",
+                rate / peak,
+                f"{flops / 1e12:.3g} TFLOP ÷ {seconds:.3g} s against {peak / 1e12:.4g} TFLOP/s {used} dense ({acc.name})",
+                {"flops": flops, "seconds": seconds, "accelerator": acc.name, "accelerator_source": acc.source},
+                run,
+                arm,
+            )
+        )
+    return out

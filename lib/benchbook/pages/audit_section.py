@@ -25,6 +25,15 @@ def _num(x: float | None, fmt: str = "{:,.0f}") -> str:
     return "not measured" if x is None else fmt.format(x)
 
 
+def _limit_fig(v: float, unit: str) -> str:
+    return {
+        "s/token": f"{1e3 * v:.2f} ms/token",
+        "tok/s": f"{v:,.0f} tok/s",
+        "B/s": f"{v / 1e12:.3g} TB/s",
+        "FLOP/s": f"{v / 1e12:.4g} TFLOP/s",
+    }[unit]
+
+
 def failed_lines(audit: Any, runs: Iterable[str] | None = None) -> list[tuple[str, str]]:
     """(sentence, section id) per failed audit check, for a findings box (the baseline page's come
     through the campaign's checks instead)."""
@@ -118,12 +127,8 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
         rows = [
             {
                 "Figure": lim.what,
-                "Measured": (
-                    f"{1e3 * lim.measured:.2f} ms/token" if lim.unit == "s/token" else f"{lim.measured:,.0f} tok/s"
-                ),
-                "Limit": (
-                    f"{1e3 * lim.limit:.2f} ms floor" if lim.unit == "s/token" else f"{lim.limit:,.0f} tok/s ceiling"
-                ),
+                "Measured": _limit_fig(lim.measured, lim.unit),
+                "Limit": _limit_fig(lim.limit, lim.unit),
                 "Achieved": bd.mark("fail", f"{100 * lim.share:.0f} % — beyond the limit")
                 if lim.beyond
                 else f"{100 * lim.share:.0f} %",
@@ -131,8 +136,13 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
             }
             for lim in limits
         ]
+        sources = dict.fromkeys(
+            x for lim in limits for x in (lim.inputs.get("weights_source"), lim.inputs.get("parameters_source")) if x
+        )
         src = limits[0].inputs
-        note = f"Weights: {src.get('weights_source') or src.get('parameters_source')}. {src['accelerator']}: {src['accelerator_source']}."
+        note = f"{src['accelerator']}: {src['accelerator_source']}." + (
+            f" Weights: {'; '.join(sources)}." if sources else ""
+        )
         out.append(
             str(bd.heading("Distance to the physical limit", 3, id="audit-limits"))
             + str(
