@@ -142,3 +142,12 @@ def test_the_engines_own_cost_estimate_against_the_gpu(tmp_path):
     assert bw["batch-conc1"].beyond
     by = {c["name"]: c["status"] for c in an.checks}
     assert by["memory bandwidth: batch-conc1: engine-estimated bytes read per second"] == "fail"
+
+
+def test_a_symlinked_sample_file_out_of_the_campaign_is_bad_input(tmp_path):
+    camp = build(tmp_path, phases=(), results=(("batch", "conc1"),))
+    own = camp / "runs" / "batch-conc1" / "gpu_samples.csv"
+    own.unlink()
+    own.symlink_to(H200 / "batch" / "gpu_samples.csv")
+    with pytest.raises(InputError, match="symlink out of the campaign folder"):
+        analyse(camp)

@@ -13,6 +13,7 @@ them. docs/checks.md documents every figure.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import checks as checks_mod
@@ -27,6 +28,12 @@ if TYPE_CHECKING:
 
 GPU_SAMPLES_FILE = "gpu_samples.csv"  # nvidia-smi --query-gpu CSV beside a run's file
 SMI_Q_FILE = "nvidia_smi_q.txt"  # nvidia-smi -q, in the campaign folder or a run's folder
+
+
+def _own(camp: Campaign, path: Path, what: str) -> Path:
+    """A file the audit finds by name in the campaign, checked to resolve inside it (a symlink out of
+    the campaign folder is bad input, as for every file a campaign names)."""
+    return camp.inside(path, path, "-", what)
 
 
 @dataclass
@@ -104,7 +111,7 @@ def gpu_name(camp: Campaign) -> tuple[str | None, str]:
     for folder in [camp.root, *sorted({r.path for r in camp.runs})]:
         p = folder / SMI_Q_FILE
         if p.is_file():
-            name = limits_mod.gpu_from_smi_q(p.read_text("utf-8", errors="replace"))
+            name = limits_mod.gpu_from_smi_q(_own(camp, p, "nvidia-smi -q output").read_text("utf-8", errors="replace"))
             if name:
                 return name, f"{p.relative_to(camp.root)}: Product Name"
     host = camp.manifest.get("host") or {}
@@ -132,7 +139,8 @@ def _arm_weights(camp: Campaign, arm: str) -> limits_mod.Weights | None:
         logs = [r.server_log] if r.server_log.is_file() else []
         logs += [p for p in sorted(r.path.glob("*.log")) if p != r.server_log]
         for p in logs:
-            w = limits_mod.weights_from_log(p.read_text("utf-8", errors="replace"), f"{r.id}/{p.name}")
+            text = _own(camp, p, "engine log").read_text("utf-8", errors="replace")
+            w = limits_mod.weights_from_log(text, f"{r.id}/{p.name}")
             if w is not None:
                 return w
     return None
@@ -290,7 +298,7 @@ def campaign_energy(
         if not runs or r.id not in rrs:
             notes.append(f"{r.id}: power samples but no results run to take a window from: not measured")
             continue
-        samples = read_gpu_csv(r.path / GPU_SAMPLES_FILE)
+        samples = read_gpu_csv(_own(camp, r.path / GPU_SAMPLES_FILE, "GPU sample file"))
         for pid, run in runs:
             win = energy_window(rrs[r.id], run)
             if win is None:
