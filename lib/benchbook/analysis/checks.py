@@ -438,9 +438,9 @@ def results_audits(camp: Campaign, inputs: Any) -> tuple[list[WindowAudit], list
 
 
 def _results_client(run: Any) -> dict[str, Any]:
-    """Client counts of a benchmark run: Σ prompt and completion tokens of its successful requests; a
-    request is short when the run states a requested output length (``config.output_len``) and the
-    request got fewer."""
+    """Client counts of a benchmark run: Σ prompt and completion tokens of its successful requests. No
+    short-count test: the tools' result files do not record the output length each request asked for
+    (``vllm bench serve`` keeps ``--random-output-len`` out of its JSON), only what came back."""
     df = run.requests
     if df is None or df.height == 0:
         s = run.summary
@@ -450,19 +450,10 @@ def _results_client(run: Any) -> dict[str, Any]:
     import polars as pl
 
     ok = df.filter(pl.col("success"))
-    out: dict[str, Any] = {
+    return {
         "received": float(ok["completion_tokens"].sum()),
         "prompt_tokens": float(ok["prompt_tokens"].sum()) if ok["prompt_tokens"].null_count() < ok.height else None,
     }
-    want = run.config.get("output_len")
-    if want:
-        out["requested"] = float(want) * ok.height
-        out["short"] = [
-            f"request {i}"
-            for i, n in zip(ok["index"].to_list(), ok["completion_tokens"].to_list())
-            if n is not None and n < want
-        ]
-    return out
 
 
 def _why_cached(kind: str, cached_any: bool, distinct: bool | None) -> str:
