@@ -137,7 +137,9 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
             for lim in limits
         ]
         sources = dict.fromkeys(
-            x for lim in limits for x in (lim.inputs.get("weights_source"), lim.inputs.get("parameters_source")) if x
+            lim.inputs.get("weights_source") or lim.inputs.get("parameters_source")
+            for lim in limits
+            if lim.inputs.get("weights_source") or lim.inputs.get("parameters_source")
         )
         src = limits[0].inputs
         note = f"{src['accelerator']}: {src['accelerator_source']}." + (
