@@ -69,6 +69,12 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
             "energy": [e.as_dict() for e in energy],
         },
     )
+    measured = [a for a in windows if a.cached_tokens is not None or a.preemptions is not None]
+    if not (measured or checks or limits or energy or audit.energy_comparisons):
+        # nothing this campaign's files let us audit: one folded line that says why, no section
+        whys = dict.fromkeys([*(a.cache_source for a in windows[:1]), *audit.limit_notes, *audit.energy_notes])
+        body = bd.Block("".join(str(bd.text("{w}", w=w)) for w in whys) or "<p>nothing to audit</p>")
+        return bd.collapsed("Cache hits, preemption, physical limits, energy: not measured for this campaign", body)
     out = [str(bd.heading("What could make these figures lie", id=SECTION_ID))]
     out.append(
         str(
@@ -99,7 +105,6 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
             for c in checks
         ]
         out.append(str(sections.checks_table(rows, [c["status"] == "pass" for c in checks], id="audit-checks")))
-    measured = [a for a in windows if a.cached_tokens is not None or a.preemptions is not None]
     if measured:
         rows = [
             {
