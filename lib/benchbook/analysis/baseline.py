@@ -74,19 +74,32 @@ def _ordered_arms(camp: Campaign, arms: list[str] | None) -> list[str]:
 
 
 # ---- phase split ----------------------------------------------------------------------------
-def phase_cells(camp: Campaign, arms: list[str] | None = None, warmup_rounds: int | None = None) -> pl.DataFrame:
+def phase_cells(
+    camp: Campaign, arms: list[str] | None = None, warmup_rounds: int | None = None, cached_prefill: str = "exclude"
+) -> pl.DataFrame:
     """Median [min–max] and n per (arm, prompt class, metric) over non-warm-up samples.
 
     Computed once per campaign and argument set.
 
     ``warmup_rounds``: None uses each sample's ``warmup`` flag; an integer discards that many
     leading repeats per (run, prompt class) instead (the notebook parameter).
+    ``cached_prefill``: "exclude" (default) leaves a sample whose prompt the engine mostly served from
+    its prefix cache out of the prefill figures (listed as an exclusion, ``analysis.checks``); "keep"
+    keeps it (the page labels those figures "cached prefill").
     """
     keep = _ordered_arms(camp, arms)
-    return camp.derived(("phase_cells", tuple(keep), warmup_rounds), lambda: _phase_cells(camp, keep, warmup_rounds))
+    return camp.derived(
+        ("phase_cells", tuple(keep), warmup_rounds, cached_prefill),
+        lambda: _phase_cells(camp, keep, warmup_rounds, cached_prefill),
+    )
 
 
-def _phase_cells(camp: Campaign, keep: list[str], warmup_rounds: int | None) -> pl.DataFrame:
+PREFILL_METRICS = ("prefill_s", "prefill_tok_s")
+
+
+def _phase_cells(
+    camp: Campaign, keep: list[str], warmup_rounds: int | None, cached_prefill: str = "exclude"
+) -> pl.DataFrame:
     import polars as pl
 
     df = camp.phase_samples
@@ -103,8 +116,15 @@ def _phase_cells(camp: Campaign, keep: list[str], warmup_rounds: int | None) -> 
                 continue
             ptok = stats.cell(g["prompt_tokens"].to_list(), warmup=flags)
             ctok = stats.cell(g["generated_tokens"].to_list(), warmup=flags)
+            cached = _cached_repeats(camp, g, run, pclass) if cached_prefill == "exclude" else set()
             for metric, (unit, _hib, _d, _l) in PHASE_METRICS.items():
-                c = stats.cell(g[metric].to_list(), warmup=flags, what=f"{run} {pclass} {metric}")
+                vals, fl = g[metric].to_list(), flags
+                if metric in PREFILL_METRICS and cached:  # a cached prompt is not a prefill measurement
+                    idx = [i for i, rep in enumerate(g["repeat"].to_list()) if rep not in cached]
+                    vals, fl = [vals[i] for i in idx], [flags[i] for i in idx]
+                    if all(fl):
+                        continue  # no measured prefill left: the exclusions say why
+                c = stats.cell(vals, warmup=fl, what=f"{run} {pclass} {metric}")
                 rows.append(
                     {
                         "arm": arm,
@@ -123,6 +143,27 @@ def _phase_cells(camp: Campaign, keep: list[str], warmup_rounds: int | None) -> 
                     }
                 )
     return pl.DataFrame(rows, schema=_CELL_SCHEMA())
+
+
+def _cached_repeats(camp: Campaign, g: pl.DataFrame, run: str, pclass: str) -> set[int]:
+    """Repeats of (run, prompt class) whose prompt was mostly served from the prefix cache, each listed
+    as an exclusion from the prefill figures (``analysis.checks.cached_phase_samples``)."""
+    from benchbook.analysis.checks import cached_phase_samples, cached_reason
+
+    found = cached_phase_samples(camp)
+    out = set()
+    for rep in g["repeat"].to_list():
+        a = found.get((run, pclass, int(rep)))
+        if a is not None:
+            out.add(int(rep))
+            e = _excl(
+                g["file"][0],
+                f"{run}: {pclass} repeat {rep} (prefill only)",
+                cached_reason(a) + "; excluded from the prefill figures",
+            )
+            if all(x.as_dict() != e.as_dict() for x in camp.exclusions):
+                camp.exclusions.append(e)
+    return out
 
 
 def _CELL_SCHEMA():
@@ -356,6 +397,7 @@ def comparisons(
     spread_override: float | None = None,
     pairs: list[tuple[str, str]] | None = None,
     warmup_rounds: int | None = None,
+    cached_prefill: str = "exclude",
 ) -> list[dict[str, Any]]:
     """Every comparison of the page: phase cells and whole-request figures, candidate vs baseline."""
 
@@ -363,7 +405,11 @@ def comparisons(
     spread = spread_override if spread_override is not None else (nz.spread if nz else None)
     pairs = comparison_pairs(camp) if pairs is None else pairs
     out: list[dict[str, Any]] = []
-    pc = phase_cells(camp, warmup_rounds=warmup_rounds) if camp.runs_of("phases") else None
+    pc = (
+        phase_cells(camp, warmup_rounds=warmup_rounds, cached_prefill=cached_prefill)
+        if camp.runs_of("phases")
+        else None
+    )
     wc = whole_request_cells(camp)
 
     def emit(base, cand, metric, context, b, c, hib, prompt_class=None, concurrency=None):

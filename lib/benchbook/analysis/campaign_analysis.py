@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     import polars as pl
 
     from benchbook.analysis.ablation import CampaignAblation
+    from benchbook.analysis.audit import CampaignAudit
     from benchbook.analysis.disaggregation import PDReport
     from benchbook.analysis.results import CampaignInputs
     from benchbook.analysis.resultset import ResultSet
@@ -291,6 +292,8 @@ class CampaignAnalysis:
     switch_ablation: Any = None  # ablation.SwitchAblation: arms that differ by server switches
     # per gpu run with host samples: each sampled process's Pss/Rss while loaded (memory.process_footprints)
     memory_processes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    # what could make the figures lie (cache, preemption, queueing, tokens), the physical limits, energy
+    audit: CampaignAudit | None = None
 
     @property
     def spread(self) -> float | None:
@@ -482,6 +485,7 @@ class CampaignAnalysis:
                 for r in self.camp.manifest.get("runs", [])
                 if r.get("process") and isinstance(r.get("server_config"), dict)
             },
+            "audit": None if self.audit is None else self.audit.as_dict(),
             "exclusions": self.exclusions(),
             "findings": {k: f.as_dict() for k, f in self.findings.items()},
             "todo": list(self.camp.manifest.get("todo", [])),
@@ -533,20 +537,28 @@ def analyse(
     spread_override: float | None = None,
     results_options: Mapping[str, Any] | None = None,
     pd_options: Mapping[str, Any] | None = None,
+    cached_prefill: str = "exclude",
+    allow_preemption: bool = False,
 ) -> CampaignAnalysis:
     """Load ``campaign`` (a folder or a loaded :class:`Campaign`) and compute every analysis that
     applies to it. Computed once per campaign object and argument set. ``results_options``: keyword
     arguments of :func:`benchbook.analysis.resultset.build` for the results runs (baseline, labels,
     slo, validity gates; default: its defaults); ``pd_options``: keyword arguments of
-    :func:`benchbook.analysis.disaggregation.analyse` (window minimums, baseline arm)."""
+    :func:`benchbook.analysis.disaggregation.analyse` (window minimums, baseline arm);
+    ``cached_prefill``: "exclude" (default) leaves phase samples whose prompt came mostly from the
+    prefix cache out of the prefill figures, "keep" keeps them labelled; ``allow_preemption``: a
+    preemption warns instead of failing (docs/checks.md)."""
     from benchbook.ingest.campaign import Campaign, load_campaign
 
     check_rule(rule)
     camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)
     opts, pd_opts = dict(results_options or {}), dict(pd_options or {})
     frozen = json.dumps([opts, pd_opts], sort_keys=True, default=str)
-    key = ("campaign_analysis", rule, warmup_rounds, spread_override, frozen)
-    return camp.derived(key, lambda: _analyse(camp, rule, warmup_rounds, spread_override, opts, pd_opts))
+    key = ("campaign_analysis", rule, warmup_rounds, spread_override, frozen, cached_prefill, allow_preemption)
+    return camp.derived(
+        key,
+        lambda: _analyse(camp, rule, warmup_rounds, spread_override, opts, pd_opts, cached_prefill, allow_preemption),
+    )
 
 
 def _analyse(
@@ -556,9 +568,15 @@ def _analyse(
     spread_override: float | None,
     results_options: dict,
     pd_options: dict,
+    cached_prefill: str = "exclude",
+    allow_preemption: bool = False,
 ) -> CampaignAnalysis:
+    from benchbook.analysis.checks import CACHED_PREFILL_MODES
+
+    if cached_prefill not in CACHED_PREFILL_MODES:
+        raise InputError("parameters", "cached_prefill", f"unknown mode {cached_prefill!r}; choose exclude or keep")
     has_phases = bool(camp.runs_of("phases"))
-    pc = baseline.phase_cells(camp, warmup_rounds=warmup_rounds) if has_phases else None
+    pc = baseline.phase_cells(camp, warmup_rounds=warmup_rounds, cached_prefill=cached_prefill) if has_phases else None
     wc = baseline.whole_request_cells(camp)
     nz = baseline.noise(camp)
     out = CampaignAnalysis(
@@ -569,7 +587,9 @@ def _analyse(
         noise=nz,
         phase_cells=pc,
         whole_cells=wc,
-        comparisons=baseline.comparisons(camp, rule=rule, spread_override=spread_override, warmup_rounds=warmup_rounds),
+        comparisons=baseline.comparisons(
+            camp, rule=rule, spread_override=spread_override, warmup_rounds=warmup_rounds, cached_prefill=cached_prefill
+        ),
         checks=baseline.checks(camp),
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
@@ -608,7 +628,26 @@ def _analyse(
             **results_options,
         )
         out.results_engine_checks = inputs.engine_checks()
+    out.audit = _audit(out, cached_prefill, allow_preemption)
     return out
+
+
+def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) -> CampaignAudit:
+    """The campaign's audit (analysis/audit.py); its checks join the campaign's checks, so every
+    findings box lists a failed one."""
+    from benchbook.analysis.audit import campaign_audit
+
+    au = campaign_audit(
+        an.camp,
+        phase_cells=an.phase_cells,
+        results_inputs=an.results_inputs,
+        spread=an.spread,
+        rule=an.rule,
+        cached_prefill=cached_prefill,
+        allow_preemption=allow_preemption,
+    )
+    an.checks = an.checks + au.all_checks()
+    return au
 
 
 @dataclass

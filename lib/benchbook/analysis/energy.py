@@ -1,90 +1,280 @@
-"""Energy over a window from GPU telemetry, and joules per token.
+"""Energy per window from GPU power samples: joules per output token and per request (docs/checks.md).
 
-Input is a telemetry frame (``t, gpu, power_w, energy_j`` …: :mod:`benchbook.ingest.telemetry` for
-AIPerf's export and DCGM-exporter scrapes, :mod:`benchbook.ingest.gpu_samples` for nvidia-smi
-CSV, whose frame has no ``energy_j``). Per GPU, over the samples inside ``[t0, t1]``:
+For each GPU, the energy of a window ``[t0, t1]`` is the trapezoid integral of its ``power.draw``
+samples (``ingest/gpu_samples.read_gpu_csv``: ``t, gpu, power_w``), with the power at ``t0`` and
+``t1`` interpolated linearly between the samples either side; the window's energy is the sum over its
+GPUs. Idle power is the median of each GPU's last :data:`IDLE_SAMPLES` samples at 0 % utilization before
+the window (:func:`idle_samples`: the server loaded and waiting), summed over GPUs, and stated separately: ``idle_w × (t1 − t0)`` is the part of the window's
+energy the GPUs would have drawn doing nothing, so "above idle" is the load's own share.
 
-* **counter**: the rise of the GPU's cumulative energy counter (last − first sample), when the
-  frame has it at two samples or more and it never falls (a fall is a counter reset: not used);
-* **power**: otherwise the trapezoid integral of ``power_w`` over the sample times — an estimate
-  whose error grows with the sampling interval (stated: ``max_gap_s``).
+Where the telemetry carries the GPU's own cumulative energy counter (DCGM
+``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION``, AIPerf's GPU telemetry export: ``energy_j`` in
+``ingest/telemetry``'s frame), the counter is used instead: its rise over the window, interpolated at
+``t0`` and ``t1`` (:func:`gpu_counter_joules`); a counter that falls inside the window was reset and
+the power integral is used, with the reason in ``notes``.
 
-The window's energy is the sum over GPUs; ``joules_per_token`` divides it by the tokens the window
-produced. The two methods agree on a steady load (tests/test_energy.py checks both on one file).
+A window needs samples on both sides and at least :data:`MIN_SAMPLES` inside it; otherwise it is
+"not measured" with the reason — a 0.2-s phase sample under 0.5-s sampling is one of those.
+Arms are compared with the project's noise rules (:func:`benchbook.analysis.verdict.judge`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["EnergyFigures", "GpuEnergy", "joules_per_token", "window_energy"]
+if TYPE_CHECKING:
+    import polars as pl
+
+MIN_SAMPLES = 2  # power samples inside a window, besides the interpolated ends
+MAX_GAP_S = 5.0  # a window with a larger gap between power samples is not measured
+
+
+def _interp(ts: list[float], ps: list[float], t: float) -> float:
+    for (ta, pa), (tb, pb) in zip(zip(ts, ps), zip(ts[1:], ps[1:])):
+        if ta <= t <= tb:
+            return pa if tb == ta else pa + (pb - pa) * (t - ta) / (tb - ta)
+    raise ValueError(t)
+
+
+def gpu_joules(ts: list[float], ps: list[float], t0: float, t1: float) -> tuple[float | None, int, str]:
+    """(joules, samples inside, why not) of one GPU's samples over ``[t0, t1]`` by the trapezoid rule."""
+    if not ts or ts[0] > t0 or ts[-1] < t1:
+        return None, 0, "the power samples do not cover the window"
+    inside = [(t, p) for t, p in zip(ts, ps) if t0 < t < t1]
+    if len(inside) < MIN_SAMPLES:
+        return None, len(inside), f"{len(inside)} power sample(s) inside the window (needs {MIN_SAMPLES})"
+    pts = [(t0, _interp(ts, ps, t0)), *inside, (t1, _interp(ts, ps, t1))]
+    gap = max(b[0] - a[0] for a, b in zip(pts, pts[1:]))
+    if gap > MAX_GAP_S:
+        return None, len(inside), f"a {gap:.1f} s gap between power samples (more than {MAX_GAP_S:g} s)"
+    return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(pts, pts[1:])), len(inside), ""
+
+
+def gpu_counter_joules(ts: list[float], es: list[float], t0: float, t1: float) -> tuple[float | None, int, str]:
+    """(joules, samples used, why not) of one GPU's cumulative energy counter over ``[t0, t1]``:
+    the counter interpolated at both ends, so a window between two samples is measured too."""
+    if len(ts) < 2 or ts[0] > t0 or ts[-1] < t1:
+        return None, 0, "the energy counter does not cover the window"
+    used = [(t, e) for t, e in zip(ts, es) if t0 <= t <= t1]
+    span = [e for t, e in zip(ts, es) if t0 - MAX_GAP_S <= t <= t1 + MAX_GAP_S]
+    if any(b < a for a, b in zip(span, span[1:])):
+        return None, len(used), "the energy counter fell (reset) in the window: integrated power instead"
+    return _interp(ts, es, t1) - _interp(ts, es, t0), len(used), ""
+
+
+def _counters(samples: pl.DataFrame) -> dict[int, tuple[list[float], list[float]]]:
+    import polars as pl
+
+    if "energy_j" not in samples.columns:
+        return {}
+    ok = samples.filter(pl.col("energy_j").is_not_null()).sort(["gpu", "t"])
+    return {
+        int(g): (d["t"].to_list(), d["energy_j"].to_list())
+        for (g,), d in sorted(ok.group_by(["gpu"], maintain_order=True), key=lambda kv: kv[0][0])
+    }
+
+
+def _per_gpu(samples: pl.DataFrame) -> dict[int, tuple[list[float], list[float]]]:
+    import polars as pl
+
+    ok = samples.filter(pl.col("power_w").is_not_null()).sort(["gpu", "t"])
+    return {
+        int(g): (d["t"].to_list(), d["power_w"].to_list())
+        for (g,), d in sorted(ok.group_by(["gpu"], maintain_order=True), key=lambda kv: kv[0][0])
+    }
+
+
+def idle_power(samples: pl.DataFrame, before: float, after: float | None = None) -> tuple[float | None, int]:
+    """(Σ over GPUs of the median power of the samples in ``[after, before)``, samples used)."""
+    import statistics
+
+    total, n = 0.0, 0
+    for _g, (ts, ps) in _per_gpu(samples).items():
+        vals = [p for t, p in zip(ts, ps) if t < before and (after is None or t >= after)]
+        if not vals:
+            return None, 0
+        total += statistics.median(vals)
+        n += len(vals)
+    return (total, n) if n else (None, 0)
+
+
+IDLE_SAMPLES = 10  # per GPU: the last samples at 0 % utilization before a window
+
+
+def idle_samples(samples: pl.DataFrame, t0: float) -> pl.DataFrame:
+    """The samples that tell a GPU's idle power before ``t0``: per GPU the last :data:`IDLE_SAMPLES`
+    samples before it at 0 % utilization (the server loaded and waiting), or the last ones at all where
+    the file has no utilization figures."""
+    import polars as pl
+
+    before = samples.filter(pl.col("t") < t0)
+    if "util_gpu_pct" in before.columns and before["util_gpu_pct"].null_count() < before.height:
+        before = before.filter(pl.col("util_gpu_pct") == 0)
+    return before.sort("t").group_by("gpu", maintain_order=True).tail(IDLE_SAMPLES)
 
 
 @dataclass(frozen=True)
-class GpuEnergy:
-    gpu: int
-    joules: float | None
-    method: str  # "counter" | "power" | "none"
-    samples: int
-    span_s: float
-    mean_power_w: float | None  # joules / span
-    max_gap_s: float | None  # the longest interval between samples (the power integral's resolution)
-    reason: str = ""
+class WindowEnergy:
+    window: str
+    t0: float
+    t1: float
+    joules: float | None  # Σ over GPUs; None: not measured
+    per_gpu: Mapping[int, float] = field(default_factory=dict)
+    output_tokens: float | None = None
+    requests: float | None = None
+    idle_w: float | None = None
+    run: str | None = None
+    arm: str | None = None
+    samples: int = 0
+    why_not: str = ""
+    methods: Mapping[int, str] = field(default_factory=dict)  # per GPU: "counter" | "power"
+    notes: tuple[str, ...] = ()
 
+    @property
+    def seconds(self) -> float:
+        return self.t1 - self.t0
 
-@dataclass
-class EnergyFigures:
-    gpus: list[GpuEnergy]
-    joules: float | None  # sum over GPUs (None when any GPU has no figure)
-    notes: list[str] = field(default_factory=list)
+    @property
+    def mean_w(self) -> float | None:
+        return None if self.joules is None or self.seconds <= 0 else self.joules / self.seconds
+
+    @property
+    def j_per_token(self) -> float | None:
+        return None if self.joules is None or not self.output_tokens else self.joules / self.output_tokens
+
+    @property
+    def j_per_request(self) -> float | None:
+        return None if self.joules is None or not self.requests else self.joules / self.requests
+
+    @property
+    def idle_joules(self) -> float | None:
+        return None if self.idle_w is None else self.idle_w * self.seconds
+
+    @property
+    def above_idle_j_per_token(self) -> float | None:
+        if self.joules is None or self.idle_joules is None or not self.output_tokens:
+            return None
+        return (self.joules - self.idle_joules) / self.output_tokens
+
+    def describe(self) -> str:
+        if self.joules is None:
+            return f"{self.window}: not measured ({self.why_not})"
+        parts = [f"{self.joules:,.0f} J over {self.seconds:.1f} s (mean {self.mean_w:,.0f} W, {len(self.per_gpu)} GPU)"]
+        if self.j_per_token is not None:
+            parts.append(f"{self.j_per_token:.3f} J per output token")
+        if self.j_per_request is not None:
+            parts.append(f"{self.j_per_request:.1f} J per request")
+        if self.idle_w is not None:
+            parts.append(f"idle {self.idle_w:.0f} W (above idle: {self.above_idle_j_per_token or 0:.3f} J/token)")
+        return f"{self.window}: " + ", ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"joules": self.joules, "gpus": [g.__dict__ for g in self.gpus], "notes": list(self.notes)}
+        return {
+            "window": self.window,
+            "run": self.run,
+            "arm": self.arm,
+            "t0": self.t0,
+            "t1": self.t1,
+            "seconds": self.seconds,
+            "joules": self.joules,
+            "per_gpu": {str(k): v for k, v in self.per_gpu.items()},
+            "mean_w": self.mean_w,
+            "samples": self.samples,
+            "output_tokens": self.output_tokens,
+            "requests": self.requests,
+            "j_per_token": self.j_per_token,
+            "j_per_request": self.j_per_request,
+            "idle_w": self.idle_w,
+            "idle_joules": self.idle_joules,
+            "above_idle_j_per_token": self.above_idle_j_per_token,
+            "why_not": self.why_not or None,
+            "methods": {str(k): v for k, v in self.methods.items()},
+            "notes": list(self.notes),
+            "text": self.describe(),
+        }
 
 
-def _one(gpu: int, t: list[float], power: list[float | None], energy: list[float | None]) -> GpuEnergy:
-    n = len(t)
-    span = t[-1] - t[0] if n > 1 else 0.0
-    gaps = [b - a for a, b in zip(t, t[1:])]
-    max_gap = max(gaps) if gaps else None
-    e = [x for x in energy if x is not None]
-    why = ""
-    if len(e) >= 2 and len(e) == n:
-        if all(b >= a for a, b in zip(e, e[1:])):
-            j = e[-1] - e[0]
-            return GpuEnergy(gpu, j, "counter", n, span, j / span if span else None, max_gap)
-        why = "energy counter fell (reset): integrated power instead"
-    if n >= 2 and all(p is not None for p in power):
-        j = sum((power[i] + power[i + 1]) / 2 * gaps[i] for i in range(n - 1))
-        return GpuEnergy(gpu, j, "power", n, span, j / span if span else None, max_gap, why)
-    return GpuEnergy(gpu, None, "none", n, span, None, max_gap, why or "fewer than two samples with power or energy")
+def window_energy(
+    samples: pl.DataFrame,
+    window: str,
+    t0: float,
+    t1: float,
+    *,
+    output_tokens: float | None = None,
+    requests: float | None = None,
+    idle_w: float | None = None,
+    run: str | None = None,
+    arm: str | None = None,
+) -> WindowEnergy:
+    """The energy of ``[t0, t1]`` summed over the GPUs of ``samples`` (module docstring): the GPU's
+    energy counter where the samples carry one, else the trapezoid integral of its power."""
+    per, methods, notes, n, why = {}, {}, [], 0, ""
+    gpus = _per_gpu(samples)
+    counters = _counters(samples)
+    if not gpus and not counters:
+        why = "no power.draw samples"
+    for g in sorted(set(gpus) | set(counters)):
+        if g in counters:
+            j, k, w = gpu_counter_joules(*counters[g], t0, t1)
+            if j is not None:
+                per[g], methods[g], n = j, "counter", n + k
+                continue
+            notes.append(f"GPU {g}: {w}")
+        if g not in gpus:
+            why = f"GPU {g}: {notes[-1] if notes else 'no power samples'}"
+            break
+        j, k, w = gpu_joules(*gpus[g], t0, t1)
+        if j is None:
+            why = f"GPU {g}: {w}"
+            break
+        per[g], methods[g], n = j, "power", n + k
+    total = sum(per.values()) if per and not why else None
+    return WindowEnergy(
+        window,
+        t0,
+        t1,
+        total,
+        per if total is not None else {},
+        output_tokens,
+        requests,
+        idle_w,
+        run,
+        arm,
+        n,
+        why,
+        methods if total is not None else {},
+        tuple(notes),
+    )
 
 
-def window_energy(frame: Any, t0: float | None = None, t1: float | None = None) -> EnergyFigures:
-    """Energy per GPU and in all over ``[t0, t1]`` (the whole frame when not given)."""
-    import polars as pl
+def compare_arms(
+    per_arm: Mapping[str, Sequence[float]], baseline: str, *, spread: float | None, rule: str = "seed"
+) -> list[dict[str, Any]]:
+    """Joules per output token of each arm against ``baseline`` (lower is better), judged with the
+    project's noise rules; one row per other arm with figures."""
+    from benchbook.analysis.verdict import STATE_TEXT, judge
 
-    f = frame.filter(pl.col("t").is_not_null())
-    if t0 is not None:
-        f = f.filter(pl.col("t") >= t0)
-    if t1 is not None:
-        f = f.filter(pl.col("t") <= t1)
-    has_energy = "energy_j" in f.columns
     out = []
-    for gpu in sorted(f["gpu"].unique().to_list()):
-        g = f.filter(pl.col("gpu") == gpu).sort("t")
-        energy = g["energy_j"].to_list() if has_energy else [None] * g.height
-        out.append(_one(gpu, g["t"].to_list(), g["power_w"].to_list(), energy))
-    notes = [f"GPU {g.gpu}: {g.reason}" for g in out if g.reason]
-    total = None if not out or any(g.joules is None for g in out) else sum(g.joules for g in out)
-    if not out:
-        notes.append("no samples with a time in the window")
-    return EnergyFigures(out, total, notes)
-
-
-def joules_per_token(energy: EnergyFigures, tokens: int | float | None) -> float | None:
-    """The window's joules ÷ the tokens it produced (None when either is unknown or tokens is 0)."""
-    if energy.joules is None or not tokens:
-        return None
-    return energy.joules / tokens
+    base = list(per_arm.get(baseline, []))
+    for arm, vals in per_arm.items():
+        if arm == baseline or not vals or not base:
+            continue
+        j = judge(base, list(vals), spread=spread, higher_is_better=False, rule=rule)  # type: ignore[arg-type]
+        out.append(
+            {
+                "metric": "j_per_token",
+                "baseline": baseline,
+                "candidate": arm,
+                "baseline_values": base,
+                "candidate_values": list(vals),
+                "ratio": j.ratio,
+                "direction": j.direction,
+                "state": j.state,
+                "verdict": STATE_TEXT[j.state],
+                "is_result": j.is_result,
+                "why": j.why,
+            }
+        )
+    return out

@@ -163,6 +163,9 @@ class Campaign:
                 files.add(r.path / "requests.ndjson")
             if r.server_log.exists():
                 files.add(r.server_log)
+            # what the audit reads by name (analysis/audit.py): engine logs, GPU samples, nvidia-smi -q
+            files.update(p for p in r.path.glob("*.log") if p.is_file())
+            files.update(p for p in (r.path / "gpu_samples.csv", r.path / "nvidia_smi_q.txt") if p.is_file())
             if r.harness == "results":
                 files.update(self.results_run(r).input_files())
             if r.harness == "gpu":
@@ -175,6 +178,8 @@ class Campaign:
                         continue
                     for key in ("metrics_before", "metrics_after"):
                         files.add(self.snapshot_path(r, s[key], f"$.samples[{i}].{key}"))
+        if (self.root / "nvidia_smi_q.txt").is_file():
+            files.add(self.root / "nvidia_smi_q.txt")
         return sorted(files)
 
     # ---- Prometheus source (phase samples that give a window instead of capture files) ----

@@ -93,6 +93,15 @@ def _vllm_like(prefix: str) -> dict[str, MetricRef]:
         "running": _g(f"{p}num_requests_running"),
         "waiting": _g(f"{p}num_requests_waiting"),
         "kv_cache_usage": _g(f"{p}kv_cache_usage_perc"),  # fraction 0–1 (V0 called it gpu_cache_usage_perc)
+        # what could make a figure lie (analysis/checks.py, docs/checks.md): prompt tokens served from the
+        # prefix cache, preemptions; the engine's own cost estimate (vLLM 0.26+, where enabled)
+        "prompt_tokens_cached": _c(f"{p}prompt_tokens_cached_total"),
+        "prompt_tokens_cache_hit": _c(f"{p}prompt_tokens_by_source_total", source="local_cache_hit"),
+        "prefix_cache_hits": _c(f"{p}prefix_cache_hits_total"),  # tokens
+        "prefix_cache_queries": _c(f"{p}prefix_cache_queries_total"),  # tokens
+        "preemptions": _c(f"{p}num_preemptions_total"),
+        "estimated_flops": _c(f"{p}estimated_flops_per_gpu_total"),
+        "estimated_read_bytes": _c(f"{p}estimated_read_bytes_per_gpu_total"),
     }
 
 
@@ -102,6 +111,10 @@ def _vllm_like(prefix: str) -> dict[str, MetricRef]:
 #   requests_success, requests_aborted          counters
 #   running, waiting, kv_cache_usage            gauges (kv_cache_usage a fraction 0–1)
 #   itl, requests_error                         where the engine has them
+#   prompt_tokens_cached, prompt_tokens_cache_hit, prefix_cache_hits, prefix_cache_queries,
+#   preemptions, estimated_flops, estimated_read_bytes
+#                                               counters, where the engine has them (docs/checks.md);
+#                                               an engine without one is "not measured", never zero
 PROFILES: dict[str, EngineProfile] = {
     "pocket": EngineProfile(
         "pocket",
@@ -138,6 +151,7 @@ PROFILES: dict[str, EngineProfile] = {
             "running": _g("sglang:num_running_reqs"),
             "waiting": _g("sglang:num_queue_reqs"),
             "kv_cache_usage": _g("sglang:token_usage"),  # fraction of KV token slots in use
+            "prompt_tokens_cached": _c("sglang:cached_tokens_total"),  # prompt tokens served from the radix cache
         },
     ),
     "tgi": EngineProfile(

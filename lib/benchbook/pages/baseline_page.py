@@ -39,10 +39,14 @@ def load(
     rule: str = "seed",
     noise_threshold: float = -1.0,
     title: str = "",
+    cached_prefill: str = "exclude",
+    allow_preemption: bool = False,
 ) -> Page:
     """Load a campaign and its analysis (:func:`benchbook.analysis.campaign_analysis.analyse`), which
     the sections format. ``warmup_rounds`` < 0 uses the samples' warm-up flags; ``noise_threshold``
-    < 0 uses the measured spread (else a fraction, e.g. 0.05)."""
+    < 0 uses the measured spread (else a fraction, e.g. 0.05). ``cached_prefill``: "exclude" leaves
+    phase samples served mostly from the prefix cache out of the prefill figures, "keep" keeps them
+    labelled; ``allow_preemption``: a preemption warns instead of failing (docs/checks.md)."""
     from benchbook.analysis.campaign_analysis import analyse
     from benchbook.ingest.campaign import load_campaign
 
@@ -54,7 +58,14 @@ def load(
         raise InputError("parameters", "arms", f"unknown arm(s): {', '.join(unknown)}")
     wr = None if warmup_rounds is None or warmup_rounds < 0 else warmup_rounds
     sp = None if noise_threshold is None or noise_threshold < 0 else noise_threshold
-    an = analyse(camp, rule=rule, warmup_rounds=wr, spread_override=sp)
+    an = analyse(
+        camp,
+        rule=rule,
+        warmup_rounds=wr,
+        spread_override=sp,
+        cached_prefill=cached_prefill,
+        allow_preemption=allow_preemption,
+    )
     page = Page(camp, rule, wr, chosen, sp, title or camp.title, an)
     page.comparisons = [c for c in an.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
     page.checks = [c for c in an.checks if c.get("run") is None or camp.run(c["run"]).arm in chosen]
@@ -729,6 +740,16 @@ def checks_section(page: Page) -> bd.Block:
         str(bd.heading("Checks", id="checks"))
         + str(sections.checks_table(rows, [c["status"] == "pass" for c in page.checks], id="checks"))
     )
+
+
+def audit(page: Page) -> bd.Block:
+    """What could make the figures lie — prefix cache, preemption, queueing, tokens — the physical limit
+    beside the figures and the energy per window (:mod:`benchbook.pages.audit_section`); its checks are
+    in the checks section and the findings box."""
+    from benchbook.pages import audit_section
+
+    runs = [r.id for r in page.camp.runs if r.arm in page.arms]
+    return audit_section.section(page.analysis.audit, runs=runs)
 
 
 # ---- memory and clamps --------------------------------------------------------------------------

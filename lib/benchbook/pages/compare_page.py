@@ -47,6 +47,7 @@ class Page:
     engine_checks: list[tuple[str, list[Any]]] = field(default_factory=list)  # (run id, checks), from analysis
     inputs: list[str] = field(default_factory=list)  # every file read, for provenance
     todo: list[str] = field(default_factory=list)  # the campaign's open decisions (campaign.json "todo")
+    audit: Any = None  # benchbook.analysis.audit.CampaignAudit of a campaign's results runs
 
     @property
     def runs(self) -> list[rset.Entry]:
@@ -98,6 +99,7 @@ def load(
         if an.results is None:
             raise InputError(f"{campaign}/campaign.json", "$.runs", 'no results run (harness "results") to compare')
         rs, inputs, engine_checks = an.results, an.results_inputs, an.results_engine_checks
+        audit_ = an.audit
         title = title or inputs.title
     else:
         rs = rset.build(files, baseline=baseline, rule=rule, labels=labels, slo=slo, preset=preset, **gates)
@@ -109,6 +111,7 @@ def load(
     )
     if inputs is not None:
         page.engine_checks = engine_checks
+        page.audit = audit_
         page.todo = inputs.open_items()
     if engine_before or engine_after:
         if not (engine_before and engine_after):
@@ -220,7 +223,7 @@ _FINDING_MARK = {
 def findings(page: Page) -> bd.Block:
     """What a reader needs first: failed checks, results (regressions first), what could not be
     judged, not-comparable pairs, saturation and SLO outcomes, duplicates — one line each, linked."""
-    fs = page.rs.findings
+    fs = [*_audit_failures(page), *page.rs.findings]
     bd.record("findings", [{"kind": f.kind, "text": f.text} for f in fs])
     box = page.findings_box  # counted by the analysis the way every page counts (the index reads it)
     head = box.headline
@@ -865,6 +868,23 @@ def checks(page: Page) -> bd.Block:
             "/metrics pair; the client's model must name the engine series compared with it."
         ),
     )
+
+
+def _audit_failures(page: Page) -> list[rset.Finding]:
+    """The audit's failed checks (preemption, token accounting, a figure beyond its limit) as findings."""
+    from benchbook.pages import audit_section
+
+    if page.audit is None:
+        return []
+    return [rset.Finding("fail", t, "sec-" + s) for t, s in audit_section.failed_lines(page.audit)]
+
+
+def audit(page: Page) -> bd.Block:
+    """What could make the figures lie — prefix cache, preemption, queueing, tokens — the physical limit
+    beside the figures and the energy per run (:mod:`benchbook.pages.audit_section`)."""
+    from benchbook.pages import audit_section
+
+    return audit_section.section(page.audit, with_checks=True)
 
 
 def request_views(page: Page) -> bd.Block:

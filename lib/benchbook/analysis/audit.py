@@ -1,0 +1,326 @@
+"""The campaign's audit: what could make its figures lie, and how far they are from the hardware.
+
+:func:`campaign_audit` gathers, for one campaign, the per-window engine audits
+(:mod:`benchbook.analysis.checks`: prefix cache, preemption, queueing, token accounting — phase
+samples and results runs), their checks, the physical limits beside the figures they bound
+(:mod:`benchbook.analysis.limits`) and the energy per window and per arm
+(:mod:`benchbook.analysis.energy`). :class:`benchbook.analysis.campaign_analysis.CampaignAnalysis`
+holds it as ``audit`` and ``summary --json`` carries :meth:`CampaignAudit.as_dict` under ``audit``;
+the failing and warning checks also join the campaign's ``checks`` so every findings box leads with
+them. docs/checks.md documents every figure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from benchbook.analysis import checks as checks_mod
+from benchbook.analysis import energy as energy_mod
+from benchbook.analysis import limits as limits_mod
+from benchbook.errors import InputError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from benchbook.ingest.campaign import Campaign
+
+GPU_SAMPLES_FILE = "gpu_samples.csv"  # nvidia-smi --query-gpu CSV beside a run's file
+SMI_Q_FILE = "nvidia_smi_q.txt"  # nvidia-smi -q, in the campaign folder or a run's folder
+
+
+def _own(camp: Campaign, path: Path, what: str) -> Path:
+    """A file the audit finds by name in the campaign, checked to resolve inside it (a symlink out of
+    the campaign folder is bad input, as for every file a campaign names)."""
+    return camp.inside(path, path, "-", what)
+
+
+@dataclass
+class CampaignAudit:
+    cached_prefill: str  # "exclude" | "keep"
+    allow_preemption: bool
+    windows: list[checks_mod.WindowAudit] = field(default_factory=list)
+    window_notes: list[str] = field(default_factory=list)  # windows that could not be audited, and why
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    limits: list[limits_mod.Limit] = field(default_factory=list)
+    limit_notes: list[str] = field(default_factory=list)
+    energy: list[energy_mod.WindowEnergy] = field(default_factory=list)
+    energy_comparisons: list[dict[str, Any]] = field(default_factory=list)
+    energy_notes: list[str] = field(default_factory=list)
+
+    def limit_checks(self) -> list[dict[str, Any]]:
+        return [lim.check().as_dict() for lim in self.limits]
+
+    def all_checks(self) -> list[dict[str, Any]]:
+        return self.checks + self.limit_checks()
+
+    def cached_samples(self) -> list[checks_mod.WindowAudit]:
+        return [a for a in self.windows if a.kind == "phase sample" and a.mostly_cached]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "cached_prefill": self.cached_prefill,
+            "allow_preemption": self.allow_preemption,
+            "windows": [a.as_dict() for a in self.windows],
+            "window_notes": list(self.window_notes),
+            "limits": [lim.as_dict() for lim in self.limits],
+            "limit_notes": list(self.limit_notes),
+            "energy": [e.as_dict() for e in self.energy],
+            "energy_comparisons": list(self.energy_comparisons),
+            "energy_notes": list(self.energy_notes),
+        }
+
+
+def campaign_audit(
+    camp: Campaign,
+    *,
+    phase_cells: pl.DataFrame | None,
+    results_inputs: Any = None,
+    spread: float | None = None,
+    rule: str = "seed",
+    cached_prefill: str = "exclude",
+    allow_preemption: bool = False,
+) -> CampaignAudit:
+    if cached_prefill not in checks_mod.CACHED_PREFILL_MODES:
+        raise InputError("parameters", "cached_prefill", f"unknown mode {cached_prefill!r}; choose exclude or keep")
+    out = CampaignAudit(cached_prefill, allow_preemption)
+    out.windows = list(checks_mod.phase_audits_cached(camp)) if camp.runs_of("phases") else []
+    if results_inputs is not None:
+        res, out.window_notes = checks_mod.results_audits(camp, results_inputs)
+        out.windows += res
+    distinct = {r.id: camp._phases_doc(r).get("distinct_prompts") for r in camp.runs_of("phases")}
+    out.checks = checks_mod.run_checks(out.windows, allow_preemption=allow_preemption, distinct=distinct)
+    out.limits, out.limit_notes = campaign_limits(camp, phase_cells, results_inputs)
+    out.limits += estimate_limits(camp, out.windows)
+    out.energy, out.energy_notes = campaign_energy(camp, results_inputs, out.windows)
+    per_arm: dict[str, list[float]] = {}
+    for e in out.energy:
+        if e.j_per_token is not None and e.arm is not None:
+            per_arm.setdefault(e.arm, []).append(e.j_per_token)
+    if len(per_arm) > 1:
+        base = next(iter(per_arm))
+        out.energy_comparisons = energy_mod.compare_arms(per_arm, base, spread=spread, rule=rule)
+    return out
+
+
+# ---- limits -------------------------------------------------------------------------------------------
+def gpu_name(camp: Campaign) -> tuple[str | None, str]:
+    """(the GPU's name, where it came from): ``nvidia-smi -q`` in the campaign or a run folder, else the
+    manifest's ``host.GPU``."""
+    for folder in [camp.root, *sorted({r.path for r in camp.runs})]:
+        p = folder / SMI_Q_FILE
+        if p.is_file():
+            name = limits_mod.gpu_from_smi_q(_own(camp, p, "nvidia-smi -q output").read_text("utf-8", errors="replace"))
+            if name:
+                return name, f"{p.relative_to(camp.root)}: Product Name"
+    host = camp.manifest.get("host") or {}
+    for key in ("GPU", "gpu", "accelerator"):
+        if isinstance(host.get(key), str):
+            return host[key], f"campaign.json $.host.{key}"
+    return None, "no nvidia_smi_q.txt and no host.GPU in campaign.json"
+
+
+def _arm_dtype(camp: Campaign, arm: str) -> tuple[str, str]:
+    args = camp.arms.get(arm, {}).get("server_args", {}) or {}
+    for k in ("dtype", "--dtype"):
+        if isinstance(args, dict) and args.get(k):
+            return str(args[k]), f"server argument dtype={args[k]}"
+    return "bfloat16", "assumed bfloat16 (2 bytes per parameter): no dtype among the server arguments"
+
+
+def _arm_weights(camp: Campaign, arm: str) -> limits_mod.Weights | None:
+    """The weights one GPU holds, from the engine's load line in a log of one of the arm's runs: its
+    ``server.log``, else any ``*.log`` in the run folder (a vLLM log has no benchbook startup line, so
+    a campaign may keep it under another name)."""
+    for r in camp.runs:
+        if r.arm != arm:
+            continue
+        logs = [r.server_log] if r.server_log.is_file() else []
+        logs += [p for p in sorted(r.path.glob("*.log")) if p != r.server_log]
+        for p in logs:
+            text = _own(camp, p, "engine log").read_text("utf-8", errors="replace")
+            w = limits_mod.weights_from_log(text, f"{r.id}/{p.name}")
+            if w is not None:
+                return w
+    return None
+
+
+def campaign_limits(camp: Campaign, pc: pl.DataFrame | None, inputs: Any) -> tuple[list[limits_mod.Limit], list[str]]:
+    """The decode floor beside each arm's batch-1 decode figure (the phase split's decode rate; a results
+    run at concurrency 1: its median TPOT) and the prefill ceiling beside each phase prefill rate."""
+    import polars as pl
+
+    name, where = gpu_name(camp)
+    acc = limits_mod.find_accelerator(name)
+    if acc is None:
+        why = where if name is None else f"GPU {name!r} ({where}) is not in the accelerator table"
+        return [], [f"no physical limit drawn: {why}"]
+    out: list[limits_mod.Limit] = []
+    notes: list[str] = []
+    arms = list(camp.arms)
+    weights = {a: _arm_weights(camp, a) for a in arms}
+    missing = [
+        a
+        for a in arms
+        if weights[a] is None and (camp.runs_of("phases", a) or any(r.arm == a for r in camp.results_runs))
+    ]
+    if missing:
+        notes.append(
+            f"no weight size ('Model loading took … GiB' in a log of the run) for arm(s) {', '.join(missing)}: no limit drawn"
+        )
+    if pc is not None and pc.height:
+        for a in arms:
+            w = weights[a]
+            if w is None:
+                continue
+            dtype, dtype_src = _arm_dtype(camp, a)
+            params = w.bytes / limits_mod.DTYPE_BYTES.get(dtype.lower(), 2)
+            psrc = f"{w.source} ÷ {limits_mod.DTYPE_BYTES.get(dtype.lower(), 2)} bytes per parameter ({dtype_src})"
+            for row in pc.filter(
+                (pl.col("arm") == a) & pl.col("metric").is_in(["decode_tok_s", "prefill_tok_s"])
+            ).to_dicts():
+                what = f"{a}, {row['prompt_class']} prompt ({row['prompt_tokens']:g} tokens), run {row['run']}"
+                if row["metric"] == "decode_tok_s" and row["median"]:
+                    out.append(
+                        limits_mod.decode_limit(
+                            f"{what}: time per decode token (1 / median decode rate, batch 1)",
+                            1.0 / row["median"],
+                            w,
+                            acc,
+                            run=row["run"],
+                            arm=a,
+                        )
+                    )
+                elif row["metric"] == "prefill_tok_s" and row["median"]:
+                    lim = limits_mod.prefill_limit(
+                        f"{what}: median prefill rate", row["median"], params, psrc, acc, dtype, run=row["run"], arm=a
+                    )
+                    if lim is not None:
+                        out.append(lim)
+    if inputs is not None:
+        ids = {r.id: r for r in camp.runs}
+        for pid, rid, run in inputs.runs:
+            arm = ids[rid].arm if rid in ids else None
+            w = weights.get(arm) if arm else None
+            tpot = run.summary.get("median_tpot_ms")
+            if w is None or not tpot or run.config.get("max_concurrency") != 1:
+                continue
+            out.append(
+                limits_mod.decode_limit(f"{pid}: median TPOT at concurrency 1", tpot / 1e3, w, acc, run=rid, arm=arm)
+            )
+    return out, notes
+
+
+def estimate_limits(camp: Campaign, windows: list[checks_mod.WindowAudit]) -> list[limits_mod.Limit]:
+    """The engine's own read-bytes and FLOP estimates of each results run (where exported and non-zero)
+    as rates over its span (:func:`energy_window`) against the GPU's bandwidth and peak."""
+    acc = limits_mod.find_accelerator(gpu_name(camp)[0])
+    rrs = {rr.id: rr for rr in camp.results_runs}
+    out: list[limits_mod.Limit] = []
+    for a in windows:
+        if acc is None or a.kind != "results run" or a.run not in rrs:
+            continue
+        if not (a.estimated_read_bytes or a.estimated_flops):
+            continue
+        t0, t1 = _unix(rrs[a.run].doc.get("started_at")), _unix(rrs[a.run].doc.get("ended_at"))
+        if t0 is None or t1 is None or t1 <= t0:
+            continue
+        dtype, _ = _arm_dtype(camp, a.arm or "")
+        out += limits_mod.engine_estimate_limits(
+            a.window,
+            t1 - t0,
+            acc,
+            read_bytes=a.estimated_read_bytes,
+            flops=a.estimated_flops,
+            dtype=dtype,
+            run=a.run,
+            arm=a.arm,
+        )
+    return out
+
+
+# ---- energy -------------------------------------------------------------------------------------------
+def _unix(text: Any) -> float | None:
+    import datetime as dt
+
+    if not isinstance(text, str):
+        return None
+    try:
+        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return (t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)).timestamp()
+
+
+def energy_window(rr: Any, run: Any) -> tuple[float, float, str] | None:
+    """(t0, t1, what) of a results run in Unix seconds: the results file's ``started_at``/``ended_at``
+    (the capture's span), else its requests' span when their start times are Unix time (vllm bench
+    serve records ``time.perf_counter()``, which is not)."""
+    import polars as pl
+
+    t0, t1 = _unix(rr.doc.get("started_at")), _unix(rr.doc.get("ended_at"))
+    if t0 is not None and t1 is not None and t1 > t0:
+        return t0, t1, "results.json started_at → ended_at"
+    df = run.requests
+    if df is None or df.height == 0:
+        return None
+    ok = df.filter(pl.col("success") & pl.col("start_s").is_not_null())
+    if ok.height == 0 or float(ok["start_s"].min()) < 1e9:
+        return None
+    return float(ok["start_s"].min()), float((ok["start_s"] + ok["e2e_s"]).max()), "first request start → last end"
+
+
+def campaign_energy(
+    camp: Campaign, inputs: Any, audits: list[checks_mod.WindowAudit] | None = None
+) -> tuple[list[energy_mod.WindowEnergy], list[str]]:
+    """Joules per window for every results run with a ``gpu_samples.csv`` beside its file (window:
+    :func:`energy_window`). Tokens and requests are the engine's Δ over the run's capture window where
+    audited (the same span: warm-up requests included), else the client's successful requests. Idle
+    power: :func:`benchbook.analysis.energy.idle_samples`."""
+    import polars as pl
+
+    from benchbook.ingest.gpu_samples import read_gpu_csv
+
+    if not camp.runs:
+        return [], []
+    with_samples = [r for r in camp.runs if (r.path / GPU_SAMPLES_FILE).is_file()]
+    if not with_samples:
+        return [], [f"energy not measured: no run has power samples ({GPU_SAMPLES_FILE} beside the run's file)"]
+    out, notes = [], []
+    per_rr: dict[str, list[tuple[str, Any]]] = {}
+    for pid, rid, run in inputs.runs if inputs is not None else []:
+        per_rr.setdefault(rid, []).append((pid, run))
+    rrs = {rr.id: rr for rr in camp.results_runs}
+    engine = {a.run: a for a in audits or [] if a.kind == "results run"}
+    for r in with_samples:
+        runs = per_rr.get(r.id, [])
+        if not runs or r.id not in rrs:
+            notes.append(f"{r.id}: power samples but no results run to take a window from: not measured")
+            continue
+        samples = read_gpu_csv(_own(camp, r.path / GPU_SAMPLES_FILE, "GPU sample file"))
+        for pid, run in runs:
+            win = energy_window(rrs[r.id], run)
+            if win is None:
+                notes.append(
+                    f"{pid}: not measured — no window in Unix time (no started_at/ended_at in results.json and "
+                    "the request start times are not Unix time)"
+                )
+                continue
+            t0, t1, _what = win
+            a = engine.get(r.id) if len(runs) == 1 else None
+            if a is not None and a.generation_tokens:
+                toks, reqs = a.generation_tokens, a.requests
+            else:
+                ok = run.requests.filter(pl.col("success")) if run.requests is not None else None
+                toks = (
+                    float(ok["completion_tokens"].sum()) if ok is not None else run.summary.get("total_output_tokens")
+                )
+                reqs = float(ok.height) if ok is not None else run.summary.get("completed")
+            idle, _n = energy_mod.idle_power(energy_mod.idle_samples(samples, t0), t0)
+            out.append(
+                energy_mod.window_energy(
+                    samples, pid, t0, t1, output_tokens=toks, requests=reqs, idle_w=idle, run=r.id, arm=r.arm
+                )
+            )
+    return out, notes
