@@ -12,8 +12,8 @@ import shutil
 import pytest
 
 from benchbook.commands.cli import main
+from benchbook.pipeline.execute import render_page
 from benchbook.pipeline.offline import scan
-from benchbook.pipeline.render import render_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.pipeline.render import render_page
+from benchbook.pipeline.execute import render_page
 
 pytestmark = pytest.mark.slow
 

@@ -131,7 +131,7 @@ BROKEN_MANIFESTS = {
 def test_all_isolates_every_kind_of_campaign_failure(tmp_path, notebooks, capsys, monkeypatch):
     """Bad bytes, a nesting bomb, a duplicate key, a RecursionError, a kernel that dies: each is its
     campaign's failure; later campaigns render, the previous pages stay, the index marks them."""
-    from benchbook.pipeline import render
+    from benchbook.pipeline import plan
 
     data, out = tmp_path / "data", tmp_path / "reports"
     names = [*BROKEN_MANIFESTS, "recursion", "kernel-dies"]
@@ -146,14 +146,14 @@ def test_all_isolates_every_kind_of_campaign_failure(tmp_path, notebooks, capsys
     (data / "kernel-dies" / "render.yml").write_text("baseline: {exit_kernel: true}\n")
     _campaign(tmp_path / "new", "zz-last", title="T zz-last, changed", date="2026-01-01")  # so it renders again
     shutil.copy(tmp_path / "new" / "zz-last" / "campaign.json", data / "zz-last" / "campaign.json")
-    real = render.read_manifest
+    real = plan.read_manifest
 
     def recursing(campaign):
         if campaign.name == "recursion":
             raise RecursionError("maximum recursion depth exceeded")
         return real(campaign)
 
-    monkeypatch.setattr(render, "read_manifest", recursing)
+    monkeypatch.setattr(plan, "read_manifest", recursing)
     capsys.readouterr()
     assert main([*argv, "--force"]) == 2  # bad input among the failures; --force: zz-last renders again
     err = capsys.readouterr().err
@@ -175,11 +175,11 @@ def test_all_isolates_every_kind_of_campaign_failure(tmp_path, notebooks, capsys
 
 
 def test_all_with_only_render_failures_exits_3(tmp_path, notebooks, monkeypatch):
-    from benchbook.pipeline import render
+    from benchbook.pipeline import plan
 
     data = tmp_path / "data"
     _campaign(data, "a", title="A", date="2026-01-01")
-    monkeypatch.setattr(render, "read_manifest", lambda c: (_ for _ in ()).throw(MemoryError()))
+    monkeypatch.setattr(plan, "read_manifest", lambda c: (_ for _ in ()).throw(MemoryError()))
     assert main(["render", "--all", str(data), "--out", str(tmp_path / "o"), "--notebooks", str(notebooks)]) == 3
     assert "campaign failed" in (tmp_path / "o" / "index.html").read_text()
 

@@ -17,7 +17,7 @@ import pytest
 
 from benchbook.commands.cli import main
 from benchbook.commands.summary import build
-from benchbook.pipeline.render import render_campaign
+from benchbook.pipeline.campaigns import render_campaign
 
 pytestmark = pytest.mark.slow
 

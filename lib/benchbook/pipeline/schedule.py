@@ -174,15 +174,17 @@ def run_job(job: Job, kernel: Any = None) -> Done:
             _write_atomic(Path(job.target), data)
             write_key(Path(job.target), job.key)
             return Done(job, True, time.perf_counter() - t0, len(data))
-        from benchbook.pipeline import render
+        from benchbook.pipeline import plan
+        from benchbook.pipeline.execute import render_page
+        from benchbook.pipeline.params import page_parameters
 
         params = dict(job.params or {})
         if job.campaign:  # a campaign page: resolve its parameters against the notebook now
-            manifest = render.read_manifest(Path(job.source))
-            params = render.page_parameters(Path(job.source), manifest, job.page, Path(job.notebook), params)
+            manifest = plan.read_manifest(Path(job.source))
+            params = page_parameters(Path(job.source), manifest, job.page, Path(job.notebook), params)
         # a campaign page runs in the campaign's parent folder (``campaign`` is the folder's name),
         # the history page in the reports folder: no absolute path of this machine enters a page
-        res = render.render_page(
+        res = render_page(
             Path(job.notebook),
             params,
             Path(job.target),
@@ -456,28 +458,30 @@ def plan_campaign(
 ) -> Plan:
     """The jobs one campaign needs: its pages (unless current) and its headline figures (unless
     current). Raises ``InputError`` for a campaign the renderer cannot read at all."""
-    from benchbook.pipeline import render, writes
+    from benchbook.pipeline import plan as page_plan
+    from benchbook.pipeline import writes
+    from benchbook.pipeline.params import campaign_params, check_overrides, merge_params, params_file
 
     campaign = Path(campaign).resolve()
     if not campaign.is_dir():
         from benchbook.errors import InputError
 
         raise InputError(campaign, None, "campaign folder does not exist")
-    manifest = render.read_manifest(campaign)
-    own = render.campaign_params(campaign)
-    render.check_overrides(own, str(render._params_file(campaign)))
-    params_all = render._merge_params(own, overrides or {})
+    manifest = page_plan.read_manifest(campaign)
+    own = campaign_params(campaign)
+    check_overrides(own, str(params_file(campaign)))
+    params_all = merge_params(own, overrides or {})
     if Path(out_dir).is_dir():
         writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
     plan = Plan(campaign.name, manifest)
     digest = folder_digest(campaign)
     code = code_fingerprint()
-    applies = render.pages_for(manifest)
+    applies = page_plan.pages_for(manifest)
     wanted = [p for p in applies if only is None or p in only]
     if not applies:
         log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
     for page in wanted:
-        nb = render.notebook_for(page, notebooks)
+        nb = page_plan.notebook_for(page, notebooks)
         if not nb.is_file():
             log(f"{campaign.name}/{page}: skipped, {nb} does not exist yet")
             plan.skipped.append(page)
@@ -500,7 +504,7 @@ def plan_campaign(
                 page,
                 str(nb),
                 overrides_page,
-                render.page_title(manifest, campaign, page),
+                page_plan.page_title(manifest, campaign, page),
             )
         )
     head = Path(out_dir) / HEADLINE
@@ -544,15 +548,16 @@ def render_all(
 ) -> tuple[list[Any], Summary]:
     """Plan, render what changed on ``workers`` processes, then the history page.
 
-    Returns the campaigns' outcomes (``render.CampaignOutcome``, for the index) and the summary.
+    Returns the campaigns' outcomes (:class:`benchbook.pipeline.campaigns.CampaignOutcome`, for the index) and the summary.
     A campaign that cannot be planned (unreadable campaign.json, bad render.yml) is a failure of
     that campaign only; the others render."""
     from benchbook.errors import BenchbookError
-    from benchbook.pipeline import render
+    from benchbook.pipeline.campaigns import CampaignOutcome, campaign_failure
+    from benchbook.pipeline.plan import NOTEBOOKS, PAGES
 
     t0 = time.perf_counter()
     out = Path(out)
-    nbdir = Path(notebooks) if notebooks is not None else render.NOTEBOOKS
+    nbdir = Path(notebooks) if notebooks is not None else NOTEBOOKS
     summary = Summary()
     plans: list[Plan] = []
     outcomes: dict[str, Any] = {}
@@ -565,20 +570,18 @@ def render_all(
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:  # noqa: BLE001 - one campaign's failure of any kind is that campaign's
-            o = render.campaign_failure(c, e)
+            o = campaign_failure(c, e)
             failed_campaigns.append(o)
             summary.failed += 1
             error(f"{c.name}: FAILED: {o.error[1]}")
             continue
         plans.append(plan)
-        o = render.CampaignOutcome(plan.name, plan.manifest)
+        o = CampaignOutcome(plan.name, plan.manifest)
         o.skipped = list(plan.skipped)
         o.unchanged = list(plan.unchanged)
         planned = {j.page for j in plan.jobs}
         o.kept = [  # pages of earlier renders not rendered now (e.g. outside --page): still linked
-            p
-            for p in render.PAGES
-            if p not in plan.unchanged and p not in planned and (out / c.name / f"{p}.html").is_file()
+            p for p in PAGES if p not in plan.unchanged and p not in planned and (out / c.name / f"{p}.html").is_file()
         ]
         outcomes[plan.name] = o
         summary.unchanged += len(plan.unchanged)
