@@ -29,8 +29,10 @@ def _collect(fn, errors: list[InputError]):
     return None
 
 
-def validate_campaign(root: Path, out=print) -> list[InputError]:
-    """Load every file of a campaign; return the problems (empty list = valid)."""
+def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
+    """Load every file of a campaign; return the problems (empty list = valid). ``out`` gets what was
+    found, ``progress`` (when given) a ``[i/n] run`` line per run; ``benchbook validate`` sends it to
+    stderr unless ``--quiet``, ``init`` shows none."""
     from benchbook.ingest.campaign import Campaign, load_campaign
 
     errors: list[InputError] = []
@@ -57,7 +59,8 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
     usable: dict[tuple[str, str], list] = {}
     unreachable: set[str] = set()  # Prometheus servers that did not answer: listed once, not per run
     for i, r in enumerate(camp.runs, 1):
-        print(f"[{i}/{total}] {r.id}", file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
+        if progress is not None:
+            progress(f"[{i}/{total}] {r.id}")
         # Each run is checked on its own so one bad run does not hide problems in the others.
         single = _single_run_campaign(camp, r)
         if not _prometheus_ok(camp, r, i - 1, errors, out, unreachable):
@@ -303,11 +306,15 @@ def _looks_json(path: Path) -> bool:
     return head[:1] in (b"{", b"[")
 
 
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
+
+
 def run(args) -> int:
     out = (lambda *_a, **_k: None) if args.quiet else print
     path: Path = args.path
     if path.is_dir() and (path / "campaign.json").exists():
-        errors = validate_campaign(path, out)
+        errors = validate_campaign(path, out, progress=None if args.quiet else _progress)
     elif path.is_dir():
         errors = [InputError(path, "-", "no campaign.json in this folder (an empty or non-campaign folder)")]
     else:
