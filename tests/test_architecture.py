@@ -205,7 +205,6 @@ def test_the_split_renderer_has_no_circle():
 KNOWN_PRIVATE_CROSSINGS: set[str] = {
     "benchbook.analysis.campaign_analysis: benchbook.metrics.promsource._public_url",
     "benchbook.metrics.promsource: benchbook.metrics.prometheus._fmt_labels",
-    "benchbook.pages.explore: benchbook.analysis.baseline._CELL_SCHEMA",
 }
 
 
