@@ -105,8 +105,8 @@ def test_without_source_date_epoch_only_the_timestamp_differs(bundled):
 
 
 def _outputs(out: Path) -> dict[str, bytes]:
-    """What readers open: every file by its public name (page generations under ``.pages/`` are read
-    through those names; hidden files are the writer's business)."""
+    """What readers open: every file by its public name (hidden files, the pages' manifests and
+    locks, are the writer's business)."""
     return {
         str(p.relative_to(out)): p.read_bytes()
         for p in sorted(out.rglob("*"))

@@ -19,8 +19,6 @@ from typing import Any
 from benchbook.errors import EXIT_BAD_INPUT, EXIT_RENDER, EXIT_SOURCE, InputError
 from benchbook.pipeline import plan, writes
 from benchbook.pipeline.campaigns import CampaignOutcome, render_campaign, stderr_log
-from benchbook.pipeline.execute import render_page
-from benchbook.pipeline.index import write_index
 from benchbook.pipeline.params import check_overrides, load_params
 
 
@@ -107,7 +105,6 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "jobs", None) is not None and args.jobs < 1:
         raise UsageError("-j/--jobs must be at least 1")
 
-    overrides = load_params(args.params)
     if args.notebooks is not None and not args.notebooks.is_dir():
         raise InputError(args.notebooks, None, "notebooks folder does not exist")
     if getattr(args, "label", None) and not getattr(args, "compare", None):
@@ -124,6 +121,9 @@ def run(args: argparse.Namespace) -> int:
         removed = writes.clean_kernel_dirs() + writes.clean_folder(out)
         if removed:
             log(f"removed {len(removed)} leftover(s) of an interrupted render: {', '.join(removed[:5])}")
+        if args.data_dir is not None:
+            return _run_all(args, log)
+        overrides = load_params(args.params)
         if compare:
             return _run_compare(args, overrides, log)
         if args.campaign is not None:
@@ -133,13 +133,14 @@ def run(args: argparse.Namespace) -> int:
             )
             log(f"done: {len(outcome.rendered)} page(s) in {time.perf_counter() - t0:.1f} s")
             return 0
-        return _run_all(args, overrides, log)
 
 
 def _run_compare(
     args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]], log: Callable[[str], None]
 ) -> int:
     """The compare page reads exactly the files it is given (and says which)."""
+    from benchbook.pipeline.execute import render_page
+
     check_overrides(overrides, str(args.params), allowed=frozenset({"engine_before", "engine_after"}))
     for f in args.compare:
         if not f.is_file():
@@ -185,29 +186,57 @@ def batch_exit_code(outcomes: list[CampaignOutcome]) -> int:
     return EXIT_RENDER
 
 
-def _run_all(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]], log: Callable[[str], None]) -> int:
+def _params_bytes(path: Path | None) -> bytes | None:
+    """The ``--params`` file's bytes for the no-op check (unreadable: the full render reports it)."""
+    if path is None:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError:
+        return b"unreadable"
+
+
+def _run_all(args: argparse.Namespace, log: Callable[[str], None]) -> int:
     """Every campaign under DATA_DIR: planned, rendered where something changed (on ``-j`` workers),
-    then the history page, then the index, written once (:mod:`benchbook.pipeline.schedule`)."""
+    then the history page, then the index, written when it changed (:mod:`benchbook.pipeline.schedule`).
+
+    A no-op (nothing read has changed since the last clean ``render --all`` into OUT, and all it
+    wrote is there) stops after hashing the inputs: no manifest read, no worker, no file touched."""
     from benchbook.pipeline import schedule
 
     t0 = time.perf_counter()
     out = Path(args.out)
+    force = getattr(args, "force", False)
     campaigns = plan.find_campaigns(args.data_dir)
     log(f"{len(campaigns)} campaign(s) under {args.data_dir}")
+    inputs = schedule.tree_inputs(campaigns, args.notebooks, args.page, _params_bytes(args.params))
+    last = None if force else schedule.unchanged_tree(out, inputs)
+    if last is not None:
+        for page in last["pages"]:
+            log(f"{page}: unchanged")
+        summary = schedule.Summary(unchanged=len(last["pages"]), history=last["history"])
+        summary.seconds = time.perf_counter() - t0
+        log(f"done: {summary.line()}; index {out / 'index.html'} (unchanged); nothing read has changed")
+        return 0
+    from benchbook.pipeline.index import write_index
+
+    overrides = load_params(args.params)
+    schedule.forget_tree(out)
     outcomes, summary = schedule.render_all(
         campaigns,
         out,
         only=args.page,
         overrides=overrides,
         notebooks=args.notebooks,
-        force=getattr(args, "force", False),
+        force=force,
         workers=getattr(args, "jobs", None),
         log=log,
         error=stderr_log,
+        digests=inputs.digests,
     )
-    index = write_index(outcomes, out)
+    index, written = write_index(outcomes, out)
     summary.seconds = time.perf_counter() - t0
-    log(f"done: {summary.line()}; index {index}")
+    log(f"done: {summary.line()}; index {index}{'' if written else ' (unchanged)'}")
     lines = [line for o in outcomes for _, line in [*([o.error] if o.error else []), *o.failed.values()]]
     lines += summary.other_failures
     if lines:
@@ -215,4 +244,8 @@ def _run_all(args: argparse.Namespace, overrides: Mapping[str, Mapping[str, Any]
     code = batch_exit_code(outcomes)
     if code == 0 and summary.other_failures:
         code = EXIT_RENDER
+    if code == 0:  # a clean render: the next one with the same inputs is a no-op
+        pages = [f"{o.name}/{p}" for o in outcomes for p in [*o.unchanged, *o.rendered_pages]]
+        history = "unchanged" if summary.history == "rendered" else summary.history
+        schedule.record_tree(out, inputs, pages, history)
     return code

@@ -11,7 +11,7 @@ import dataclasses
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchbook.errors import (
     EXIT_BAD_INPUT,
@@ -23,9 +23,11 @@ from benchbook.errors import (
     first_line,
 )
 from benchbook.pipeline import writes
-from benchbook.pipeline.execute import RenderResult, render_page
 from benchbook.pipeline.params import campaign_params, check_overrides, merge_params, page_parameters, params_file
 from benchbook.pipeline.plan import notebook_for, page_title, pages_for, read_manifest
+
+if TYPE_CHECKING:  # pragma: no cover - execute (papermill, nbconvert) is imported when a page renders
+    from benchbook.pipeline.execute import RenderResult
 
 
 def stderr_log(msg: str) -> None:
@@ -78,6 +80,8 @@ def render_campaign(
     restricted to ``only`` when given. A page chosen from the manifest whose notebook does not exist
     yet is skipped with a message. Without ``keep_going`` the first failure is raised. Progress goes
     to ``log``, failures kept with ``keep_going`` to ``error``."""
+    from benchbook.pipeline.execute import render_page
+
     campaign = Path(campaign)
     if not campaign.is_dir():
         raise InputError(campaign, None, "campaign folder does not exist")

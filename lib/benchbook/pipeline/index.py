@@ -128,11 +128,20 @@ def index_findings(rows: list[dict[str, Any]], reports: Path) -> str:
     return bd.findings_box(lines, headline=head, empty="No regression, failed check or unjudged figure.").html
 
 
-def write_index(outcomes: list[CampaignOutcome], reports: Path) -> Path:
-    """Write ``reports/index.html`` (atomically); raises :class:`RenderError` when it cannot be written."""
+def write_index(outcomes: list[CampaignOutcome], reports: Path) -> tuple[Path, bool]:
+    """Write ``reports/index.html`` (atomically) when its bytes changed; ``(path, written)``. An index
+    left as it was keeps its mtime, so mtime-based sync (rsync, make) sees no change after a no-op
+    render. Raises :class:`RenderError` when it cannot be written."""
     index = Path(reports) / "index.html"
+    data = index_html(outcomes, reports).encode("utf-8")
     try:
-        writes.write_atomic(index, index_html(outcomes, reports).encode("utf-8"))
+        with open(index, "rb") as fh:
+            if fh.read(len(data) + 1) == data:
+                return index, False
+    except OSError:
+        pass  # no index yet (or unreadable): write it
+    try:
+        writes.write_atomic(index, data)
     except OSError as e:
         raise RenderError("index", f"cannot write {index}: {e.strerror or e}") from None
-    return index
+    return index, True

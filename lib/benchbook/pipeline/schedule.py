@@ -455,9 +455,11 @@ def plan_campaign(
     notebooks: Path | None,
     force: bool,
     log: Callable[[str], None],
+    digest: str | None = None,
 ) -> Plan:
     """The jobs one campaign needs: its pages (unless current) and its headline figures (unless
-    current). Raises ``InputError`` for a campaign the renderer cannot read at all."""
+    current). Raises ``InputError`` for a campaign the renderer cannot read at all. ``digest``: the
+    campaign folder's :func:`folder_digest` when the caller has it already."""
     from benchbook.pipeline import plan as page_plan
     from benchbook.pipeline import writes
     from benchbook.pipeline.params import campaign_params, check_overrides, merge_params, params_file
@@ -474,7 +476,7 @@ def plan_campaign(
     if Path(out_dir).is_dir():
         writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
     plan = Plan(campaign.name, manifest)
-    digest = folder_digest(campaign)
+    digest = digest or folder_digest(campaign)
     code = code_fingerprint()
     applies = page_plan.pages_for(manifest)
     wanted = [p for p in applies if only is None or p in only]
@@ -514,6 +516,88 @@ def plan_campaign(
     return plan
 
 
+# ----------------------------------------------------------------------------------- a no-op render --all
+
+TREE_KEY = ".render-all.key"  # in the reports folder: what the last clean render --all read and wrote
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeInputs:
+    """Everything a ``render --all`` reads, hashed (:func:`tree_inputs`), and the campaign digests."""
+
+    key: str
+    digests: dict[str, str]
+
+
+def tree_inputs(
+    campaigns: list[Path], notebooks: Path | None, only: list[str] | None, params: bytes | None
+) -> TreeInputs:
+    """The key of a ``render --all``'s inputs: every campaign folder (path and :func:`folder_digest`),
+    every notebook of the notebooks folder, the code (:func:`code_fingerprint`), the ``--params``
+    file's bytes and ``--page``. Computed without reading a manifest or importing the renderer."""
+    from benchbook.pipeline.plan import NOTEBOOKS
+
+    nbdir = Path(notebooks) if notebooks is not None else NOTEBOOKS
+    digests = {str(c): folder_digest(c) for c in campaigns}
+    nbs = sorted((p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in nbdir.glob("*.ipynb") if p.is_file())
+    params_hash = None if params is None else hashlib.sha256(params).hexdigest()
+    key = render_key("tree", sorted(digests.items()), str(nbdir.resolve()), nbs, code_fingerprint(), params_hash, only)
+    return TreeInputs(key, digests)
+
+
+def _output_keys(out: Path) -> dict[str, str]:
+    """Every render key recorded in ``out`` (``<campaign>/<page>.key``, ``headline.key``,
+    ``history.key``) by relative path."""
+    found = {}
+    for kp in [*Path(out).glob("*" + KEY_SUFFIX), *Path(out).glob("*/*" + KEY_SUFFIX)]:
+        if any(part.startswith(".") for part in kp.relative_to(out).parts):
+            continue  # this record itself; nothing else hidden holds a key
+        try:
+            found[kp.relative_to(out).as_posix()] = kp.read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+    return found
+
+
+def _target_of(out: Path, rel_key: str) -> Path:
+    stem = Path(out) / rel_key[: -len(KEY_SUFFIX)]
+    return stem.with_name(HEADLINE) if stem.name == Path(HEADLINE).stem else stem.with_suffix(".html")
+
+
+def unchanged_tree(out: Path, inputs: TreeInputs) -> dict[str, Any] | None:
+    """What the last clean ``render --all`` into ``out`` recorded (its pages, its history state) when
+    nothing it read has changed since and everything it wrote is still there; else None. A no-op
+    ``render --all`` then reads no manifest, starts no worker and leaves every file untouched."""
+    try:
+        rec = json.loads((Path(out) / TREE_KEY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or rec.get("inputs") != inputs.key or not (Path(out) / "index.html").is_file():
+        return None
+    outputs = rec.get("outputs")
+    if not isinstance(outputs, dict) or _output_keys(out) != outputs:
+        return None
+    if not all(_target_of(out, k).is_file() for k in outputs):
+        return None
+    return rec
+
+
+def forget_tree(out: Path) -> None:
+    """Drop the record before a render writes anything: a render killed midway leaves none, so the
+    next one plans (and cleans up) in full."""
+    try:
+        (Path(out) / TREE_KEY).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def record_tree(out: Path, inputs: TreeInputs, pages: list[str], history: str) -> None:
+    """After a ``render --all`` without a failure: what it read (``inputs``), the keys of what the
+    output folder now holds, the pages and the history state (for the next no-op's summary line)."""
+    rec = {"inputs": inputs.key, "outputs": _output_keys(out), "pages": sorted(pages), "history": history}
+    _write_atomic(Path(out) / TREE_KEY, (json.dumps(rec, indent=1, sort_keys=True) + "\n").encode())
+
+
 # ----------------------------------------------------------------------------------- render --all
 
 
@@ -545,8 +629,10 @@ def render_all(
     workers: int | None = None,
     log: Callable[[str], None] = lambda m: None,
     error: Callable[[str], None] = lambda m: None,
+    digests: Mapping[str, str] | None = None,
 ) -> tuple[list[Any], Summary]:
-    """Plan, render what changed on ``workers`` processes, then the history page.
+    """Plan, render what changed on ``workers`` processes, then the history page. ``digests``: the
+    campaign folders' :func:`folder_digest` by path, when the caller has them (:func:`tree_inputs`).
 
     Returns the campaigns' outcomes (:class:`benchbook.pipeline.campaigns.CampaignOutcome`, for the index) and the summary.
     A campaign that cannot be planned (unreadable campaign.json, bad render.yml) is a failure of
@@ -565,7 +651,14 @@ def render_all(
     for c in campaigns:
         try:
             plan = plan_campaign(
-                c, out / c.name, only=only, overrides=overrides or {}, notebooks=notebooks, force=force, log=log
+                c,
+                out / c.name,
+                only=only,
+                overrides=overrides or {},
+                notebooks=notebooks,
+                force=force,
+                log=log,
+                digest=(digests or {}).get(str(c)),
             )
         except (KeyboardInterrupt, SystemExit):
             raise
