@@ -116,9 +116,10 @@ def metric_deltas(camp: Any) -> Any:
 
     from benchbook.metrics import phases
 
-    names = phases.needed_names(camp.profile)
+    runs = camp.runs_of("phases")
+    names = phases.needed_names(camp.profile) if runs else ()  # no phases runs: maybe no engine named
     rows = []
-    for r in camp.runs_of("phases"):
+    for r in runs:
         for i, s in enumerate(camp._phases_doc(r)["samples"]):
             before, after, _win, _restart = camp.sample_snapshots(r, i)  # capture files or a Prometheus window
             samples = sorted(
@@ -185,15 +186,24 @@ def load(campaign: str) -> Tables:
         ],
         how="vertical",
     )
-    # a campaign without phases runs may name no engine (results runs detect it): nothing to split
-    has_phases = bool(camp.runs_of("phases"))
-    ps = camp.phase_samples if has_phases else pl.DataFrame()
-    cells = an.phase_cells if an.phase_cells is not None else pl.DataFrame()
+    # a campaign without phases runs may name no engine (results runs detect it): nothing to split,
+    # and the frames keep the columns a query names
+    ps = camp.phase_samples if camp.runs_of("phases") or camp.manifest.get("engine") else _NO_PHASE_SAMPLES()
+    cells = an.phase_cells if an.phase_cells is not None else _frame([])
     gpu, host, markers = camp.memory
     pd_cells = _frame(an.pd.cells if an.pd else [])
     pd_cmp = _frame(an.pd.comparisons if an.pd else [])
-    deltas = metric_deltas(camp) if has_phases else pl.DataFrame()
-    return Tables(camp, requests, ladder, ps, cells, deltas, gpu, host, markers, pd_cells, pd_cmp, an)
+    return Tables(camp, requests, ladder, ps, cells, metric_deltas(camp), gpu, host, markers, pd_cells, pd_cmp, an)
+
+
+def _NO_PHASE_SAMPLES() -> Any:
+    """``phase_samples`` of a campaign that has no phases runs and names no engine: no rows, the
+    key columns."""
+    import polars as pl
+
+    return pl.DataFrame(
+        schema={"run": pl.String, "arm": pl.String, "prompt_class": pl.String, "repeat": pl.Int64, "warmup": pl.Boolean}
+    )
 
 
 def result_requests(camp: Any, an: Any) -> Any:
