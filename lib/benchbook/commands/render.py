@@ -115,6 +115,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--compare takes result files; give no CAMPAIGN or --all with it")
     elif (args.campaign is None) == (args.data_dir is None):
         raise UsageError("give either CAMPAIGN or --all DATA_DIR")
+    # --all reads its --params file only when something must render (a no-op hashes its bytes)
+    overrides = load_params(args.params) if args.data_dir is None else {}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     with writes.render_lock(out, wait=getattr(args, "wait", False)):
@@ -123,7 +125,6 @@ def run(args: argparse.Namespace) -> int:
             log(f"removed {len(removed)} leftover(s) of an interrupted render: {', '.join(removed[:5])}")
         if args.data_dir is not None:
             return _run_all(args, log)
-        overrides = load_params(args.params)
         if compare:
             return _run_compare(args, overrides, log)
         if args.campaign is not None:
