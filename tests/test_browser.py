@@ -93,7 +93,6 @@ def test_a_published_copy_of_the_reports_opens(tmp_path, smoke_notebook, open_pa
     out = tmp_path / "reports"
     argv = ["render", "--all", str(tmp_path / "data"), "--out", str(out), "--notebooks", str(nbs)]
     assert main(argv) == 0
-    assert main([*argv, "--force"]) == 0  # a page published over an earlier one
     published = tmp_path / "published"
     subprocess.run(["cp", "-a", str(out), str(published)], check=True)
     one = tmp_path / "one-page"
