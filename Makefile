@@ -60,9 +60,12 @@ lint: $(STAMP) ## ruff: lint and format check (part of make test)
 test: $(STAMP) lint browser-deps prometheus-deps engine ## run the whole test suite (ruff first; the engine tests too)
 	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
 
+# Jupyter refuses to start as root without --allow-root (containers, CI boxes): pass it only then
+LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: $(STAMP) ## JupyterLab on the notebooks
 	$(BIN)/pip install --quiet -e '.[lab]'
-	$(BIN)/jupyter lab notebooks/
+	$(BIN)/jupyter lab notebooks/ $(LAB_ROOT)
 
 bench: $(STAMP) ## measure speed and memory; prints a table, writes reports/bench.json
 	$(BIN)/python bench/run.py --out $(REPORTS)/bench.json

@@ -289,9 +289,9 @@ def _page_vs_empty(cache: Path, R: int, rows: list[dict], target) -> float | Non
         empty = run_command(_empty_notebook_cmd(Path(td)), R)
         rows.append(row("empty notebook: papermill + nbconvert (floor)", "imports only", empty))
         small = campaign(cache, 18, 6, False)
-        if importlib.util.find_spec("benchbook.pipeline.render") is None:
+        if importlib.util.find_spec("benchbook.pipeline.execute") is None:
             rows.append(
-                row("benchbook render (one page)", "baseline page", None, "pending: no benchbook.pipeline.render")
+                row("benchbook render (one page)", "baseline page", None, "pending: no benchbook.pipeline.execute")
             )
             target("page render <= 1.5x empty notebook", None, "pending")
         else:

@@ -32,8 +32,10 @@ _COUNT_CHARTS = """() => Array.from(document.querySelectorAll('svg')).filter(s =
 
 
 # What a new reader sees at the page's width: where the findings box is, whether the table of
-# contents reaches every section, and whether anything is wider than its box or cut off.
-_LAYOUT = """() => {
+# contents reaches every section, whether anything is wider than its box or cut off, and whether
+# every table and caption is readable: captions at a reading width, no cell squeezed until its words
+# stack, no row taller than most of the screen, no name broken inside a word.
+_LAYOUT = r"""() => {
   const vw = document.documentElement.clientWidth, vh = window.innerHeight;
   const box = document.querySelector('#bb-findings');
   const head = box && box.querySelector('.bb-headline');
@@ -59,6 +61,51 @@ _LAYOUT = """() => {
     if (el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible' && el.clientWidth > 0)
       clipped.push(`${el.tagName.toLowerCase()}#${el.id || ''} scrolls sideways (${el.scrollWidth} > ${el.clientWidth})`);
   }
+  // a caption read at a width it cannot be read at (a table squeezed to its columns): narrower than
+  // its frame and 30rem
+  const narrow = [];
+  for (const c of main.querySelectorAll('caption, figcaption')) {
+    const r = c.getBoundingClientRect();
+    if (r.width === 0 || !c.textContent.trim()) continue;
+    const frame = (c.closest('.bb-table-wrap, figure') || c.parentElement).parentElement.getBoundingClientRect().width;
+    if (r.width + 1 < Math.min(frame, 480)) narrow.push(`${c.closest('table, figure').id}: caption ${Math.round(r.width)} px wide in a ${Math.round(frame)} px frame`);
+  }
+  // a cell squeezed so narrow that its words stack (run names on many short lines), and rows
+  // taller than most of the screen
+  const squeezed = [];
+  for (const td of main.querySelectorAll('td')) {
+    const r = td.getBoundingClientRect();
+    if (r.width === 0 || td.closest('details:not([open])')) continue;
+    const text = td.innerText.trim();
+    const lh = parseFloat(getComputedStyle(td).fontSize) * 1.45;
+    const range = document.createRange(); range.selectNodeContents(td);
+    const own = range.getBoundingClientRect().height;  // its text, not the row it sits in
+    if (/[A-Za-z]{3}/.test(text) && own > 5 * lh && r.width < 6 * lh)
+      squeezed.push(`${td.closest('table').id}: "${text.slice(0, 30)}" in a ${Math.round(r.width)} px cell, ${Math.round(own)} px of text`);
+  }
+  for (const tr of main.querySelectorAll('tbody tr')) {
+    const r = tr.getBoundingClientRect();
+    if (r.height > 0.6 * vh) squeezed.push(`${tr.closest('table').id}: a row ${Math.round(r.height)} px tall`);
+  }
+  // a long name broken mid-word: a line of a .bb-long name starts right after a letter or digit
+  const broken = [];
+  for (const el of main.querySelectorAll('.bb-long')) {
+    if (el.getBoundingClientRect().width === 0) continue;
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    let prev = null, prevTop = null;
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      for (let i = 0; i < n.length; i++) {
+        const range = document.createRange(); range.setStart(n, i); range.setEnd(n, i + 1);
+        const rect = range.getClientRects()[0];
+        if (!rect) continue;
+        const ch = n.data[i];
+        if (prevTop !== null && rect.top > prevTop + 2 && /[A-Za-z0-9]/.test(prev) && /[A-Za-z0-9]/.test(ch))
+          broken.push(`"${el.textContent.slice(0, 60)}" breaks inside a word, before "${n.data.slice(i, i + 8)}"`);
+        prev = ch;  // a space between is a line break opportunity, not a word broken
+        if (!/\s/.test(ch)) prevTop = rect.top;
+      }
+    }
+  }
   for (const svg of document.querySelectorAll('svg')) {
     if (svg.parentElement && svg.parentElement.closest('svg')) continue;
     const b = svg.getBoundingClientRect();
@@ -76,6 +123,7 @@ _LAYOUT = """() => {
     findings_top: box ? box.getBoundingClientRect().top + window.scrollY : null,
     findings_headline_bottom: head ? head.getBoundingClientRect().bottom + window.scrollY : null,
     sections, toc, wide_tables: wide, clipped: Array.from(new Set(clipped)).slice(0, 40),
+    narrow_captions: narrow, squeezed: squeezed.slice(0, 20), broken_words: Array.from(new Set(broken)).slice(0, 20),
   };
 }"""
 
@@ -92,6 +140,9 @@ class Layout:
     toc: list[str]
     wide_tables: list[str]
     clipped: list[str]
+    narrow_captions: list[str] = field(default_factory=list)
+    squeezed: list[str] = field(default_factory=list)
+    broken_words: list[str] = field(default_factory=list)
 
     def problems(self) -> list[str]:
         """What a reader would miss: findings below the fold, a section the contents do not reach, a
@@ -100,7 +151,8 @@ class Layout:
         if self.findings_top is None:
             out.append("no findings box")
         elif not (
-            0 <= self.findings_top < self.viewport_height and self.findings_headline_bottom <= self.viewport_height
+            0 <= self.findings_top < self.viewport_height
+            and (self.findings_headline_bottom or self.findings_top) <= self.viewport_height
         ):
             out.append(f"findings box at {self.findings_top:.0f}px, not in the first {self.viewport_height}px")
         missing = [s for s in self.sections if not s["id"] or f"#{s['id']}" not in self.toc]
@@ -112,6 +164,12 @@ class Layout:
             out.append("the page scrolls sideways")
         if self.clipped:
             out.append(f"clipped: {self.clipped}")
+        if self.narrow_captions:
+            out.append(f"captions squeezed narrower than they read: {self.narrow_captions}")
+        if self.squeezed:
+            out.append(f"cells squeezed, rows too tall: {self.squeezed}")
+        if self.broken_words:
+            out.append(f"names broken inside a word: {self.broken_words}")
         return out
 
 
@@ -252,6 +310,8 @@ def open_page(
         opened = Layout(**page.evaluate(_LAYOUT))
         report.layout.wide_tables = sorted(set(report.layout.wide_tables) | set(opened.wide_tables))
         report.layout.clipped = sorted(set(report.layout.clipped) | set(opened.clipped))
+        for name in ("narrow_captions", "squeezed", "broken_words"):
+            setattr(report.layout, name, sorted(set(getattr(report.layout, name)) | set(getattr(opened, name))))
         report.layout.page_scrolls_sideways |= opened.page_scrolls_sideways
     finally:
         context.close()

@@ -11,7 +11,7 @@ from benchbook.analysis import baseline
 from benchbook.analysis.stats import fmt_pct
 from benchbook.analysis.verdict import compare
 from benchbook.ingest.campaign import load_campaign
-from benchbook.pipeline.render import render_campaign
+from benchbook.pipeline.campaigns import render_campaign
 from seed_tables import ABLATION, ABLATION_KEYS
 
 pytestmark = pytest.mark.slow

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchbook.pipeline.execute import render_page
 from benchbook.pipeline.offline import scan_html
-from benchbook.pipeline.render import render_page
 from h200_campaign import build
 
 ROOT = Path(__file__).resolve().parents[1]

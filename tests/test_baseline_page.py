@@ -8,8 +8,9 @@ import pytest
 
 from benchbook.analysis import baseline
 from benchbook.ingest.campaign import load_campaign
+from benchbook.pipeline.campaigns import render_campaign
+from benchbook.pipeline.execute import render_page
 from benchbook.pipeline.offline import scan_html
-from benchbook.pipeline.render import render_campaign, render_page
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "baseline.ipynb"

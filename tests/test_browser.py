@@ -12,8 +12,8 @@ import shutil
 import pytest
 
 from benchbook.commands.cli import main
+from benchbook.pipeline.execute import render_page
 from benchbook.pipeline.offline import scan
-from benchbook.pipeline.render import render_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -66,3 +66,45 @@ def test_index_page_opens_offline(tmp_path, smoke_notebook, open_page):
     assert report.ok, report.problems()
     page = open_page(out / "alpha" / "baseline.html")
     assert page.ok and page.charts == 1 and page.dialogs == []
+
+
+def test_a_published_copy_of_the_reports_opens(tmp_path, smoke_notebook, open_page):
+    """The page files were links into .pages/<generation>/: rsync -a, zip -y or cp -P of the reports
+    published dangling links. Copy the output folder as rsync -a does (links kept as links: cp -a)
+    and one page's three files as cp -P does, then open the copies."""
+    import subprocess
+
+    data = tmp_path / "data" / "alpha"
+    data.mkdir(parents=True)
+    (data / "campaign.json").write_text(
+        json.dumps(
+            {
+                "title": "alpha",
+                "date": "2026-01-02",
+                "provenance": "synthetic",
+                "arms": {"a": {"mode": "serial"}},
+                "runs": [{"id": "r", "arm": "a", "harness": "requests"}],
+            }
+        )
+    )
+    nbs = tmp_path / "nb"
+    nbs.mkdir()
+    shutil.copy(smoke_notebook, nbs / "baseline.ipynb")
+    out = tmp_path / "reports"
+    argv = ["render", "--all", str(tmp_path / "data"), "--out", str(out), "--notebooks", str(nbs)]
+    assert main(argv) == 0
+    published = tmp_path / "published"
+    subprocess.run(["cp", "-a", str(out), str(published)], check=True)
+    one = tmp_path / "one-page"
+    one.mkdir()
+    subprocess.run(["cp", "-P", *(str(out / "alpha" / f"baseline{s}") for s in SUFFIXES), str(one)], check=True)
+    for folder in (published / "alpha", one):
+        assert not [p for p in folder.iterdir() if p.is_symlink()]
+        assert json.loads((folder / "baseline.values.json").read_text())["rows"] == 4
+    page = open_page(published / "alpha" / "baseline.html")
+    assert page.ok and page.charts == 1, page.problems()
+    assert open_page(one / "baseline.html").ok
+    assert open_page(published / "index.html", table_ids=["bb-index"]).ok
+
+
+SUFFIXES = (".html", ".ipynb", ".values.json")

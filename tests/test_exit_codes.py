@@ -149,7 +149,7 @@ def test_exit_code(ws, argv, code, says, capsys):
 
 # an unexpected exception deep inside a command: (argv, dotted function made to raise)
 INTERNAL = [
-    (["render", "--all", "{w}/data", "--out", "{w}/o"], "benchbook.pipeline.render.find_campaigns"),
+    (["render", "--all", "{w}/data", "--out", "{w}/o"], "benchbook.pipeline.plan.find_campaigns"),
     (["validate", "{w}/data/mini"], "benchbook.ingest.campaign.load_campaign"),
     (["summary", "{w}/data/mini"], "benchbook.ingest.campaign.load_campaign"),
     (SIM, "benchbook.analysis.admission.simulate"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.pipeline.render import render_page
+from benchbook.pipeline.execute import render_page
 
 pytestmark = pytest.mark.slow
 
@@ -72,7 +72,7 @@ def test_runs_on_every_bundled_campaign(name, tmp_path):
     assert res.values["campaign"] == name
     m = json.loads((ROOT / "data" / name / "campaign.json").read_text())
     harnesses = {r["harness"] for r in m["runs"]}
-    # results runs (other tools' files) have no explore frames yet: the notebook must still run
+    # the bundled results runs' files keep no per-request records: the notebook must still run
     assert (sum(rows.values()) > 0) == bool(harnesses - {"results"})
     if any(r["harness"] == "pd" for r in m["runs"]):  # a PD campaign: frames that hold the PD data
         from benchbook.analysis.disaggregation import analyse
@@ -97,3 +97,44 @@ def test_charts_are_live_in_jupyterlab_and_static_svg_on_the_page(explored):
     assert all('"tooltip"' in json.dumps(s) for s in specs)
     html = explored.html.read_text()
     assert "<script" not in html and html.count("<svg") >= 4  # the page itself stays static
+
+
+def test_results_runs_per_request_records_are_explored(tmp_path):
+    """A results campaign whose files keep each request (vllm bench serve --save-detailed): t.requests
+    had 0 rows and the latency chart said "No whole-request runs" though the run held 30 records."""
+    import polars as pl
+
+    from benchbook.commands.cli import main
+    from benchbook.ingest import formats
+    from benchbook.pages import explore as ex
+
+    src = ROOT / "tests" / "fixtures" / "tools" / "vllm-0.32.0+cpu" / "bench_serve.json"
+    (raw,) = formats.read(src)
+    assert main(["init", "-q", str(tmp_path / "c"), str(src)]) == 0
+    t = ex.load(str(tmp_path / "c"))
+    res = t.requests.filter(pl.col("harness") == "results")
+    assert res.height == t.requests.height == raw.requests.height == 30
+    assert res["latency"].to_list() == raw.requests["e2e_s"].to_list()
+    assert res["ttft"].to_list() == raw.requests["ttft_s"].to_list()
+    assert res["start"].min() == 0 and set(res["n"]) == {raw.config["max_concurrency"]}
+    chart = ex.latency_chart(t).html
+    assert "<svg" in chart and "No per-request records" not in chart
+
+
+def test_every_frame_as_pandas_with_arrow_columns():
+    """t.pandas.<frame>: the same rows and columns as the polars frame, pyarrow-backed."""
+    import pandas as pd
+
+    from benchbook.pages import explore as ex
+
+    t = ex.load(str(CAMPAIGN))
+    for name in ex.Tables.FRAMES:
+        frame, pframe = getattr(t, name), getattr(t.pandas, name)
+        assert isinstance(pframe, pd.DataFrame) and pframe.shape == frame.shape, name
+        assert list(pframe.columns) == frame.columns
+        assert all(isinstance(d, pd.ArrowDtype) for d in pframe.dtypes), name
+    views = t.pandas
+    assert views.requests is views.requests  # converted once
+    assert t.pandas.requests["latency"].sum() == pytest.approx(t.requests["latency"].sum())
+    with pytest.raises(AttributeError, match="no frame"):
+        t.pandas.nothing

@@ -121,11 +121,12 @@ def test_memory_peak_per_gpu_from_the_samples(h200):
 
 
 def test_baseline_page_renders_the_ladder(h200, tmp_path):
-    from benchbook.pipeline import render
+    from benchbook.pipeline import plan as render
+    from benchbook.pipeline.execute import render_page
 
     dest, m, _s = h200
     assert render.pages_for(m) == ["baseline", "ablation", "compare"]
-    res = render.render_page(
+    res = render_page(
         render.notebook_for("baseline"),
         {"campaign": str(dest)},
         tmp_path / "baseline.html",
@@ -225,10 +226,11 @@ def test_switch_ablation_each_switch_alone_and_the_missing_pair(h200):
 
 
 def test_ablation_page_renders_the_switches(h200, tmp_path):
-    from benchbook.pipeline import render
+    from benchbook.pipeline import plan as render
+    from benchbook.pipeline.execute import render_page
 
     dest, _m, _s = h200
-    render.render_page(
+    render_page(
         render.notebook_for("ablation"),
         {"campaign": str(dest)},
         tmp_path / "ablation.html",

@@ -17,14 +17,17 @@ from __future__ import annotations
 import difflib
 import errno
 import hashlib
+import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
-import benchbook.pipeline.render as R
+import benchbook.pipeline.plan as R
 from benchbook.commands.cli import main
+from benchbook.pipeline import execute
+from benchbook.pipeline import index as index_page
 
 pytestmark = pytest.mark.slow
 
@@ -102,8 +105,8 @@ def test_without_source_date_epoch_only_the_timestamp_differs(bundled):
 
 
 def _outputs(out: Path) -> dict[str, bytes]:
-    """What readers open: every file by its public name (page generations under ``.pages/`` are read
-    through those names; hidden files are the writer's business)."""
+    """What readers open: every file by its public name (hidden files, the pages' manifests and
+    locks, are the writer's business)."""
     return {
         str(p.relative_to(out)): p.read_bytes()
         for p in sorted(out.rglob("*"))
@@ -154,7 +157,7 @@ def test_failed_renders_keep_the_previous_pages_and_index(tmp_path, monkeypatch,
     def broken_export(nb, *, title):
         raise ValueError("template exploded")
 
-    monkeypatch.setattr(R, "export_html", broken_export)
+    monkeypatch.setattr(execute, "export_html", broken_export)
     assert main(args) == 3
     assert "export failed: ValueError: template exploded" in capsys.readouterr().err
     after = _outputs(out)
@@ -174,7 +177,7 @@ def test_failed_renders_keep_the_previous_pages_and_index(tmp_path, monkeypatch,
         if len(calls) == 2:  # the notebook's temp file is written, the values file's is not
             raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(R.os, "fsync", full_disk)
+    monkeypatch.setattr(os, "fsync", full_disk)
     assert main(["render", str(data / "alpha"), "--out", str(out / "alpha")]) == 3  # a render failure, not a crash
     err = capsys.readouterr().err.strip().splitlines()
     assert "No space left on device" in err[-1] and not any("Traceback" in line for line in err)
@@ -189,7 +192,7 @@ def test_failed_renders_keep_the_previous_pages_and_index(tmp_path, monkeypatch,
     def broken_index(outcomes, reports):
         raise RuntimeError("index template missing")
 
-    monkeypatch.setattr(R, "index_html", broken_index)
+    monkeypatch.setattr(index_page, "index_html", broken_index)
     assert main([*args, "--notebooks", str(empty)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("benchbook render: internal error: RuntimeError: index template missing")

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.pipeline.campaigns import render_campaign
 from benchbook.pipeline.offline import scan_html
-from benchbook.pipeline.render import render_campaign
 
 ROOT = Path(__file__).resolve().parents[1]
 PD = ROOT / "data" / "pd-prefill-cap"

@@ -22,7 +22,7 @@ import pytest
 import promserver
 from benchbook.commands.cli import main
 from benchbook.ingest.campaign import load_campaign
-from benchbook.pipeline.render import render_campaign
+from benchbook.pipeline.campaigns import render_campaign
 
 pytestmark = pytest.mark.prometheus_server
 
@@ -364,7 +364,7 @@ def test_vllm_finished_reason_series_are_summed_like_enginemetrics(server):
 def test_explore_notebook_on_the_prometheus_twin(twins, tmp_path):
     """explore.ipynb reads phase samples through the campaign's one reader: a Prometheus-sourced
     campaign gives the same /metrics deltas as its capture-file twin (no KeyError on metrics_before)."""
-    from benchbook.pipeline.render import render_page
+    from benchbook.pipeline.execute import render_page
 
     nb = Path(__file__).resolve().parents[1] / "notebooks" / "explore.ipynb"
     files, prom = (

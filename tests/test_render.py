@@ -12,7 +12,8 @@ import pytest
 
 from benchbook.errors import RenderError
 from benchbook.pages import display as bd
-from benchbook.pipeline.render import pages_for, recorded_values, render_page
+from benchbook.pipeline.execute import recorded_values, render_page
+from benchbook.pipeline.plan import pages_for
 
 pytestmark = pytest.mark.slow
 
@@ -162,7 +163,8 @@ def test_export_setting_payloads_aside_gives_the_library_page(tmp_path):
     document as nbconvert's own export, on a bundled campaign's pages (charts, tables, folded parts)."""
     from bs4 import BeautifulSoup
 
-    from benchbook.pipeline.render import export_html, render_campaign
+    from benchbook.pipeline.campaigns import render_campaign
+    from benchbook.pipeline.execute import export_html
 
     res = render_campaign(Path(__file__).resolve().parents[1] / "data" / "dsv4-163", tmp_path / "out")
     assert res.rendered

@@ -131,7 +131,7 @@ BROKEN_MANIFESTS = {
 def test_all_isolates_every_kind_of_campaign_failure(tmp_path, notebooks, capsys, monkeypatch):
     """Bad bytes, a nesting bomb, a duplicate key, a RecursionError, a kernel that dies: each is its
     campaign's failure; later campaigns render, the previous pages stay, the index marks them."""
-    from benchbook.pipeline import render
+    from benchbook.pipeline import plan
 
     data, out = tmp_path / "data", tmp_path / "reports"
     names = [*BROKEN_MANIFESTS, "recursion", "kernel-dies"]
@@ -146,14 +146,14 @@ def test_all_isolates_every_kind_of_campaign_failure(tmp_path, notebooks, capsys
     (data / "kernel-dies" / "render.yml").write_text("baseline: {exit_kernel: true}\n")
     _campaign(tmp_path / "new", "zz-last", title="T zz-last, changed", date="2026-01-01")  # so it renders again
     shutil.copy(tmp_path / "new" / "zz-last" / "campaign.json", data / "zz-last" / "campaign.json")
-    real = render.read_manifest
+    real = plan.read_manifest
 
     def recursing(campaign):
         if campaign.name == "recursion":
             raise RecursionError("maximum recursion depth exceeded")
         return real(campaign)
 
-    monkeypatch.setattr(render, "read_manifest", recursing)
+    monkeypatch.setattr(plan, "read_manifest", recursing)
     capsys.readouterr()
     assert main([*argv, "--force"]) == 2  # bad input among the failures; --force: zz-last renders again
     err = capsys.readouterr().err
@@ -175,11 +175,11 @@ def test_all_isolates_every_kind_of_campaign_failure(tmp_path, notebooks, capsys
 
 
 def test_all_with_only_render_failures_exits_3(tmp_path, notebooks, monkeypatch):
-    from benchbook.pipeline import render
+    from benchbook.pipeline import plan
 
     data = tmp_path / "data"
     _campaign(data, "a", title="A", date="2026-01-01")
-    monkeypatch.setattr(render, "read_manifest", lambda c: (_ for _ in ()).throw(MemoryError()))
+    monkeypatch.setattr(plan, "read_manifest", lambda c: (_ for _ in ()).throw(MemoryError()))
     assert main(["render", "--all", str(data), "--out", str(tmp_path / "o"), "--notebooks", str(notebooks)]) == 3
     assert "campaign failed" in (tmp_path / "o" / "index.html").read_text()
 
@@ -229,3 +229,43 @@ def test_render_yml_limits(tmp_path, notebooks, text, says, capsys):
     (c / "render.yml").write_bytes(text.encode("utf-8", "surrogateescape").replace(b"\xc3\xbf", b"\xff"))
     assert main(["render", str(c), "--out", str(tmp_path / "o"), "--notebooks", str(notebooks)]) == 2
     assert says in capsys.readouterr().err
+
+
+def _published(out: Path) -> dict[str, int]:
+    """mtime of every published name (not the hidden lock and generation files)."""
+    return {
+        str(p.relative_to(out)): p.stat().st_mtime_ns
+        for p in sorted(out.rglob("*"))
+        if not any(part.startswith(".") for part in p.relative_to(out).parts) and not p.is_dir()
+    }
+
+
+def test_a_no_op_render_all_touches_nothing(tmp_path, notebooks, capsys):
+    """A no-op ``render --all`` rewrote index.html (same bytes, new mtime), so rsync and make saw a
+    change; now it leaves every file as it was, and an index whose bytes did not change is not
+    rewritten by a render that did change something."""
+    data = tmp_path / "data"
+    alpha = _campaign(data, "alpha", title="Alpha", date="2026-01-02")
+    out = tmp_path / "reports"
+    argv = ["render", "--all", str(data), "--out", str(out), "--notebooks", str(notebooks)]
+    assert main(argv) == 0
+    before = _published(out)
+    assert "index.html" in before and "alpha/baseline.html" in before
+    capsys.readouterr()
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert _published(out) == before
+    assert "alpha/baseline: unchanged" in err and "0 page(s) rendered, 1 unchanged, 0 failed" in err
+    assert "(unchanged)" in err and "wrote" not in err
+    # something the render reads changes: that campaign is planned and rendered again, the index
+    # (same bytes) keeps its mtime
+    (alpha / "notes.txt").write_text("a file the digest covers\n")
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "alpha/baseline: wrote" in err
+    after = _published(out)
+    assert after["index.html"] == before["index.html"] and after["alpha/baseline.html"] != before["alpha/baseline.html"]
+    # a published file gone: not a no-op, the page comes back
+    (out / "alpha" / "baseline.html").unlink()
+    assert main(argv) == 0
+    assert "alpha/baseline: wrote" in capsys.readouterr().err and (out / "alpha" / "baseline.html").is_file()

@@ -18,7 +18,8 @@ def test_table_escapes_every_input_string_and_has_a_fixed_id():
     df = pl.DataFrame({EVIL: [EVIL, "ok"], "x": [1.23456, None], "n": [1, 2]})
     html = bd.table(df, id="t-1", caption=EVIL, note=EVIL, formats={"x": "{:.2f}"}).html
     assert "<img" not in html and "<script" not in html
-    assert html.count("&lt;img src=x onerror=alert(1)&gt;") == 4  # header, cell, caption, note
+    # header, cell, caption, note (a long token in a cell may break after its separators: <wbr>)
+    assert html.replace("<wbr>", "").count("&lt;img src=x onerror=alert(1)&gt;") == 4
     assert 'id="bb-t-1"' in html
     assert '<td class="num">1.23</td>' in html and "—" in html
     assert bd.table(df, id="t-1", caption=EVIL, note=EVIL, formats={"x": "{:.2f}"}).html == html
@@ -103,8 +104,23 @@ def test_the_font_stack_names_cjk_families_and_stays_local():
 def test_a_long_token_may_break_inside_its_cell_and_stays_escaped():
     long = "DEEPSEEK_GPU_PREFILL_MOE_MAX_CACHED_LAYERS" + EVIL
     html = bd.table([{"v": long, "w": "short words only"}], id="l").html
-    assert '<span class="bb-long">DEEPSEEK_GPU' in html and "<img" not in html
+    # it breaks after its separators, never mid-word ("…SPARSE_A RENA=12" on the ablation page)
+    assert '<span class="bb-long">DEEPSEEK_<wbr>GPU_<wbr>PREFILL_<wbr>MOE_' in html and "<img" not in html
     assert "short words only</td>" in html
+    env = bd.table([{"Label": "POCKETLLM_CPP_DECODE_SPARSE_ARENA=12"}], id="e").html
+    assert "SPARSE_<wbr>ARENA=<wbr>12" in env
+
+
+def test_a_figure_with_range_and_ratio_wraps_between_its_parts():
+    """A compare table of ten such columns was 2095 px wide in a 1080 px frame: each cell now wraps
+    between its median, its range (after the dash) and its ratio, each part whole."""
+    html = bd.table([{"Run": "a", "tok/s": "146.56 (93.75–199.37) (1.768x)"}], id="f").html
+    assert (
+        '<td class="numtext"><span class="bb-nw">146.56</span> <span class="bb-nw">(93.75–</span><wbr>'
+        '<span class="bb-nw">199.37)</span> <span class="bb-nw">(1.768x)</span></td>'
+    ) in html
+    wide = bd.table([{f"c{i}": "1.0 (0.9–1.1)" for i in range(bd.MANY_COLUMNS)}], id="w").html
+    assert 'class="bb-table bb-many"' in wide
 
 
 def test_findings_box_lists_each_line_linked_to_its_section_escaped():

@@ -12,7 +12,7 @@ from benchbook.commands.cli import main
 from benchbook.errors import InputError
 from benchbook.ingest.campaign import load_campaign
 from benchbook.pipeline.offline import scan
-from benchbook.pipeline.render import pages_for
+from benchbook.pipeline.plan import pages_for
 
 FIX = Path(__file__).resolve().parent / "fixtures"
 CAPS = FIX / "vllm_captures"

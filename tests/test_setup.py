@@ -16,7 +16,10 @@ def _norm(req: str) -> str:
 
 
 def test_environment_yml_lists_the_same_dependencies_as_pyproject():
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    """environment.yml is for people who explore in conda: the run-time list plus the `lab` extra."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    deps = project["dependencies"] + project["optional-dependencies"]["lab"]
+    assert {"pandas", "pyarrow"} <= {re.split(r"[<>=]", d)[0] for d in project["optional-dependencies"]["lab"]}
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
     assert sorted(map(_norm, pip)) == sorted(map(_norm, deps))
@@ -45,3 +48,27 @@ def test_cli_help_is_quick_and_light():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert "validate" in r.stdout and "prefill-sim" in r.stdout
+
+
+def _lab_command(tmp_path, uid: int) -> str:
+    """The command ``make lab`` would run, with ``id -u`` answering ``uid``."""
+    (tmp_path / "id").write_text(f"#!/bin/sh\necho {uid}\n")
+    (tmp_path / "id").chmod(0o755)
+    import os
+
+    env = {**os.environ, "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    (tmp_path / "stamp").touch()  # newer than pyproject.toml: no setup step in the way
+    out = subprocess.run(
+        ["make", "-s", "-n", "-C", str(ROOT), "lab", f"STAMP={tmp_path / 'stamp'}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    ).stdout
+    return next(line for line in out.splitlines() if "jupyter lab" in line)
+
+
+def test_make_lab_passes_allow_root_only_as_root(tmp_path):
+    """As root, Jupyter exits at once ("Running as root is not recommended. Use --allow-root")."""
+    assert _lab_command(tmp_path, 0).endswith("--allow-root")
+    assert "--allow-root" not in _lab_command(tmp_path, 1000)

@@ -17,7 +17,7 @@ import pytest
 
 from benchbook.commands.cli import main
 from benchbook.commands.summary import build
-from benchbook.pipeline.render import render_campaign
+from benchbook.pipeline.campaigns import render_campaign
 
 pytestmark = pytest.mark.slow
 
@@ -100,7 +100,8 @@ def rendered(rendered_outcome):
 def test_summary_findings_are_what_the_pages_and_the_index_show(rendered_outcome, reports):
     """The analysis decides each page's findings box once: ``summary --json`` carries it, each page's
     box records the same counts, lines and headline, and the index counts and quotes the same."""
-    from benchbook.pipeline.render import PAGES, index_html
+    from benchbook.pipeline.index import index_html
+    from benchbook.pipeline.plan import PAGES
 
     name, pages, summary, outcome = rendered_outcome
     found = summary["findings"]

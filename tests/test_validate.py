@@ -56,3 +56,20 @@ def test_validate_by_subprocess_exits_2_and_names_the_unknown_key(tmp_path):
     assert p.returncode == EXIT_BAD_INPUT, p.stderr
     assert "'metrics_befor' was unexpected" in p.stderr and "remove it or fix its spelling" in p.stderr
     assert "metrics_before" in p.stderr  # the known keys are listed
+
+
+def test_output_names_no_empty_place_and_quiet_is_quiet(tmp_path, capsys):
+    """``validate`` printed ``vllm-bench-serve $  [`` (the whole file's JSON path, "$", as if it were a
+    place in it); ``validate -q`` and ``init -q`` still printed a ``[1/7] run`` progress line each."""
+    from pathlib import Path
+
+    camp = Path(__file__).resolve().parents[1] / "data" / "er0080-opt125m"
+    assert main(["validate", str(camp)]) == 0
+    out = capsys.readouterr().out
+    lines = [ln for ln in out.splitlines() if "vllm-bench-serve" in ln]
+    assert lines and all(" $ " not in ln and "vllm-bench-serve  [" in ln for ln in lines), lines
+    assert main(["validate", "-q", str(camp)]) == 0
+    assert capsys.readouterr() == ("", "")
+    src = camp / "runs" / "bench-serve" / "er0080_bench_serve_v0.25.1.json"
+    assert main(["init", "-q", str(tmp_path / "new"), str(src)]) == 0
+    assert capsys.readouterr() == ("", "")

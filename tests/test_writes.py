@@ -1,8 +1,10 @@
-"""pipeline.writes: a page's three files change together under SIGKILL at any point, leftovers are
-cleaned by the next render, one render per output folder (the lock), stale kernel folders."""
+"""pipeline.writes: a page's three files are plain files that change together under SIGKILL at any
+point (rolled forward by the next render or a reader), leftovers are cleaned by the next render, one
+render per output folder (the lock), stale kernel folders."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import socket
@@ -54,8 +56,8 @@ print("done")
 """
 
 
-def _state(out: Path) -> set[str | None]:
-    """The generation each of the three names shows (None: the name does not resolve)."""
+def _names(out: Path) -> set[str | None]:
+    """The generation each of the three names shows right now (None: the name does not resolve)."""
     seen = set()
     for s in SUFFIXES:
         f = out / f"p{s}"
@@ -63,14 +65,30 @@ def _state(out: Path) -> set[str | None]:
     return seen
 
 
+def _state(out: Path) -> set[str | None]:
+    """What the three names show once a reader (or the next render) has repaired the set."""
+    writes.repair(out)
+    return _names(out)
+
+
 def _publish(out: Path, gen: str) -> None:
     writes.publish(out, "p", {s: f"{gen} {s}".encode() for s in SUFFIXES})
 
 
-def _legacy(out: Path, gen: str) -> None:  # real files, as benchbook wrote them before generations
+def _legacy(out: Path, gen: str) -> None:  # real files without a manifest, as the first benchbook wrote them
     out.mkdir(parents=True, exist_ok=True)
     for s in SUFFIXES:
         (out / f"p{s}").write_text(f"{gen} {s}")
+
+
+def _link_layout(out: Path, gen: str) -> None:
+    """The layout of the benchbook before this one: names are links into .pages/p -> p@gen/."""
+    g = out / writes.GENERATIONS / f"p@{gen}"
+    g.mkdir(parents=True)
+    for s in SUFFIXES:
+        (g / f"p{s}").write_text(f"{gen} {s}")
+        (out / f"p{s}").symlink_to(f"{writes.GENERATIONS}/p/p{s}")
+    (out / writes.GENERATIONS / "p").symlink_to(f"p@{gen}")
 
 
 def _kill_at_every_point(out: Path, before: set) -> int:
@@ -85,8 +103,11 @@ def _kill_at_every_point(out: Path, before: set) -> int:
             text=True,
             check=False,
         )
+        mixed = _names(out) not in (before, {"new"})
+        assert not mixed or writes.torn(out, "p"), f"killed at operation {k}: a mix the manifest does not flag"
         state = _state(out)
         assert state in (before, {"new"}), f"killed at operation {k}: the page shows {state}"
+        assert writes.torn(out, "p") == []
         if r.returncode == 0:
             assert "done" in r.stdout and state == {"new"}
             return k
@@ -95,24 +116,27 @@ def _kill_at_every_point(out: Path, before: set) -> int:
             _publish(out, "old")
 
 
-@pytest.mark.parametrize("start", ["generations", "legacy files", "no page yet"])
+@pytest.mark.parametrize("start", ["page sets", "legacy files", "link layout", "no page yet"])
 def test_sigkill_at_any_point_leaves_old_three_or_new_three(tmp_path, start):
     out = tmp_path / "out"
-    if start == "generations":
+    if start == "page sets":
         _publish(out, "old")
     elif start == "legacy files":
         _legacy(out, "old")
+    elif start == "link layout":
+        _link_layout(out, "old")
     before = {"old"} if start != "no page yet" else {None}
     points = _kill_at_every_point(out, before)
-    assert points > 10  # every write, link, rename and removal was a kill point
-    # the next render cleans what the killed ones left (before it publishes): one generation, no temp
-    # files or links
+    assert points > 8  # every write, fsync'd rename and removal was a kill point
+    # the next render cleans what the killed ones left (before it publishes): plain files, their
+    # manifest, no temporary file, no generation folder
     writes.clean_folder(out)
     _publish(out, "next")
-    assert _state(out) == {"next"}
-    gens = sorted(p.name for p in (out / writes.GENERATIONS).iterdir())
-    assert len(gens) == 2 and "p" in gens  # the pointer and the generation it names
-    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp") or p.name.startswith(".next-")]
+    assert _names(out) == {"next"} and writes.torn(out, "p") == []
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [".benchbook-write.lock", ".p.set.json", *(f"p{s}" for s in SUFFIXES)]
+    )
+    assert not any((out / f"p{s}").is_symlink() for s in SUFFIXES)
 
 
 def test_publishing_one_page_leaves_another_pages_temporary_files_alone(tmp_path):
@@ -125,32 +149,50 @@ def test_publishing_one_page_leaves_another_pages_temporary_files_alone(tmp_path
     assert (out / ".baseline.key.abc123.tmp").exists()
 
 
-def test_published_names_are_relative_links_inside_the_folder(tmp_path):
+def test_published_names_are_plain_files_that_survive_a_copy(tmp_path):
+    """Names were links into .pages/<generation>/: rsync -a, zip -y or cp -P of the folder (or of one
+    page's files) published a dangling link. Now each name is a plain file."""
     out = tmp_path / "out"
-    _publish(out, "a")
+    _link_layout(out, "a")  # a folder written by the previous layout is converted by the next publish
     _publish(out, "b")
-    for s in SUFFIXES:
-        link = out / f"p{s}"
-        assert link.is_symlink() and not os.path.isabs(os.readlink(link))
-        assert link.resolve().is_relative_to(out.resolve())
-    moved = tmp_path / "moved"
-    out.rename(moved)  # the folder still works when copied or moved as a whole
-    assert _state(moved) == {"b"}
-    assert sorted(p.name for p in moved.iterdir() if not p.name.startswith(".")) == [f"p{s}" for s in SUFFIXES]
+    assert not any((out / f"p{s}").is_symlink() for s in SUFFIXES)
+    writes.clean_folder(out)
+    assert not (out / writes.GENERATIONS).exists()  # no generation any name points into: gone
+    one = tmp_path / "one-page"
+    one.mkdir()
+    subprocess.run(["cp", "-P", *(str(out / f"p{s}") for s in SUFFIXES), str(one)], check=True)
+    assert _names(one) == {"b"}
+    assert writes.torn(out, "p") == []
+    (out / "p.ipynb").write_text("edited by hand")
+    assert writes.torn(out, "p") == ["p.ipynb"]  # the manifest tells a changed member
 
 
 def test_clean_folder_removes_leftovers_only(tmp_path):
     out = tmp_path / "out"
     _publish(out, "a")
-    gens = out / writes.GENERATIONS
-    (gens / "p@deadbeef").mkdir()  # a generation a killed render never switched to
-    (gens / "p@deadbeef" / "p.html").write_text("half")
-    os.symlink("p@deadbeef", gens / ".next-p-1234")
+    (out / ".p.html.deadbeef.tmp").write_text("half")  # a killed publish that never committed
     (out / ".index.html.abc.tmp").write_text("half")
     (out / "notes.txt").write_text("the user's own file")
     removed = writes.clean_folder(out)
-    assert removed == sorted([".index.html.abc.tmp", ".pages/.next-p-1234", ".pages/p@deadbeef"])
-    assert _state(out) == {"a"} and (out / "notes.txt").is_file()
+    assert removed == sorted([".index.html.abc.tmp", ".p.html.deadbeef.tmp"])
+    assert _names(out) == {"a"} and (out / "notes.txt").is_file()
+
+
+def test_a_committed_set_is_rolled_forward_by_the_next_render(tmp_path):
+    """Killed between two renames: the names show a mix, the manifest flags it, and clean_folder (the
+    next render) finishes the switch rather than deleting the pending temp files."""
+    out = tmp_path / "out"
+    _publish(out, "old")
+    staged = {}
+    for s in SUFFIXES:
+        tmp = f".p{s}.cafe.tmp"
+        (out / tmp).write_text(f"new {s}")
+        staged[f"p{s}"] = {"tmp": tmp, "sha256": hashlib.sha256(f"new {s}".encode()).hexdigest()}
+    writes.set_path(out, "p").write_text(json.dumps({"files": staged}))
+    os.replace(out / ".p.html.cafe.tmp", out / "p.html")  # the first rename happened, then the kill
+    assert _names(out) == {"old", "new"} and writes.torn(out, "p") == ["p.ipynb", "p.values.json"]
+    assert writes.clean_folder(out) == []
+    assert _names(out) == {"new"} and writes.torn(out, "p") == []
 
 
 # --------------------------------------------------------------------------- the lock

@@ -97,3 +97,9 @@ class LockedError(BenchbookError):
         self.folder = str(folder)
         self.reason = reason
         super().__init__(f"{self.folder}: {reason}")
+
+
+def first_line(s: str) -> str:
+    """The first line of a message (an exception's text can run to a traceback): for one-line errors."""
+    s = (s or "").strip()
+    return s.splitlines()[0] if s else ""

@@ -1,7 +1,7 @@
 """The ``benchbook`` command line.
 
-Each subcommand lives in the module that owns its logic and exposes ``add_arguments(parser)`` and
-``run(args) -> int``. Modules are imported only when their command runs, so ``benchbook --help``
+Each subcommand is a module of this package (the work it calls lives in the layers below) exposing
+``add_arguments(parser)`` and ``run(args) -> int``. Modules are imported only when their command runs, so ``benchbook --help``
 stays fast (no polars/pandas/scipy import).
 """
 
@@ -18,8 +18,8 @@ from benchbook.errors import EXIT_INTERNAL, BenchbookError
 COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("benchbook.commands.validate", "check a campaign folder or an input file; exit 2 on bad input"),
     "summary": ("benchbook.commands.summary", "print a campaign's cells, comparisons, checks and exclusions"),
-    "render": ("benchbook.pipeline.render", "render a campaign's pages to HTML"),
-    "prefill-sim": ("benchbook.analysis.admission", "simulate chunked-prefill admission batches"),
+    "render": ("benchbook.commands.render", "render a campaign's pages to HTML"),
+    "prefill-sim": ("benchbook.commands.prefill_sim", "simulate chunked-prefill admission batches"),
     "synth": ("benchbook.commands.synth", "generate a synthetic campaign (marked synthetic)"),
     "capture": ("benchbook.commands.capture", "make runs against a server: /metrics around a benchmark, phases"),
     "init": ("benchbook.commands.init", "scaffold a campaign from result files and capture folders"),

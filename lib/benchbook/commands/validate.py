@@ -29,8 +29,10 @@ def _collect(fn, errors: list[InputError]):
     return None
 
 
-def validate_campaign(root: Path, out=print) -> list[InputError]:
-    """Load every file of a campaign; return the problems (empty list = valid)."""
+def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
+    """Load every file of a campaign; return the problems (empty list = valid). ``out`` gets what was
+    found, ``progress`` (when given) a ``[i/n] run`` line per run; ``benchbook validate`` sends it to
+    stderr unless ``--quiet``, ``init`` shows none."""
     from benchbook.ingest.campaign import Campaign, load_campaign
 
     errors: list[InputError] = []
@@ -59,7 +61,8 @@ def validate_campaign(root: Path, out=print) -> list[InputError]:
     usable: dict[tuple[str, str], list] = {}
     unreachable: set[str] = set()  # Prometheus servers that did not answer: listed once, not per run
     for i, r in enumerate(camp.runs, 1):
-        print(f"[{i}/{total}] {r.id}", file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
+        if progress is not None:
+            progress(f"[{i}/{total}] {r.id}")
         # Each run is checked on its own so one bad run does not hide problems in the others.
         single = _single_run_campaign(camp, r)
         if not _prometheus_ok(camp, r, i - 1, errors, out, unreachable):
@@ -164,29 +167,30 @@ def _check_render_params(root: Path, errors: list, out) -> None:
     """``render.yml`` (or .yaml/.json) read and checked as ``render`` reads it: the input limits (no
     YAML aliases …), page kinds, no input-choosing keys, and each parameter declared by its page's
     notebook — so that what ``render`` would reject, ``validate`` rejects first."""
-    from benchbook.pipeline import render
+    from benchbook.pipeline import params as render_params
+    from benchbook.pipeline.plan import notebook_for
 
-    f = render._params_file(root)
+    f = render_params.params_file(root)
     if f is None:
         return
-    own = _collect(lambda: render.campaign_params(root), errors)
+    own = _collect(lambda: render_params.campaign_params(root), errors)
     if own is None:
         return
     before = len(errors)
-    _collect(lambda: render.check_overrides(own, str(f)), errors)
+    _collect(lambda: render_params.check_overrides(own, str(f)), errors)
     for page, params in sorted(own.items()):
-        nb = render.notebook_for(page)
+        nb = notebook_for(page)
         if not nb.is_file():
             continue
         try:
-            declared = render.declared_parameters(nb)
+            declared = render_params.declared_parameters(nb)
         except RenderError:  # a broken notebook is render's failure, not this campaign's input
             continue
         for k in sorted(params):
-            if k not in declared and k not in render.INPUT_PARAMETERS:
+            if k not in declared and k not in render_params.INPUT_PARAMETERS:
                 errors.append(InputError(f, f"$.{page}.{k}", f"{nb.name} declares no parameter {k!r}"))
         known = {k: v for k, v in params.items() if k in declared}
-        _collect(lambda known=known, d=declared: render.check_parameter_types(known, d, str(f)), errors)
+        _collect(lambda known=known, d=declared: render_params.check_parameter_types(known, d, str(f)), errors)
     if len(errors) == before:
         out(f"{f}: page parameters for {', '.join(sorted(own)) or 'no page'}, valid")
 
@@ -397,11 +401,15 @@ def _looks_json(path: Path) -> bool:
     return head[:1] in (b"{", b"[")
 
 
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
+
+
 def run(args) -> int:
     out = (lambda *_a, **_k: None) if args.quiet else print
     path: Path = args.path
     if path.is_dir() and (path / "campaign.json").exists():
-        errors = validate_campaign(path, out)
+        errors = validate_campaign(path, out, progress=None if args.quiet else _progress)
     elif path.is_dir():
         errors = [InputError(path, "-", "no campaign.json in this folder (an empty or non-campaign folder)")]
     else:

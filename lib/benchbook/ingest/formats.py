@@ -692,7 +692,8 @@ def describe(runs: Iterable[BenchmarkRun]) -> list[str]:
     for r in runs:
         c, s = r.config, r.summary
         parts = [
-            f"{r.format} {r.location}",
+            # where in the file, when the file holds several runs ("$" alone is the whole file)
+            r.format if r.location in ("", "$") else f"{r.format} {r.location}",
             f"[{r.tool_version or 'version not stated'}]",
             f"model={c.get('model') or '?'}",
             f"rate={_fmt_num(c.get('request_rate'))}",

@@ -81,6 +81,11 @@ def _series_of(page: Page) -> list[str | None]:
     return seen
 
 
+def _series_prefix(series: str | None) -> str:
+    """ "Series X; " for a caption, nothing for arms that name no series (not "Series None")."""
+    return "" if series is None else f"Series {series}; "
+
+
 def _ctx(page: Page, pclass: str = "short") -> str:
     pc = page.camp.prompt_classes.get(pclass, {})
     words = f"{pc['words']} words, " if "words" in pc else ""
@@ -233,6 +238,8 @@ def configuration(page: Page) -> bd.Block:
 def whole_request(page: Page) -> bd.Block:
     rows = [r for r in baseline.whole_request_rows(page.camp) if r["arm"] in page.arms]
     bd.record("whole_request", rows)
+    if not rows:  # no whole-request runs among the arms shown: no section (the scope says what ran)
+        return bd.Block("")
     out = ["<h2>Whole request: single request, the 2/4/8 ladder, the interleave</h2>"]
     for series in _series_of(page):
         sr = [r for r in rows if r["series"] == series]
@@ -259,7 +266,8 @@ def whole_request(page: Page) -> bd.Block:
                     table,
                     id=f"whole-request-{sections.slug(series)}",
                     caption=(
-                        f"Series {series} (commit {commit}). Each row is one server process; {_ctx(page)}; the interleave "
+                        f"{_series_prefix(series)}commit {commit}. Each row is one server process; {_ctx(page)}; the "
+                        "interleave "
                         "figure is the latency of a short request started while a long one is in flight. Ladder columns are "
                         "aggregate rates n × tokens / wall (output tok/s)."
                     ),
@@ -420,7 +428,8 @@ def phase_split(page: Page) -> bd.Block:
                         rows,
                         id=f"phase-split-{sections.slug(series)}",
                         caption=(
-                            f"Series {series}; {page.camp.generation_tokens} generated tokens per request; environment per row. "
+                            f"{_series_prefix(series)}{page.camp.generation_tokens} generated tokens per request; "
+                            "environment per row. "
                             "Median (min–max)."
                         ),
                     )
@@ -617,6 +626,16 @@ def comparisons_table(page: Page) -> bd.Block:
             }
         )
         last = pair
+    if not rows:  # said in one line, not as an empty table with a caption squeezed to its width
+        return bd.Block(
+            str(bd.heading("Comparisons and verdicts", id="comparisons"))
+            + str(
+                bd.text(
+                    "No comparison: campaign.json names none among the arms shown (its comparisons list), so no "
+                    "ratio is judged on this page."
+                )
+            )
+        )
     return bd.Block(
         str(bd.heading("Comparisons and verdicts", id="comparisons"))
         + str(
@@ -728,6 +747,8 @@ def amortization(page: Page) -> bd.Block:
 
 def checks_section(page: Page) -> bd.Block:
     bd.record("checks", page.checks)
+    if not page.checks:  # nothing was checked: no empty heading
+        return bd.Block("")
     rows = [
         {
             "Check": c["name"],
@@ -974,6 +995,8 @@ def verdict(page: Page) -> bd.Block:
             lines.append(c["detail"])
     lines += [d.describe() for d in _memory_deltas(page)]
     bd.record("verdict_sentences", lines)
+    if not lines:  # nothing to conclude: no empty heading
+        return bd.Block("")
     return bd.Block("<h2>Verdict</h2><ol>" + "".join(f"<li>{bd.esc(x)}</li>" for x in lines) + "</ol>")
 
 

@@ -192,13 +192,51 @@ def _fmt_cell(value: Any, fmt: Format | None, float_format: str) -> tuple[str, b
     return _wrap_long(str(value)), False
 
 
-_LONG_TOKEN = re.compile(r"\S{28,}")
+_LONG_TOKEN = re.compile(r"\S{20,}")
+# where a long token may break: after the separators of names, paths and settings
+# (POCKETLLM_CPP_DECODE_SPARSE_ARENA=12 -> POCKETLLM_ CPP_ ... ARENA=12; nv-action_serving_llama8B_tp1_1)
+_BREAK_AFTER = re.compile(r"(?<=[_/=,:.\-+@])(?=\S)")
 
 
 def _wrap_long(s: str) -> str:
-    """Escaped text; a cell holding an unbreakable run (a hash, a variable name, a path) may break
-    inside it, so one long token does not push its table past the page."""
-    return f'<span class="bb-long">{esc(s)}</span>' if _LONG_TOKEN.search(s) else esc(s)
+    """Escaped text; a cell holding a long unbreakable run (a variable name, a file stem, a path, a
+    hash) may break after its separators (``_ / = , : . - + @``), never mid-word, so one long token
+    neither pushes its table past the page nor gets squeezed into a column one letter wide. A token
+    without separators (a hash) breaks anywhere only when nothing else fits (``.bb-long``)."""
+    if not _LONG_TOKEN.search(s):
+        return esc(s)
+    out = []
+    for tok in re.split(r"(\s+)", s):
+        pieces = _BREAK_AFTER.split(tok) if len(tok) >= 20 else [tok]
+        out.append("<wbr>".join(esc(p) for p in pieces))
+    return '<span class="bb-long">' + "".join(out) + "</span>"
+
+
+# a figure with its range and ratio, "146.56 (93.75–199.37) (1.768x)": it may wrap between its parts
+_FIGURE_PARTS = re.compile(r" (?=[(\[/±])")
+
+
+def _figure_parts(h: str) -> str:
+    """Escaped figure text split into parts that stay whole (``bb-nw``) and wrap between each other,
+    so a table of many such columns fits its page instead of running off it."""
+    parts = _FIGURE_PARTS.split(h)
+    if len(parts) == 1 or "<" in h:
+        return h
+    # a range "(93.75–199.37)" may also break after its dash: the widest part sets the column's width
+    dash = '–</span><wbr><span class="bb-nw">'
+    return " ".join('<span class="bb-nw">' + p.replace("–", dash) + "</span>" for p in parts)
+
+
+MANY_COLUMNS = 10  # a table this wide sets smaller (.bb-many) to fit the page
+_PROSE_CHARS = 80  # a column whose cells run this long on average is prose: it keeps a readable width
+
+
+def _prose_column(cells: list[tuple[str, bool]]) -> bool:
+    """A column of plain sentences (markup such as a folded reason is laid out by its own rules)."""
+    if not cells or any("<" in h and "bb-long" not in h for h, _ in cells):
+        return False
+    texts = [re.sub(r"<[^>]+>", "", h) for h, _ in cells]
+    return sum(len(t) for t in texts) / len(texts) >= _PROSE_CHARS
 
 
 def table(
@@ -231,6 +269,8 @@ def table(
     if unknown:
         raise ValueError(f"table(): formats for unknown columns {sorted(unknown)}")
     cls = "bb-table bb-compact" if compact else "bb-table"
+    if len(columns) >= MANY_COLUMNS:
+        cls += " bb-many"
     out = [f'<table class="{cls}" id="bb-{id}">']
     if caption:
         out.append(f"<caption>{esc(caption)}</caption>")
@@ -244,12 +284,19 @@ def table(
         )
         + "</tr></thead>"
     )
+    prose = [not r and not compact and _prose_column([b[i] for b in body]) for i, r in enumerate(right)]
     out.append("<tbody>")
     for cells_ in body:
         cells = []
-        for (h, numeric), r in zip(cells_, right):
+        for (h, numeric), r, p in zip(cells_, right, prose):
             cells.append(
-                f'<td class="num">{h}</td>' if numeric else (f'<td class="numtext">{h}</td>' if r else f"<td>{h}</td>")
+                f'<td class="num">{h}</td>'
+                if numeric
+                else (
+                    f'<td class="numtext">{_figure_parts(h)}</td>'
+                    if r
+                    else (f'<td class="bb-prose">{h}</td>' if p else f"<td>{h}</td>")
+                )
             )
         out.append("<tr>" + "".join(cells) + "</tr>")
     out.append("</tbody></table>")

@@ -4,9 +4,9 @@
 would otherwise write by hand to start poking at a campaign (per-request latency over time, the
 ladder, the phase split per arm, memory over time) is here, so the notebook stays thin.
 
-Frames (all polars):
+Frames (all polars; ``t.pandas.<frame>`` is the same table in pandas, pyarrow-backed):
 
-``requests``       one row per whole request (warm-up rows included, scenario warmup)
+``requests``       one row per request: whole-request runs (warm-up rows included, scenario warmup) and the per-request records of results runs (harness results, scenario results)
 ``ladder``         one row per (run, scenario, n) group: wall, aggregate rate, queue shape
 ``phase_samples``  one row per phase sample with its prefill/decode split
 ``phase_cells``    median [min–max] per (arm, prompt class, metric) after the warm-up discard
@@ -17,6 +17,10 @@ Frames (all polars):
 
 Everything computed (cells, the PD figures) comes from the campaign's one analysis object
 (:func:`benchbook.analysis.campaign_analysis.analyse`); ``t.analysis`` is that object.
+
+polars or pandas: the frames are polars (fast, strict types, the library's own); ``t.pandas.requests``
+(or ``t.to_pandas("requests")``) converts one with pyarrow-backed columns, no copy where Arrow
+allows, for the pandas API, seaborn or scikit-learn. pandas comes with the ``lab`` extra.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from benchbook.analysis import baseline
 from benchbook.pages import display as bd
 
 
@@ -60,6 +63,45 @@ class Tables:
     def counts(self) -> dict[str, int]:
         return {name: getattr(self, name).height for name in self.FRAMES}
 
+    def to_pandas(self, name: str) -> Any:
+        """Frame ``name`` as a pandas DataFrame with pyarrow-backed columns (``ArrowDtype``)."""
+        if name not in self.FRAMES:
+            raise KeyError(f"no frame {name!r}; the frames are {', '.join(self.FRAMES)}")
+        try:
+            import pandas  # noqa: F401 - a clear message when the lab extra is missing
+            import pyarrow  # noqa: F401
+        except ModuleNotFoundError as e:
+            raise ModuleNotFoundError(
+                f"t.pandas needs {e.name}, which the lab extra installs: pip install -e '.[lab]' (make lab does)"
+            ) from None
+        return getattr(self, name).to_pandas(use_pyarrow_extension_array=True)
+
+    @property
+    def pandas(self) -> PandasFrames:
+        """Every frame as pandas, converted on first use: ``t.pandas.requests``."""
+        return PandasFrames(self)
+
+
+class PandasFrames:
+    """``t.pandas.<frame>``: a frame of :class:`Tables` as pandas (pyarrow-backed), converted once."""
+
+    def __init__(self, tables: Tables):
+        self._tables = tables
+        self._done: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if name not in self._done:
+            try:
+                self._done[name] = self._tables.to_pandas(name)
+            except KeyError as e:
+                raise AttributeError(e.args[0]) from None
+        return self._done[name]
+
+    def __dir__(self) -> list[str]:
+        return list(Tables.FRAMES)
+
 
 def metric_deltas(camp: Any) -> Any:
     """Every counter series the phase split reads, before and after each sample (warm-ups included).
@@ -74,9 +116,10 @@ def metric_deltas(camp: Any) -> Any:
 
     from benchbook.metrics import phases
 
-    names = phases.needed_names(camp.profile)
+    runs = camp.runs_of("phases")
+    names = phases.needed_names(camp.profile) if runs else ()  # no phases runs: maybe no engine named
     rows = []
-    for r in camp.runs_of("phases"):
+    for r in runs:
         for i, s in enumerate(camp._phases_doc(r)["samples"]):
             before, after, _win, _restart = camp.sample_snapshots(r, i)  # capture files or a Prometheus window
             samples = sorted(
@@ -132,12 +175,87 @@ def load(campaign: str) -> Tables:
     an = analyse(camp)
     req = camp.requests
     ladder = ladder_table(req) if req.height else pl.DataFrame()
-    ps = camp.phase_samples
-    cells = an.phase_cells if an.phase_cells is not None else pl.DataFrame(schema=baseline._CELL_SCHEMA())
+    requests = pl.concat(
+        [
+            req.with_columns(
+                pl.lit("requests").alias("harness"),
+                pl.lit(None, pl.Float64).alias("ttft"),
+                pl.lit(True).alias("success"),
+            ),
+            result_requests(camp, an),
+        ],
+        how="vertical",
+    )
+    # a campaign without phases runs may name no engine (results runs detect it): nothing to split,
+    # and the frames keep the columns a query names
+    ps = camp.phase_samples if camp.runs_of("phases") or camp.manifest.get("engine") else _NO_PHASE_SAMPLES()
+    cells = an.phase_cells if an.phase_cells is not None else _frame([])
     gpu, host, markers = camp.memory
     pd_cells = _frame(an.pd.cells if an.pd else [])
     pd_cmp = _frame(an.pd.comparisons if an.pd else [])
-    return Tables(camp, req, ladder, ps, cells, metric_deltas(camp), gpu, host, markers, pd_cells, pd_cmp, an)
+    return Tables(camp, requests, ladder, ps, cells, metric_deltas(camp), gpu, host, markers, pd_cells, pd_cmp, an)
+
+
+def _NO_PHASE_SAMPLES() -> Any:
+    """``phase_samples`` of a campaign that has no phases runs and names no engine: no rows, the
+    key columns."""
+    import polars as pl
+
+    return pl.DataFrame(
+        schema={"run": pl.String, "arm": pl.String, "prompt_class": pl.String, "repeat": pl.Int64, "warmup": pl.Boolean}
+    )
+
+
+def result_requests(camp: Any, an: Any) -> Any:
+    """The per-request records of the campaign's results runs (tools' result files that keep them:
+    ``vllm bench serve --save-detailed``, SGLang's JSONL, GuideLLM …) in ``Campaign.requests``'
+    columns plus ``harness`` ("results"), ``ttft`` and ``success``.
+
+    ``start`` is seconds since the benchmark run's first request (the files' clocks are not
+    comparable across runs), ``latency`` the end-to-end time, ``n`` the run's max concurrency,
+    ``finish_reason`` the tool's error for a failed request. Runs whose files keep no per-request
+    records add no rows.
+    """
+    import polars as pl
+
+    from benchbook.ingest.campaign import REQUEST_SCHEMA
+
+    schema = {**REQUEST_SCHEMA(), "harness": pl.String, "ttft": pl.Float64, "success": pl.Boolean}
+    frames = []
+    arms = {r.id: r.arm for r in camp.runs}
+    for pid, rid, run in an.results_inputs.runs if an.results_inputs is not None else []:
+        d = run.requests
+        if d is None or d.height == 0:
+            continue
+        arm = arms.get(rid, rid)
+        t0 = d["start_s"].min()
+        start = pl.col("start_s") - t0 if t0 is not None else pl.lit(None, pl.Float64)
+        conc = run.config.get("max_concurrency")
+        frames.append(
+            d.select(
+                pl.lit(pid).alias("run"),
+                pl.lit(arm).alias("arm"),
+                pl.lit(camp.arm_environment(arm)).alias("environment"),
+                pl.lit(0).alias("round"),
+                pl.lit("results").alias("scenario"),
+                pl.lit(int(conc) if isinstance(conc, (int, float)) and conc == conc and conc != float("inf") else None)
+                .cast(pl.Int64)
+                .alias("n"),
+                pl.col("index"),
+                pl.lit(None, pl.String).alias("prompt_class"),
+                start.alias("start"),
+                (start + pl.col("e2e_s")).alias("end"),
+                pl.col("e2e_s").alias("latency"),
+                pl.col("prompt_tokens"),
+                pl.col("completion_tokens"),
+                pl.col("error").alias("finish_reason"),
+                pl.lit(None, pl.Boolean).alias("stream"),
+                pl.lit("results").alias("harness"),
+                pl.col("ttft_s").alias("ttft"),
+                pl.col("success"),
+            ).cast(schema)
+        )
+    return pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=schema)
 
 
 def _frame(rows: list[dict[str, Any]]) -> Any:
@@ -185,7 +303,8 @@ def overview(t: Tables) -> bd.Block:
         + str(
             bd.text(
                 "Campaign {c} ({p}). Every frame below is a polars DataFrame on t; import polars as pl and query it "
-                'directly, e.g. t.phase_samples.filter(pl.col("arm") == "tuned").',
+                'directly, e.g. t.phase_samples.filter(pl.col("arm") == "tuned"). For pandas, t.pandas.<frame> is '
+                "the same table with pyarrow-backed columns (e.g. t.pandas.requests.describe()).",
                 c=t.camp.name,
                 p=t.camp.manifest.get("provenance", ""),
             )
@@ -212,9 +331,9 @@ def latency_chart(t: Tables) -> bd.Block:
     from benchbook.pages import charts
 
     if t.requests.height == 0:
-        return _empty("whole-request runs")
+        return _empty("per-request records (whole-request runs, or result files that keep each request)")
     d = t.requests.select("run", "scenario", "n", "prompt_class", "start", "latency").with_columns(
-        pl.col("scenario").alias("scenario")
+        pl.col("prompt_class").fill_null("(not stated)")
     )
     if d.height > charts.ROW_BUDGET:
         series = d.select("run", "scenario").unique().height
@@ -262,10 +381,26 @@ def latency_chart(t: Tables) -> bd.Block:
         interactive=True,
         id="explore-latency",
         caption=(
-            f"Each dot is one request; {t.camp.generation_tokens} generated tokens each. A staircase inside a ladder "
-            "group means requests were served one after another."
+            f"Each dot is one request ({_tokens(t)}). A staircase inside a ladder group means requests were served "
+            "one after another; results runs start at their first request."
         ),
     )
+
+
+def _tokens(t: Tables) -> str:
+    """What the requests generated: the campaign's budget, or the results runs' own token counts."""
+    import polars as pl
+
+    parts = []
+    if t.requests.filter(pl.col("harness") == "requests").height:
+        parts.append(f"whole-request runs: {t.camp.generation_tokens} generated tokens each")
+    res = t.requests.filter(pl.col("harness") == "results")["completion_tokens"].drop_nulls()
+    if res.len():
+        lo, hi = res.min(), res.max()
+        parts.append(
+            f"results runs: {lo} generated tokens each" if lo == hi else f"results runs: {lo}–{hi} generated tokens"
+        )
+    return "; ".join(parts)
 
 
 def ladder_chart(t: Tables) -> bd.Block:

@@ -198,15 +198,17 @@ def run_job(job: Job, kernel: Any = None) -> Done:
             _write_atomic(Path(job.target), data)
             write_key(Path(job.target), job.key)
             return Done(job, True, time.perf_counter() - t0, len(data))
-        from benchbook.pipeline import render
+        from benchbook.pipeline import plan
+        from benchbook.pipeline.execute import render_page
+        from benchbook.pipeline.params import page_parameters
 
         params = dict(job.params or {})
         if job.campaign:  # a campaign page: resolve its parameters against the notebook now
-            manifest = render.read_manifest(Path(job.source))
-            params = render.page_parameters(Path(job.source), manifest, job.page, Path(job.notebook), params)
+            manifest = plan.read_manifest(Path(job.source))
+            params = page_parameters(Path(job.source), manifest, job.page, Path(job.notebook), params)
         # a campaign page runs in the campaign's parent folder (``campaign`` is the folder's name),
         # the history page in the reports folder: no absolute path of this machine enters a page
-        res = render.render_page(
+        res = render_page(
             Path(job.notebook),
             params,
             Path(job.target),
@@ -492,11 +494,15 @@ def plan_campaign(
     notebooks: Path | None,
     force: bool,
     log: Callable[[str], None],
+    digest: str | None = None,
 ) -> Plan:
     """The jobs one campaign needs: its pages (unless current) and its headline figures (unless
-    current). Raises ``InputError`` for a campaign the renderer cannot read at all."""
+    current). Raises ``InputError`` for a campaign the renderer cannot read at all. ``digest``: the
+    campaign folder's :func:`folder_digest` when the caller has it already."""
     from benchbook.errors import InputError
-    from benchbook.pipeline import render, writes
+    from benchbook.pipeline import plan as page_plan
+    from benchbook.pipeline import writes
+    from benchbook.pipeline.params import campaign_params, check_overrides, merge_params, params_file
 
     reserved = reserved_name(Path(campaign).name)
     if reserved:
@@ -504,21 +510,22 @@ def plan_campaign(
     campaign = Path(campaign).resolve()
     if not campaign.is_dir():
         raise InputError(campaign, None, "campaign folder does not exist")
-    manifest = render.read_manifest(campaign)
-    own = render.campaign_params(campaign)
-    render.check_overrides(own, str(render._params_file(campaign)))
-    params_all = render._merge_params(own, overrides or {})
+    manifest = page_plan.read_manifest(campaign)
+    own = campaign_params(campaign)
+    check_overrides(own, str(params_file(campaign)))
+    params_all = merge_params(own, overrides or {})
     if Path(out_dir).is_dir():
         writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
     plan = Plan(campaign.name, manifest)
-    digest = folder_digest(campaign)
+    if digest is None or digest.startswith("unreadable: "):
+        digest = folder_digest(campaign)  # raises what made it unreadable, for this campaign alone
     code = code_fingerprint()
-    applies = render.pages_for(manifest)
+    applies = page_plan.pages_for(manifest)
     wanted = [p for p in applies if only is None or p in only]
     if not applies:
         log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
     for page in wanted:
-        nb = render.notebook_for(page, notebooks)
+        nb = page_plan.notebook_for(page, notebooks)
         if not nb.is_file():
             log(f"{campaign.name}/{page}: skipped, {nb} does not exist yet")
             plan.skipped.append(page)
@@ -541,7 +548,7 @@ def plan_campaign(
                 page,
                 str(nb),
                 overrides_page,
-                render.page_title(manifest, campaign, page),
+                page_plan.page_title(manifest, campaign, page),
             )
         )
     head = Path(out_dir) / HEADLINE
@@ -549,6 +556,95 @@ def plan_campaign(
     if force or not is_current(head, hkey):
         plan.jobs.append(Job(campaign.name, str(campaign), str(writes.fixed_name(head)), hkey))
     return plan
+
+
+# ----------------------------------------------------------------------------------- a no-op render --all
+
+TREE_KEY = ".render-all.key"  # in the reports folder: what the last clean render --all read and wrote
+
+
+@dataclasses.dataclass(frozen=True)
+class TreeInputs:
+    """Everything a ``render --all`` reads, hashed (:func:`tree_inputs`), and the campaign digests."""
+
+    key: str
+    digests: dict[str, str]
+
+
+def tree_inputs(
+    campaigns: list[Path], notebooks: Path | None, only: list[str] | None, params: bytes | None
+) -> TreeInputs:
+    """The key of a ``render --all``'s inputs: every campaign folder (path and :func:`folder_digest`),
+    every notebook of the notebooks folder, the code (:func:`code_fingerprint`), the ``--params``
+    file's bytes and ``--page``. Computed without reading a manifest or importing the renderer."""
+    from benchbook.pipeline.plan import NOTEBOOKS
+
+    nbdir = Path(notebooks) if notebooks is not None else NOTEBOOKS
+    from benchbook.errors import InputError
+
+    digests: dict[str, str] = {}
+    for c in campaigns:
+        try:
+            digests[str(c)] = folder_digest(c)
+        except InputError as e:  # a FIFO, a device …: that campaign fails when it is planned, the rest render
+            digests[str(c)] = "unreadable: " + str(e)
+    nbs = sorted((p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in nbdir.glob("*.ipynb") if p.is_file())
+    params_hash = None if params is None else hashlib.sha256(params).hexdigest()
+    key = render_key("tree", sorted(digests.items()), str(nbdir.resolve()), nbs, code_fingerprint(), params_hash, only)
+    return TreeInputs(key, digests)
+
+
+def _output_keys(out: Path) -> dict[str, str]:
+    """Every render key recorded in ``out`` (``<campaign>/<page>.key``, ``headline.key``,
+    ``history.key``) by relative path."""
+    found = {}
+    for kp in [*Path(out).glob("*" + KEY_SUFFIX), *Path(out).glob("*/*" + KEY_SUFFIX)]:
+        if any(part.startswith(".") for part in kp.relative_to(out).parts):
+            continue  # this record itself; nothing else hidden holds a key
+        try:
+            found[kp.relative_to(out).as_posix()] = kp.read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+    return found
+
+
+def _target_of(out: Path, rel_key: str) -> Path:
+    stem = Path(out) / rel_key[: -len(KEY_SUFFIX)]
+    return stem.with_name(HEADLINE) if stem.name == Path(HEADLINE).stem else stem.with_suffix(".html")
+
+
+def unchanged_tree(out: Path, inputs: TreeInputs) -> dict[str, Any] | None:
+    """What the last clean ``render --all`` into ``out`` recorded (its pages, its history state) when
+    nothing it read has changed since and everything it wrote is still there; else None. A no-op
+    ``render --all`` then reads no manifest, starts no worker and leaves every file untouched."""
+    try:
+        rec = json.loads((Path(out) / TREE_KEY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(rec, dict) or rec.get("inputs") != inputs.key or not (Path(out) / "index.html").is_file():
+        return None
+    outputs = rec.get("outputs")
+    if not isinstance(outputs, dict) or _output_keys(out) != outputs:
+        return None
+    if not all(_target_of(out, k).is_file() for k in outputs):
+        return None
+    return rec
+
+
+def forget_tree(out: Path) -> None:
+    """Drop the record before a render writes anything: a render killed midway leaves none, so the
+    next one plans (and cleans up) in full."""
+    try:
+        (Path(out) / TREE_KEY).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def record_tree(out: Path, inputs: TreeInputs, pages: list[str], history: str) -> None:
+    """After a ``render --all`` without a failure: what it read (``inputs``), the keys of what the
+    output folder now holds, the pages and the history state (for the next no-op's summary line)."""
+    rec = {"inputs": inputs.key, "outputs": _output_keys(out), "pages": sorted(pages), "history": history}
+    _write_atomic(Path(out) / TREE_KEY, (json.dumps(rec, indent=1, sort_keys=True) + "\n").encode())
 
 
 # ----------------------------------------------------------------------------------- render --all
@@ -582,18 +678,21 @@ def render_all(
     workers: int | None = None,
     log: Callable[[str], None] = lambda m: None,
     error: Callable[[str], None] = lambda m: None,
+    digests: Mapping[str, str] | None = None,
 ) -> tuple[list[Any], Summary]:
-    """Plan, render what changed on ``workers`` processes, then the history page.
+    """Plan, render what changed on ``workers`` processes, then the history page. ``digests``: the
+    campaign folders' :func:`folder_digest` by path, when the caller has them (:func:`tree_inputs`).
 
-    Returns the campaigns' outcomes (``render.CampaignOutcome``, for the index) and the summary.
+    Returns the campaigns' outcomes (:class:`benchbook.pipeline.campaigns.CampaignOutcome`, for the index) and the summary.
     A campaign that cannot be planned (unreadable campaign.json, bad render.yml) is a failure of
     that campaign only; the others render."""
     from benchbook.errors import BenchbookError
-    from benchbook.pipeline import render
+    from benchbook.pipeline.campaigns import CampaignOutcome, campaign_failure
+    from benchbook.pipeline.plan import NOTEBOOKS, PAGES
 
     t0 = time.perf_counter()
     out = Path(out)
-    nbdir = Path(notebooks) if notebooks is not None else render.NOTEBOOKS
+    nbdir = Path(notebooks) if notebooks is not None else NOTEBOOKS
     summary = Summary()
     plans: list[Plan] = []
     outcomes: dict[str, Any] = {}
@@ -601,25 +700,30 @@ def render_all(
     for c in campaigns:
         try:
             plan = plan_campaign(
-                c, out / c.name, only=only, overrides=overrides or {}, notebooks=notebooks, force=force, log=log
+                c,
+                out / c.name,
+                only=only,
+                overrides=overrides or {},
+                notebooks=notebooks,
+                force=force,
+                log=log,
+                digest=(digests or {}).get(str(c)),
             )
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as e:  # noqa: BLE001 - one campaign's failure of any kind is that campaign's
-            o = render.campaign_failure(c, e)
+            o = campaign_failure(c, e)
             failed_campaigns.append(o)
             summary.failed += 1
             error(f"{c.name}: FAILED: {o.error[1]}")
             continue
         plans.append(plan)
-        o = render.CampaignOutcome(plan.name, plan.manifest)
+        o = CampaignOutcome(plan.name, plan.manifest)
         o.skipped = list(plan.skipped)
         o.unchanged = list(plan.unchanged)
         planned = {j.page for j in plan.jobs}
         o.kept = [  # pages of earlier renders not rendered now (e.g. outside --page): still linked
-            p
-            for p in render.PAGES
-            if p not in plan.unchanged and p not in planned and (out / c.name / f"{p}.html").is_file()
+            p for p in PAGES if p not in plan.unchanged and p not in planned and (out / c.name / f"{p}.html").is_file()
         ]
         outcomes[plan.name] = o
         summary.unchanged += len(plan.unchanged)

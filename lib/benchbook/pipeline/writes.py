@@ -1,21 +1,23 @@
 """Writes a render cannot tear: a page's files published together, locks on output folders, and
 cleanup of what a killed render left behind.
 
-**Page generations.** A page is several files (``<page>.html``, ``<page>.ipynb``,
-``<page>.values.json``) that must change together. POSIX renames one name at a time, so the files
-live in a generation folder and the names readers open are fixed symbolic links into a pointer::
+**Page sets.** A page is several files (``<page>.html``, ``<page>.ipynb``, ``<page>.values.json``)
+that must change together, and each is a plain file, so that ``rsync -a``, ``zip -y``, ``cp -P`` or
+an artifact upload of the output folder (or of one page) publishes what a browser opens. POSIX
+renames one name at a time, so :func:`publish` journals the switch::
 
-    out/baseline.html         -> .pages/baseline/baseline.html      (fixed, created once)
-    out/baseline.ipynb        -> .pages/baseline/baseline.ipynb
-    out/baseline.values.json  -> .pages/baseline/baseline.values.json
-    out/.pages/baseline       -> baseline@k3j9x2                    (the pointer)
-    out/.pages/baseline@k3j9x2/{baseline.html, baseline.ipynb, baseline.values.json}
+    1. .baseline.html.<token>.tmp, .baseline.ipynb.<token>.tmp, ...   written and fsynced beside
+    2. .baseline.set.json   {name: {sha256, tmp}}                       written atomically: the commit
+    3. each temp file renamed over its name, the folder fsynced
 
-:func:`publish` writes the new files into a fresh generation folder (fsynced), then replaces the
-pointer with one ``rename`` of a symlink: every reader sees the old three files or the new three,
-whatever moment the process is killed at. Links are relative and stay inside ``out``, so the
-folder can be copied or served as it is. A folder written by an older benchbook (real files at
-the fixed names) is converted in place without changing what the names show.
+A render killed before (2) leaves the previous three files (its temp files are removed by the next
+render); killed after (2), the set is *rolled forward*: the next render (:func:`clean_folder`) or any
+reader calling :func:`repair` renames the temp files still pending, so the names show the new three.
+``.<page>.set.json`` stays beside the page as its manifest: :func:`torn` compares the three files
+with it, so a reader can tell a set caught between two renames (or changed by hand) from a whole
+one. A folder written by an older benchbook (names that are links into ``.pages/<generation>/``) is
+converted by the next publish of each page: the links are replaced by plain files, and the
+generation folders no name points into any more are removed by :func:`clean_folder`.
 
 **Locks.** :func:`folder_lock` (blocking, held only while publishing and cleaning) serializes
 writers of one output folder; :func:`render_lock` (non-blocking) stops a second ``benchbook
@@ -31,6 +33,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import hashlib
+import json
 import os
 import secrets
 import shutil
@@ -40,13 +44,14 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from benchbook.errors import LockedError
+from benchbook.jsonfile import sha256_file
 
-GENERATIONS = ".pages"  # the folder, inside an output folder, holding page generations
+GENERATIONS = ".pages"  # the older layout's folder of page generations (converted, then removed)
 FOLDER_LOCK = ".benchbook-write.lock"  # held while publishing into / cleaning one output folder
 RENDER_LOCK = ".benchbook-render.lock"  # held by one `benchbook render` per output folder
 KERNEL_PREFIX = "benchbook-kernel-"  # kernel IPC folders in the temp directory
 KERNEL_OWNER = "owner.lock"  # flock-ed by the render that created the kernel folder
-_NEXT = ".next-"  # temporary pointer links, renamed over the pointer
+_NEXT = ".next-"  # the older layout's temporary pointer links
 
 
 def _fsync_dir(path: Path) -> None:
@@ -84,41 +89,35 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 
 def fixed_name(path: str | Path) -> Path:
-    """``path`` made absolute *without* following its last component: a page's fixed name is a link
-    into its generation, and resolving it would publish the next generation inside the previous one
-    (and record its key there, where the next render does not look)."""
+    """``path`` made absolute *without* following its last component: in a folder of the older layout
+    a page's name is a link into its generation, and resolving it would publish the next page inside
+    the previous generation (and record its key there, where the next render does not look)."""
     p = Path(path)
     return p.parent.resolve() / p.name
 
 
-def _replace_symlink(target: str, link: Path) -> None:
-    """Point ``link`` at ``target`` with one rename (a temp link beside it, then ``os.replace``)."""
-    tmp = link.parent / f"{_NEXT}{link.name}-{secrets.token_hex(4)}"
-    os.symlink(target, tmp)
+SET_SUFFIX = ".set.json"
+
+
+def set_path(out: Path, stem: str) -> Path:
+    """The manifest (and journal) of page ``stem`` in ``out``: ``.<stem>.set.json``."""
+    return Path(out) / f".{stem}{SET_SUFFIX}"
+
+
+def _read_set(out: Path, stem: str) -> dict[str, dict[str, str]]:
     try:
-        os.replace(tmp, link)
-    finally:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
+        doc = json.loads(set_path(out, stem).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    files = doc.get("files") if isinstance(doc, dict) else None
+    return files if isinstance(files, dict) else {}
 
 
-def _adopt_legacy(out: Path, stem: str, names: list[str]) -> None:
-    """Convert real files at the fixed names (an older layout) into a first generation, keeping what
-    each name shows at every step: hard links into a generation, pointer, then one link per name."""
-    gens = out / GENERATIONS
-    pointer = gens / stem
-    real = [n for n in names if (out / n).is_file() and not (out / n).is_symlink()]
-    if not real:
-        return
-    if not os.path.lexists(pointer):
-        gen = Path(tempfile.mkdtemp(prefix=f"{stem}@", dir=gens))
-        for n in real:
-            os.link(out / n, gen / n)
-        _fsync_dir(gen)
-        _replace_symlink(gen.name, pointer)
-    for n in real:  # each replaced by a link to the same content
-        _replace_symlink(f"{GENERATIONS}/{stem}/{n}", out / n)
-    _fsync_dir(out)
+def _sha256(path: Path) -> str | None:
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
 
 
 def publish(out: Path, stem: str, files: Mapping[str, bytes]) -> None:
@@ -132,47 +131,81 @@ def publish(out: Path, stem: str, files: Mapping[str, bytes]) -> None:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out):
+        _repair(out, stem)  # a set a killed publish committed: finish it first
         _publish(out, stem, files)
 
 
 def _publish(out: Path, stem: str, files: Mapping[str, bytes]) -> None:
-    gens = out / GENERATIONS
-    gens.mkdir(parents=True, exist_ok=True)
-    names = [stem + suffix for suffix in files]
-    _adopt_legacy(out, stem, names)
-    gen = Path(tempfile.mkdtemp(prefix=f"{stem}@", dir=gens))
+    token = secrets.token_hex(4)
+    staged: dict[str, dict[str, str]] = {}
     try:
         for suffix, data in files.items():
-            _write_file(gen / (stem + suffix), data)
-        os.chmod(gen, 0o755)
-        _fsync_dir(gen)
-        # the fixed names: links into the pointer (dangling until the first pointer exists, so a new
-        # page appears with all its files at once)
-        for n in names:
-            link = out / n
-            want = f"{GENERATIONS}/{stem}/{n}"
-            if not (link.is_symlink() and os.readlink(link) == want):
-                _replace_symlink(want, link)
+            name = stem + suffix
+            tmp = f".{name}.{token}.tmp"
+            _write_file(out / tmp, data)
+            staged[name] = {"tmp": tmp, "sha256": hashlib.sha256(data).hexdigest()}
         _fsync_dir(out)
-        pointer = gens / stem
-        old = os.readlink(pointer) if pointer.is_symlink() else None
-        _replace_symlink(gen.name, pointer)  # the commit point
-        _fsync_dir(gens)
+        doc = {"format": "benchbook.page-set/1", "files": staged}
+        write_atomic(set_path(out, stem), (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())  # commit
     except BaseException:
-        if not (gens / stem).is_symlink() or os.readlink(gens / stem) != gen.name:
-            shutil.rmtree(gen, ignore_errors=True)
+        for entry in staged.values():
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(out / entry["tmp"])
         raise
-    if old and old != gen.name:
-        shutil.rmtree(gens / old, ignore_errors=True)
+    _roll_forward(out, staged)
 
 
-def clean_folder(out: Path) -> list[str]:
-    """Remove what killed renders left in ``out`` (under :func:`folder_lock`): generations no
-    pointer names, temporary pointer links, ``.*.tmp`` files. Returns the names removed."""
+def _roll_forward(out: Path, entries: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """Rename each committed temp file still pending over its name; the names renamed."""
+    done = []
+    for name, entry in entries.items():
+        tmp = out / str(entry.get("tmp", ""))
+        if entry.get("tmp") and os.path.lexists(tmp):
+            os.replace(tmp, out / name)
+            done.append(name)
+    if done:
+        _fsync_dir(out)
+    return done
+
+
+def _repair(out: Path, stem: str) -> list[str]:
+    return _roll_forward(out, _read_set(out, stem))
+
+
+def repair(out: Path) -> list[str]:
+    """Finish every page set in ``out`` that a killed publish committed but did not switch (rename
+    its pending temp files over their names), under :func:`folder_lock`. Returns the names renamed."""
     out = Path(out)
     if not out.is_dir():
         return []
     with folder_lock(out):
+        return _repair_all(out)
+
+
+def _repair_all(out: Path) -> list[str]:
+    done = []
+    for p in sorted(out.glob(".*" + SET_SUFFIX)):
+        done += _repair(out, p.name[1 : -len(SET_SUFFIX)])
+    return done
+
+
+def torn(out: Path, stem: str) -> list[str]:
+    """The names of page ``stem`` whose bytes are not those its manifest (``.<stem>.set.json``)
+    records: a set caught between two renames, or edited by hand; [] for a whole set (or a page
+    without a manifest)."""
+    entries = _read_set(out, stem)
+    return sorted(n for n, e in entries.items() if _sha256(Path(out) / n) != e.get("sha256"))
+
+
+def clean_folder(out: Path) -> list[str]:
+    """Finish page sets a killed publish committed (:func:`repair`), then remove what killed renders
+    left in ``out`` (under :func:`folder_lock`): temporary files no committed set still needs, and
+    generation folders of the older link layout that no name points into. Returns the names removed."""
+    out = Path(out)
+    if not out.is_dir():
+        return []
+    with folder_lock(out):
+        _repair_all(out)
         return _clean_folder(out)
 
 
@@ -187,15 +220,24 @@ def _clean_folder(out: Path) -> list[str]:
             removed.append(p.name)
     gens = out / GENERATIONS
     if gens.is_dir() and not gens.is_symlink():
-        live = {os.readlink(p) for p in gens.iterdir() if p.is_symlink() and not p.name.startswith(_NEXT)}
+        # the older layout: names were links into .pages/<stem>/; a generation stays while a name
+        # still points into it, and goes with its pointer once every name is a plain file
+        linked = {
+            os.readlink(p).split("/")[1]
+            for p in out.iterdir()
+            if p.is_symlink() and os.readlink(p).startswith(GENERATIONS + "/")
+        }
+        live = {os.readlink(p) for p in gens.iterdir() if p.is_symlink() and p.name in linked}
         for p in gens.iterdir():
-            if p.is_symlink() and p.name.startswith(_NEXT):
+            if p.is_symlink() and p.name not in linked:
                 p.unlink()
-            elif p.is_dir() and not p.is_symlink() and "@" in p.name and p.name not in live:
+            elif p.is_dir() and not p.is_symlink() and p.name not in live:
                 shutil.rmtree(p, ignore_errors=True)
             else:
                 continue
             removed.append(f"{GENERATIONS}/{p.name}")
+        with contextlib.suppress(OSError):
+            gens.rmdir()  # empty now
     return sorted(removed)
 
 

@@ -1,0 +1,147 @@
+"""The reports index: every campaign with its pages and their findings, and one findings box over all.
+
+Written by ``render --all`` after the campaigns, and only when its bytes changed, so a no-op render
+leaves ``index.html`` (and its mtime) as it was.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchbook import __version__
+from benchbook.errors import RenderError
+from benchbook.pipeline import writes
+from benchbook.pipeline.campaigns import CampaignOutcome
+from benchbook.pipeline.execute import TEMPLATE_NAME, TEMPLATES
+from benchbook.pipeline.outline import outline
+from benchbook.pipeline.plan import PAGES
+
+
+def page_findings(html: Path) -> dict[str, Any]:
+    """What a page's findings box counted (``findings_box``) and its one-line ``headline`` ("3 results
+    (1 regression), 2 failed checks"), read from the ``<page>.values.json`` beside it; {} if none."""
+    try:
+        values = json.loads(html.with_suffix(".values.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(values, dict) or not isinstance(values.get("headline"), str):
+        return {}
+    box = values.get("findings_box") if isinstance(values.get("findings_box"), dict) else {}
+    return {"headline": values["headline"], **{k: v for k, v in box.items() if isinstance(v, int)}}
+
+
+def page_headline(html: Path) -> str:
+    return page_findings(html).get("headline", "")
+
+
+def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
+    """The index page: every campaign (newest first) with its title, date, provenance and pages."""
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES / TEMPLATE_NAME)), autoescape=True, keep_trailing_newline=True
+    )
+    rows = []
+    for o in sorted(outcomes, key=lambda o: (str(o.manifest.get("date") or ""), o.name), reverse=True):
+        links = []
+        done = {r.page.rsplit("/", 1)[-1] for r in o.rendered} | set(o.rendered_pages) | set(o.unchanged)
+        done |= set(o.kept)
+        failed = dict(o.failed)
+        if o.error is not None:  # the whole campaign failed: every page it had is marked, and kept
+            failed.update({p: o.error for p in PAGES if (reports / o.name / f"{p}.html").exists()})
+        for page in PAGES:
+            # a failure first: a page kept from an earlier render is still marked as failed now
+            if page in failed:
+                kept = (reports / o.name / f"{page}.html").exists()
+                links.append(
+                    {
+                        "label": PAGES[page][1],
+                        "href": f"{o.name}/{page}.html" if kept else None,
+                        "status": "failed",
+                        "reason": failed[page][1],
+                        "headline": page_headline(reports / o.name / f"{page}.html") if kept else "",
+                    }
+                )
+            elif page in done:
+                links.append(
+                    {
+                        "label": PAGES[page][1],
+                        "href": f"{o.name}/{page}.html",
+                        "status": "ok",
+                        "headline": page_headline(reports / o.name / f"{page}.html"),
+                    }
+                )
+        rows.append(
+            {
+                "name": o.name,
+                "title": o.manifest.get("title") or o.name,
+                "date": o.manifest.get("date") or "",
+                "question": o.manifest.get("question") or "",
+                "provenance": o.manifest.get("provenance") or "",
+                "links": links,
+                "skipped": [p for p in o.skipped],
+                "error": o.error[1] if o.error is not None else "",
+            }
+        )
+    css = (TEMPLATES / TEMPLATE_NAME / "page.css").read_text(encoding="utf-8")
+    box = index_findings(rows, reports)
+    history = "history.html" if (reports / "history.html").is_file() else None
+    return outline(
+        env.get_template("reports_index.html.j2").render(
+            campaigns=rows, css=css, version=__version__, history=history, box=box
+        )
+    )
+
+
+def index_findings(rows: list[dict[str, Any]], reports: Path) -> str:
+    """The index's findings box: the totals over every page, then one line per page that found a
+    regression, a failed check or something it could not judge, or that failed to render."""
+    from benchbook.pages import display as bd
+    from benchbook.pages.sections import headline
+
+    totals = {"results": 0, "regressions": 0, "failed_checks": 0, "unjudged": 0}
+    lines = []
+    for i, c in enumerate(rows, 1):
+        if c.get("error"):
+            lines.append(bd.Finding("fail", f"{c['name']}: not rendered — {c['error']}", f"campaign-{i}"))
+        for link in c["links"]:
+            f = page_findings(reports / link["href"]) if link.get("href") else {}
+            for k in totals:
+                totals[k] += f.get(k, 0)
+            where = f"campaign-{i}"
+            name = f"{c['name']} / {link['label']}"
+            if link["status"] == "failed":
+                lines.append(bd.Finding("fail", f"{name}: this render failed — {link['reason']}", where))
+            elif f.get("regressions"):
+                lines.append(bd.Finding("regression", f"{name}: {f['headline']}", where))
+            elif f.get("failed_checks"):
+                lines.append(bd.Finding("fail", f"{name}: {f['headline']}", where))
+            elif f.get("unjudged"):
+                lines.append(bd.Finding("unjudged", f"{name}: {f['headline']}", where))
+    order = {k: i for i, k in enumerate(bd.FINDING_ORDER)}
+    lines.sort(key=lambda f: order[f.kind])
+    head = f"{len(rows)} campaign{'s' * (len(rows) != 1)}: " + headline(
+        totals["results"], totals["regressions"], totals["failed_checks"], totals["unjudged"]
+    )
+    return bd.findings_box(lines, headline=head, empty="No regression, failed check or unjudged figure.").html
+
+
+def write_index(outcomes: list[CampaignOutcome], reports: Path) -> tuple[Path, bool]:
+    """Write ``reports/index.html`` (atomically) when its bytes changed; ``(path, written)``. An index
+    left as it was keeps its mtime, so mtime-based sync (rsync, make) sees no change after a no-op
+    render. Raises :class:`RenderError` when it cannot be written."""
+    index = Path(reports) / "index.html"
+    data = index_html(outcomes, reports).encode("utf-8")
+    try:
+        with open(index, "rb") as fh:
+            if fh.read(len(data) + 1) == data:
+                return index, False
+    except OSError:
+        pass  # no index yet (or unreadable): write it
+    try:
+        writes.write_atomic(index, data)
+    except OSError as e:
+        raise RenderError("index", f"cannot write {index}: {e.strerror or e}") from None
+    return index, True

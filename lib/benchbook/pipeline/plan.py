@@ -1,0 +1,74 @@
+"""Page planning: which pages a campaign gets, from which notebook, under which title.
+
+The page registry (:data:`PAGES`), the manifest as the renderer reads it, and the campaign folders
+under a data folder. Nothing here executes a notebook (:mod:`benchbook.pipeline.execute`) or decides
+a page's parameters (:mod:`benchbook.pipeline.params`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from benchbook.errors import InputError
+
+ROOT = Path(__file__).resolve().parents[3]
+# the checkout's notebooks/; an installed (non-editable) package ships them as benchbook/notebooks/
+NOTEBOOKS = ROOT / "notebooks" if (ROOT / "notebooks").is_dir() else Path(__file__).resolve().parents[1] / "notebooks"
+
+# page kind -> (notebook file name, label shown in titles and on the index)
+PAGES: dict[str, tuple[str, str]] = {
+    "baseline": ("baseline.ipynb", "baseline"),
+    "ablation": ("ablation.ipynb", "ablation"),
+    "pd": ("pd.ipynb", "prefill/decode disaggregation"),
+    "compare": ("compare.ipynb", "comparison"),
+}
+
+
+def read_manifest(campaign: Path) -> dict[str, Any]:
+    """``campaign.json`` as a dict, read by the one manifest reader
+    (:func:`benchbook.ingest.campaign.open_manifest`; only what the renderer needs is checked here,
+    full validation happens when a page loads the campaign)."""
+    from benchbook.ingest.campaign import open_manifest
+
+    return open_manifest(campaign, schema=False)[2]
+
+
+def pages_for(manifest: Mapping[str, Any]) -> list[str]:
+    """Which pages a campaign gets: ``baseline`` when it has requests/phases runs, ``ablation`` when
+    any arm has role "ablation", ``pd`` when any arm has mode "pd", ``compare`` when it has results
+    runs (benchmark-tool result files; the page reads them from the campaign)."""
+    arms = manifest.get("arms") or {}
+    runs = manifest.get("runs") or []
+    pages = []
+    layout = [r for r in runs if isinstance(r, dict) and isinstance(r.get("process"), str)]
+    if any(isinstance(r, dict) and r.get("harness") in ("requests", "phases") for r in runs) or any(
+        r.get("harness") in ("results", "gpu") for r in layout
+    ):  # init's arm/run layout: a ladder of result files or GPU samples reach the baseline page
+        pages.append("baseline")
+    if any(isinstance(a, dict) and a.get("role") == "ablation" for a in arms.values()):
+        pages.append("ablation")
+    if any(isinstance(a, dict) and a.get("mode") == "pd" for a in arms.values()):
+        pages.append("pd")
+    if any(isinstance(r, dict) and r.get("harness") == "results" for r in runs):
+        pages.append("compare")
+    return pages
+
+
+def notebook_for(page: str, notebooks: Path | None = None) -> Path:
+    if page not in PAGES:
+        raise InputError(None, "--page", f"unknown page {page!r}; choose from {', '.join(PAGES)}")
+    return (notebooks or NOTEBOOKS) / PAGES[page][0]
+
+
+def page_title(manifest: Mapping[str, Any], campaign: Path, page: str) -> str:
+    return f"{manifest.get('title') or campaign.name} — {PAGES[page][1]}"
+
+
+def find_campaigns(data_dir: Path) -> list[Path]:
+    """Every folder directly under ``data_dir`` holding a ``campaign.json``, sorted by name."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise InputError(data_dir, None, "data folder does not exist")
+    return sorted((p for p in data_dir.iterdir() if (p / "campaign.json").is_file()), key=lambda p: p.name)
