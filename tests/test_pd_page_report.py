@@ -87,3 +87,19 @@ def test_findings_append_after_the_pd_summaries_own(br_campaign):
     kinds = [x.kind for x in box.lines]
     assert kinds == sorted(kinds, key=["fail", "unjudged"].index)  # failed checks before what was not judged
     assert all(x.section == pd_report.SECTION for x in box.lines)
+
+
+def test_init_of_a_folder_with_two_configurations_writes_no_empty_arms(tmp_path):
+    """A folder holding runs of two configurations gets no arm (the page makes configurations from
+    identity); before, init wrote ``"arms": {}`` and refused its own campaign (arms must be non-empty)."""
+    import shutil
+
+    folder = tmp_path / "mix"
+    folder.mkdir()
+    for f in (BR, SGL):
+        shutil.copy(f, folder / f.name)
+    camp = _campaign(tmp_path, folder)
+    manifest = json.loads((camp / "campaign.json").read_text())
+    assert "arms" not in manifest and len(manifest["runs"]) == 1
+    assert any("2 configurations" in t for t in manifest["todo"])
+    assert analyse(camp).page_kinds() == ["pd", "compare"]
