@@ -55,7 +55,7 @@ def gpu_memory(camp: Any, run: Any):
 
     doc = load_json(run.file)
     if not isinstance(doc, dict) or not isinstance(doc.get("gpu_samples"), str):
-        raise InputError(run.file, "$.gpu_samples", "expected the name of an nvidia-smi sample file")
+        raise InputError(run.file, "$.gpu_samples", "expected the name of an nvidia-smi sample file or GPU telemetry")
     gpu = gpu_frame(camp, run, doc)
     if gpu.height == 0:
         raise InputError(run.file, "$.gpu_samples", "the sample file has no samples")
