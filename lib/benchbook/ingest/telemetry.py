@@ -302,6 +302,8 @@ def kind_of(path: str | Path) -> str | None:
 def _dcgm_only(text: bytes) -> bool:
     """Prometheus text whose samples are all DCGM series (a dcgm-exporter scrape): GPU telemetry, not
     an engine's /metrics capture (a scrape mixing both is the engine's capture)."""
+    if b"DCGM_FI_DEV_" not in text:
+        return False
     names = [ln.split(b"{", 1)[0].split(b" ", 1)[0] for ln in text.splitlines() if ln.strip() and ln[:1] != b"#"]
     return bool(names) and all(n.startswith(b"DCGM_") for n in names)
 

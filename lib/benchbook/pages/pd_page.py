@@ -83,6 +83,8 @@ def load(
 
     whole = load_campaign(campaign)  # loaded once: its PD part, the analysis and the page share it
     link = pd_report.link_rate(link_gb_s)
+    if min_window_s <= 0:
+        raise InputError("parameters", "min_window_s", f"must be positive (got {min_window_s})")
     if not whole.is_pd:  # no pd.json runs: the PD deployments its Benchmark Reports state, if any
         an = analyse(whole, link_gb_s=link)
         if not an.pd_deployment:
@@ -91,8 +93,6 @@ def load(
                 "$.arms",
                 "not a PD campaign: no arm with mode 'pd' and no Benchmark Report stating prefill and decode roles",
             )
-        if min_window_s <= 0:
-            raise InputError("parameters", "min_window_s", f"must be positive (got {min_window_s})")
         return Page(
             None, None, "", float(min_window_s), None, title or whole.title,
             deployment=an.pd_deployment, link_gb_s=link, analysis=an, whole=whole,
@@ -101,8 +101,6 @@ def load(
     base = baseline_arm or camp.baseline_arm()
     if base not in camp.arms:
         raise InputError("parameters", "baseline_arm", f"unknown arm {base!r}; choose from {', '.join(camp.arms)}")
-    if min_window_s <= 0:
-        raise InputError("parameters", "min_window_s", f"must be positive (got {min_window_s})")
     mwr = None if min_window_requests is None or min_window_requests < 0 else float(min_window_requests)
     opts = {"min_window_s": float(min_window_s), "min_window_requests": mwr, "baseline_arm": base}
     an = analyse(whole, pd_options=opts, link_gb_s=link)  # the campaign's one analysis
