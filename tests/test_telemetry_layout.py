@@ -176,3 +176,11 @@ def test_a_dcgm_scrape_without_its_time_is_refused(tmp_path):
     bad.write_text(json.dumps({"t_start": "soon", "t_end": 1, "text": DCGM.read_text()}) + "\n")
     with pytest.raises(InputError, match=r"line 1\.t_start"):
         telemetry.read_dcgm_series(bad)
+
+
+def test_validate_names_a_dcgm_series(tmp_path, capsys):
+    p = tmp_path / "conc8_scrapes.jsonl"
+    p.write_text(_dcgm_series(_samples()[:8]))
+    assert main(["validate", str(p)]) == 0
+    out = capsys.readouterr().out
+    assert "DCGM-exporter scrape series" in out and "8 samples, 2 GPU(s)" in out

@@ -241,6 +241,7 @@ def read_dcgm(paths: Sequence[str | Path] | str | Path, times: Iterable[float | 
 
 AIPERF_LAYOUT = "AIPerf GPU telemetry export (0.13 layout: nvidia_* fields; older gpu_* names read too)"
 DCGM_LAYOUT = "DCGM-exporter scrape (DCGM_FI_DEV_* series)"
+DCGM_SERIES_LAYOUT = "DCGM-exporter scrape series (timed scrapes in JSON Lines, DCGM_FI_DEV_* series)"
 
 
 def describe(df, layout: str) -> str:
@@ -259,6 +260,8 @@ def validate_line(path: str | Path) -> str | None:
         head = f.read(4096)
     if head.lstrip()[:1] == b"{" and b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
         return describe(read_aiperf_telemetry(p), AIPERF_LAYOUT)
+    if kind_of(p) == "dcgm-series":
+        return describe(read_dcgm_series(p), DCGM_SERIES_LAYOUT)
     if b"DCGM_FI_DEV_" in head or (p.suffix in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in p.read_bytes()):
         return describe(read_dcgm(p), DCGM_LAYOUT)
     return None
