@@ -47,9 +47,14 @@ def test_per_request_figures_match_the_tools_summary():
     # token totals: the per-request counts sum to what the tool's rates x duration give
     assert pr.summary["total_input_tokens"] == s.summary["total_input_tokens"] == 30 * 64
     assert pr.summary["total_output_tokens"] == s.summary["total_output_tokens"]
-    # TPOT differs by definition: inference-perf (last token - first token) / (n - 1), benchbook (e2e - ttft) / (n - 1)
-    assert pr.summary["mean_tpot_ms"] >= s.summary["mean_tpot_ms"]
-    assert pr.summary["mean_tpot_ms"] == pytest.approx(s.summary["mean_tpot_ms"], rel=0.05)
+    # TPOT is the tool's per request ((last token - first token) / (n - 1), computed_metrics), as its summary
+    for k in ("mean_tpot_ms", "median_tpot_ms", "p99_tpot_ms"):
+        assert pr.summary[k] == pytest.approx(s.summary[k], rel=1e-9), k
+    assert any("time_per_output_token" in n for n in pr.notes)
+    # benchbook's definition, (e2e - ttft) / (n - 1), includes the last token's delivery: larger
+    ok = pr.requests.filter(pr.requests["completion_tokens"] > 1)
+    ours = ((ok["e2e_s"] - ok["ttft_s"]) / (ok["completion_tokens"] - 1)).mean() * 1000
+    assert ours > s.summary["mean_tpot_ms"] and ours == pytest.approx(s.summary["mean_tpot_ms"], rel=0.05)
 
 
 def test_per_request_views_use_relative_start_times():
@@ -142,3 +147,48 @@ def test_identity_matches_vllm_bench_serve_of_the_same_shape():
     differ = {d.key for d in identity.differences(ip, vl)}
     assert not differ & {"model", "input_len", "output_len", "max_concurrency", "request_rate", "num_prompts"}, differ
     assert ip.get("model").value == "tiny-llama"
+
+
+def test_one_runs_reports_are_one_run(tmp_path):
+    """The summary, stage, per-request reports and the Benchmark Report slice of one inference-perf run
+    agree in identity and figures: one duplicate set, the per-request copy kept (it has the records).
+    Before: the slice's uid was a configuration label and its duration the wall time (72.466 s against
+    the rates' 70.73 s), the per-request TPOT benchbook's own: 4 runs in 2 configurations."""
+    from benchbook.analysis import identity as ident
+
+    runs = [formats.read(p)[0] for p in (PARTIAL, PER_REQUEST, STAGE, SUMMARY)]
+    (dup,) = ident.find_duplicates(runs)
+    assert dup.members == [0, 1, 2, 3] and dup.kept == 1
+    br = runs[0]
+    assert br.config["model"] == "tiny-llama" and br.config["random_output_len"] == 32  # from config.yaml beside
+    assert br.summary["duration_s"] == pytest.approx(runs[3].summary["duration_s"], rel=1e-9)
+    assert any("72.466 s" in n for n in br.notes)  # the wall time it did not use, said
+
+
+def test_init_on_an_output_folder_makes_one_run_and_the_compare_page(tmp_path, capsys):
+    import shutil
+
+    from benchbook.commands.cli import main
+    from benchbook.pipeline.render import render_campaign
+
+    folder = tmp_path / "ip"
+    shutil.copytree(IP, folder)
+    camp = tmp_path / "camp"
+    assert main(["init", "-q", str(camp), str(folder)]) == 0
+    manifest = json.loads((camp / "campaign.json").read_text())
+    assert len(manifest["arms"]) == 1 and len(manifest["runs"]) == 1
+    assert not any("configurations" in t for t in manifest["todo"])
+    res = render_campaign(camp, tmp_path / "out", pages=["compare"])
+    assert res.rendered and not res.failed
+    v = json.loads((tmp_path / "out" / "compare.values.json").read_text())
+    (dup,) = v["duplicates"]
+    assert len(dup["files"]) == 4 and len(v["runs"]) == 1
+    # bad input in the folder: exit 2, one line naming the file, the place and the reason
+    doc = json.loads(SUMMARY.read_text())
+    doc["successes"] = 5
+    (folder / "summary_lifecycle_metrics.json").write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["init", "-q", str(tmp_path / "bad"), str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert "summary_lifecycle_metrics.json" in err and "$.successes" in err and "expected an object" in err
+    assert not (tmp_path / "bad").exists()

@@ -100,3 +100,14 @@ def test_bad_units_and_role_named(tmp_path):
     p.write_text(yaml.safe_dump(doc))
     with pytest.raises(InputError, match=r"stack\[0\]\.standardized\.role"):
         _read(p)
+
+
+def test_the_run_uid_names_the_run_not_its_configuration(tmp_path):
+    """Two runs of one deployment (two uids) are one configuration: repeats, not two arms."""
+    doc = yaml.safe_load(BR.read_text())
+    doc["run"]["uid"] = "pd-1p2d-conc64-repeat"
+    other = tmp_path / "repeat.yaml"
+    other.write_text(yaml.safe_dump(doc))
+    a, b = formats.read(BR)[0], formats.read(other)[0]
+    assert a.config["run_uid"] == "pd-1p2d-conc64" and a.config.get("label") is None
+    assert identity.same_point(identity.read_identity(a), identity.read_identity(b))

@@ -271,6 +271,14 @@ def energy_window(rr: Any, run: Any) -> tuple[float, float, str] | None:
     return float(ok["start_s"].min()), float((ok["start_s"] + ok["e2e_s"]).max()), "first request start → last end"
 
 
+def _process_gpu_runs(camp: Campaign) -> dict[str, Any]:
+    """Results run id -> the ``gpu`` run of the same server process (init's arm/run layout: the
+    manifest's ``process``), for the runs whose process was sampled."""
+    procs = {e.get("id"): e.get("process") for e in camp.manifest.get("runs", []) if isinstance(e, dict)}
+    gpu = {procs[r.id]: r for r in camp.runs if r.harness == "gpu" and procs.get(r.id)}
+    return {r.id: gpu[procs[r.id]] for r in camp.runs if r.harness == "results" and procs.get(r.id) in gpu}
+
+
 def campaign_energy(
     camp: Campaign, inputs: Any, audits: list[checks_mod.WindowAudit] | None = None
 ) -> tuple[list[energy_mod.WindowEnergy], list[str]]:
@@ -284,7 +292,8 @@ def campaign_energy(
 
     if not camp.runs:
         return [], []
-    with_samples = [r for r in camp.runs if (r.path / GPU_SAMPLES_FILE).is_file()]
+    of_process = _process_gpu_runs(camp)
+    with_samples = [r for r in camp.runs if (r.path / GPU_SAMPLES_FILE).is_file() or r.id in of_process]
     if not with_samples:
         return [], [f"energy not measured: no run has power samples ({GPU_SAMPLES_FILE} beside the run's file)"]
     out, notes = [], []
@@ -298,7 +307,12 @@ def campaign_energy(
         if not runs or r.id not in rrs:
             notes.append(f"{r.id}: power samples but no results run to take a window from: not measured")
             continue
-        samples = read_gpu_csv(_own(camp, r.path / GPU_SAMPLES_FILE, "GPU sample file"))
+        if (r.path / GPU_SAMPLES_FILE).is_file():
+            samples = read_gpu_csv(_own(camp, r.path / GPU_SAMPLES_FILE, "GPU sample file"))
+        else:  # init's layout: the samples of the run's server process (nvidia-smi CSV or GPU telemetry)
+            from benchbook.ingest.gpu_runs import gpu_frame
+
+            samples = gpu_frame(camp, of_process[r.id])
         for pid, run in runs:
             win = energy_window(rrs[r.id], run)
             if win is None:

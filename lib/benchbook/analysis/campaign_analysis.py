@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from benchbook.analysis.ablation import CampaignAblation
     from benchbook.analysis.audit import CampaignAudit
     from benchbook.analysis.disaggregation import PDReport
+    from benchbook.analysis.pd_report import PDReport as PDDeployment
     from benchbook.analysis.results import CampaignInputs
     from benchbook.analysis.resultset import ResultSet
     from benchbook.ingest.campaign import Campaign
@@ -294,6 +295,9 @@ class CampaignAnalysis:
     memory_processes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # what could make the figures lie (cache, preemption, queueing, tokens), the physical limits, energy
     audit: CampaignAudit | None = None
+    # PD deployments stated by llm-d Benchmark Reports among the results runs (analysis.pd_report)
+    pd_deployment: list[PDDeployment] = field(default_factory=list)
+    link_gb_s: float | None = None  # the KV link rate the deployment checks were held against
 
     @property
     def spread(self) -> float | None:
@@ -343,18 +347,27 @@ class CampaignAnalysis:
     def page_kinds(self) -> list[str]:
         """The pages this campaign gets, decided from what it holds (the renderer's ``pages_for``
         decides the same from the manifest): baseline (requests/phases runs), ablation (an arm with
-        role ablation), pd (PD runs), compare (results runs)."""
+        role ablation), pd (PD runs, or results runs read from Benchmark Reports that state prefill and
+        decode roles), compare (results runs)."""
         camp = self.camp
         kinds = []
         if camp.runs_of("requests") or camp.runs_of("phases"):
             kinds.append("baseline")
         if any(v.get("role") == "ablation" for v in camp.arms.values()):
             kinds.append("ablation")
-        if self.pd is not None:
+        if self.pd is not None or self.pd_deployment:
             kinds.append("pd")
         if self.results is not None:
             kinds.append("compare")
         return kinds
+
+    def pd_findings(self) -> Findings:
+        """The PD page's findings box: the pd.json runs' (:meth:`disaggregation.PDReport.findings`)
+        and the Benchmark Reports' deployment checks (:func:`pd_report.findings`)."""
+        from benchbook.analysis import pd_report
+
+        base = self.pd.findings() if self.pd is not None else None
+        return pd_report.findings(self.pd_deployment, base) if self.pd_deployment else base or Findings.build()
 
     def baseline_findings(self, arms: list[str] | None = None) -> Findings:
         """The baseline page's findings box for ``arms`` (default: the main arms): the comparisons
@@ -431,7 +444,9 @@ class CampaignAnalysis:
             elif kind == "ablation" and self.ablation is not None:
                 out[kind] = self.ablation.findings()
             elif kind == "pd" and self.pd is not None:
-                out[kind] = self.pd.findings()
+                out[kind] = self.pd_findings()
+            elif kind == "pd" and self.pd_deployment:
+                out[kind] = self.pd_findings()
             elif kind == "compare" and self.results is not None:
                 out[kind] = results_findings(self.results)
         return out
@@ -472,6 +487,9 @@ class CampaignAnalysis:
             "pd": None
             if pd is None
             else {"admission": pd.admission, "batch_composition": pd.batch_composition, "seam": pd.seam},
+            "pd_deployment": {"link_gb_s": self.link_gb_s, "runs": [r.as_dict() for r in self.pd_deployment]}
+            if self.pd_deployment
+            else None,
             "engine_gauges": (
                 engine_gauges(self.camp).as_dict()
                 if any(self.camp.prometheus_windows(r) for r in self.camp.runs)
@@ -539,6 +557,7 @@ def analyse(
     pd_options: Mapping[str, Any] | None = None,
     cached_prefill: str = "exclude",
     allow_preemption: bool = False,
+    link_gb_s: float | None = None,
 ) -> CampaignAnalysis:
     """Load ``campaign`` (a folder or a loaded :class:`Campaign`) and compute every analysis that
     applies to it. Computed once per campaign object and argument set. ``results_options``: keyword
@@ -547,17 +566,23 @@ def analyse(
     :func:`benchbook.analysis.disaggregation.analyse` (window minimums, baseline arm);
     ``cached_prefill``: "exclude" (default) leaves phase samples whose prompt came mostly from the
     prefix cache out of the prefill figures, "keep" keeps them labelled; ``allow_preemption``: a
-    preemption warns instead of failing (docs/checks.md)."""
+    preemption warns instead of failing (docs/checks.md); ``link_gb_s``: the KV-transfer link rate
+    (GB/s) the PD deployment checks of Benchmark Reports are held against (None or 0: not judged
+    without a link rate, docs/pd.md)."""
+    from benchbook.analysis.pd_report import link_rate
     from benchbook.ingest.campaign import Campaign, load_campaign
 
     check_rule(rule)
     camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)
     opts, pd_opts = dict(results_options or {}), dict(pd_options or {})
     frozen = json.dumps([opts, pd_opts], sort_keys=True, default=str)
-    key = ("campaign_analysis", rule, warmup_rounds, spread_override, frozen, cached_prefill, allow_preemption)
+    link = link_rate(link_gb_s)
+    key = ("campaign_analysis", rule, warmup_rounds, spread_override, frozen, cached_prefill, allow_preemption, link)
     return camp.derived(
         key,
-        lambda: _analyse(camp, rule, warmup_rounds, spread_override, opts, pd_opts, cached_prefill, allow_preemption),
+        lambda: _analyse(
+            camp, rule, warmup_rounds, spread_override, opts, pd_opts, cached_prefill, allow_preemption, link
+        ),
     )
 
 
@@ -570,6 +595,7 @@ def _analyse(
     pd_options: dict,
     cached_prefill: str = "exclude",
     allow_preemption: bool = False,
+    link_gb_s: float | None = None,
 ) -> CampaignAnalysis:
     from benchbook.analysis.checks import CACHED_PREFILL_MODES
 
@@ -628,6 +654,11 @@ def _analyse(
             **results_options,
         )
         out.results_engine_checks = inputs.engine_checks()
+        from benchbook.analysis import pd_report
+
+        # runs counted once (a duplicate set's kept copy): their Benchmark Reports' PD deployments
+        out.pd_deployment = pd_report.campaign_reports(((e.id, e.run) for e in out.results.entries), link_gb_s)
+        out.link_gb_s = link_gb_s
     out.audit = _audit(out, cached_prefill, allow_preemption)
     return out
 

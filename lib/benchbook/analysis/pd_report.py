@@ -21,12 +21,30 @@ Definitions (one place, tested by hand in tests/test_pd_report.py):
 
 from __future__ import annotations
 
+import dataclasses
+import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.findings import Check
+from benchbook.errors import InputError
+from benchbook.findings import Check, Finding, Findings
 
-__all__ = ["PDReport", "analyse", "kv_link_check", "pd_exercised_check"]
+__all__ = [
+    "NO_LINK",
+    "PDReport",
+    "analyse",
+    "campaign_reports",
+    "findings",
+    "kv_link_check",
+    "link_rate",
+    "pd_exercised_check",
+]
+
+#: what the link check says by default: the link rate is the user's number (``link_gb_s``)
+NO_LINK = "not judged without a link rate"
+#: the page section the deployment figures and checks are shown in (findings link to it)
+SECTION = "pd-deployment"
 
 
 @dataclass
@@ -68,7 +86,7 @@ def kv_link_check(kv_gb_s: float | None, link_gb_s: float | None) -> Check:
         return Check(
             name,
             "warn",
-            f"achieved {kv_gb_s:.3g} GB/s; no link rate given (link_gb_s): not judged",
+            f"achieved {kv_gb_s:.3g} GB/s; no link rate given (link_gb_s): {NO_LINK}",
             {"kv_gb_s": kv_gb_s, "link_gb_s": None},
         )
     share = kv_gb_s / link_gb_s
@@ -171,4 +189,50 @@ def analyse(run: Any, *, run_id: str = "", link_gb_s: float | None = None) -> PD
         link_gb_s=link_gb_s,
         checks=checks,
         notes=notes,
+    )
+
+
+def link_rate(value: float | None, where: str = "link_gb_s") -> float | None:
+    """The link rate a user set (GB/s, 10^9 bytes/s): ``None`` or 0 mean not given (the link check is
+    :data:`NO_LINK`); a negative, infinite or non-number value is bad input."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value) or math.isinf(value):
+        raise InputError("parameters", where, f"expected a link rate in GB/s (a number), got {value!r}")
+    if value < 0:
+        raise InputError("parameters", where, f"a link rate cannot be negative (got {value:g} GB/s)")
+    return float(value) or None
+
+
+def campaign_reports(items: Iterable[tuple[str, Any]], link_gb_s: float | None = None) -> list[PDReport]:
+    """The PD figures of every ``(run id, BenchmarkRun)`` read from a Benchmark Report that states
+    prefill and decode roles, in the order given (other runs are left out: they state no roles)."""
+    link = link_rate(link_gb_s)
+    return [r for rid, run in items if (r := analyse(run, run_id=rid, link_gb_s=link)) is not None]
+
+
+def findings(reports: Iterable[PDReport], base: Findings | None = None) -> Findings:
+    """The findings box lines of the deployment checks — every failed check, and each check that
+    could not be judged — appended to ``base`` (the PD page's own findings, when it has pd.json
+    runs too). A per-GPU figure is a figure, not a comparison: no result line."""
+    failed, unjudged = [], []
+    for r in reports:
+        for c in r.checks:
+            line = Finding("fail" if c.status == "fail" else "unjudged", f"{r.run_id}: {c.name}: {c.detail}", SECTION)
+            if c.status == "fail":
+                failed.append(line)
+            elif c.status == "warn":
+                unjudged.append(line)
+    if base is None:
+        base = Findings.build()
+    return dataclasses.replace(
+        base,
+        lines=(
+            *(x for x in base.lines if x.kind != "unjudged"),
+            *failed,
+            *(x for x in base.lines if x.kind == "unjudged"),
+            *unjudged,
+        ),
+        failed_checks=base.failed_checks + len(failed),
+        unjudged=base.unjudged + len(unjudged),
     )

@@ -502,7 +502,8 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
             manifest["prompt_classes"] = {**lay.prompt_classes, **manifest.get("prompt_classes", {})}
         if lay.generation_tokens and "generation_tokens" not in manifest:
             manifest["generation_tokens"] = lay.generation_tokens
-    manifest["arms"] = arms
+    if arms:  # none when every results run holds several configurations: the page makes them from identity
+        manifest["arms"] = arms
     manifest["runs"] = entries
     notes = [f"date: {date_from}"]
     if engine_from:
@@ -705,7 +706,7 @@ def run(args) -> int:
     runs, todo = plan(list(args.inputs))
     _check_names(runs)
     manifest = _build_whole(d, runs, todo, args.title, args.question)
-    out(f"benchbook init: wrote {d / 'campaign.json'}: {len(runs)} run(s), {len(manifest['arms'])} arm(s)")
+    out(f"benchbook init: wrote {d / 'campaign.json'}: {len(runs)} run(s), {len(manifest.get('arms', {}))} arm(s)")
     for t in manifest["todo"]:
         out(f"  todo: {t}")
     errors = validate_campaign(d, out)

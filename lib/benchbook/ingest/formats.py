@@ -286,6 +286,11 @@ def _int_sum(s: pl.Series) -> int | None:
     return None if s.null_count() == len(s) else int(s.sum())
 
 
+def stats_ms(name: str, s: pl.Series | None) -> dict[str, float | None]:
+    """Mean, median, std (ddof 0) and p99 (linear) of ``s`` (seconds) in ms, keyed ``<stat>_<name>_ms``."""
+    return _stats_ms(name, s)
+
+
 def _stats_ms(name: str, s: pl.Series | None) -> dict[str, float | None]:
     if s is None or s.is_empty() or s.null_count() == len(s):
         return {f"{k}_{name}_ms": None for k in ("mean", "median", "std", "p99")}

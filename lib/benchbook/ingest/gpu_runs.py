@@ -55,8 +55,8 @@ def gpu_memory(camp: Any, run: Any):
 
     doc = load_json(run.file)
     if not isinstance(doc, dict) or not isinstance(doc.get("gpu_samples"), str):
-        raise InputError(run.file, "$.gpu_samples", "expected the name of an nvidia-smi sample file")
-    gpu = gpu_samples.read_gpu_csv(in_run(camp.root, run.path, doc["gpu_samples"], run.file, "$.gpu_samples", "file"))
+        raise InputError(run.file, "$.gpu_samples", "expected the name of an nvidia-smi sample file or GPU telemetry")
+    gpu = gpu_frame(camp, run, doc)
     if gpu.height == 0:
         raise InputError(run.file, "$.gpu_samples", "the sample file has no samples")
     host = None
@@ -87,13 +87,39 @@ def gpu_memory(camp: Any, run: Any):
     return g, h, m
 
 
+def _gpu_path(camp: Any, run: Any, doc: dict[str, Any]) -> Path:
+    """What ``gpu_samples`` names, inside the campaign: a file, or a folder of GPU telemetry files."""
+    from benchbook.jsonfile import join_inside
+
+    p = join_inside(camp.root, run.path, doc["gpu_samples"], run.file, "$.gpu_samples", "file")
+    if not p.is_file() and not p.is_dir():
+        raise InputError(
+            run.file, "$.gpu_samples", f"references {doc['gpu_samples']!r}, which does not exist in the run folder"
+        )
+    return p
+
+
+def gpu_frame(camp: Any, run: Any, doc: dict[str, Any] | None = None):
+    """The GPU samples a ``gpu`` run names (``gpu_samples``: an nvidia-smi CSV, GPU telemetry — AIPerf
+    export, DCGM scrape series or scrapes — or a folder of telemetry files), as
+    :func:`benchbook.ingest.telemetry.read_gpu_samples`' frame (``energy_j`` where a counter is read)."""
+    from benchbook.ingest import telemetry
+
+    doc = load_json(run.file) if doc is None else doc
+    return telemetry.read_gpu_samples(_gpu_path(camp, run, doc))
+
+
 def input_files(camp: Any, run: Any) -> list[Path]:
     """The files a ``gpu`` run reads (provenance)."""
+    from benchbook.ingest import telemetry
     from benchbook.ingest.results_runs import in_run
 
     doc = load_json(run.file)
     out = [run.file]
-    for key in ("gpu_samples", "host_samples", "events"):
+    if isinstance(doc, dict) and isinstance(doc.get("gpu_samples"), str):
+        p = _gpu_path(camp, run, doc)
+        out += telemetry.telemetry_files(p) if p.is_dir() else [p]
+    for key in ("host_samples", "events"):
         if isinstance(doc, dict) and isinstance(doc.get(key), str):  # checked to lie inside the campaign
             out.append(in_run(camp.root, run.path, doc[key], run.file, f"$.{key}", "file"))
     return out

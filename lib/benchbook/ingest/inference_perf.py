@@ -43,13 +43,14 @@ from benchbook.ingest.formats import (  # the detectors live with the registry
     number,
     object_at,
     requests_frame,
+    stats_ms,
     summary_from_requests,
 )
 
 LAYOUT = "inference-perf lifecycle report (0.7 layout; tested 0.7.0)"
 
 
-def _config_beside(ld: Loaded, notes: list[str]) -> dict[str, Any]:
+def config_beside(ld: Loaded, notes: list[str]) -> dict[str, Any]:
     """What inference-perf's ``config.yaml`` beside the report says (the reports name no model):
     ``model`` (``server.model_name``), ``server_type`` (``server.type``), the dataset and, for a fixed
     length (min = max), the input/output lengths, so the run's identity is the same as another
@@ -150,7 +151,7 @@ def read_lifecycle(ld: Loaded) -> list[BenchmarkRun]:
         num_prompts=number(load.get("count"), f, "$.load_summary.count"),
         achieved_rate=number(load.get("achieved_rate"), f, "$.load_summary.achieved_rate"),
         window="stage" if stage else "whole run",
-        **_config_beside(ld, notes),
+        **config_beside(ld, notes),
     )
     if d.get("retries"):
         notes.append("the run retried requests (see the report's 'retries'): they count on both sides")
@@ -167,6 +168,7 @@ def _error_text(e: Any) -> str | None:
 
 def read_per_request(ld: Loaded) -> list[BenchmarkRun]:
     f = ld.file
+    tool_tpot: list[float | None] = []  # inference-perf's own per-request TPOT (computed_metrics)
     cols: dict[str, list[Any]] = {k: [] for k in ("index", "start_s", "ttft_s", "e2e_s", "itl", "itl_mean_s",
                                                   "prompt_tokens", "completion_tokens", "success", "error")}  # fmt: skip
     from_info = 0
@@ -208,13 +210,25 @@ def read_per_request(ld: Loaded) -> list[BenchmarkRun]:
         cols["completion_tokens"].append(number(out_tokens, f, f"{where}: output_tokens"))
         cols["success"].append(err is None)
         cols["error"].append(err)
+        if err is None:
+            tool_tpot.append(
+                number(cm.get("time_per_output_token"), f, f"{where}.computed_metrics.time_per_output_token")
+            )
     df = requests_frame(cols)
     notes = [
         "start times are inference-perf's monotonic clock (arbitrary origin): used relative to the first request",
     ]
     if from_info:
         notes.append(f"{from_info} request(s) without computed_metrics: TTFT and gaps from info.output_token_times")
-    summary = make_summary(**summary_from_requests(df))
+    figures = summary_from_requests(df)
+    if tool_tpot and None not in tool_tpot:
+        # the tool's TPOT per request ((last token - first token) / (output tokens - 1)), so the summary
+        # is the one its own summary and stage reports print for the same run
+        import polars as pl
+
+        figures.update(stats_ms("tpot", pl.Series(tool_tpot, dtype=pl.Float64)))
+        notes.append("TPOT per request as inference-perf computed it (computed_metrics.time_per_output_token)")
+    summary = make_summary(**figures)
     starts = [s for s in cols["start_s"] if s is not None]
     ends = [s + e for s, e in zip(cols["start_s"], cols["e2e_s"]) if s is not None and e is not None]
     if starts and ends:
@@ -224,7 +238,7 @@ def read_per_request(ld: Loaded) -> list[BenchmarkRun]:
             if summary["total_output_tokens"] is not None:
                 summary["output_throughput"] = summary["total_output_tokens"] / summary["duration_s"]
     notes.append("summary computed by benchbook from the per-request records (first start to last end)")
-    config = make_config(num_prompts=df.height, **_config_beside(ld, notes))
+    config = make_config(num_prompts=df.height, **config_beside(ld, notes))
     return [BenchmarkRun(f, "inference-perf-per-request", config, summary, df, [], "$", notes, PER_REQUEST_LAYOUT)]
 
 

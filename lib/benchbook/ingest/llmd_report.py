@@ -128,6 +128,16 @@ def _engine(ld: Loaded, comp: Any, where: str) -> dict[str, Any] | None:
     }
 
 
+def _rates_window(values: dict[str, Any]) -> float | None:
+    """The window the report's rates are over: completed requests ÷ request rate (None without both)."""
+    done, rate = values.get("completed"), values.get("request_throughput")
+    return None if not done or not rate else done / rate
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-6 * max(abs(a), abs(b)) + 1e-3  # a millisecond: the duration's printed precision
+
+
 def read_report(ld: Loaded) -> list[BenchmarkRun]:
     f, d = ld.file, ld.doc
     version = str(d.get("version"))
@@ -182,7 +192,9 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
         request_rate=number(load.get("rate_qps"), f, "$.scenario.load.standardized.rate_qps"),
         max_concurrency=number(load.get("concurrency"), f, "$.scenario.load.standardized.concurrency"),
         date=object_at(ld, run.get("time"), "$.run.time").get("start"),
-        label=run.get("uid"),
+        # run.uid names the run, not its configuration: two repeats (or the stages of a sweep) have
+        # two uids, so it is kept as run_uid, never as the label that tells configurations apart
+        run_uid=run.get("uid"),
         dataset_name=load.get("source"),
         input_tokens=number(isl.get("value"), f, "$.scenario.load.standardized.input_seq_len.value"),
         output_tokens=number(osl.get("value"), f, "$.scenario.load.standardized.output_seq_len.value"),
@@ -207,6 +219,12 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
     )
     if not stack:
         notes.append("no inference_engine component in scenario.stack: the deployment (roles, GPUs) is not stated")
+    if not scen:  # inference-perf's own slice of a report: what it ran is in its config.yaml beside it
+        from benchbook.ingest.inference_perf import config_beside
+
+        for k, v in config_beside(ld, notes).items():
+            if config.get(k) is None:
+                config[k] = v
 
     # results
     rp = object_at(ld, res.get("request_performance"), "$.results.request_performance")
@@ -242,6 +260,13 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
             values["duration_s"] = float(dur[2:-1])
         except ValueError:
             notes.append(f"run.time.duration {dur!r} not read (only PT<seconds>S is)")
+    window = _rates_window(values)
+    if window is not None and values.get("duration_s") is not None and not _close(window, values["duration_s"]):
+        notes.append(
+            f"run.time.duration ({values['duration_s']:g} s) spans the run's start to end; the report's rates are over "
+            f"{window:.6g} s (completed requests ÷ request rate), the duration used"
+        )
+        values["duration_s"] = window
     if values.get("completed") is not None and values.get("mean_input_length") is not None:
         values["total_input_tokens"] = round(values["completed"] * values["mean_input_length"])
     if values.get("completed") is not None and values.get("mean_output_length") is not None:

@@ -61,7 +61,7 @@ class RunFolder:
     phases: Path | None = None  # a phases.json (benchbook's or the harness's)
     phases_folders: list[Path] = field(default_factory=list)  # capture phases folders
     ladder_folders: list[Path] = field(default_factory=list)  # capture ladder folders
-    gpu: Path | None = None
+    gpu: Path | None = None  # nvidia-smi CSV, else GPU telemetry (a file, or a folder of them)
     host: Path | None = None
     events: Path | None = None
     logs: list[Path] = field(default_factory=list)
@@ -78,7 +78,11 @@ def _is_capture(p: Path) -> bool:
         return False
     with open(p, "rb") as f:
         head = f.read(64).lstrip()
-    return head[:1] not in (b"{", b"[")
+    if head[:1] in (b"{", b"["):
+        return False
+    from benchbook.ingest import telemetry
+
+    return telemetry.kind_of(p) != "dcgm-prom"  # a dcgm-exporter scrape is GPU telemetry, not the engine's
 
 
 def _capture_kind(d: Path) -> str | None:
@@ -243,6 +247,8 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
                 rf.host = p
             elif "gpu" in name or "smi" in name:
                 gpu_samples.read_gpu_csv(p)  # raises: names the columns it saw
+    if rf.gpu is None:
+        rf.gpu = gpu_telemetry(d)
     results = (
         sorted(p for p in (d / "results").glob("*") if p.is_file() and _is_result(p))
         if (d / "results").is_dir()
@@ -259,6 +265,20 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
         rf.logs += [pf / n for n in LOG_NAMES if (pf / n).is_file()]
         rf.infos += [pf / n for n in INFO_NAMES if (pf / n).is_file()]
     return rf
+
+
+def gpu_telemetry(d: Path) -> Path | None:
+    """A run folder's GPU telemetry when it has no nvidia-smi CSV (:func:`benchbook.ingest.telemetry.
+    telemetry_files`: AIPerf GPU telemetry exports, DCGM scrape series ``*_scrapes.jsonl``, DCGM
+    ``.prom`` scrapes named with their time), recognised by content at the folder's top, else in its
+    ``metrics/``: the one file, or the folder when several (a series per load point), read together."""
+    from benchbook.ingest import telemetry
+
+    for folder in (d, d / "metrics"):
+        files = telemetry.telemetry_files(folder)
+        if files:
+            return files[0] if len(files) == 1 else folder
+    return None
 
 
 def run_folders(d: Path) -> list[RunFolder]:

@@ -24,12 +24,28 @@ any of them the same way, and ``nvidia-smi`` CSV stays :mod:`benchbook.ingest.gp
   scrape carries no time of its own: ``t`` is what the caller says (the capture's scrape time), or
   null.
 
+- **DCGM scrape series**: a JSON Lines file of timed scrapes (``*_scrapes.jsonl``, what
+  ``benchbook capture`` writes: one ``{"t_start", "t_end", "text"}`` per scrape, or ``{"t", "text"}``)
+  whose text carries DCGM series: one sample per GPU per scrape at the scrape's middle
+  (``(t_start + t_end) / 2``); lines without DCGM series (an engine's own scrapes in the same
+  series) are not GPU samples and are counted in the reader's note, not read.
+- **DCGM .prom scrapes** whose file name holds the scrape's Unix time
+  (``dcgm_1767225600.5.prom``): one sample per GPU at that time. A DCGM ``.prom`` without a time in
+  its name cannot be placed on the run's clock and is refused, saying so.
+
+:func:`read_gpu_samples` reads any of them — or an ``nvidia-smi`` CSV, or a folder of telemetry files
+(every one of them, concatenated) — as one frame: what a ``gpu`` run's ``gpu_samples`` names
+(:mod:`benchbook.ingest.gpu_runs`), so memory and energy are computed the same way from each.
+:func:`telemetry_files` says which files of a folder are GPU telemetry (``init``'s run-folder
+recognition, :mod:`benchbook.ingest.run_layout`).
+
 Bad input names the file, the line or label and what was wrong; a JSON Lines file that is not this
 layout is reported with the keys it has.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -45,7 +61,10 @@ __all__ = [
     "is_dcgm_text",
     "read_aiperf_telemetry",
     "read_dcgm",
+    "read_dcgm_series",
     "read_dcgm_text",
+    "read_gpu_samples",
+    "telemetry_files",
 ]
 
 EXTRA_COLUMNS = ["energy_j", "host"]
@@ -222,6 +241,7 @@ def read_dcgm(paths: Sequence[str | Path] | str | Path, times: Iterable[float | 
 
 AIPERF_LAYOUT = "AIPerf GPU telemetry export (0.13 layout: nvidia_* fields; older gpu_* names read too)"
 DCGM_LAYOUT = "DCGM-exporter scrape (DCGM_FI_DEV_* series)"
+DCGM_SERIES_LAYOUT = "DCGM-exporter scrape series (timed scrapes in JSON Lines, DCGM_FI_DEV_* series)"
 
 
 def describe(df, layout: str) -> str:
@@ -240,6 +260,141 @@ def validate_line(path: str | Path) -> str | None:
         head = f.read(4096)
     if head.lstrip()[:1] == b"{" and b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
         return describe(read_aiperf_telemetry(p), AIPERF_LAYOUT)
+    if kind_of(p) == "dcgm-series":
+        return describe(read_dcgm_series(p), DCGM_SERIES_LAYOUT)
     if b"DCGM_FI_DEV_" in head or (p.suffix in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in p.read_bytes()):
         return describe(read_dcgm(p), DCGM_LAYOUT)
     return None
+
+
+# ------------------------------------------------------------------------------------- series and files
+
+_SCRAPE_TIME = re.compile(r"(?<![0-9])(1[0-9]{9}(?:\.[0-9]+)?)(?![0-9])")  # Unix seconds 2001..2286
+
+
+def _head(p: Path, n: int = 65536) -> bytes:
+    with open(p, "rb") as f:
+        return f.read(n)
+
+
+def kind_of(path: str | Path) -> str | None:
+    """``aiperf`` (AIPerf GPU telemetry export), ``dcgm-series`` (timed scrapes in JSON Lines holding
+    DCGM series), ``dcgm-prom`` (one DCGM scrape, a .prom file), ``nvidia-smi`` (a sample CSV), or
+    None when the file is none of them (read by content, not by name)."""
+    p = Path(path)
+    if not p.is_file() or p.is_symlink():
+        return None
+    head = _head(p)
+    suffix = p.suffix.lower()
+    if suffix == ".jsonl" or head.lstrip()[:1] == b"{":
+        if b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
+            return "aiperf"
+        if b'"text"' in head and (b'"t_start"' in head or b'"t"' in head) and b"DCGM_FI_DEV_" in _head(p, 1 << 22):
+            return "dcgm-series"
+        return None
+    if suffix in (".prom", ".metrics", ".txt") and _dcgm_only(_head(p, 1 << 22)):
+        return "dcgm-prom"
+    if suffix == ".csv":
+        from benchbook.ingest import gpu_samples
+
+        cols = [c.strip() for c in head.split(b"\n", 1)[0].decode("utf-8", "replace").split(",")]
+        return "nvidia-smi" if gpu_samples.is_gpu_csv(cols) else None
+    return None
+
+
+def _dcgm_only(text: bytes) -> bool:
+    """Prometheus text whose samples are all DCGM series (a dcgm-exporter scrape): GPU telemetry, not
+    an engine's /metrics capture (a scrape mixing both is the engine's capture)."""
+    if b"DCGM_FI_DEV_" not in text:
+        return False
+    names = [ln.split(b"{", 1)[0].split(b" ", 1)[0] for ln in text.splitlines() if ln.strip() and ln[:1] != b"#"]
+    return bool(names) and all(n.startswith(b"DCGM_") for n in names)
+
+
+def scrape_time(path: str | Path) -> float:
+    """The Unix time in a DCGM .prom file's name (``dcgm_1767225600.5.prom``); InputError without one."""
+    p = Path(path)
+    m = _SCRAPE_TIME.findall(p.stem)
+    if len(m) != 1:
+        raise InputError(
+            p,
+            "-",
+            "a DCGM scrape without its time: name each .prom scrape with its Unix time (dcgm_<unix seconds>.prom) "
+            "or keep the scrapes as a timed series (*_scrapes.jsonl: one {t_start, t_end, text} per line)",
+        )
+    return float(m[0])
+
+
+def read_dcgm_series(path: str | Path):
+    """A JSON Lines series of timed scrapes (``{t_start, t_end, text}`` or ``{t, text}`` per line): the
+    DCGM series of each scrape as telemetry rows at the scrape's middle. Lines whose text has no DCGM
+    series are skipped (an engine's scrapes in the same file); none at all is an error."""
+    import orjson
+
+    from benchbook.jsonfile import read_bytes
+
+    p = Path(path)
+    cols = _empty_cols()
+    scrapes = 0
+    for lineno, line in enumerate(read_bytes(p, "scrape series").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            raise InputError(p, f"line {lineno}", f"not valid JSON: {e}") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
+            keys = sorted(rec) if isinstance(rec, dict) else type(rec).__name__
+            raise InputError(p, f"line {lineno}", f"expected a scrape {{t_start, t_end, text}}; found {keys}")
+        if "DCGM_FI_DEV_" not in rec["text"]:
+            continue
+        t0, t1 = rec.get("t_start", rec.get("t")), rec.get("t_end", rec.get("t_start", rec.get("t")))
+        for key, v in (("t_start", t0), ("t_end", t1)):
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                raise InputError(p, f"line {lineno}.{key}", f"expected the scrape's Unix time, found {v!r}")
+        part = read_dcgm_text(rec["text"], f"{p}: line {lineno}", (float(t0) + float(t1)) / 2)
+        for c in TELEMETRY_COLUMNS:
+            cols[c] += part[c]
+        scrapes += 1
+    if not scrapes:
+        raise InputError(p, None, "no scrape in the series carries DCGM GPU series (DCGM_FI_DEV_*)")
+    return _frame(cols)
+
+
+def telemetry_files(folder: str | Path) -> list[Path]:
+    """The GPU telemetry files directly in ``folder`` (AIPerf exports, DCGM scrape series, DCGM .prom
+    scrapes), sorted by name; nvidia-smi CSVs are ``gpu_samples``' and not listed."""
+    d = Path(folder)
+    if not d.is_dir():
+        return []
+    return [p for p in sorted(d.iterdir()) if kind_of(p) in ("aiperf", "dcgm-series", "dcgm-prom")]
+
+
+def read_gpu_samples(path: str | Path):
+    """GPU samples from whatever a ``gpu`` run names: an nvidia-smi CSV, an AIPerf export, a DCGM scrape
+    series or .prom scrape, or a folder of telemetry files (all of them, as one frame sorted by time).
+    The frame has :data:`TELEMETRY_COLUMNS` (``energy_j`` null where the source has no counter)."""
+    import polars as pl
+
+    p = Path(path)
+    if p.is_dir():
+        files = telemetry_files(p)
+        if not files:
+            raise InputError(
+                p, "-", "no GPU telemetry in this folder (AIPerf export, DCGM *_scrapes.jsonl or DCGM .prom scrapes)"
+            )
+        frames = [read_gpu_samples(f) for f in files]
+        return pl.concat(frames, how="vertical").sort(["t", "gpu"], nulls_last=True)
+    kind = kind_of(p)
+    if kind == "aiperf":
+        return read_aiperf_telemetry(p)
+    if kind == "dcgm-series":
+        return read_dcgm_series(p)
+    if kind == "dcgm-prom":
+        return read_dcgm([p], [scrape_time(p)])
+    from benchbook.ingest import gpu_samples
+
+    df = gpu_samples.read_gpu_csv(p)  # an nvidia-smi CSV (or its error, naming the columns it saw)
+    return df.with_columns(pl.lit(None, pl.Float64).alias("energy_j"), pl.lit(None, pl.String).alias("host")).select(
+        TELEMETRY_COLUMNS
+    )

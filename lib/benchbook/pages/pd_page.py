@@ -6,6 +6,12 @@ part computed by :func:`benchbook.analysis.disaggregation.analyse`: cells, compa
 batch composition) and the admission simulator :mod:`benchbook.analysis.admission`; every caveat sentence is
 generated from what the inputs contain. Each section records what it shows with ``bd.record`` so
 tests assert on ``pd.values.json``, not on HTML.
+
+A campaign of llm-d Benchmark Reports (results runs whose reports state prefill and decode roles,
+``benchbook init`` of the report files) gets this page too: :func:`deployment` shows what
+:mod:`benchbook.analysis.pd_report` decided (GPUs per role, per-GPU throughput per role and per
+cluster, KV transfer against the link ``link_gb_s``, PD path exercised). Sections that need the
+benchmark tool's PD summaries (``pd.json``) are left out when the campaign has none.
 """
 
 from __future__ import annotations
@@ -13,12 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.analysis import disaggregation
+from benchbook.analysis import disaggregation, pd_report
 from benchbook.analysis.verdict import State
 from benchbook.errors import InputError
 from benchbook.ingest.pd_runs import PDCampaign
 from benchbook.pages import display as bd
 from benchbook.pages import sections
+from benchbook.pages.pd_report_section import block as pd_report_section_block
 
 SEAM_BATCHES = disaggregation.SEAM_BATCHES
 # a verdict's mark on this page, from its typed state (never from its words)
@@ -40,13 +47,23 @@ SOURCE_MARK = {
 
 @dataclass
 class Page:
-    camp: PDCampaign
-    report: disaggregation.PDReport
+    camp: PDCampaign | None  # None: no pd.json runs (a campaign of Benchmark Reports)
+    report: disaggregation.PDReport | None
     baseline_arm: str
     min_window_s: float
     min_window_requests: float | None
     title: str
     notes: list[str] = field(default_factory=list)
+    # PD deployments stated by Benchmark Reports (CampaignAnalysis.pd_deployment) and the link rate
+    deployment: list[pd_report.PDReport] = field(default_factory=list)
+    link_gb_s: float | None = None
+    analysis: Any = None  # the campaign's CampaignAnalysis
+    whole: Any = None  # the loaded Campaign
+
+
+def _empty(page: Page) -> bool:
+    """No pd.json runs: the sections built on the benchmark tool's PD summaries are left out."""
+    return page.report is None
 
 
 def load(
@@ -56,23 +73,41 @@ def load(
     min_window_s: float = 60.0,
     min_window_requests: float = -1,
     title: str = "",
+    link_gb_s: float = 0.0,
 ) -> Page:
     """Load a PD campaign and compute everything the page shows. ``min_window_requests`` < 0 means
-    "more than the run's concurrency"; an empty ``baseline_arm`` uses the manifest's baseline role."""
+    "more than the run's concurrency"; an empty ``baseline_arm`` uses the manifest's baseline role;
+    ``link_gb_s`` is the KV-transfer link rate in GB/s (0: not judged without a link rate)."""
     from benchbook.analysis.campaign_analysis import analyse
     from benchbook.ingest.campaign import load_campaign
 
     whole = load_campaign(campaign)  # loaded once: its PD part, the analysis and the page share it
+    link = pd_report.link_rate(link_gb_s)
+    if min_window_s <= 0:
+        raise InputError("parameters", "min_window_s", f"must be positive (got {min_window_s})")
+    if not whole.is_pd:  # no pd.json runs: the PD deployments its Benchmark Reports state, if any
+        an = analyse(whole, link_gb_s=link)
+        if not an.pd_deployment:
+            raise InputError(
+                whole.root / "campaign.json",
+                "$.arms",
+                "not a PD campaign: no arm with mode 'pd' and no Benchmark Report stating prefill and decode roles",
+            )
+        return Page(
+            None, None, "", float(min_window_s), None, title or whole.title,
+            deployment=an.pd_deployment, link_gb_s=link, analysis=an, whole=whole,
+        )  # fmt: skip
     camp = whole.pd
     base = baseline_arm or camp.baseline_arm()
     if base not in camp.arms:
         raise InputError("parameters", "baseline_arm", f"unknown arm {base!r}; choose from {', '.join(camp.arms)}")
-    if min_window_s <= 0:
-        raise InputError("parameters", "min_window_s", f"must be positive (got {min_window_s})")
     mwr = None if min_window_requests is None or min_window_requests < 0 else float(min_window_requests)
     opts = {"min_window_s": float(min_window_s), "min_window_requests": mwr, "baseline_arm": base}
-    rep = analyse(whole, pd_options=opts).pd  # the campaign's one analysis (benchbook.analysis.campaign_analysis)
-    return Page(camp, rep, base, float(min_window_s), mwr, title or camp.title)
+    an = analyse(whole, pd_options=opts, link_gb_s=link)  # the campaign's one analysis
+    return Page(
+        camp, an.pd, base, float(min_window_s), mwr, title or camp.title,
+        deployment=an.pd_deployment, link_gb_s=link, analysis=an, whole=whole,
+    )  # fmt: skip
 
 
 # ---- helpers -------------------------------------------------------------------------------------
@@ -135,8 +170,8 @@ def _ctx(page: Page) -> str:
 
 # ---- opening -------------------------------------------------------------------------------------
 def header(page: Page) -> bd.Block:
-    m = page.camp.manifest
-    prov = page.camp.provenance
+    m = page.whole.manifest if page.camp is None else page.camp.manifest
+    prov = m.get("provenance") if page.camp is None else page.camp.provenance
     banner = {
         "transcribed": "Figures TRANSCRIBED from a published page, not measured by this tool.",
         "reconstructed": "These raw files were RECONSTRUCTED from published tables, not measured.",
@@ -155,10 +190,30 @@ def header(page: Page) -> bd.Block:
 def findings(page: Page) -> bd.Block:
     """The findings box the analysis decided (:meth:`PDReport.findings`): results (worst first), failed
     checks, and the gains it could not judge."""
-    return sections.findings_box(page.report.findings())
+    if page.analysis is None:  # a Page built by hand (tests): the PD summaries' own box
+        return sections.findings_box(page.report.findings())
+    return sections.findings_box(page.analysis.pd_findings())
 
 
 def how_to_read(page: Page) -> bd.Block:
+    if _empty(page):
+        bd.record("runs_per_arm_and_load", [])
+        return bd.how_to_read(
+            n_per_cell="one Benchmark Report per run: its figures are the report's aggregates, not medians over runs.",
+            warmup="the report's aggregates span the run (stage) as the harness measured it; nothing is discarded.",
+            noise_rule=(
+                "no comparison is made on this page: per-GPU figures and checks per run only (compare runs on the "
+                "compare page)."
+            ),
+            marks=("pass", "note", "fail"),
+            extra=[
+                "Per-GPU throughput per role = input tokens/s ÷ prefill GPUs and output tokens/s ÷ decode GPUs; per "
+                "cluster = output (or total) tokens/s ÷ all GPUs.",
+                "KV transfer: bytes and seconds per request as the report states them; the achieved rate "
+                "(bytes ÷ seconds, GB/s) above the link rate (link_gb_s) fails; the default is "
+                f"'{pd_report.NO_LINK}'.",
+            ],
+        )
     ns = page.report.runs_per_arm_and_load  # counted by the analysis, per arm under one load
     req = (
         "more than the run's concurrency (e.g. C128 → more than 128 requests)"
@@ -200,10 +255,27 @@ def how_to_read(page: Page) -> bd.Block:
 
 
 def scope(page: Page) -> bd.Block:
-    return sections.scope(page.camp.manifest.get("scope", {}))
+    m = page.whole.manifest if page.camp is None else page.camp.manifest
+    return sections.scope(m.get("scope", {}))
+
+
+def deployment(page: Page) -> bd.Block:
+    """PD deployments stated by llm-d Benchmark Reports (analysis.pd_report, made once by the
+    campaign's analysis): GPUs per role, per-GPU throughput per role and per cluster, KV transfer
+    against the link, PD path exercised; with what each report's reader noted. Empty without one."""
+    bd.record("pd_deployment", {"link_gb_s": page.link_gb_s, "runs": [r.as_dict() for r in page.deployment]})
+    if not page.deployment:
+        return bd.Block("")
+    notes = [{"Run": r.run_id, "Note": n} for r in page.deployment for n in r.notes]
+    extra = (
+        str(bd.table(notes, id="pd-deployment-notes", caption="What the figures could not include.")) if notes else ""
+    )
+    return bd.Block(str(pd_report_section_block(page.deployment, page.link_gb_s)) + extra)
 
 
 def configuration(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     rows = []
     for name, a in page.camp.arms.items():
         rows.append(
@@ -249,6 +321,8 @@ def configuration(page: Page) -> bd.Block:
 
 # ---- request lifecycle ---------------------------------------------------------------------------
 def lifecycle(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     import altair as alt
     import polars as pl
 
@@ -366,6 +440,8 @@ def lifecycle(page: Page) -> bd.Block:
 
 # ---- throughput ----------------------------------------------------------------------------------
 def throughput(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     import altair as alt
     import polars as pl
 
@@ -497,6 +573,8 @@ def throughput(page: Page) -> bd.Block:
 
 
 def comparisons(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     cs = [c for c in page.report.comparisons if c["key"] != "output_tok_s_per_card"]
     bd.record("comparisons", cs)  # the analysis's comparison entries, as the summary carries them
     if not cs:
@@ -529,6 +607,8 @@ def comparisons(page: Page) -> bd.Block:
 
 # ---- Little's law --------------------------------------------------------------------------------
 def littles_law(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     rows = []
     checks = {c["name"]: c for c in page.report.checks}
     for r in _runs_by_purpose(page):
@@ -598,6 +678,8 @@ def littles_law(page: Page) -> bd.Block:
 
 # ---- acceptance length ---------------------------------------------------------------------------
 def acceptance(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     rows = []
     for r in _runs_by_purpose(page):
         spec = r.speculative
@@ -649,6 +731,8 @@ def acceptance(page: Page) -> bd.Block:
 
 # ---- batch seam (simulator) ----------------------------------------------------------------------
 def batch_seam(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     import altair as alt
     import polars as pl
 
@@ -750,6 +834,8 @@ def batch_seam(page: Page) -> bd.Block:
 
 
 def admission(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     import altair as alt
     import polars as pl
 
@@ -835,6 +921,8 @@ def admission(page: Page) -> bd.Block:
 
 # ---- checks, marks, caveats ----------------------------------------------------------------------
 def window_checks(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     win = [c for c in page.report.checks if c.get("kind") == "window validity"]
     bd.record("window_checks", win)
     rows = [{"Run": c["run"], "Status": _status_mark(c["status"]), "Detail": c["detail"]} for c in win]
@@ -859,6 +947,17 @@ def window_checks(page: Page) -> bd.Block:
 
 
 def checks(page: Page) -> bd.Block:
+    if _empty(page):  # the Benchmark Reports' deployment checks are the page's checks
+        rows = [
+            {"Check": f"{r.run_id}: {c.name}", "Status": _status_mark(c.status), "Detail": c.detail}
+            for r in page.deployment
+            for c in r.checks
+        ]
+        bd.record("checks", [{"run": r.run_id, **c.as_dict()} for r in page.deployment for c in r.checks])
+        passed = [c.status == "pass" for r in page.deployment for c in r.checks]
+        return bd.Block(
+            str(bd.heading("All checks", id="checks")) + str(sections.checks_table(rows, passed, id="pd-checks"))
+        )
     bd.record("checks", page.report.checks)
     rows = [
         {"Check": c["name"], "Status": _status_mark(c["status"]), "Detail": c["detail"]} for c in page.report.checks
@@ -870,6 +969,8 @@ def checks(page: Page) -> bd.Block:
 
 
 def marks(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     rows = []
     for r in _runs_by_purpose(page):
         for kind, d in (("derived", r.derived), ("approximate", r.approximate)):
@@ -982,12 +1083,16 @@ def _caveats(page: Page) -> list[str]:
 
 
 def caveats(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     lines = _caveats(page)
     bd.record("caveats", lines)
     return bd.Block("<h2>Caveats from the inputs</h2><ol>" + "".join(f"<li>{bd.esc(x)}</li>" for x in lines) + "</ol>")
 
 
 def exclusions(page: Page) -> bd.Block:
+    if _empty(page):
+        return bd.Block("")
     return sections.exclusions(
         page.camp.root,
         ((e["file"], e["sample"], e["reason"]) for e in page.report.exclusions),
@@ -999,6 +1104,9 @@ def exclusions(page: Page) -> bd.Block:
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
+    if page.camp is None:
+        w = page.whole
+        return sections.provenance(w.input_files(), parameters, readme=w.root / "README.md", root=w.root)
     return sections.provenance(
         page.camp.input_files(), parameters, readme=page.camp.root / "README.md", root=page.camp.root
     )

@@ -4,7 +4,9 @@ against the link and whether the PD path was exercised — as :mod:`benchbook.an
 decided them. Formats only.
 
 ``section(items, link_gb_s=None)`` takes ``(run_id, BenchmarkRun)`` pairs (the compare page passes
-its runs) and returns one display Block, empty when no run is a PD report.
+its runs) and returns one display Block, empty when no run is a PD report; ``block(reports,
+link_gb_s)`` formats reports the campaign's analysis already made (the PD page passes
+``CampaignAnalysis.pd_deployment``).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from benchbook.analysis import pd_report
 from benchbook.pages import display as bd
 
-__all__ = ["section"]
+__all__ = ["block", "section"]
 
 
 def _n(v: float | None, fmt: str = "{:,.0f}") -> str:
@@ -23,8 +25,13 @@ def _n(v: float | None, fmt: str = "{:,.0f}") -> str:
 
 
 def section(items: Iterable[tuple[str, Any]], link_gb_s: float | None = None) -> bd.Block:
-    reports = [r for rid, run in items if (r := pd_report.analyse(run, run_id=rid, link_gb_s=link_gb_s))]
+    reports = pd_report.campaign_reports(items, link_gb_s)
     bd.record("pd_report", [r.as_dict() for r in reports])
+    return block(reports, link_gb_s)
+
+
+def block(reports: list[pd_report.PDReport], link_gb_s: float | None = None, *, level: int = 2) -> bd.Block:
+    """The deployment table and its checks for reports already made (empty without one)."""
     if not reports:
         return bd.Block("")
     rows = [
@@ -52,7 +59,7 @@ def section(items: Iterable[tuple[str, Any]], link_gb_s: float | None = None) ->
         for r in reports
         for c in r.checks
     ]
-    link = f"{link_gb_s:g} GB/s" if link_gb_s else "not given (the link check is not judged)"
+    link = f"{link_gb_s:g} GB/s" if link_gb_s else f"not given ({pd_report.NO_LINK}: set link_gb_s)"
     body = str(
         bd.table(
             rows,
@@ -64,4 +71,5 @@ def section(items: Iterable[tuple[str, Any]], link_gb_s: float | None = None) ->
             ),
         )
     ) + str(bd.table(checks, id="pd-deployment-checks", caption=f"PD checks. Link rate: {link}."))
-    return bd.Block(f'<section id="pd-deployment"><h2>PD deployment (Benchmark Report)</h2>{body}</section>')
+    h = f"h{level}"
+    return bd.Block(f'<section id="{pd_report.SECTION}"><{h}>PD deployment (Benchmark Report)</{h}>{body}</section>')
