@@ -169,7 +169,7 @@ def test_init_on_an_output_folder_makes_one_run_and_the_compare_page(tmp_path, c
     import shutil
 
     from benchbook.commands.cli import main
-    from benchbook.pipeline.render import render_campaign
+    from benchbook.pipeline.campaigns import render_campaign
 
     folder = tmp_path / "ip"
     shutil.copytree(IP, folder)

@@ -13,7 +13,7 @@ from benchbook.analysis.campaign_analysis import analyse
 from benchbook.commands.cli import main
 from benchbook.errors import InputError
 from benchbook.pages import pd_page
-from benchbook.pipeline.render import render_campaign
+from benchbook.pipeline.campaigns import render_campaign
 
 BR = Path(__file__).parent / "fixtures" / "tools" / "llmd-benchmark-report-0.2.1" / "pd_report.yaml"
 SGL = Path(__file__).parent / "fixtures" / "tools" / "sglang-benchmark-serving-0.5.23" / "steady_state.jsonl"
@@ -103,3 +103,13 @@ def test_init_of_a_folder_with_two_configurations_writes_no_empty_arms(tmp_path)
     assert "arms" not in manifest and len(manifest["runs"]) == 1
     assert any("2 configurations" in t for t in manifest["todo"])
     assert analyse(camp).page_kinds() == ["pd", "compare"]
+
+
+def test_render_all_gives_a_benchmark_report_campaign_its_pd_page(tmp_path):
+    """The renderer's page choice (pipeline.plan.pages_for) agrees with the analysis' page_kinds: a
+    campaign of Benchmark Reports stating prefill and decode roles gets the PD page under render --all."""
+    from benchbook.pipeline.plan import pages_for, read_manifest
+
+    camp = _campaign(tmp_path, BR)
+    assert pages_for(read_manifest(camp), camp) == ["pd", "compare"]
+    assert pages_for(read_manifest(camp)) == ["compare"]  # the manifest alone cannot tell

@@ -91,7 +91,9 @@ def render_campaign(
     overrides = merge_params(own, overrides or {})
     outcome = CampaignOutcome(campaign.name, manifest)
     writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
-    wanted = list(pages) if pages is not None else [p for p in pages_for(manifest) if only is None or p in only]
+    wanted = (
+        list(pages) if pages is not None else [p for p in pages_for(manifest, campaign) if only is None or p in only]
+    )
     if not wanted:
         log(f"{campaign.name}: no page applies (no requests/phases/results runs, no ablation or pd arms)")
     for page in wanted:

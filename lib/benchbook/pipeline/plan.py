@@ -35,10 +35,12 @@ def read_manifest(campaign: Path) -> dict[str, Any]:
     return open_manifest(campaign, schema=False)[2]
 
 
-def pages_for(manifest: Mapping[str, Any]) -> list[str]:
+def pages_for(manifest: Mapping[str, Any], campaign: Path | None = None) -> list[str]:
     """Which pages a campaign gets: ``baseline`` when it has requests/phases runs, ``ablation`` when
     any arm has role "ablation", ``pd`` when any arm has mode "pd", ``compare`` when it has results
-    runs (benchmark-tool result files; the page reads them from the campaign)."""
+    runs (benchmark-tool result files; the page reads them from the campaign). Given the campaign
+    folder, results runs read from llm-d Benchmark Reports that state prefill and decode roles get
+    the PD page too (:func:`states_pd_roles`; the analysis decides the same, ``page_kinds``)."""
     arms = manifest.get("arms") or {}
     runs = manifest.get("runs") or []
     pages = []
@@ -49,11 +51,38 @@ def pages_for(manifest: Mapping[str, Any]) -> list[str]:
         pages.append("baseline")
     if any(isinstance(a, dict) and a.get("role") == "ablation" for a in arms.values()):
         pages.append("ablation")
-    if any(isinstance(a, dict) and a.get("mode") == "pd" for a in arms.values()):
+    if any(isinstance(a, dict) and a.get("mode") == "pd" for a in arms.values()) or (
+        campaign is not None and states_pd_roles(campaign, runs)
+    ):
         pages.append("pd")
     if any(isinstance(r, dict) and r.get("harness") == "results" for r in runs):
         pages.append("compare")
     return pages
+
+
+def states_pd_roles(campaign: Path, runs: list[Any]) -> bool:
+    """Whether a results run of ``campaign`` was read from a Benchmark Report stating prefill and
+    decode GPUs (a PD deployment): only those runs' files are read, and an unreadable one says no
+    here (loading the campaign reports it)."""
+    from benchbook.ingest import formats
+    from benchbook.jsonfile import load_json
+
+    for r in runs:
+        if not (isinstance(r, dict) and r.get("harness") == "results" and isinstance(r.get("path"), str)):
+            continue
+        folder = Path(campaign) / r["path"]
+        try:
+            doc = load_json(folder / "results.json")
+            if not isinstance(doc, dict) or doc.get("tool") != "llmd-benchmark-report":
+                continue
+            for name in doc.get("files") or []:
+                for run in formats.read(folder / name):
+                    params = run.config.get("params") or {}
+                    if params.get("prefill_gpus") and params.get("decode_gpus"):
+                        return True
+        except (InputError, OSError, TypeError, AttributeError):
+            continue
+    return False
 
 
 def notebook_for(page: str, notebooks: Path | None = None) -> Path:

@@ -520,7 +520,7 @@ def plan_campaign(
     if digest is None or digest.startswith("unreadable: "):
         digest = folder_digest(campaign)  # raises what made it unreadable, for this campaign alone
     code = code_fingerprint()
-    applies = page_plan.pages_for(manifest)
+    applies = page_plan.pages_for(manifest, campaign)
     wanted = [p for p in applies if only is None or p in only]
     if not applies:
         log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
