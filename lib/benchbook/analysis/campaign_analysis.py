@@ -358,7 +358,8 @@ class CampaignAnalysis:
 
     def baseline_findings(self, arms: list[str] | None = None) -> Findings:
         """The baseline page's findings box for ``arms`` (default: the main arms): the comparisons
-        called results (worst first), failed checks and clamps, and what could not be judged."""
+        failed checks and clamps first, then the comparisons called results (worst first), then what
+        could not be judged."""
         camp = self.camp
         chosen = list(arms) if arms else baseline.main_arms(camp)
         comps = [c for c in self.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
@@ -433,7 +434,7 @@ class CampaignAnalysis:
             elif kind == "pd" and self.pd is not None:
                 out[kind] = self.pd.findings()
             elif kind == "compare" and self.results is not None:
-                out[kind] = results_findings(self.results)
+                out[kind] = results_findings(self.results, self.audit)
         return out
 
     def as_dict(self) -> dict[str, Any]:
@@ -492,14 +493,18 @@ class CampaignAnalysis:
         }
 
 
-def results_findings(rs: ResultSet) -> Findings:
-    """The compare page's findings box from its result set: failed validity gates, the verdicts that
-    are results (worst first: regressions, then by the size of the ratio), and what could not be
+def results_findings(rs: ResultSet, audit: CampaignAudit | None = None) -> Findings:
+    """The compare page's findings box from its result set: failed validity gates first, the verdicts
+    that are results (worst first: regressions, then by the size of the ratio), and what could not be
     judged (per compared pair, and pairings without a verdict) — the lines the result set's own
-    findings list holds, counted the way every other page counts them."""
+    findings list holds, counted the way every other page counts them. ``audit``: the campaign's audit;
+    its failed checks (preemption, a short count, a figure beyond its limit) lead the box."""
     from benchbook.analysis.resultset import short_why
 
     failed = [
+        (f"{c['name']}: {c['detail']}", "audit") for c in (audit.all_checks() if audit else []) if c["status"] == "fail"
+    ]
+    failed += [
         (f"{e.id}: {g.name} failed — {g.detail}", "compare-checks")
         for e in rs.entries
         for g in e.gates
