@@ -182,3 +182,21 @@ def test_a_symlinked_sample_file_out_of_the_campaign_is_bad_input(tmp_path):
     own.symlink_to(H200 / "batch" / "gpu_samples.csv")
     with pytest.raises(InputError, match="symlink out of the campaign folder"):
         analyse(camp)
+
+
+def test_a_short_count_in_a_results_run_leads_the_findings(tmp_path):
+    """The real conc1 file with the settings --metadata would record, one request cut short."""
+    camp = build(tmp_path, phases=("noprefix",), results=(("batch", "conc1"),))
+    path = camp / "runs" / "batch-conc1" / "bench_conc1.json"
+    doc = json.loads(path.read_text())
+    doc.update(random_output_len="128", ignore_eos="true")
+    path.write_text(json.dumps(doc))
+    (c,) = [c for c in analyse(camp).checks if c["name"].startswith("short count")]
+    assert c["status"] == "pass" and c["requests"] == 16
+    doc["output_lens"][2] = 100
+    path.write_text(json.dumps(doc))
+    an = analyse(camp)
+    (c,) = [c for c in an.checks if c["name"].startswith("short count")]
+    assert c["status"] == "fail" and c["run"] == "batch-conc1" and "request 2 got 100" in c["detail"]
+    first = an.findings["compare"].lines[0]
+    assert first.kind == "fail" and first.text.startswith("short count: batch-conc1")

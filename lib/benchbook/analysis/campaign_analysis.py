@@ -638,9 +638,11 @@ def _analyse(
 
 
 def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) -> CampaignAudit:
-    """The campaign's audit (analysis/audit.py); its checks join the campaign's checks, so every
-    findings box lists a failed one."""
+    """The campaign's audit (analysis/audit.py) and the results runs' short-count checks
+    (``checks.short_count_checks``: no engine window needed); its checks join the campaign's checks,
+    so every findings box lists a failed one."""
     from benchbook.analysis.audit import campaign_audit
+    from benchbook.analysis.checks import short_count_checks
 
     au = campaign_audit(
         an.camp,
@@ -651,6 +653,8 @@ def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) ->
         cached_prefill=cached_prefill,
         allow_preemption=allow_preemption,
     )
+    if an.results_inputs is not None:
+        au.checks += short_count_checks(an.results_inputs)
     an.checks = an.checks + au.all_checks()
     return au
 
