@@ -294,6 +294,9 @@ class CampaignAnalysis:
     memory_processes: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     # what could make the figures lie (cache, preemption, queueing, tokens), the physical limits, energy
     audit: CampaignAudit | None = None
+    # the phase cells' yardstick where an arm ran its phases in two or more server processes
+    # (baseline.phase_noise); None otherwise (the phase comparisons then use ``noise``)
+    phase_noise: baseline.Noise | None = None
 
     @property
     def spread(self) -> float | None:
@@ -301,6 +304,14 @@ class CampaignAnalysis:
         if self.spread_override is not None:
             return self.spread_override
         return self.noise.spread if self.noise else None
+
+    @property
+    def phase_spread(self) -> float | None:
+        """The threshold for phase figures: the override, else the spread between server processes
+        (:attr:`phase_noise`) where measured, else :attr:`spread`."""
+        if self.spread_override is not None:
+            return self.spread_override
+        return self.phase_noise.spread if self.phase_noise else self.spread
 
     def cell_ns(self, arms: list[str] | None = None) -> list[int]:
         """The distinct n of the phase cells (of ``arms``), for "how to read" sentences."""
@@ -449,15 +460,8 @@ class CampaignAnalysis:
             "title": self.camp.title,
             "provenance": self.camp.manifest["provenance"],
             "rule": self.rule,
-            "noise": None
-            if nz is None
-            else {
-                "arm": nz.arm,
-                "metric": nz.metric,
-                "runs": list(nz.runs),
-                "values": list(nz.values),
-                "spread": nz.spread,
-            },
+            "noise": None if nz is None else nz.as_dict(),
+            "phase_noise": None if self.phase_noise is None else self.phase_noise.as_dict(),
             "small_n": self.small_n_notes(),
             "cells": self.cells(),
             "comparisons": self.comparisons + (pd.comparisons if pd else []),
@@ -596,6 +600,7 @@ def _analyse(
             camp, rule=rule, spread_override=spread_override, warmup_rounds=warmup_rounds, cached_prefill=cached_prefill
         ),
         checks=baseline.checks(camp),
+        phase_noise=baseline.phase_noise(camp, pc),
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
@@ -614,7 +619,7 @@ def _analyse(
     out.clamps = _clamps(camp)
     if pc is not None:
         out.interval_rates = _interval_rates(camp, pc)
-        out.references = _references(camp, pc, out.spread)
+        out.references = _references(camp, pc, out.phase_spread)
     out.ablation, out.ablation_note = _ablation(camp, rule)
     if camp.is_pd:
         from benchbook.analysis import disaggregation
