@@ -111,6 +111,37 @@ def test_preemption_is_a_failed_check_the_findings_box_leads_with(tmp_path):
     page = compare_page.load([], campaign=str(camp))
     fails = compare_page._audit_failures(page)
     assert fails and "5 preemption(s)" in fails[0].text and fails[0].anchor == "sec-audit"
+    # the analysis' box (what summary --json and the index read) leads with it too, and counts it
+    box = page.findings_box
+    assert box.lines[0].kind == "fail" and "5 preemption(s)" in box.lines[0].text and box.failed_checks >= 1
+    assert an.findings["compare"].as_dict() == box.as_dict()
+
+
+def _summary(capsys, *argv):
+    from benchbook.commands.cli import main
+
+    assert main(["summary", *map(str, argv), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_summary_takes_the_audits_options(tmp_path, camp_dir, capsys):
+    """summary --allow-preemption and --cached-prefill keep decide what the page parameters decide."""
+    camp = build(tmp_path, phases=("noprefix",), results=(("batch", "conc1"),))
+    _bump(camp / "runs" / "batch-conc1" / "conc1_after.prom", "vllm:num_preemptions_total", 5)
+    status = {
+        opt: next(
+            c["status"] for c in _summary(capsys, camp, *opt)["checks"] if c["name"].startswith("preemption: batch")
+        )
+        for opt in ((), ("--allow-preemption",))
+    }
+    assert status == {(): "fail", ("--allow-preemption",): "warn"}
+    kept = _summary(capsys, camp_dir, "--cached-prefill", "keep")
+    assert kept["audit"]["cached_prefill"] == "keep"
+    prefill = {(c["arm"], c["prompt_class"]) for c in kept["cells"] if c.get("metric") == "prefill_tok_s"}
+    assert ("batch", "long") in prefill  # excluded by default (test_cached_phase_samples_leave_the_prefill_figures)
+    assert ("batch", "long") not in {
+        (c["arm"], c["prompt_class"]) for c in _summary(capsys, camp_dir)["cells"] if c.get("metric") == "prefill_tok_s"
+    }
 
 
 def test_no_counters_no_samples_is_not_measured():
@@ -151,3 +182,21 @@ def test_a_symlinked_sample_file_out_of_the_campaign_is_bad_input(tmp_path):
     own.symlink_to(H200 / "batch" / "gpu_samples.csv")
     with pytest.raises(InputError, match="symlink out of the campaign folder"):
         analyse(camp)
+
+
+def test_a_short_count_in_a_results_run_leads_the_findings(tmp_path):
+    """The real conc1 file with the settings --metadata would record, one request cut short."""
+    camp = build(tmp_path, phases=("noprefix",), results=(("batch", "conc1"),))
+    path = camp / "runs" / "batch-conc1" / "bench_conc1.json"
+    doc = json.loads(path.read_text())
+    doc.update(random_output_len="128", ignore_eos="true")
+    path.write_text(json.dumps(doc))
+    (c,) = [c for c in analyse(camp).checks if c["name"].startswith("short count")]
+    assert c["status"] == "pass" and c["requests"] == 16
+    doc["output_lens"][2] = 100
+    path.write_text(json.dumps(doc))
+    an = analyse(camp)
+    (c,) = [c for c in an.checks if c["name"].startswith("short count")]
+    assert c["status"] == "fail" and c["run"] == "batch-conc1" and "request 2 got 100" in c["detail"]
+    first = an.findings["compare"].lines[0]
+    assert first.kind == "fail" and first.text.startswith("short count: batch-conc1")

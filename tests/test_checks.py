@@ -147,3 +147,61 @@ def test_sglang_cached_tokens():
     au = checks.audit(b, a, PROFILES["sglang"], window="w", kind="results run")
     assert au.cached_share == pytest.approx(0.6) and au.cache_source == "sglang:cached_tokens_total"
     assert au.preemptions is None  # SGLang exports no preemption counter
+
+
+# ---- short count: a results run whose file states its output length and ignore_eos ----------------
+def _stating(src, dst, **metadata):
+    """A copy of a real result file with keys as ``vllm bench serve --metadata K=V`` writes them (the
+    H200 runs were made with --random-output-len 128 --ignore-eos, which the file itself does not keep)."""
+    doc = json.loads(src.read_text())
+    doc.update(metadata)
+    dst.write_text(json.dumps(doc))
+    return doc
+
+
+def _inputs(*paths):
+    from types import SimpleNamespace
+
+    from benchbook.ingest.formats import read
+
+    return SimpleNamespace(runs=[(p.stem, p.stem, run) for p in paths for run in read(p)])
+
+
+def test_every_h200_result_file_stating_its_length_passes_the_short_count(tmp_path):
+    files = sorted(H200.glob("*/results/bench_*.json"))
+    assert {f.parent.parent.name for f in files} == {"serial", "batch", "eager", "noprefix"} and len(files) == 19
+    copies = []
+    for f in files:
+        dst = tmp_path / f"{f.parent.parent.name}-{f.stem}.json"
+        _stating(f, dst, random_output_len="128", ignore_eos="true")
+        copies.append(dst)
+    found = checks.short_count_checks(_inputs(*copies))
+    assert [c["run"] for c in found] == [p.stem for p in copies]
+    assert all(c["status"] == "pass" and c["asked"] == 128 and c["received_min"] == 128 for c in found)
+    # the files as they are state neither the length nor ignore_eos: nothing to test, no check
+    assert checks.short_count_checks(_inputs(*files[:3])) == []
+
+
+def test_a_request_that_received_fewer_tokens_is_a_failed_short_count_naming_the_run(tmp_path):
+    dst = tmp_path / "batch-conc8.json"
+    doc = json.loads((H200 / "batch" / "results" / "bench_conc8.json").read_text())
+    doc["output_lens"][5] = 97  # one request stopped early
+    (tmp_path / "src.json").write_text(json.dumps(doc))
+    _stating(tmp_path / "src.json", dst, random_output_len="128", ignore_eos="true")
+    (c,) = checks.short_count_checks(_inputs(dst))
+    assert c["status"] == "fail" and c["name"] == "short count: batch-conc8" and c["short"] == [5]
+    assert "1 of 32 requests of batch-conc8" in c["detail"] and "request 5 got 97" in c["detail"]
+    # without ignore_eos an EOS may end a request early: not a failure, no check
+    _stating(tmp_path / "src.json", dst, random_output_len="128")
+    assert checks.short_count_checks(_inputs(dst)) == []
+
+
+def test_stated_output_length_reads_the_files_settings():
+    assert checks.stated_output_length({"params": {"random_output_len": "128", "ignore_eos": "True"}})[:2] == (128, 128)
+    assert checks.stated_output_length({"ignore_eos": True, "params": {"output_len": 64}})[:2] == (64, 64)
+    ranged = {"ignore_eos": True, "params": {"random_output_len": 128, "random_range_ratio": 0.5}}
+    assert checks.stated_output_length(ranged)[:2] == (128, 64)  # vLLM draws each length from [64, 192]
+    assert checks.stated_output_length({"params": {"random_output_len": 128}}) is None  # no ignore_eos
+    assert checks.stated_output_length({"ignore_eos": "false", "params": {"random_output_len": 128}}) is None
+    other = {"ignore_eos": True, "params": {"dataset_name": "sharegpt", "random_output_len": 128}}
+    assert checks.stated_output_length(other) is None  # another dataset's default, not what was asked

@@ -42,7 +42,7 @@ def test_a_page_without_a_findings_box_gets_anchors_only():
     assert 'id="sec-one"' in html and "bb-toc" not in html
 
 
-def test_findings_are_worst_first_and_the_headline_counts_them():
+def test_findings_lead_with_failed_checks_then_results_worst_first_and_the_headline_counts_them():
     box = sections.findings(
         results=[
             ("improvement", 1.2, "small gain", "c"),
@@ -53,7 +53,7 @@ def test_findings_are_worst_first_and_the_headline_counts_them():
         failed=[("clamped", "clamps")],
         unjudged=[("no spread", "c")],
     ).html
-    order = [box.index(t) for t in ("big loss", "small loss", "big gain", "small gain", "clamped", "no spread")]
+    order = [box.index(t) for t in ("clamped", "big loss", "small loss", "big gain", "small gain", "no spread")]
     assert order == sorted(order)
     assert "4 results (2 regressions), 1 failed check, 1 not judged" in box
     assert sections.headline(1, 0, 0, 0) == "1 result"

@@ -137,7 +137,9 @@ def test_the_baseline_page_is_half_as_tall_and_keeps_every_figure(reports, open_
     assert "bb-forest" in text and "bb-environment" in text
     box = v["findings_box"]
     assert v["headline"].startswith(f"{box['results']} results") and box["failed_checks"] >= 1
-    assert [line["kind"] for line in box["lines"]][0] == "regression"  # worst first
+    kinds = [line["kind"] for line in box["lines"]]
+    assert kinds[: box["failed_checks"]] == ["fail"] * box["failed_checks"]  # failed checks lead
+    assert kinds[box["failed_checks"]] == "regression"  # then the results, worst first
 
 
 def test_the_index_says_what_each_page_found(reports, open_page):

@@ -11,6 +11,7 @@ check (``name`` + ``status``); it is identified by the keys that say what it jud
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -110,7 +111,16 @@ def test_summary_findings_are_what_the_pages_and_the_index_show(rendered_outcome
         box = found[kind]
         assert values["headline"] == box["headline"], (name, kind)
         assert values["findings_box"] == {k: v for k, v in box.items() if k != "headline"}, (name, kind)
+    from benchbook.findings import FINDING_KINDS
+
+    rank = {k: i for i, k in enumerate(FINDING_KINDS)}
+    for kind, box in found.items():  # every box leads with its failed checks, then results, then the unjudged
+        kinds = [line["kind"] for line in box["lines"]]
+        assert FINDING_KINDS[0] == "fail" and kinds == sorted(kinds, key=rank.get), (name, kind, kinds)
+        assert kinds[: box["failed_checks"]] == ["fail"] * box["failed_checks"], (name, kind, kinds)
     index = index_html([outcome], reports)
+    marks = re.findall(r'class="bb-finding bb-finding-([a-z]+)"', index)
+    assert marks == sorted(marks, key=rank.get), f"{name}: the index's lines are not in the box's order: {marks}"
     total = {k: sum(b[k] for b in found.values()) for k in ("results", "regressions", "failed_checks", "unjudged")}
     from benchbook.findings import headline
 

@@ -45,8 +45,9 @@ class Exclusion:
 
 # ---- the findings box: what a page (and the index) opens with ------------------------------------
 
-#: a finding's kinds, worst first (the box's order)
-FINDING_KINDS: tuple[str, ...] = ("regression", "fail", "improvement", "result", "unjudged")
+#: a finding's kinds in the box's order: a failed check first (a figure it may invalidate is not worth
+#: reading before it), then results worst first, then what could not be judged
+FINDING_KINDS: tuple[str, ...] = ("fail", "regression", "improvement", "result", "unjudged")
 MAX_RESULT_LINES = 8  # more results than this: the rest are counted and linked, listed in their section
 
 
@@ -82,9 +83,9 @@ class Finding:
 
 @dataclass(frozen=True)
 class Findings:
-    """A findings box, decided by the analysis: results worst first (at most
-    :data:`MAX_RESULT_LINES`, then a line counting the rest), failed checks, what was not judged; the
-    counts and the headline. Pages format it; the index and ``summary --json`` read the same values."""
+    """A findings box, decided by the analysis: failed checks first, then results worst first (at most
+    :data:`MAX_RESULT_LINES`, then a line counting the rest), then what was not judged; the counts and
+    the headline. Pages format it; the index and ``summary --json`` read the same values."""
 
     lines: tuple[Finding, ...]
     results: int
@@ -117,10 +118,12 @@ class Findings:
         unjudged: Iterable[tuple[str, str]] = (),
         results_section: str | None = None,
     ) -> Findings:
-        """Select and order. ``results``: (direction "regression" | "improvement" | other, speedup
-        (> 1 is better), sentence with its figure, section) for every comparison called a result,
-        shown worst first (regressions by speedup ascending, then the rest by speedup descending);
-        ``failed``: (sentence, section) per failed check; ``unjudged``: (sentence, section) per thing
+        """Select and order: the failed checks lead (a check that failed may invalidate the figures
+        the results rest on), then the results, then what could not be judged. ``failed``:
+        (sentence, section) per failed check, in the order given; ``results``: (direction
+        "regression" | "improvement" | other, speedup (> 1 is better), sentence with its figure,
+        section) for every comparison called a result, shown worst first (regressions by speedup
+        ascending, then the rest by speedup descending); ``unjudged``: (sentence, section) per thing
         that could not be judged."""
         res = list(results)
         regs = sorted((r for r in res if r[0] == "regression"), key=lambda r: r[1])
@@ -128,14 +131,14 @@ class Findings:
         fails, unj = list(failed), list(unjudged)
         lines = [Finding("regression", t, s) for _, _, t, s in regs]
         lines += [Finding("improvement" if d == "improvement" else "result", t, s) for d, _, t, s in imps]
-        shown = lines[:MAX_RESULT_LINES]
-        if len(lines) > len(shown):
-            more = len(lines) - len(shown)
-            section = results_section or shown[-1].section
-            shown.append(
+        kept = lines[:MAX_RESULT_LINES]
+        if len(lines) > len(kept):
+            more = len(lines) - len(kept)
+            section = results_section or kept[-1].section
+            kept.append(
                 Finding("result", f"… and {more} more result{'s' * (more != 1)}, listed in full below", section)
             )
-        shown += [Finding("fail", t, s) for t, s in fails]
+        shown = [Finding("fail", t, s) for t, s in fails] + kept
         shown += [Finding("unjudged", t, s) for t, s in unj]
         return cls(
             tuple(shown),

@@ -8,6 +8,7 @@ comparisons between arms with their verdicts, and the checks. The statistics the
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -48,20 +49,53 @@ METRIC_NAMES: dict[str, str] = {
 
 @dataclass(frozen=True)
 class Noise:
-    """The campaign's noise yardstick: the run-to-run spread between identical runs."""
+    """The campaign's noise yardstick: the run-to-run spread between identical runs. ``prompt_class``
+    is set for the phase cells' yardstick from server processes (:func:`phase_noise`): then ``runs``
+    are the processes and ``values`` each process's median over its rounds."""
 
     arm: str
     metric: str
     runs: tuple[str, ...]
     values: tuple[float, ...]
     spread: float
+    prompt_class: str | None = None
 
     def describe(self) -> str:
         vals = " against ".join(f"{v:.3f}" for v in self.values)
+        if self.prompt_class is not None:
+            return (
+                f"{vals} ({METRIC_NAMES.get(self.metric, self.metric)}, {self.prompt_class} prompt: the median "
+                f"over its rounds of each server process {', '.join(self.runs)} of arm {self.arm}) is "
+                f"{stats.fmt_pct(self.spread)} of run-to-run variation between processes — the largest of "
+                "the phase figures"
+            )
         return (
             f"{vals} ({', '.join(self.runs)}: the same command run twice, arm {self.arm}) is "
             f"{stats.fmt_pct(self.spread)} of run-to-run variation on identical inputs"
         )
+
+    @property
+    def source(self) -> str:
+        """Where the spread came from, in a few words (a verdict's ``spread_from``)."""
+        if self.prompt_class is not None:
+            return (
+                f"run-to-run spread between the server processes of arm {self.arm} "
+                f"({self.metric}, {self.prompt_class} prompt; the largest of the phase figures)"
+            )
+        return f"run-to-run spread of {self.metric} between runs {', '.join(self.runs)} of arm {self.arm}"
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {
+            "arm": self.arm,
+            "metric": self.metric,
+            "runs": list(self.runs),
+            "values": list(self.values),
+            "spread": self.spread,
+        }
+        if self.prompt_class is not None:
+            out["prompt_class"] = self.prompt_class
+            out["text"] = self.describe()
+        return out
 
 
 def _ordered_arms(camp: Campaign, arms: list[str] | None) -> list[str]:
@@ -358,6 +392,55 @@ def per_metric_spreads(camp: Campaign) -> pl.DataFrame:
     return stats.spreads(frame).filter(pl.col("spread").is_not_null())
 
 
+# ---- server processes as the repeats of the phase cells (benchbook init's arm/run layout) ------------
+def run_processes(camp: Campaign) -> dict[str, str]:
+    """Run id -> its server process (``process`` in campaign.json, init's arm/run layout)."""
+    return {r["id"]: r["process"] for r in camp.manifest.get("runs", []) if r.get("process")}
+
+
+def process_phase_values(camp: Campaign, cells: pl.DataFrame) -> dict[tuple[str, str, str], dict[str, float]]:
+    """(arm, prompt class, metric) -> {process: figure}: each server process's phase cell as one figure,
+    its median over its (non-warm-up) rounds — the median of those medians should a process hold two
+    phases runs. Runs without a ``process`` are left out (an empty dict for a campaign without any)."""
+    procs = run_processes(camp)
+    if not procs or cells is None or cells.height == 0:
+        return {}
+    acc: dict[tuple[str, str, str], dict[str, list[float]]] = {}
+    for r in cells.iter_rows(named=True):
+        proc = procs.get(r["run"])
+        if proc is not None:
+            acc.setdefault((r["arm"], r["prompt_class"], r["metric"]), {}).setdefault(proc, []).append(r["median"])
+    return {k: {p: statistics.median(v) for p, v in d.items()} for k, d in acc.items()}
+
+
+def phase_noise(camp: Campaign, cells: pl.DataFrame | None) -> Noise | None:
+    """The phase cells' yardstick where an arm ran two or more server processes: the run-to-run spread
+    ``(max − min) / min`` between its processes' figures (each a median over rounds) of one phase
+    figure, the largest over the figures (every metric and prompt class, the client's total included)
+    and over such arms. None when no arm has phase runs from two processes."""
+    if cells is None:
+        return None
+    best: Noise | None = None
+    for (arm, pclass, metric), per in process_phase_values(camp, cells).items():
+        if len(per) < 2 or min(per.values()) <= 0:
+            continue
+        procs = tuple(sorted(per))
+        vals = tuple(per[p] for p in procs)
+        s = stats.run_spread(vals, what=f"{arm} {pclass} {metric} between processes")
+        if best is None or s > best.spread:
+            best = Noise(arm, metric, procs, vals, s, prompt_class=pclass)
+    return best
+
+
+def process_cell(values: dict[tuple[str, str, str], dict[str, float]], arm: str, pclass: str, metric: str):
+    """An arm's phase cell with its processes as the repeats: median [min–max] over the processes'
+    figures, n = processes (one process: that figure, n=1). None when the arm has none."""
+    per = values.get((arm, pclass, metric))
+    if not per:
+        return None
+    return stats.cell([per[p] for p in sorted(per)])
+
+
 # ---- comparisons ------------------------------------------------------------------------------
 def main_arms(camp: Campaign) -> list[str]:
     """Arms the baseline page shows by default: every arm except those that exist only for the
@@ -372,13 +455,26 @@ def main_arms(camp: Campaign) -> list[str]:
 
 
 def comparison_pairs(camp: Campaign) -> list[tuple[str, str]]:
-    """(baseline, candidate) arm pairs: the manifest's ``comparisons``, else arms in the same series
-    that differ in exactly one of environment and server configuration."""
+    """(baseline, candidate) arm pairs: the manifest's ``comparisons``; else, in init's arm/run layout
+    (runs carry ``process``; an arm's environment there *is* its server switches, so the two never
+    differ apart), each serial arm against the baseline arm (role baseline, else the first batched
+    arm) and the baseline against each other arm the baseline page shows — as the results ladder
+    pairs them; else arms in the same series that differ in exactly one of environment and server
+    configuration."""
     explicit = camp.manifest.get("comparisons")
     if explicit:
         return [(c["baseline"], c["candidate"]) for c in explicit]
-    pairs = []
     names = main_arms(camp)
+    if run_processes(camp):
+        arms = camp.arms
+        base = next((a for a in names if arms[a].get("role") == "baseline"), None) or next(
+            (a for a in names if arms[a].get("mode") == "batch"), None
+        )
+        if base is None:
+            return []
+        serial = [(a, base) for a in names if arms[a].get("mode") == "serial" and a != base]
+        return serial + [(base, a) for a in names if a != base and arms[a].get("mode") != "serial"]
+    pairs = []
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
             A, B = camp.arms[a], camp.arms[b]
@@ -399,10 +495,16 @@ def comparisons(
     warmup_rounds: int | None = None,
     cached_prefill: str = "exclude",
 ) -> list[dict[str, Any]]:
-    """Every comparison of the page: phase cells and whole-request figures, candidate vs baseline."""
+    """Every comparison of the page: phase cells and whole-request figures, candidate vs baseline.
+
+    Where an arm ran its phases in two or more server processes (:func:`phase_noise`), the phase
+    comparisons take the processes as the repeats: each arm's cell is over its processes' figures
+    (each a median over rounds) and the threshold is the spread between processes; otherwise the
+    phase cells are over rounds and the threshold is the campaign's yardstick (:func:`noise`)."""
 
     nz = noise(camp)
     spread = spread_override if spread_override is not None else (nz.spread if nz else None)
+    from_ = "override" if spread_override is not None else (nz.source if nz else "")
     pairs = comparison_pairs(camp) if pairs is None else pairs
     out: list[dict[str, Any]] = []
     pc = (
@@ -410,9 +512,14 @@ def comparisons(
         if camp.runs_of("phases")
         else None
     )
+    pn = phase_noise(camp, pc)
+    per_process = process_phase_values(camp, pc) if pn is not None else {}
+    phase_spread, phase_from = spread, from_
+    if pn is not None and spread_override is None:
+        phase_spread, phase_from = pn.spread, pn.source
     wc = whole_request_cells(camp)
 
-    def emit(base, cand, metric, context, b, c, hib, prompt_class=None, concurrency=None):
+    def emit(base, cand, metric, context, b, c, hib, prompt_class=None, concurrency=None, spread=spread, from_=from_):
         if b is None or c is None:
             return
         if spread is None:
@@ -422,7 +529,7 @@ def comparisons(
                 _row(base, cand, metric, context, b, c, None, "no verdict", why, "?", prompt_class, concurrency, typed)
             )
             return
-        cmp = compare(b, c, spread=spread, higher_is_better=hib, rule=rule)
+        cmp = compare(b, c, spread=spread, higher_is_better=hib, rule=rule, spread_from=from_)
         out.append(
             _row(
                 base,
@@ -447,16 +554,11 @@ def comparisons(
                 for metric in ("prefill_tok_s", "decode_tok_s", "prefill_s", "engine_total_s"):
                     _u, hib, _d, _l = PHASE_METRICS[metric]
                     ctx = f"{pclass} prompt, {int(camp.prompt_classes.get(pclass, {}).get('tokens', 0))} tokens, {camp.generation_tokens} generated"
-                    emit(
-                        base,
-                        cand,
-                        metric,
-                        ctx,
-                        cell_of(pc, base, pclass, metric),
-                        cell_of(pc, cand, pclass, metric),
-                        hib,
-                        pclass,
-                    )
+                    if pn is not None:  # the processes are the repeats
+                        b, c = (process_cell(per_process, a, pclass, metric) for a in (base, cand))
+                    else:
+                        b, c = (cell_of(pc, a, pclass, metric) for a in (base, cand))
+                    emit(base, cand, metric, ctx, b, c, hib, pclass, spread=phase_spread, from_=phase_from)
         for metric, n in (
             ("single_tok_s", 1),
             ("ladder_tok_s", 2),

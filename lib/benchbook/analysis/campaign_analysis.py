@@ -298,6 +298,9 @@ class CampaignAnalysis:
     # PD deployments stated by llm-d Benchmark Reports among the results runs (analysis.pd_report)
     pd_deployment: list[PDDeployment] = field(default_factory=list)
     link_gb_s: float | None = None  # the KV link rate the deployment checks were held against
+    # the phase cells' yardstick where an arm ran its phases in two or more server processes
+    # (baseline.phase_noise); None otherwise (the phase comparisons then use ``noise``)
+    phase_noise: baseline.Noise | None = None
 
     @property
     def spread(self) -> float | None:
@@ -305,6 +308,14 @@ class CampaignAnalysis:
         if self.spread_override is not None:
             return self.spread_override
         return self.noise.spread if self.noise else None
+
+    @property
+    def phase_spread(self) -> float | None:
+        """The threshold for phase figures: the override, else the spread between server processes
+        (:attr:`phase_noise`) where measured, else :attr:`spread`."""
+        if self.spread_override is not None:
+            return self.spread_override
+        return self.phase_noise.spread if self.phase_noise else self.spread
 
     def cell_ns(self, arms: list[str] | None = None) -> list[int]:
         """The distinct n of the phase cells (of ``arms``), for "how to read" sentences."""
@@ -371,7 +382,8 @@ class CampaignAnalysis:
 
     def baseline_findings(self, arms: list[str] | None = None) -> Findings:
         """The baseline page's findings box for ``arms`` (default: the main arms): the comparisons
-        called results (worst first), failed checks and clamps, and what could not be judged."""
+        failed checks and clamps first, then the comparisons called results (worst first), then what
+        could not be judged."""
         camp = self.camp
         chosen = list(arms) if arms else baseline.main_arms(camp)
         comps = [c for c in self.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
@@ -448,7 +460,7 @@ class CampaignAnalysis:
             elif kind == "pd" and self.pd_deployment:
                 out[kind] = self.pd_findings()
             elif kind == "compare" and self.results is not None:
-                out[kind] = results_findings(self.results)
+                out[kind] = results_findings(self.results, self.audit)
         return out
 
     def as_dict(self) -> dict[str, Any]:
@@ -463,15 +475,8 @@ class CampaignAnalysis:
             "title": self.camp.title,
             "provenance": self.camp.manifest["provenance"],
             "rule": self.rule,
-            "noise": None
-            if nz is None
-            else {
-                "arm": nz.arm,
-                "metric": nz.metric,
-                "runs": list(nz.runs),
-                "values": list(nz.values),
-                "spread": nz.spread,
-            },
+            "noise": None if nz is None else nz.as_dict(),
+            "phase_noise": None if self.phase_noise is None else self.phase_noise.as_dict(),
             "small_n": self.small_n_notes(),
             "cells": self.cells(),
             "comparisons": self.comparisons + (pd.comparisons if pd else []),
@@ -510,14 +515,18 @@ class CampaignAnalysis:
         }
 
 
-def results_findings(rs: ResultSet) -> Findings:
-    """The compare page's findings box from its result set: failed validity gates, the verdicts that
-    are results (worst first: regressions, then by the size of the ratio), and what could not be
+def results_findings(rs: ResultSet, audit: CampaignAudit | None = None) -> Findings:
+    """The compare page's findings box from its result set: failed validity gates first, the verdicts
+    that are results (worst first: regressions, then by the size of the ratio), and what could not be
     judged (per compared pair, and pairings without a verdict) — the lines the result set's own
-    findings list holds, counted the way every other page counts them."""
+    findings list holds, counted the way every other page counts them. ``audit``: the campaign's audit;
+    its failed checks (preemption, a short count, a figure beyond its limit) lead the box."""
     from benchbook.analysis.resultset import short_why
 
     failed = [
+        (f"{c['name']}: {c['detail']}", "audit") for c in (audit.all_checks() if audit else []) if c["status"] == "fail"
+    ]
+    failed += [
         (f"{e.id}: {g.name} failed — {g.detail}", "compare-checks")
         for e in rs.entries
         for g in e.gates
@@ -617,6 +626,7 @@ def _analyse(
             camp, rule=rule, spread_override=spread_override, warmup_rounds=warmup_rounds, cached_prefill=cached_prefill
         ),
         checks=baseline.checks(camp),
+        phase_noise=baseline.phase_noise(camp, pc),
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
@@ -635,7 +645,7 @@ def _analyse(
     out.clamps = _clamps(camp)
     if pc is not None:
         out.interval_rates = _interval_rates(camp, pc)
-        out.references = _references(camp, pc, out.spread)
+        out.references = _references(camp, pc, out.phase_spread)
     out.ablation, out.ablation_note = _ablation(camp, rule)
     if camp.is_pd:
         from benchbook.analysis import disaggregation
@@ -664,9 +674,11 @@ def _analyse(
 
 
 def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) -> CampaignAudit:
-    """The campaign's audit (analysis/audit.py); its checks join the campaign's checks, so every
-    findings box lists a failed one."""
+    """The campaign's audit (analysis/audit.py) and the results runs' short-count checks
+    (``checks.short_count_checks``: no engine window needed); its checks join the campaign's checks,
+    so every findings box lists a failed one."""
     from benchbook.analysis.audit import campaign_audit
+    from benchbook.analysis.checks import short_count_checks
 
     au = campaign_audit(
         an.camp,
@@ -677,6 +689,8 @@ def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) ->
         cached_prefill=cached_prefill,
         allow_preemption=allow_preemption,
     )
+    if an.results_inputs is not None:
+        au.checks += short_count_checks(an.results_inputs)
     an.checks = an.checks + au.all_checks()
     return au
 

@@ -438,9 +438,8 @@ def results_audits(camp: Campaign, inputs: Any) -> tuple[list[WindowAudit], list
 
 
 def _results_client(run: Any) -> dict[str, Any]:
-    """Client counts of a benchmark run: Σ prompt and completion tokens of its successful requests. No
-    short-count test: the tools' result files do not record the output length each request asked for
-    (``vllm bench serve`` keeps ``--random-output-len`` out of its JSON), only what came back."""
+    """Client counts of a benchmark run: Σ prompt and completion tokens of its successful requests. The
+    length each request asked for is tested by :func:`short_count_checks`, where the file states it."""
     df = run.requests
     if df is None or df.height == 0:
         s = run.summary
@@ -557,4 +556,115 @@ def run_checks(
                         fig,
                     ).as_dict()
                 )
+    return out
+
+
+# ---- short count: a results run whose file states a fixed output length and ignore_eos --------------
+#: keys under which a result file's arguments state the output length each request asked for (vLLM:
+#: ``vllm bench sweep`` writes the swept bench parameters into each run=N.json, ``--metadata K=V`` adds
+#: K at the top level; SGLang bench_serving records ``random_output_len``); first present wins
+OUTPUT_LEN_KEYS = ("output_len", "random_output_len", "sharegpt_output_len")
+_TRUE = ("true", "1", "yes", "on")
+
+
+def _stated(config: Mapping[str, Any], key: str) -> tuple[Any, str] | None:
+    """A setting of the run as its file states it: the configuration's own key, else its ``params``
+    (the file's other scalar keys: metadata, swept parameters); (value, where) or None."""
+    if config.get(key) is not None:
+        return config[key], key
+    params = config.get("params")
+    if isinstance(params, Mapping) and params.get(key) is not None:
+        return params[key], key
+    return None
+
+
+def _flag(value: Any) -> bool:
+    return value is True or (isinstance(value, str) and value.strip().lower() in _TRUE) or value == 1
+
+
+def stated_output_length(config: Mapping[str, Any]) -> tuple[int, int, str] | None:
+    """(asked, least, how it is stated) when a run's file states both the output length each request
+    asked for and ``ignore_eos`` true (then every request must receive that many tokens); None when it
+    does not state both — without ``ignore_eos`` an EOS may end a request early, legitimately. ``least``
+    is the fewest tokens a request may be asked for: ``asked`` itself, or ``int(asked × (1 − r))``
+    with vLLM's ``random_range_ratio`` r, which draws each request's length from that range."""
+    eos = _stated(config, "ignore_eos")
+    if eos is None or not _flag(eos[0]):
+        return None
+    dataset = _stated(config, "dataset_name")
+    for key in OUTPUT_LEN_KEYS:
+        if key == "random_output_len" and dataset is not None and str(dataset[0]) != "random":
+            continue  # a default of another dataset's run, not what its requests asked for
+        if key == "sharegpt_output_len" and (dataset is None or str(dataset[0]) != "sharegpt"):
+            continue
+        got = _stated(config, key)
+        if got is None:
+            continue
+        try:
+            asked = int(float(got[0]))
+        except (TypeError, ValueError):
+            continue
+        if asked <= 0:
+            continue
+        how = f"{key} {asked} and ignore_eos {eos[0]} in the file"
+        least = asked
+        ratio = _stated(config, "random_range_ratio") if key != "sharegpt_output_len" else None
+        if ratio is not None:
+            try:
+                r = float(ratio[0])
+            except (TypeError, ValueError):
+                r = 0.0
+            if 0 < r < 1:
+                least = int(asked * (1 - r))
+                how += f", random_range_ratio {r:g}: each request asked for at least {least}"
+        return asked, least, how
+    return None
+
+
+def short_count_checks(inputs: Any) -> list[dict[str, Any]]:
+    """One check per results run whose file states a fixed output length and ``ignore_eos``
+    (:func:`stated_output_length`): **fail** when a successful request received fewer tokens than asked
+    (a short count: it stopped early, ``ignore_eos`` not honoured, so per-token figures average over
+    fewer tokens than the run claims), naming the run and the requests; pass when every request got
+    its length. Runs whose file states neither, or keeps no per-request counts, get no check."""
+    import polars as pl
+
+    out: list[dict[str, Any]] = []
+    per_rr: dict[str, int] = {}
+    for _pid, rid, _run in inputs.runs:
+        per_rr[rid] = per_rr.get(rid, 0) + 1
+    for pid, rid, run in inputs.runs:
+        stated = stated_output_length(run.config)
+        df = run.requests
+        if stated is None or df is None or df.height == 0 or df["completion_tokens"].null_count() == df.height:
+            continue
+        asked, least, how = stated
+        name = rid if per_rr[rid] == 1 else f"{rid} ({pid})"
+        ok = df.filter(pl.col("success") & pl.col("completion_tokens").is_not_null())
+        short = ok.filter(pl.col("completion_tokens") < least)
+        fig = {
+            "kind": "short count",
+            "run": rid,
+            "asked": asked,
+            "least": least,
+            "requests": ok.height,
+            "short": short["index"].to_list(),
+            "received_min": ok["completion_tokens"].min(),
+            "source": run.source,
+        }
+        if short.height:
+            shown = ", ".join(
+                f"request {i} got {n}"
+                for i, n in zip(short["index"].to_list()[:8], short["completion_tokens"].to_list()[:8])
+            )
+            more = f" and {short.height - 8} more" if short.height > 8 else ""
+            detail = (
+                f"{short.height} of {ok.height} requests of {name} received fewer than the {least} tokens asked "
+                f"({shown}{more}; {how}): they stopped early, ignore_eos not honoured, so its per-token "
+                "figures average over fewer tokens than the run claims"
+            )
+            out.append(Check(f"short count: {name}", "fail", detail, fig).as_dict())
+        else:
+            detail = f"all {ok.height} requests received at least the {least} tokens asked ({how})"
+            out.append(Check(f"short count: {name}", "pass", detail, fig).as_dict())
     return out

@@ -16,11 +16,27 @@ from typing import Any
 from benchbook.analysis.campaign_analysis import SUMMARY_FORMAT  # noqa: F401  (re-exported)
 
 
-def build(campaign: str | Path, *, rule: str = "seed", warmup_rounds: int | None = None) -> dict[str, Any]:
+def build(
+    campaign: str | Path,
+    *,
+    rule: str = "seed",
+    warmup_rounds: int | None = None,
+    cached_prefill: str = "exclude",
+    allow_preemption: bool = False,
+) -> dict[str, Any]:
+    """The summary of ``campaign`` with the audit's options as the pages take them (``cached_prefill``:
+    "exclude" | "keep"; ``allow_preemption``: a preemption warns instead of failing; docs/checks.md)."""
     from benchbook.analysis.campaign_analysis import analyse
     from benchbook.jsonfile import plain
 
-    return plain(analyse(campaign, rule=rule, warmup_rounds=warmup_rounds).as_dict())
+    an = analyse(
+        campaign,
+        rule=rule,
+        warmup_rounds=warmup_rounds,
+        cached_prefill=cached_prefill,
+        allow_preemption=allow_preemption,
+    )
+    return plain(an.as_dict())
 
 
 def add_arguments(p) -> None:
@@ -35,10 +51,30 @@ def add_arguments(p) -> None:
         default=None,
         help="discard this many leading repeats per cell instead of using the warm-up flags",
     )
+    from benchbook.analysis.checks import CACHED_PREFILL_MODES
+
+    p.add_argument(
+        "--cached-prefill",
+        choices=list(CACHED_PREFILL_MODES),
+        default="exclude",
+        help="a phase sample whose prompt came mostly from the prefix cache: leave it out of the prefill "
+        "figures (exclude, default) or keep it, labelled cached prefill",
+    )
+    p.add_argument(
+        "--allow-preemption",
+        action="store_true",
+        help="a preemption is a warning instead of a failed check",
+    )
 
 
 def run(args) -> int:
-    s = build(args.campaign, rule=args.rule, warmup_rounds=args.warmup_rounds)
+    s = build(
+        args.campaign,
+        rule=args.rule,
+        warmup_rounds=args.warmup_rounds,
+        cached_prefill=args.cached_prefill,
+        allow_preemption=args.allow_preemption,
+    )
     if args.json:
         json.dump(s, sys.stdout, ensure_ascii=False, indent=1, sort_keys=False)
         sys.stdout.write("\n")

@@ -113,6 +113,7 @@ def _run(ld: Loaded, where: str, r: dict[str, Any]) -> BenchmarkRun:
         endpoint_type=r.get("endpoint_type"),
         burstiness=num("burstiness"),
         run_number=to_int(r.get("run_number"), f, f"{where}.run_number"),
+        ignore_eos=r.get("ignore_eos"),  # where the file states it (the audit's short-count check)
         params=params,
     )
     goodput_key = "request_goodput" if "request_goodput" in r else "request_goodput:"

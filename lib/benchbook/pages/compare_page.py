@@ -58,7 +58,7 @@ class Page:
         """The findings box the analysis counts for this result set (benchbook.findings.Findings)."""
         from benchbook.analysis.campaign_analysis import results_findings
 
-        return results_findings(self.rs)
+        return results_findings(self.rs, self.audit)
 
 
 def load(

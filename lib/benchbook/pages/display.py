@@ -443,10 +443,11 @@ def how_to_read(
 
 # --------------------------------------------------------------------------- findings box
 
-# kind -> (mark kind, label); FINDING_ORDER is the box's order: worst first
+# kind -> (mark kind, label); FINDING_ORDER is the box's order (benchbook.findings.FINDING_KINDS):
+# failed checks first, then results worst first, then what was not judged
 FINDING_KINDS: dict[str, tuple[str, str]] = {
-    "regression": ("regression", "regression"),
     "fail": ("fail", "check failed"),
+    "regression": ("regression", "regression"),
     "improvement": ("result", "improvement"),
     "result": ("result", "a result"),
     "unjudged": ("note", "not judged"),
