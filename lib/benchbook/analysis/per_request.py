@@ -102,7 +102,22 @@ DEFINITIONS: dict[str, dict[str, str]] = {
         "ITL": "inter_token_latency_s: per-request mean over all output tokens (includes TTFT)",
         "E2E": "end_to_end_latency_s (client clock)",
     },
+    "inference-perf": {
+        "TPOT": "computed_metrics.time_per_output_token: (last token time − first token time) / (output tokens − 1) "
+        "per request, vLLM's TPOT measured from token times",
+        "ITL": "inter_token_latency: the mean of one request's token-time gaps (per request, not pooled)",
+        "E2E": "request start to the last token (client clock)",
+    },
+    "llmd-benchmark-report": {
+        "TPOT": "time_per_output_token as the harness that filled the report defines it (aggregates only: no "
+        "per-request records)",
+        "ITL": "inter_token_latency as that harness defines it (aggregates only)",
+        "E2E": "request_latency (the harness's client clock)",
+    },
 }
+# every inference-perf report (lifecycle summary and stages, per-request, server metrics) shares its definitions
+for _name in ("inference-perf-lifecycle", "inference-perf-per-request", "inference-perf-server-metrics"):
+    DEFINITIONS[_name] = DEFINITIONS["inference-perf"]
 
 
 def definitions_for(fmt: str) -> dict[str, str] | None:
