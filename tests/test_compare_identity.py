@@ -119,6 +119,12 @@ def test_h200_default_gates_are_one_line_per_gate_and_no_saturation_is_claimed()
     assert all(sw.saturation is None for sw in rs.sweeps)
     assert not any(f.kind == "saturation" for f in rs.findings)
     assert rs.preset == "" and not any(f.text.startswith("smoke") for f in rs.findings)
+    # the box the analysis counts (what the headline, the index and summary --json say) holds the same
+    # two gate lines, not one line per run and gate (it said "32 failed checks" beside two lines)
+    from benchbook.analysis.campaign_analysis import results_findings
+
+    box = results_findings(rs)
+    assert box.failed_checks == 2 and [x.text for x in box.lines if x.kind == "fail"] == fails
 
 
 def test_h200_compare_and_init_give_the_same_configurations_and_curves(tmp_path):

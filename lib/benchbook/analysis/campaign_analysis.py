@@ -521,17 +521,14 @@ def results_findings(rs: ResultSet, audit: CampaignAudit | None = None) -> Findi
     judged (per compared pair, and pairings without a verdict) — the lines the result set's own
     findings list holds, counted the way every other page counts them. ``audit``: the campaign's audit;
     its failed checks (preemption, a short count, a figure beyond its limit) lead the box."""
-    from benchbook.analysis.resultset import short_why
+    from benchbook.analysis.resultset import gate_lines, short_why
 
     failed = [
         (f"{c['name']}: {c['detail']}", "audit") for c in (audit.all_checks() if audit else []) if c["status"] == "fail"
     ]
-    failed += [
-        (f"{e.id}: {g.name} failed — {g.detail}", "compare-checks")
-        for e in rs.entries
-        for g in e.gates
-        if g.status == "fail"
-    ]
+    # one line per failed validity gate with the runs it caught, as the page shows them (issue 23)
+    smoke = "smoke: " if rs.preset == "smoke" else ""
+    failed += [(smoke + line, "compare-checks") for line in gate_lines(rs)]
     results = []
     for v in rs.verdicts:
         j = v.judgement
