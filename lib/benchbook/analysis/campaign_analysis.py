@@ -301,6 +301,7 @@ class CampaignAnalysis:
     # the phase cells' yardstick where an arm ran its phases in two or more server processes
     # (baseline.phase_noise); None otherwise (the phase comparisons then use ``noise``)
     phase_noise: baseline.Noise | None = None
+    _views: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def spread(self) -> float | None:
@@ -330,6 +331,49 @@ class CampaignAnalysis:
         """What the smallest n of the phase cells allows (p-values, bootstrap), from the data."""
         ns = self.cell_ns(arms)
         return stats.small_n_notes(min(ns)) if ns else []
+
+    # ---- views the pages read (computed here, once per argument; pages format them) ------------
+    def _memo(self, key: Any, make: Any) -> Any:
+        """A view computed once per analysis object (kept here, not on the ingest campaign)."""
+        if key not in self._views:
+            self._views[key] = make()
+        return self._views[key]
+
+    def main_arms(self) -> list[str]:
+        """The arms the baseline page shows by default (:func:`baseline.main_arms`)."""
+        return self._memo("main_arms", lambda: baseline.main_arms(self.camp))
+
+    def phase_cells_of(self, arms: list[str] | None = None) -> pl.DataFrame:
+        """The phase cells of ``arms`` at this analysis' warm-up rounds, the discarded samples named
+        (:func:`baseline.phase_cells`); the pages' tables and charts read these."""
+        key = ("phase_cells", None if arms is None else tuple(arms))
+        return self._memo(key, lambda: baseline.phase_cells(self.camp, arms, self.warmup_rounds))
+
+    @staticmethod
+    def cell_of(cells: pl.DataFrame, arm: str, prompt_class: str, metric: str) -> stats.Cell | None:
+        """One cell of a phase-cells frame (:func:`baseline.cell_of`)."""
+        return baseline.cell_of(cells, arm, prompt_class, metric)
+
+    def whole_request_rows(self) -> list[dict[str, Any]]:
+        """The whole-request table, one row per run in manifest order (:func:`baseline.whole_request_rows`)."""
+        return self._memo("whole_request_rows", lambda: baseline.whole_request_rows(self.camp))
+
+    def engine_gauges(self, arms: list[str] | None = None) -> EngineGauges:
+        """The engine's gauges over the windows of the runs of ``arms`` (:func:`engine_gauges`)."""
+        return engine_gauges(self.camp, arms)
+
+    def memory_table(self) -> pl.DataFrame:
+        """The memory display table, one row per memory/gpu run (:func:`memory.memory_table`)."""
+        from benchbook.analysis.memory import memory_table
+
+        return self._memo("memory_table", lambda: memory_table(self.memory))
+
+    def load_ramp(self, run: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """One gpu run's memory over time and its events (:func:`memory.load_ramp`)."""
+        from benchbook.analysis.memory import load_ramp
+
+        gpu, _host, markers = self.camp.memory
+        return self._memo(("load_ramp", run), lambda: load_ramp(gpu, markers, run))
 
     def exclusions(self) -> list[dict[str, str]]:
         """Every sample left out, once each, in the order found (PD exclusions included)."""
