@@ -375,6 +375,45 @@ class CampaignAnalysis:
         gpu, _host, markers = self.camp.memory
         return self._memo(("load_ramp", run), lambda: load_ramp(gpu, markers, run))
 
+    def ablation_of(
+        self, baseline_arm: str = "", arms: list[str] | None = None, metrics: list[str] | None = None
+    ) -> CampaignAblation:
+        """The environment ablation of ``arms`` against ``baseline_arm`` (defaults: the role-baseline
+        arm and every ablation arm; :func:`ablation.campaign_ablation`); bad input raises, named."""
+        from benchbook.analysis.ablation import campaign_ablation
+
+        key = (
+            "ablation",
+            baseline_arm,
+            None if arms is None else tuple(arms),
+            None if metrics is None else tuple(metrics),
+        )
+        return self._memo(
+            key,
+            lambda: campaign_ablation(self.camp, baseline_arm=baseline_arm, arms=arms, metrics=metrics, rule=self.rule),
+        )
+
+    def server_switch_ablation(self) -> Any:
+        """The server-switch ablation of init's arm/run layout (:func:`ablation.switch_ablation`), or None."""
+        if self.switch_ablation is not None:
+            return self.switch_ablation
+        if not any(r.get("process") for r in self.camp.manifest.get("runs", [])):
+            return None
+        from benchbook.analysis.ablation import switch_ablation
+
+        return self._memo("switch_ablation", lambda: switch_ablation(self.camp, rule=self.rule))
+
+    def effective_env(self, arm: str) -> dict[str, str]:
+        """Every known variable's value in ``arm``'s environment (:func:`ablation.effective_env`)."""
+        from benchbook.analysis.ablation import effective_env
+
+        return self._memo(("effective_env", arm), lambda: effective_env(self.camp, arm))
+
+    @staticmethod
+    def design_notes(n_per_side: int) -> list[str]:
+        """What n per side allows (p-values, bootstrap), in sentences (:func:`stats.small_n_notes`)."""
+        return stats.small_n_notes(n_per_side)
+
     def exclusions(self) -> list[dict[str, str]]:
         """Every sample left out, once each, in the order found (PD exclusions included)."""
         seen, out = set(), []
