@@ -375,6 +375,20 @@ class CampaignAnalysis:
         gpu, _host, markers = self.camp.memory
         return self._memo(("load_ramp", run), lambda: load_ramp(gpu, markers, run))
 
+    def ladder_table(self) -> pl.DataFrame:
+        """The request ladder of the requests runs, one row per (run, concurrency) (:func:`ladder.ladder_table`);
+        an empty frame without requests runs."""
+
+        def make() -> pl.DataFrame:
+            import polars as pl
+
+            from benchbook.analysis.ladder import ladder_table
+
+            req = self.camp.requests
+            return ladder_table(req) if req.height else pl.DataFrame()
+
+        return self._memo("ladder_table", make)
+
     def ablation_of(
         self, baseline_arm: str = "", arms: list[str] | None = None, metrics: list[str] | None = None
     ) -> CampaignAblation:
@@ -599,40 +613,8 @@ class CampaignAnalysis:
 
 
 def results_findings(rs: ResultSet, audit: CampaignAudit | None = None) -> Findings:
-    """The compare page's findings box from its result set: failed validity gates first, the verdicts
-    that are results (worst first: regressions, then by the size of the ratio), and what could not be
-    judged (per compared pair, and pairings without a verdict) — the lines the result set's own
-    findings list holds, counted the way every other page counts them. ``audit``: the campaign's audit;
-    its failed checks (preemption, a short count, a figure beyond its limit) lead the box."""
-    from benchbook.analysis.resultset import gate_lines, short_why
-
-    failed = [
-        (f"{c['name']}: {c['detail']}", "audit") for c in (audit.all_checks() if audit else []) if c["status"] == "fail"
-    ]
-    # one line per failed validity gate with the runs it caught, as the page shows them (issue 23)
-    smoke = "smoke: " if rs.preset == "smoke" else ""
-    failed += [(smoke + line, "compare-checks") for line in gate_lines(rs)]
-    results = []
-    for v in rs.verdicts:
-        j = v.judgement
-        if j.is_result:
-            text = f"{v.candidate} vs {v.baseline}: {v.metric} {j.ratio:.3g}x, a result ({j.direction})"
-            better = j.ratio if v.higher_is_better else 1 / j.ratio
-            results.append((j.direction, better, text, "compare-verdicts"))
-    cannot: dict[tuple[str, str], list[str]] = {}
-    for v in rs.verdicts:
-        if v.judgement.state == "cannot":
-            cannot.setdefault((v.candidate, v.baseline), []).append(short_why(v.judgement))
-    unjudged = [
-        (f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts")
-        for (c, b), whys in cannot.items()
-    ]
-    unjudged += [
-        (f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings")
-        for p in rs.pairings
-        if p.kind == "no verdict"
-    ]
-    return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="compare-verdicts")
+    """The compare page's findings box from its result set (:meth:`ResultSet.findings_box`)."""
+    return rs.findings_box(audit)
 
 
 # ---- computing it --------------------------------------------------------------------------------
@@ -707,6 +689,7 @@ def _analyse(
         ),
         checks=baseline.checks(camp),
         phase_noise=baseline.phase_noise(camp, pc),
+        link_gb_s=link_gb_s,
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
@@ -748,7 +731,6 @@ def _analyse(
 
         # runs counted once (a duplicate set's kept copy): their Benchmark Reports' PD deployments
         out.pd_deployment = pd_report.campaign_reports(((e.id, e.run) for e in out.results.entries), link_gb_s)
-        out.link_gb_s = link_gb_s
     out.audit = _audit(out, cached_prefill, allow_preemption)
     return out
 
