@@ -267,7 +267,9 @@ def _page_analysis_imports() -> list[tuple[str, int, str, str]]:
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("benchbook"):
                 for a in node.names:
                     full = f"{node.module}.{a.name}"
-                    if full.startswith("benchbook.analysis."):
+                    if full == "benchbook.analysis":  # `from benchbook import analysis`
+                        out.append((p.name, node.lineno, full, ""))
+                    elif full.startswith("benchbook.analysis."):
                         mod, _, name = full.rpartition(".")
                         out.append((p.name, node.lineno, mod, name))
             elif isinstance(node, ast.Import):
@@ -281,6 +283,7 @@ def _allowed_for_a_page(mod: str, name: str) -> str | None:
     """None where a page may import ``mod.name``, else why not."""
     import enum
     import importlib
+    import importlib.util
     import inspect
 
     if name in PAGE_ANALYSIS_ENTRIES.get(mod, ()):
