@@ -9,7 +9,7 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "benchbook"
 
 # lowest first; a module may import its own layer and any layer listed before it
 LAYERS = ["base", "metrics", "ingest", "analysis", "pages", "pipeline", "commands"]
-BASE = {"errors", "findings", "jsonfile", "httpread", "__init__"}
+BASE = {"errors", "findings", "jsonfile", "httpread", "numfmt", "__init__"}
 ENTRY = {"__main__"}  # `python -m benchbook`: the command line's entry point, above every layer (like the script)
 
 
@@ -248,3 +248,75 @@ def test_no_private_name_crosses_a_module():
     new = sorted(found - KNOWN_PRIVATE_CROSSINGS)
     assert new == [], "private names used outside their module:\n" + "\n".join(new)
     assert KNOWN_PRIVATE_CROSSINGS <= found, f"gone now, drop: {sorted(KNOWN_PRIVATE_CROSSINGS - found)}"
+
+
+# The analysis entries a page may import: the campaign's analysis object and its builder, the result
+# set's and the history's analysis objects and their builders (issue 26: pages read, never compute).
+PAGE_ANALYSIS_ENTRIES = {
+    "benchbook.analysis.campaign_analysis": {"analyse", "CampaignAnalysis"},
+    "benchbook.analysis.resultset": {"build", "ResultSet"},
+    "benchbook.analysis.history": {"load_history", "History"},
+}
+
+
+def _page_analysis_imports() -> list[tuple[str, int, str, str]]:
+    """(page file, line, module, name) of every name a page imports from benchbook.analysis."""
+    out = []
+    for p in sorted((LIB / "pages").glob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text("utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("benchbook"):
+                for a in node.names:
+                    full = f"{node.module}.{a.name}"
+                    if full == "benchbook.analysis":  # `from benchbook import analysis`
+                        out.append((p.name, node.lineno, full, ""))
+                    elif full.startswith("benchbook.analysis."):
+                        mod, _, name = full.rpartition(".")
+                        out.append((p.name, node.lineno, mod, name))
+            elif isinstance(node, ast.Import):
+                out += [
+                    (p.name, node.lineno, a.name, "") for a in node.names if a.name.startswith("benchbook.analysis")
+                ]
+    return out
+
+
+def _allowed_for_a_page(mod: str, name: str) -> str | None:
+    """None where a page may import ``mod.name``, else why not."""
+    import enum
+    import importlib
+    import importlib.util
+    import inspect
+
+    if name in PAGE_ANALYSIS_ENTRIES.get(mod, ()):
+        return None
+    if not name:
+        return "a whole analysis module"
+    try:
+        obj = getattr(importlib.import_module(mod), name)
+    except (ImportError, AttributeError):
+        return "a whole analysis module" if importlib.util.find_spec(f"{mod}.{name}") else "not found"
+    if inspect.ismodule(obj):
+        return "a whole analysis module"
+    if inspect.isclass(obj) or isinstance(obj, enum.Enum):
+        return None  # a type (dataclass, Enum, result class)
+    if name.isupper() and not callable(obj):
+        return None  # a constant describing a rule
+    return "a function: make it a property or method of the analysis object"
+
+
+def test_pages_import_only_the_analysis_object_and_its_types():
+    """A page formats what the analysis decided: from benchbook.analysis it imports the analysis
+    object (and its builder) and types/constants — never a function that computes (issue 26)."""
+    wrong = []
+    for page, line, mod, name in _page_analysis_imports():
+        why = _allowed_for_a_page(mod, name)
+        if why:
+            wrong.append(f"pages/{page}:{line}: {mod}{'.' + name if name else ''} ({why})")
+    assert wrong == [], "pages compute instead of reading the analysis:\n" + "\n".join(wrong)
+
+
+def test_the_page_import_rule_refuses_functions_and_modules():
+    assert _allowed_for_a_page("benchbook.analysis.stats", "fmt_pct")
+    assert _allowed_for_a_page("benchbook.analysis", "stats")
+    assert _allowed_for_a_page("benchbook.analysis.verdict", "State") is None
+    assert _allowed_for_a_page("benchbook.analysis.verdict", "RULE_TEXT") is None
+    assert _allowed_for_a_page("benchbook.analysis.campaign_analysis", "analyse") is None

@@ -81,3 +81,22 @@ def test_small_n_sentences_follow_n(an):
 def test_unknown_rule_is_bad_input():
     with pytest.raises(InputError):
         analyse(CAMPAIGN, rule="loose")
+
+
+def test_page_views_are_the_analysis_figures_computed_once_on_the_analysis_object(an):
+    """What a page shows is a view of the analysis (issue 26): the same figures the analysis
+    functions give, computed once per analysis object."""
+    from benchbook.analysis import baseline
+    from benchbook.analysis.memory import memory_table
+
+    arms = an.main_arms()
+    assert arms == baseline.main_arms(an.camp)
+    cells = an.phase_cells_of(arms)
+    assert an.phase_cells_of(arms) is cells
+    assert cells.equals(baseline.phase_cells(an.camp, arms, an.warmup_rounds))
+    assert an.whole_request_rows() == baseline.whole_request_rows(an.camp)
+    assert an.memory_table().equals(memory_table(an.memory))
+    gpu_runs = [r.id for r in an.camp.runs_of("gpu")]
+    if gpu_runs:
+        samples, _marks = an.load_ramp(gpu_runs[0])
+        assert an.load_ramp(gpu_runs[0])[0] is samples

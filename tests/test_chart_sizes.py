@@ -106,7 +106,9 @@ def test_request_view_charts_stay_inside_the_row_budget(monkeypatch):
             }
         )
         runs.append((f"run-{k}", f"conc {k % 7}", r))
-    vs = rv.views(runs)
+    from benchbook.analysis.per_request import views
+
+    vs = views(runs)
     built = []
     monkeypatch.setattr(rv.bd, "chart", lambda ch, **kw: built.append(ch) or bd.Block(""))
     rv._ecdf_chart(vs)

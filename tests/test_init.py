@@ -146,3 +146,19 @@ def test_init_refuses_a_non_empty_folder_and_unknown_files(tmp_path, capsys):
     assert main(["init", str(tmp_path / "new2"), str(BENCH), str(VLLM / "er0080_sweep_maxnumseqs4_conc2_run0.json"),
                  str(CAPS / "idle.prom"), str(CAPS / "loaded.prom")]) == EXIT_BAD_INPUT  # fmt: skip
     assert "cannot tell which run they belong to" in capsys.readouterr().err
+
+
+def test_init_reads_phase_samples_with_the_campaign_reader_a_capture_outside_the_folder_is_refused(tmp_path, capsys):
+    """init counts the prompt tokens through the campaign's one phase-sample reader
+    (ingest.campaign.capture_sample_snapshots): a snapshot named outside the phases folder is bad
+    input naming phases.json and the sample, not read from wherever it points (issue 26)."""
+    src = shutil.copytree(FIX / "mini" / "runs" / "phases-serial", tmp_path / "phases-run")
+    shutil.copyfile(src / "metrics" / "s0.prom", tmp_path / "outside.prom")
+    doc = json.loads((src / "phases.json").read_text())
+    doc["samples"][0]["metrics_before"] = "../outside.prom"
+    (src / "phases.json").write_text(json.dumps(doc))
+    camp = tmp_path / "camp"
+    assert main(["init", "-q", str(camp), str(src)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "phases.json" in err and "$.samples[0].metrics_before" in err and "Traceback" not in err
+    assert not (camp / "campaign.json").exists()

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from benchbook.analysis.pd_report import campaign_reports
 from benchbook.commands.cli import main
 from benchbook.ingest import formats
 from benchbook.pages import pd_report_section
@@ -16,11 +17,13 @@ SGL = Path(__file__).parent / "fixtures" / "tools" / "sglang-benchmark-serving-0
 
 def test_section_tables_and_checks():
     runs = [("br", formats.read(BR)[0]), ("sgl", formats.read(SGL)[0])]
-    html = str(pd_report_section.section(runs, link_gb_s=25.0))
+    html = str(pd_report_section.section(campaign_reports(runs, 25.0), link_gb_s=25.0))
     assert 'id="bb-pd-deployment"' in html and 'id="bb-pd-deployment-checks"' in html
     assert "4 + 4 = 8" in html and "5,000" in html and "1,250" in html and "131.1 MB in 4.00 ms" in html
     assert "above the link" in html  # 32.8 GB/s over a 25 GB/s link: a failed check, shown
-    assert str(pd_report_section.section([("sgl", formats.read(SGL)[0])])) == ""  # no PD report: no section
+    assert (
+        str(pd_report_section.section(campaign_reports([("sgl", formats.read(SGL)[0])]))) == ""
+    )  # no PD report: no section
 
 
 @pytest.mark.slow

@@ -301,6 +301,7 @@ class CampaignAnalysis:
     # the phase cells' yardstick where an arm ran its phases in two or more server processes
     # (baseline.phase_noise); None otherwise (the phase comparisons then use ``noise``)
     phase_noise: baseline.Noise | None = None
+    _views: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def spread(self) -> float | None:
@@ -330,6 +331,102 @@ class CampaignAnalysis:
         """What the smallest n of the phase cells allows (p-values, bootstrap), from the data."""
         ns = self.cell_ns(arms)
         return stats.small_n_notes(min(ns)) if ns else []
+
+    # ---- views the pages read (computed here, once per argument; pages format them) ------------
+    def _memo(self, key: Any, make: Any) -> Any:
+        """A view computed once per analysis object (kept here, not on the ingest campaign)."""
+        if key not in self._views:
+            self._views[key] = make()
+        return self._views[key]
+
+    def main_arms(self) -> list[str]:
+        """The arms the baseline page shows by default (:func:`baseline.main_arms`)."""
+        return self._memo("main_arms", lambda: baseline.main_arms(self.camp))
+
+    def phase_cells_of(self, arms: list[str] | None = None) -> pl.DataFrame:
+        """The phase cells of ``arms`` at this analysis' warm-up rounds, the discarded samples named
+        (:func:`baseline.phase_cells`); the pages' tables and charts read these."""
+        key = ("phase_cells", None if arms is None else tuple(arms))
+        return self._memo(key, lambda: baseline.phase_cells(self.camp, arms, self.warmup_rounds))
+
+    @staticmethod
+    def cell_of(cells: pl.DataFrame, arm: str, prompt_class: str, metric: str) -> stats.Cell | None:
+        """One cell of a phase-cells frame (:func:`baseline.cell_of`)."""
+        return baseline.cell_of(cells, arm, prompt_class, metric)
+
+    def whole_request_rows(self) -> list[dict[str, Any]]:
+        """The whole-request table, one row per run in manifest order (:func:`baseline.whole_request_rows`)."""
+        return self._memo("whole_request_rows", lambda: baseline.whole_request_rows(self.camp))
+
+    def engine_gauges(self, arms: list[str] | None = None) -> EngineGauges:
+        """The engine's gauges over the windows of the runs of ``arms`` (:func:`engine_gauges`)."""
+        return engine_gauges(self.camp, arms)
+
+    def memory_table(self) -> pl.DataFrame:
+        """The memory display table, one row per memory/gpu run (:func:`memory.memory_table`)."""
+        from benchbook.analysis.memory import memory_table
+
+        return self._memo("memory_table", lambda: memory_table(self.memory))
+
+    def load_ramp(self, run: str) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """One gpu run's memory over time and its events (:func:`memory.load_ramp`)."""
+        from benchbook.analysis.memory import load_ramp
+
+        gpu, _host, markers = self.camp.memory
+        return self._memo(("load_ramp", run), lambda: load_ramp(gpu, markers, run))
+
+    def ladder_table(self) -> pl.DataFrame:
+        """The request ladder of the requests runs, one row per (run, concurrency) (:func:`ladder.ladder_table`);
+        an empty frame without requests runs."""
+
+        def make() -> pl.DataFrame:
+            import polars as pl
+
+            from benchbook.analysis.ladder import ladder_table
+
+            req = self.camp.requests
+            return ladder_table(req) if req.height else pl.DataFrame()
+
+        return self._memo("ladder_table", make)
+
+    def ablation_of(
+        self, baseline_arm: str = "", arms: list[str] | None = None, metrics: list[str] | None = None
+    ) -> CampaignAblation:
+        """The environment ablation of ``arms`` against ``baseline_arm`` (defaults: the role-baseline
+        arm and every ablation arm; :func:`ablation.campaign_ablation`); bad input raises, named."""
+        from benchbook.analysis.ablation import campaign_ablation
+
+        key = (
+            "ablation",
+            baseline_arm,
+            None if arms is None else tuple(arms),
+            None if metrics is None else tuple(metrics),
+        )
+        return self._memo(
+            key,
+            lambda: campaign_ablation(self.camp, baseline_arm=baseline_arm, arms=arms, metrics=metrics, rule=self.rule),
+        )
+
+    def server_switch_ablation(self) -> Any:
+        """The server-switch ablation of init's arm/run layout (:func:`ablation.switch_ablation`), or None."""
+        if self.switch_ablation is not None:
+            return self.switch_ablation
+        if not any(r.get("process") for r in self.camp.manifest.get("runs", [])):
+            return None
+        from benchbook.analysis.ablation import switch_ablation
+
+        return self._memo("switch_ablation", lambda: switch_ablation(self.camp, rule=self.rule))
+
+    def effective_env(self, arm: str) -> dict[str, str]:
+        """Every known variable's value in ``arm``'s environment (:func:`ablation.effective_env`)."""
+        from benchbook.analysis.ablation import effective_env
+
+        return self._memo(("effective_env", arm), lambda: effective_env(self.camp, arm))
+
+    @staticmethod
+    def design_notes(n_per_side: int) -> list[str]:
+        """What n per side allows (p-values, bootstrap), in sentences (:func:`stats.small_n_notes`)."""
+        return stats.small_n_notes(n_per_side)
 
     def exclusions(self) -> list[dict[str, str]]:
         """Every sample left out, once each, in the order found (PD exclusions included)."""
@@ -516,40 +613,8 @@ class CampaignAnalysis:
 
 
 def results_findings(rs: ResultSet, audit: CampaignAudit | None = None) -> Findings:
-    """The compare page's findings box from its result set: failed validity gates first, the verdicts
-    that are results (worst first: regressions, then by the size of the ratio), and what could not be
-    judged (per compared pair, and pairings without a verdict) — the lines the result set's own
-    findings list holds, counted the way every other page counts them. ``audit``: the campaign's audit;
-    its failed checks (preemption, a short count, a figure beyond its limit) lead the box."""
-    from benchbook.analysis.resultset import gate_lines, short_why
-
-    failed = [
-        (f"{c['name']}: {c['detail']}", "audit") for c in (audit.all_checks() if audit else []) if c["status"] == "fail"
-    ]
-    # one line per failed validity gate with the runs it caught, as the page shows them (issue 23)
-    smoke = "smoke: " if rs.preset == "smoke" else ""
-    failed += [(smoke + line, "compare-checks") for line in gate_lines(rs)]
-    results = []
-    for v in rs.verdicts:
-        j = v.judgement
-        if j.is_result:
-            text = f"{v.candidate} vs {v.baseline}: {v.metric} {j.ratio:.3g}x, a result ({j.direction})"
-            better = j.ratio if v.higher_is_better else 1 / j.ratio
-            results.append((j.direction, better, text, "compare-verdicts"))
-    cannot: dict[tuple[str, str], list[str]] = {}
-    for v in rs.verdicts:
-        if v.judgement.state == "cannot":
-            cannot.setdefault((v.candidate, v.baseline), []).append(short_why(v.judgement))
-    unjudged = [
-        (f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts")
-        for (c, b), whys in cannot.items()
-    ]
-    unjudged += [
-        (f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings")
-        for p in rs.pairings
-        if p.kind == "no verdict"
-    ]
-    return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="compare-verdicts")
+    """The compare page's findings box from its result set (:meth:`ResultSet.findings_box`)."""
+    return rs.findings_box(audit)
 
 
 # ---- computing it --------------------------------------------------------------------------------
@@ -624,6 +689,7 @@ def _analyse(
         ),
         checks=baseline.checks(camp),
         phase_noise=baseline.phase_noise(camp, pc),
+        link_gb_s=link_gb_s,
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
@@ -665,7 +731,6 @@ def _analyse(
 
         # runs counted once (a duplicate set's kept copy): their Benchmark Reports' PD deployments
         out.pd_deployment = pd_report.campaign_reports(((e.id, e.run) for e in out.results.entries), link_gb_s)
-        out.link_gb_s = link_gb_s
     out.audit = _audit(out, cached_prefill, allow_preemption)
     return out
 

@@ -563,6 +563,27 @@ def _steps(fig: Figure) -> None:
         )
 
 
+def load_history(table: str | Path, *, rule: str = "seed") -> History:
+    """Read a history table (history.parquet, written by ``render --all``) and judge it with the noise
+    ``rule`` (verdict.RULES): the history page's one entry. A missing or unreadable table, a missing
+    column or an unknown rule is bad input, named."""
+    from benchbook.analysis.verdict import check_rule
+    from benchbook.errors import InputError
+
+    check_rule(rule)
+    path = Path(table)
+    if not path.is_file():
+        raise InputError(path, None, "history table does not exist (render --all writes it)")
+    try:
+        frame = read_table(path)
+    except Exception as e:  # noqa: BLE001 - a corrupt Parquet file is bad input, named
+        raise InputError(path, None, f"not a readable Parquet table: {type(e).__name__}") from None
+    missing = sorted(set(TABLE_SCHEMA) - set(frame.columns))
+    if missing:
+        raise InputError(path, None, f"missing column(s) {', '.join(missing)}")
+    return analyse(frame, rule=rule)
+
+
 def analyse(table: pl.DataFrame, *, rule: str = "seed") -> History:
     """Judge a :func:`history_table`: consecutive changes, steps, the "what changed" list."""
 

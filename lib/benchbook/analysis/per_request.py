@@ -32,6 +32,7 @@ course as every k-th request in start order so at most :data:`TIMELINE_POINTS` r
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -175,6 +176,11 @@ class RequestViews:
     timeline_step: int  # every k-th request kept (1: all)
     saturation: Saturation
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def definitions(self) -> dict[str, str] | None:
+        """What this run's tool means by TPOT, ITL and E2E (:func:`definitions_for` its format)."""
+        return definitions_for(self.format)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -375,3 +381,13 @@ def analyse(run: BenchmarkRun, *, run_id: str = "", config: str = "") -> Request
         saturation=sat,
         notes=notes,
     )
+
+
+def views(items: Iterable[tuple[str, str, Any]]) -> list[RequestViews]:
+    """The per-request views of each ``(run id, configuration, run)`` that carries per-request records."""
+    out = []
+    for run_id, config, run in items:
+        v = analyse(run, run_id=run_id, config=config)
+        if v is not None:
+            out.append(v)
+    return out

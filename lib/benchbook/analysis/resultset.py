@@ -35,6 +35,7 @@ from benchbook.analysis import stats
 from benchbook.analysis import sweep as sweep_mod
 from benchbook.analysis.verdict import STATE_TEXT, Judgement, cannot_tell, check_rule, judge, verdict_fields
 from benchbook.errors import InputError
+from benchbook.findings import Findings
 
 if TYPE_CHECKING:  # pragma: no cover
     from benchbook.findings import Check
@@ -144,6 +145,65 @@ class ResultSet:
 
     def entry(self, run_id: str) -> Entry:
         return next(e for e in self.entries if e.id == run_id)
+
+    # ---- what the compare page reads (issue 26: the result set computes, the page formats) --------
+    def identity_rows(self) -> list[dict[str, Any]]:
+        return identity_rows(self)
+
+    def pairing_rows(self) -> list[dict[str, Any]]:
+        return pairing_rows(self)
+
+    def verdict_rows(self) -> list[dict[str, Any]]:
+        return verdict_rows(self)
+
+    def sweep_rows(self) -> list[dict[str, Any]]:
+        return sweep_rows(self)
+
+    def check_rows(
+        self, engine_checks: Sequence[tuple[str, Sequence[Check]]] = (), entries: Sequence[Entry] | None = None
+    ) -> list[dict[str, Any]]:
+        return check_rows(self, engine_checks, entries)
+
+    @staticmethod
+    def short_why(j: Judgement) -> str:
+        return short_why(j)
+
+    def design_notes(self) -> list[str]:
+        """What each n-vs-n design among the verdicts allows (:func:`stats.design_note`), once per design."""
+        designs = sorted({(v.baseline_cell.n, v.candidate_cell.n) for v in self.verdicts})
+        return [stats.design_note(a, b) for a, b in designs]
+
+    def config_cell(self, label: str, key: str) -> stats.Cell | None:
+        """The median [min–max] of ``key`` over configuration ``label``'s runs (None without a figure)."""
+        vals = [v for v in (e.get(key) for e in self.config(label).entries) if v is not None]
+        return stats.cell(vals) if vals else None
+
+    def findings_box(self, audit: Any = None) -> Findings:
+        """The compare page's findings box (see :func:`findings_box`)."""
+        return findings_box(self, audit)
+
+    def request_views(self) -> list[Any]:
+        """Per-request views of every run that carries per-request records (:func:`per_request.views`)."""
+        from benchbook.analysis.per_request import views
+
+        return views((e.id, e.config, e.run) for e in self.entries)
+
+    def pd_deployment(self, link_gb_s: float | None = None) -> list[Any]:
+        """The PD deployments stated by the runs' Benchmark Reports (:func:`pd_report.campaign_reports`)."""
+        from benchbook.analysis.pd_report import campaign_reports
+
+        return campaign_reports(((e.id, e.run) for e in self.entries), link_gb_s)
+
+    def engine_window(self, run_id: str, before: str, after: str) -> tuple[Any, list[Any]]:
+        """The engine's ``/metrics`` window of ``run_id`` from a before/after pair and its checks (the
+        window's own and the reconciliation of the run's figures with it)."""
+        from benchbook.analysis import enginemetrics
+        from benchbook.analysis.results import EngineWindow, reconcile_run
+        from benchbook.metrics import prometheus
+
+        window = enginemetrics.window(prometheus.read(before), prometheus.read(after))
+        ew = EngineWindow(run_id, window, {}, "metrics_labels", [before, after])
+        return window, [*window.checks, *reconcile_run(self.entry(run_id).run, ew)]
 
 
 def run_id(path: str | Path, location: str, several: bool) -> str:
@@ -723,6 +783,41 @@ def _findings(rs: ResultSet) -> list[Finding]:
 
 
 # ---- the one serialized form (compare page values and ``summary --json``) --------------------------
+def findings_box(rs: ResultSet, audit: Any = None) -> Findings:
+    """The compare page's findings box from its result set: failed validity gates first, the verdicts
+    that are results (worst first: regressions, then by the size of the ratio), and what could not be
+    judged (per compared pair, and pairings without a verdict) — the lines the result set's own
+    findings list holds, counted the way every other page counts them. ``audit``: the campaign's audit;
+    its failed checks (preemption, a short count, a figure beyond its limit) lead the box."""
+    failed = [
+        (f"{c['name']}: {c['detail']}", "audit") for c in (audit.all_checks() if audit else []) if c["status"] == "fail"
+    ]
+    # one line per failed validity gate with the runs it caught, as the page shows them (issue 23)
+    smoke = "smoke: " if rs.preset == "smoke" else ""
+    failed += [(smoke + line, "compare-checks") for line in gate_lines(rs)]
+    results = []
+    for v in rs.verdicts:
+        j = v.judgement
+        if j.is_result:
+            text = f"{v.candidate} vs {v.baseline}: {v.metric} {j.ratio:.3g}x, a result ({j.direction})"
+            better = j.ratio if v.higher_is_better else 1 / j.ratio
+            results.append((j.direction, better, text, "compare-verdicts"))
+    cannot: dict[tuple[str, str], list[str]] = {}
+    for v in rs.verdicts:
+        if v.judgement.state == "cannot":
+            cannot.setdefault((v.candidate, v.baseline), []).append(short_why(v.judgement))
+    unjudged = [
+        (f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts")
+        for (c, b), whys in cannot.items()
+    ]
+    unjudged += [
+        (f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings")
+        for p in rs.pairings
+        if p.kind == "no verdict"
+    ]
+    return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="compare-verdicts")
+
+
 def identity_rows(rs: ResultSet) -> list[dict[str, Any]]:
     return [
         {

@@ -19,6 +19,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from benchbook.errors import InputError
+from benchbook.numfmt import fmt_pct, fmt_ratio  # noqa: F401 - moved to the base layer; callers keep stats.fmt_pct
 
 if TYPE_CHECKING:  # polars is only needed by ``spreads``
     import polars as pl
@@ -241,23 +242,6 @@ def ratio(candidate: float, baseline: float) -> float:
 def change(candidate: float, baseline: float) -> float:
     """Signed relative change ``(candidate − baseline) / baseline`` as a fraction (0.065 = +6.5%)."""
     return ratio(candidate, baseline) - 1.0
-
-
-def fmt_pct(fraction: float, digits: int = 1, signed: bool = False) -> str:
-    """``0.0746 → '7.5%'``; with ``signed`` a leading + or − (``'+6.5%'``, ``'−8.7%'``)."""
-    if math.isinf(fraction):
-        return "∞"
-    body = f"{abs(fraction) * 100:.{digits}f}%"
-    if not signed:
-        return body if fraction >= 0 else f"−{body}"
-    if float(f"{abs(fraction) * 100:.{digits}f}") == 0:
-        return f"±{body}"
-    return ("+" if fraction > 0 else "−") + body
-
-
-def fmt_ratio(r: float, digits: int = 2) -> str:
-    """``1.6189 → '1.62x'``."""
-    return f"{r:.{digits}f}x"
 
 
 @dataclass(frozen=True)

@@ -546,19 +546,24 @@ def _arm_description(r: PlannedRun) -> str:
 def _counted(r: PlannedRun, profile_name: str) -> tuple[dict[str, int], int | None]:
     """Prompt tokens per class and the most generated tokens, as the engine counted them: the phase
     split of each sample that can be attributed to one request (the others say nothing here)."""
-    from benchbook.metrics import phases, prometheus
+    from benchbook.ingest.campaign import capture_sample_snapshots
+    from benchbook.metrics import phases
     from benchbook.metrics.profiles import get_profile
 
     prof = get_profile(profile_name)
     prompt: dict[str, int] = {}
     gen: int | None = None
-    for s in (r.phases_doc or {}).get("samples", []):
+    # the campaign's one reader of capture-file samples: each capture inside the folder (else bad
+    # input, named), a restart between the two captures leaves the sample out
+    for i, s in enumerate((r.phases_doc or {}).get("samples", [])):
         if "metrics_before" not in s or "metrics_after" not in s:
             continue
+        before, after, restarted = capture_sample_snapshots(r.source, r.source, r.source / "phases.json", s, i, prof)
         try:
-            before = prometheus.read(r.source / s["metrics_before"])
-            sp = phases.split(before, prometheus.read(r.source / s["metrics_after"]), prof)
-        except (phases.Excluded, InputError):
+            if restarted:
+                raise phases.Excluded(restarted)
+            sp = phases.split(before, after, prof)
+        except phases.Excluded:
             continue
         prompt.setdefault(s["prompt_class"], int(sp.prompt_tokens))
         gen = max(gen or 0, int(sp.generated_tokens))

@@ -385,24 +385,8 @@ class Campaign:
                 cache[(r.id, i)] = _fetch_window(self, r, s, f"{where}.window", self.profile)
             win = cache[(r.id, i)]
             return win.before, win.after, win, None
-        if s["metrics_before"] == s["metrics_after"]:
-            raise InputError(r.file, where, "metrics_before and metrics_after name the same file")
-        names = phases_mod.needed_samples(self.profile)  # _sum/_count of the histograms, no buckets
-
-        def snap(rel: str, at: str) -> tuple[prometheus.Snapshot, prometheus.Snapshot]:
-            """(the split's samples, every counter family + process start time) of a capture."""
-            p = self.snapshot_path(r, rel, at)
-            if not p.exists():
-                raise InputError(r.file, at, f"references {rel!r}, which does not exist")
-            if (r.id, rel) not in cache:
-                text = prometheus.read_capture(p)
-                counters = prometheus.parse(text, p, phases_mod.counter_families(text))
-                cache[(r.id, rel)] = (prometheus.parse(text, p, names), counters)
-            return cache[(r.id, rel)]
-
-        before, before_counters = snap(s["metrics_before"], f"{where}.metrics_before")
-        after, after_counters = snap(s["metrics_after"], f"{where}.metrics_after")
-        return before, after, None, phases_mod.restart(before_counters, after_counters)
+        before, after, restarted = capture_sample_snapshots(self.root, r.path, r.file, s, i, self.profile, cache, r.id)
+        return before, after, None, restarted
 
     @cached_property
     def phase_samples(self):
@@ -710,3 +694,42 @@ def load_campaign(path: str | Path) -> Campaign:
     if errors:
         raise errors[0] if len(errors) == 1 else InputErrors(errors)
     return Campaign(root=root, manifest=manifest, runs=runs)
+
+
+def capture_sample_snapshots(
+    root: str | Path,
+    run_path: str | Path,
+    run_file: str | Path,
+    sample: dict[str, Any],
+    i: int,
+    profile: EngineProfile,
+    cache: dict[Any, Any] | None = None,
+    cache_key: str = "",
+) -> tuple[prometheus.Snapshot, prometheus.Snapshot, str | None]:
+    """``(before, after, restarted)`` of phase sample ``i`` taken as two ``/metrics`` capture files:
+    the one reader of such samples, for a campaign (:meth:`Campaign.sample_snapshots`) and for
+    ``benchbook init`` before the campaign exists. Each capture must lie inside ``root`` (an absolute
+    name, a ``../`` or a symlink leaving it is bad input, :func:`join_inside`) and exist; it is parsed
+    for the split's samples (a histogram's ``_sum``/``_count``, no buckets) once per ``cache``.
+    ``restarted`` says why the engine restarted between the captures (``phases.restart`` over every
+    counter family and the process start time), else None."""
+    where = f"$.samples[{i}]"
+    if sample["metrics_before"] == sample["metrics_after"]:
+        raise InputError(run_file, where, "metrics_before and metrics_after name the same file")
+    names = phases_mod.needed_samples(profile)  # _sum/_count of the histograms, no buckets
+    cache = {} if cache is None else cache
+
+    def snap(rel: str, at: str) -> tuple[prometheus.Snapshot, prometheus.Snapshot]:
+        """(the split's samples, every counter family + process start time) of a capture."""
+        p = join_inside(root, run_path, rel, run_file, at, "snapshot").resolve()
+        if not p.exists():
+            raise InputError(run_file, at, f"references {rel!r}, which does not exist")
+        if (cache_key, rel) not in cache:
+            text = prometheus.read_capture(p)
+            counters = prometheus.parse(text, p, phases_mod.counter_families(text))
+            cache[(cache_key, rel)] = (prometheus.parse(text, p, names), counters)
+        return cache[(cache_key, rel)]
+
+    before, before_counters = snap(sample["metrics_before"], f"{where}.metrics_before")
+    after, after_counters = snap(sample["metrics_after"], f"{where}.metrics_after")
+    return before, after, phases_mod.restart(before_counters, after_counters)

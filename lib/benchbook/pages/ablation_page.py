@@ -17,15 +17,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from benchbook.analysis import baseline, stats
 from benchbook.analysis.ablation import (
     DEFAULT_METRICS,  # noqa: F401  (the notebook's default, documented here)
+    NO_SPREAD,
     Ablation,
     CampaignAblation,
-    campaign_ablation,
-    effective_env,
 )
-from benchbook.analysis.verdict import RULE_TEXT, Comparison, check_rule
+from benchbook.analysis.baseline import PHASE_METRICS
+from benchbook.analysis.stats import Cell
+from benchbook.analysis.verdict import RULE_TEXT, Comparison
+from benchbook.numfmt import fmt_pct
 from benchbook.pages import display as bd
 from benchbook.pages import sections
 
@@ -36,6 +37,7 @@ class Page:
     title: str
     noise: Any  # baseline.Noise
     analysis: CampaignAblation
+    campaign: Any = None  # the campaign's analysis (benchbook.analysis.campaign_analysis.CampaignAnalysis)
 
     rule = property(lambda self: self.analysis.rule)
     baseline_arm = property(lambda self: self.analysis.baseline_arm)
@@ -57,7 +59,7 @@ class Page:
     def metric_of(self, key: tuple[str, str]) -> str:
         return self.analysis.metric_of(key)
 
-    def cell(self, arm: str, key: tuple[str, str]) -> stats.Cell | None:
+    def cell(self, arm: str, key: tuple[str, str]) -> Cell | None:
         return self.analysis.cell(arm, key)
 
     def comparison(self, arm: str, key: tuple[str, str]) -> Comparison | None:
@@ -77,18 +79,15 @@ def load(
     """Load a campaign and read its ablation (:func:`benchbook.analysis.ablation.campaign_ablation`).
     ``baseline_arm`` "" = the arm with role baseline; ``arms`` empty = the role-baseline arm and every
     ablation arm, in manifest order."""
-    from benchbook.ingest.campaign import load_campaign
+    from benchbook.analysis.campaign_analysis import analyse
 
-    check_rule(rule)
-    camp = load_campaign(campaign)
-    if any(r.get("process") for r in camp.manifest.get("runs", [])):  # init's arm/run layout: server switches
-        from benchbook.analysis.ablation import switch_ablation
-
-        sa = switch_ablation(camp, rule=rule)
-        if sa is not None:
-            return SwitchPage(camp, title or camp.title, sa)
-    ab = campaign_ablation(camp, baseline_arm=baseline_arm, arms=arms, metrics=metrics, rule=rule)
-    return Page(camp, title or camp.title, baseline.noise(camp), ab)
+    an = analyse(campaign, rule=rule)  # checks the rule name, then loads the campaign
+    camp = an.camp
+    sa = an.server_switch_ablation()  # init's arm/run layout: arms that differ by server switches
+    if sa is not None:
+        return SwitchPage(camp, title or camp.title, sa)
+    ab = an.ablation_of(baseline_arm=baseline_arm, arms=arms, metrics=metrics)
+    return Page(camp, title or camp.title, an.noise, ab, an)
 
 
 @dataclass
@@ -124,8 +123,6 @@ def _switch_findings(page: SwitchPage) -> bd.Block:
 
 
 def ablation_no_spread() -> str:
-    from benchbook.analysis.ablation import NO_SPREAD
-
     return NO_SPREAD
 
 
@@ -159,7 +156,7 @@ def _switch_how_to_read(page: SwitchPage) -> bd.Block:
         ),
         warmup="the phase harness's warm-up round (round 0) is discarded before statistics",
         noise_rule=RULE_TEXT[sa.rule]
-        + f". Spread used: {'—' if sa.spread is None else stats.fmt_pct(sa.spread)} ({sa.spread_from}).",
+        + f". Spread used: {'—' if sa.spread is None else fmt_pct(sa.spread)} ({sa.spread_from}).",
         marks=("result", "noise"),
         extra=["A switch is a server setting whose stated value differs from the baseline arm's."],
     )
@@ -222,11 +219,11 @@ def _switch_interactions(page: SwitchPage) -> bd.Block:
 
 # ---- helpers ------------------------------------------------------------------------------------
 def _digits(page: Page, key) -> int:
-    return baseline.PHASE_METRICS[page.metric_of(key)][2]
+    return PHASE_METRICS[page.metric_of(key)][2]
 
 
 def _unit(page: Page, key) -> str:
-    return baseline.PHASE_METRICS[page.metric_of(key)][0]
+    return PHASE_METRICS[page.metric_of(key)][0]
 
 
 def _tokens(page: Page, pclass: str) -> int:
@@ -303,7 +300,7 @@ def how_to_read(page: Page) -> bd.Block:
             "combination of those switches is already a result there.",
             "Decode rates are floors (the engine's duration runs to the end of the response).",
             # what the smallest n allows (no p-value, bootstrap = range), from stats.small_n_notes
-            *(stats.small_n_notes(min(ns))[2:] if ns else []),
+            *(page.campaign.design_notes(min(ns))[2:] if ns else []),
         ],
     )
 
@@ -311,10 +308,8 @@ def how_to_read(page: Page) -> bd.Block:
 def switches(page: Page) -> bd.Block:
     if isinstance(page, SwitchPage):
         return _switch_switches(page)
-    from benchbook.analysis.campaign_analysis import analyse
-
     c = page.camp
-    clamps = {x.arm: x for x in analyse(c, rule=page.rule).clamps if x.arm in page.all_arms}
+    clamps = {x.arm: x for x in page.campaign.clamps if x.arm in page.all_arms}
     bd.record("clamps", [x.as_dict() for x in clamps.values()])
     rows = [
         {
@@ -329,7 +324,7 @@ def switches(page: Page) -> bd.Block:
         for a in page.all_arms
     ]
     variables = c.manifest.get("variables", {})
-    eff = {a: effective_env(c, a) for a in page.all_arms}
+    eff = {a: page.campaign.effective_env(a) for a in page.all_arms}
     names = [
         v
         for v in sorted(next(iter(eff.values())))
@@ -398,7 +393,7 @@ def ablation_table(page: Page) -> bd.Block:
             if r is None:
                 row[cell_title(page, k)] = "—"
                 continue
-            fig = stats.Cell(r["median"], r["min"], r["max"], r["n"], ()).fmt(d)
+            fig = Cell(r["median"], r["min"], r["max"], r["n"], ()).fmt(d)
             if a == page.baseline_arm:
                 row[cell_title(page, k)] = bd.Block(f"{bd.esc(fig)}<br><small>baseline</small>")
             else:
@@ -407,7 +402,7 @@ def ablation_table(page: Page) -> bd.Block:
                     " · interaction" if r["interaction"] else ""
                 )
                 row[cell_title(page, k)] = bd.Block(
-                    f"{bd.esc(fig)}<br><small>{bd.esc(stats.fmt_pct(r['change'], signed=True))}</small> {bd.mark(kind, label)}"
+                    f"{bd.esc(fig)}<br><small>{bd.esc(fmt_pct(r['change'], signed=True))}</small> {bd.mark(kind, label)}"
                 )
         out.append(row)
     headers = {
@@ -522,7 +517,7 @@ def interaction_findings(page: Page) -> list[dict[str, Any]]:
             for _, pc in cells
         )
         combo = ", ".join(
-            f"{i.cell[1]} {i.comparison.candidate.median:.{d}f} ({stats.fmt_pct(i.comparison.change, signed=True)})"
+            f"{i.cell[1]} {i.comparison.candidate.median:.{d}f} ({fmt_pct(i.comparison.change, signed=True)})"
             for i in items
         )
         direction = items[0].comparison.direction
@@ -590,7 +585,7 @@ def single_switch_summary(page: Page) -> list[str]:
             out.append(
                 f"On {phase}, single switches that are results on their own: "
                 + "; ".join(
-                    f"{a} {k[1]} {stats.fmt_pct(page.comparison(a, k).change, signed=True)} ({page.comparison(a, k).direction})"
+                    f"{a} {k[1]} {fmt_pct(page.comparison(a, k).change, signed=True)} ({page.comparison(a, k).direction})"
                     for a, k in res
                 )
                 + "."
@@ -627,7 +622,7 @@ def _n_sentence(page: Page) -> str:
     ns = sorted({int(n) for n in page.cells["n"].to_list()})
     return (
         f"Each verdict above compares two cells of n={'/'.join(map(str, ns))} samples each (median [min–max]), "
-        f"against the {stats.fmt_pct(page.spread)} spread between two identical runs."
+        f"against the {fmt_pct(page.spread)} spread between two identical runs."
     )
 
 
@@ -641,7 +636,7 @@ def phase_findings(page: Page) -> bd.Block:
         res = [(k, page.comparison(a, k)) for k in page.keys if page.comparison(a, k) is not None]
         fmt = lambda want: (
             ", ".join(
-                f"{k[1]} {k[0]} {stats.fmt_pct(c.change, signed=True)}"  # noqa: E731
+                f"{k[1]} {k[0]} {fmt_pct(c.change, signed=True)}"  # noqa: E731
                 for k, c in res
                 if c.is_result and c.direction == want
             )
@@ -694,10 +689,7 @@ def spread(page: Page) -> bd.Block:
     table = [
         {
             "Arm": a,
-            **{
-                cell_title(page, k): stats.fmt_pct(by[(a, *k)]["rel_width"]) if (a, *k) in by else "—"
-                for k in page.keys
-            },
+            **{cell_title(page, k): fmt_pct(by[(a, *k)]["rel_width"]) if (a, *k) in by else "—" for k in page.keys},
         }
         for a in page.all_arms
     ]
@@ -707,8 +699,8 @@ def spread(page: Page) -> bd.Block:
     tk = (top["phase"], top["prompt_class"])
     lines.append(
         f"The noisiest column is {top['prompt_class']} {top['phase']}: the median arm's range is "
-        f"{stats.fmt_pct(top['median_width'])} of its minimum, and {top['widest_arm']}'s spans "
-        f"{fmtc(top['widest_arm'], tk)} ({stats.fmt_pct(top['max_width'])})."
+        f"{fmt_pct(top['median_width'])} of its minimum, and {top['widest_arm']}'s spans "
+        f"{fmtc(top['widest_arm'], tk)} ({fmt_pct(top['max_width'])})."
     )
     for r in ranked:
         k = (r["phase"], r["prompt_class"])
@@ -726,7 +718,7 @@ def spread(page: Page) -> bd.Block:
         )
     lines.append(
         f"The tightest column is {tight['prompt_class']} {tight['phase']} (median range "
-        f"{stats.fmt_pct(tight['median_width'])}); differences below the {stats.fmt_pct(page.spread)} "
+        f"{fmt_pct(tight['median_width'])}); differences below the {fmt_pct(page.spread)} "
         f"spread are not measurable with these n={'/'.join(map(str, sorted({int(n) for n in page.cells['n'].to_list()})))} samples."
     )
     bd.record("spread_sentences", lines)

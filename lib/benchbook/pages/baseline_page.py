@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.analysis import baseline, stats
-from benchbook.analysis.verdict import RULE_TEXT, check_rule
+from benchbook.analysis.baseline import METRIC_NAMES, PHASE_METRICS, WHOLE_METRICS
+from benchbook.analysis.verdict import RULE_TEXT
 from benchbook.errors import InputError
+from benchbook.numfmt import fmt_pct
 from benchbook.pages import display as bd
 from benchbook.pages import sections
 
@@ -48,24 +49,22 @@ def load(
     phase samples served mostly from the prefix cache out of the prefill figures, "keep" keeps them
     labelled; ``allow_preemption``: a preemption warns instead of failing (docs/checks.md)."""
     from benchbook.analysis.campaign_analysis import analyse
-    from benchbook.ingest.campaign import load_campaign
 
-    check_rule(rule)
-    camp = load_campaign(campaign)
-    chosen = list(arms) if arms else baseline.main_arms(camp)
-    unknown = [a for a in chosen if a not in camp.arms]
-    if unknown:
-        raise InputError("parameters", "arms", f"unknown arm(s): {', '.join(unknown)}")
     wr = None if warmup_rounds is None or warmup_rounds < 0 else warmup_rounds
     sp = None if noise_threshold is None or noise_threshold < 0 else noise_threshold
-    an = analyse(
-        camp,
+    an = analyse(  # checks the rule name, then loads the campaign
+        campaign,
         rule=rule,
         warmup_rounds=wr,
         spread_override=sp,
         cached_prefill=cached_prefill,
         allow_preemption=allow_preemption,
     )
+    camp = an.camp
+    chosen = list(arms) if arms else an.main_arms()
+    unknown = [a for a in chosen if a not in camp.arms]
+    if unknown:
+        raise InputError("parameters", "arms", f"unknown arm(s): {', '.join(unknown)}")
     page = Page(camp, rule, wr, chosen, sp, title or camp.title, an)
     page.comparisons = [c for c in an.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
     page.checks = [c for c in an.checks if c.get("run") is None or camp.run(c["run"]).arm in chosen]
@@ -120,7 +119,7 @@ def findings(page: Page) -> bd.Block:
 def how_to_read(page: Page) -> bd.Block:
 
     an = page.analysis
-    cells = baseline.phase_cells(page.camp, page.arms, page.warmup_rounds) if page.camp.runs_of("phases") else None
+    cells = page.analysis.phase_cells_of(page.arms) if page.camp.runs_of("phases") else None
     ns = an.cell_ns(page.arms)
     disc = sorted(set(cells["discarded"].to_list())) if cells is not None and cells.height else []
     nz = an.noise
@@ -131,7 +130,7 @@ def how_to_read(page: Page) -> bd.Block:
         else ". No arm was run twice: no spread was measured, so nothing is called a result."
     )
     if page.spread_override is not None:
-        noise_line += f" Threshold overridden by parameter: {stats.fmt_pct(page.spread_override)}."
+        noise_line += f" Threshold overridden by parameter: {fmt_pct(page.spread_override)}."
     bd.record("noise_spread", spread)
     bd.record("n_per_cell", ns)
     return bd.how_to_read(
@@ -236,7 +235,7 @@ def configuration(page: Page) -> bd.Block:
 
 # ---- whole request -----------------------------------------------------------------------------
 def whole_request(page: Page) -> bd.Block:
-    rows = [r for r in baseline.whole_request_rows(page.camp) if r["arm"] in page.arms]
+    rows = [r for r in page.analysis.whole_request_rows() if r["arm"] in page.arms]
     bd.record("whole_request", rows)
     if not rows:  # no whole-request runs among the arms shown: no section (the scope says what ran)
         return bd.Block("")
@@ -341,7 +340,7 @@ def ladder_chart(page: Page) -> bd.Block:
     import altair as alt
     import polars as pl
 
-    wc = baseline.whole_request_cells(page.camp)
+    wc = page.analysis.whole_cells
     d = wc.filter(pl.col("metric").is_in(["single_tok_s", "ladder_tok_s"]) & pl.col("arm").is_in(page.arms))
     if d.height == 0:
         return bd.Block("")
@@ -385,7 +384,7 @@ def phase_split(page: Page) -> bd.Block:
 
     if not page.camp.runs_of("phases"):
         return bd.Block("")
-    cells = baseline.phase_cells(page.camp, page.arms, page.warmup_rounds)
+    cells = page.analysis.phase_cells_of(page.arms)
     bd.record("phase_cells", cells.drop("run"))
     out = [
         "<h2>Prefill and decode separately</h2>",
@@ -402,7 +401,7 @@ def phase_split(page: Page) -> bd.Block:
         rows = []
         for a in arms:
             for pclass in page.camp.prompt_classes:
-                g = lambda m: baseline.cell_of(cells, a, pclass, m)  # noqa: E731
+                g = lambda m: page.analysis.cell_of(cells, a, pclass, m)  # noqa: E731
                 pt, pts, dt, tot = g("prefill_s"), g("prefill_tok_s"), g("decode_tok_s"), g("engine_total_s")
                 if pt is None:
                     continue
@@ -480,7 +479,7 @@ def _references(page: Page) -> str:
             "Method": r.method,
             "Reference figure": "—" if r.reference is None else f"{r.reference:.2f} {r.unit}",
             "This campaign": f"{r.measured:.3f} {r.unit} ({r.arm}, n={r.n})",
-            "Change": "—" if r.change is None else stats.fmt_pct(r.change, signed=True),
+            "Change": "—" if r.change is None else fmt_pct(r.change, signed=True),
             "Verdict": r.verdict,
         }
         for r in refs
@@ -490,7 +489,7 @@ def _references(page: Page) -> str:
         f"{METRIC_NAMES.get(r.metric, r.metric)} at {r.prompt_tokens:g} tokens: this campaign "
         f"{r.measured:.3f} {r.unit} vs "
         + ("—" if r.reference is None else f"{r.reference:.2f} {r.unit} ({r.method})")
-        + ("" if r.change is None else f", {stats.fmt_pct(r.change, signed=True)}")
+        + ("" if r.change is None else f", {fmt_pct(r.change, signed=True)}")
         + f" — {r.verdict}"
         for r in refs
     )
@@ -515,9 +514,7 @@ def phase_chart(page: Page) -> bd.Block:
 
     if not page.camp.runs_of("phases"):
         return bd.Block("")
-    cells = baseline.phase_cells(page.camp, page.arms, page.warmup_rounds).filter(
-        pl.col("metric").is_in(["prefill_tok_s", "decode_tok_s"])
-    )
+    cells = page.analysis.phase_cells_of(page.arms).filter(pl.col("metric").is_in(["prefill_tok_s", "decode_tok_s"]))
     d = cells.select("arm", "prompt_class", "metric", "median", "min", "max")
     base = alt.Chart(d)
     pts = base.mark_point(filled=True, size=60).encode(
@@ -561,9 +558,7 @@ def engine_gauges(page: Page) -> bd.Block:
     import altair as alt
     import polars as pl
 
-    from benchbook.analysis.campaign_analysis import engine_gauges as fetch
-
-    eg = fetch(page.camp, page.arms)
+    eg = page.analysis.engine_gauges(page.arms)
     d, notes = eg.frame, eg.notes
     if d is None and not notes:
         return bd.Block("")
@@ -601,7 +596,6 @@ def engine_gauges(page: Page) -> bd.Block:
 
 
 # ---- comparisons and amortization -------------------------------------------------------------
-METRIC_NAMES = baseline.METRIC_NAMES
 
 
 def comparisons_table(page: Page) -> bd.Block:
@@ -670,7 +664,7 @@ FIGURE_SHORT = {
 
 
 def _figure(c: dict[str, Any]) -> str:
-    unit = baseline.PHASE_METRICS.get(c["metric"], baseline.WHOLE_METRICS.get(c["metric"], ("",)))[0]
+    unit = PHASE_METRICS.get(c["metric"], WHOLE_METRICS.get(c["metric"], ("",)))[0]
     return f"{FIGURE_SHORT.get(c['metric'], METRIC_NAMES.get(c['metric'], c['metric']))}, {unit}"
 
 
@@ -680,7 +674,7 @@ def _prompt_tokens(page: Page, pclass: str) -> str:
 
 def _short_context(page: Page, c: dict[str, Any]) -> str:
     """The comparison's context in a few words: the prompt class and its tokens, or the load."""
-    if c["metric"] in baseline.PHASE_METRICS:
+    if c["metric"] in PHASE_METRICS:
         return f"{c['prompt_class']} ({_prompt_tokens(page, c['prompt_class'])})"
     if c["metric"] == "interleave_short_latency_s":
         return "short + long"
@@ -775,13 +769,11 @@ def audit(page: Page) -> bd.Block:
 
 # ---- memory and clamps --------------------------------------------------------------------------
 def memory(page: Page) -> bd.Block:
-    from benchbook.analysis.memory import memory_table
-
     runs = [r for r in page.camp.runs_of("memory") + page.camp.runs_of("gpu") if r.arm in page.arms]
     if not runs:
         return bd.Block("")
     summ = page.analysis.memory
-    t = memory_table(summ)
+    t = page.analysis.memory_table()
     bd.record("memory", t)
     rows = []
     for r in runs:
@@ -857,15 +849,12 @@ def memory_ramp(page: Page) -> bd.Block:
     run's events as markers: the load ramp (weights, KV cache, graphs) and each load point."""
     import altair as alt
 
-    from benchbook.analysis.memory import load_ramp
-
     runs = [r for r in page.camp.runs_of("gpu") if r.arm in page.arms]
     if not runs:
         return bd.Block("")
-    gpu, _host, markers = page.camp.memory
     charts, recorded = [], {}
     for r in runs:
-        samples, marks = load_ramp(gpu, markers, r.id)
+        samples, marks = page.analysis.load_ramp(r.id)
         recorded[r.id] = {"points": samples.height, "markers": marks.height, "peak_gib": float(samples["gib"].max())}
         line = (
             alt.Chart(samples, title=f"{r.id} ({r.arm})")

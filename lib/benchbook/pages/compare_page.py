@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.analysis import resultset as rset
-from benchbook.analysis import stats
+from benchbook.analysis.resultset import Entry, Finding, ResultSet
+from benchbook.analysis.stats import MIN_N_FOR_TEST
 from benchbook.analysis.verdict import RULE_TEXT, STATE_TEXT
 from benchbook.errors import InputError
+from benchbook.numfmt import fmt_pct
 from benchbook.pages import display as bd
 
 THROUGHPUT = (
@@ -40,7 +41,7 @@ METRIC_NAME = {
 
 @dataclass
 class Page:
-    rs: rset.ResultSet
+    rs: ResultSet
     title: str
     window: Any = None
     engine_run: str | None = None
@@ -50,15 +51,13 @@ class Page:
     audit: Any = None  # benchbook.analysis.audit.CampaignAudit of a campaign's results runs
 
     @property
-    def runs(self) -> list[rset.Entry]:
+    def runs(self) -> list[Entry]:
         return self.rs.entries
 
     @property
     def findings_box(self) -> Any:
         """The findings box the analysis counts for this result set (benchbook.findings.Findings)."""
-        from benchbook.analysis.campaign_analysis import results_findings
-
-        return results_findings(self.rs, self.audit)
+        return self.rs.findings_box(self.audit)
 
 
 def load(
@@ -102,7 +101,9 @@ def load(
         audit_ = an.audit
         title = title or inputs.title
     else:
-        rs = rset.build(files, baseline=baseline, rule=rule, labels=labels, slo=slo, preset=preset, **gates)
+        from benchbook.analysis.resultset import build
+
+        rs = build(files, baseline=baseline, rule=rule, labels=labels, slo=slo, preset=preset, **gates)
     page = Page(rs, title or f"Comparison of {len(rs.entries)} runs")
     page.inputs = (
         list(inputs.inputs)
@@ -116,20 +117,12 @@ def load(
     if engine_before or engine_after:
         if not (engine_before and engine_after):
             raise InputError("parameters", "engine_before", "give both engine_before and engine_after, or neither")
-        from benchbook.analysis import enginemetrics
-        from benchbook.metrics import prometheus
-
-        page.window = enginemetrics.window(prometheus.read(engine_before), prometheus.read(engine_after))
         ids = [e.id for e in rs.entries]
         if engine_run and engine_run not in ids:
             raise InputError("parameters", "engine_run", f"unknown run {engine_run!r}; runs: {', '.join(ids)}")
         page.engine_run = engine_run or (ids[0] if len(ids) == 1 else rs.config(rs.baseline).entries[0].id)
-        from benchbook.analysis.results import EngineWindow, reconcile_run
-
-        ew = EngineWindow(page.engine_run, page.window, {}, "metrics_labels", [engine_before, engine_after])
-        page.engine_checks = [
-            (page.engine_run, [*page.window.checks, *reconcile_run(rs.entry(page.engine_run).run, ew)])
-        ]
+        page.window, checks = rs.engine_window(page.engine_run, engine_before, engine_after)
+        page.engine_checks = [(page.engine_run, checks)]
         page.inputs += [engine_before, engine_after]
     return page
 
@@ -252,8 +245,7 @@ def how_to_read(page: Page) -> bd.Block:
         if rs.rule == "strict"
         else ""
     )
-    # what the design allows, stated instead of a p-value it cannot reach (stats.design_note)
-    designs = sorted({(v.baseline_cell.n, v.candidate_cell.n) for v in rs.verdicts})
+    # what the design allows, stated instead of a p-value it cannot reach (the result set's design notes)
     return bd.how_to_read(
         n_per_cell=(
             "each run is one benchmark run, counted once however many files carried it; figures per run are the tool's own "
@@ -264,9 +256,8 @@ def how_to_read(page: Page) -> bd.Block:
         ),
         warmup="as recorded by the benchmark tool; benchbook discards nothing on this page",
         noise_rule=rule
-        + f". With ≥ {stats.MIN_N_FOR_TEST} runs per side a Mann–Whitney test and a bootstrap interval of the ratio of "
-        "medians decide instead; with no repeats at all the verdict is 'cannot tell'. "
-        + " ".join(stats.design_note(a, b) for a, b in designs),
+        + f". With ≥ {MIN_N_FOR_TEST} runs per side a Mann–Whitney test and a bootstrap interval of the ratio of "
+        "medians decide instead; with no repeats at all the verdict is 'cannot tell'. " + " ".join(rs.design_notes()),
         marks=("result", "noise", "cannot", "pass", "fail", "note"),
         extra=[
             "A configuration is everything the files say about the model, the dataset and the deployment (backend and "
@@ -291,7 +282,7 @@ def configurations(page: Page) -> bd.Block:
                 "Runs": ", ".join(e.id for e in c.entries),
                 "Loads (n)": ", ".join(f"{p.shown} ({len(p.entries)})" for p in c.points),
                 "Why grouped": c.why,
-                "Spread between repeats": ", ".join(f"{k} {stats.fmt_pct(v)}" for k, v in c.spreads.items()) or "—",
+                "Spread between repeats": ", ".join(f"{k} {fmt_pct(v)}" for k, v in c.spreads.items()) or "—",
                 "Identity": "; ".join(
                     f"{f['field']}: {f['value']}" + (" [user]" if f["source"] == "user" else "")
                     for f in c.identity.as_rows()
@@ -299,7 +290,7 @@ def configurations(page: Page) -> bd.Block:
                 ),
             }
         )
-    bd.record("identities", rset.identity_rows(rs))
+    bd.record("identities", rs.identity_rows())
     cap = (
         "Identity fields as read from the files (measured means are tokens per request from the run's totals; [user] marks "
         "a value from a benchbook-compare.yml or --label)."
@@ -341,7 +332,7 @@ def pairings(page: Page) -> bd.Block:
         }
         for p in rs.pairings
     ]
-    bd.record("pairings", rset.pairing_rows(rs))
+    bd.record("pairings", rs.pairing_rows())
     if not rows:
         return _section(
             "compare-pairings", "What is compared with what", "<p>Only one configuration: nothing to compare.</p>"
@@ -430,7 +421,7 @@ def verdicts(page: Page) -> bd.Block:
     """Verdicts between comparable configurations, in three states, with the spread they used."""
     rs = page.rs
     bd.record("spreads", rs.spreads)
-    bd.record("verdicts", rset.verdict_rows(rs))
+    bd.record("verdicts", rs.verdict_rows())
     if not rs.verdicts:
         return _section(
             "compare-verdicts",
@@ -444,7 +435,7 @@ def verdicts(page: Page) -> bd.Block:
         )
     out = []
     spread_rows = [
-        {"Reference": ref, "Metric": k, "Spread between repeats": stats.fmt_pct(v)}
+        {"Reference": ref, "Metric": k, "Spread between repeats": fmt_pct(v)}
         for ref, sp in rs.spreads.items()
         for k, v in sp.items()
     ]
@@ -486,7 +477,7 @@ def verdicts(page: Page) -> bd.Block:
                     for v in vs
                 },
                 "Verdict": bd.mark("cannot"),
-                "Why": "; ".join(dict.fromkeys(rset.short_why(v.judgement) for v in vs)),
+                "Why": "; ".join(dict.fromkeys(rs.short_why(v.judgement) for v in vs)),
             }
             for (b, c, ld), vs in cannot.items()
         ]
@@ -544,8 +535,8 @@ def not_comparable(page: Page) -> bd.Block:
             row: dict[str, Any] = {"Configuration": lab, "n": len(c.entries)}
             for k, name in (*THROUGHPUT[:2], ("median_ttft_ms", "median TTFT ms"), ("median_tpot_ms", "median TPOT ms"),
                             ("median_e2el_ms", "median E2E ms")):  # fmt: skip
-                vals = [v for v in (e.get(k) for e in c.entries) if v is not None]
-                row[name] = stats.cell(vals).fmt(2) if vals else "—"
+                cell = rs.config_cell(lab, k)
+                row[name] = cell.fmt(2) if cell is not None else "—"
             row["Why no verdict"] = p.reason if lab == p.other else "reference"
             rows.append(row)
     return _table_section(
@@ -560,7 +551,7 @@ def sweeps(page: Page) -> bd.Block:
     """Per sweep: the points table, latency vs achieved throughput, offered vs achieved with the
     saturation point, and the per-GPU frontier where the GPU count is known."""
     rs = page.rs
-    bd.record("sweeps", rset.sweep_rows(rs))
+    bd.record("sweeps", rs.sweep_rows())
     if not rs.sweeps:
         return bd.Block("")
     out = []
@@ -854,7 +845,7 @@ def slo_section(page: Page) -> bd.Block:
 
 
 def checks(page: Page) -> bd.Block:
-    rec = rset.check_rows(page.rs, page.engine_checks, page.runs)
+    rec = page.rs.check_rows(page.engine_checks, page.runs)
     rows = [{"Run": r["run"], "Check": r["name"], "Status": _status(r["status"]), "Detail": r["detail"]} for r in rec]
     bd.record("checks", rec)
     p = page.rs.gate_params
@@ -870,13 +861,13 @@ def checks(page: Page) -> bd.Block:
     )
 
 
-def _audit_failures(page: Page) -> list[rset.Finding]:
+def _audit_failures(page: Page) -> list[Finding]:
     """The audit's failed checks (preemption, token accounting, a figure beyond its limit) as findings."""
     from benchbook.pages import audit_section
 
     if page.audit is None:
         return []
-    return [rset.Finding("fail", t, "sec-" + s) for t, s in audit_section.failed_lines(page.audit)]
+    return [Finding("fail", t, "sec-" + s) for t, s in audit_section.failed_lines(page.audit)]
 
 
 def audit(page: Page) -> bd.Block:
@@ -891,7 +882,7 @@ def request_views(page: Page) -> bd.Block:
     """Per-request distributions, time course and outcome shares (benchbook.pages.request_views)."""
     from benchbook.pages import request_views as rv
 
-    return rv.section((e.id, e.config, e.run) for e in page.runs)
+    return rv.section(page.rs.request_views())
 
 
 def notes(page: Page) -> bd.Block:
@@ -912,4 +903,4 @@ def pd_deployment(page: Page, link_gb_s: float | None = None) -> bd.Block:
     (benchbook.pages.pd_report_section); empty when no run states prefill and decode roles."""
     from benchbook.pages import pd_report_section
 
-    return pd_report_section.section(((e.id, e.run) for e in page.runs), link_gb_s=link_gb_s)
+    return pd_report_section.section(page.rs.pd_deployment(link_gb_s), link_gb_s=link_gb_s)

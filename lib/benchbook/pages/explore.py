@@ -168,13 +168,12 @@ def load(campaign: str) -> Tables:
     import polars as pl
 
     from benchbook.analysis.campaign_analysis import analyse
-    from benchbook.analysis.ladder import ladder_table
     from benchbook.ingest.campaign import load_campaign
 
     camp = load_campaign(campaign)
     an = analyse(camp)
     req = camp.requests
-    ladder = ladder_table(req) if req.height else pl.DataFrame()
+    ladder = an.ladder_table()
     requests = pl.concat(
         [
             req.with_columns(

@@ -2,7 +2,7 @@
 
 ``notebooks/history.ipynb`` is a parameters cell and one call per section. :func:`load` reads the
 tidy history table (``history.parquet``, written by the renderer from every campaign's
-``headline.json``) and asks :func:`benchbook.analysis.history.analyse` for the judgement; the
+``headline.json``) and asks :func:`benchbook.analysis.history.load_history` for the judgement; the
 sections format what it decided and record it (``display.record``) for tests:
 
 * findings first: "what changed", worst first, each row linking to the two campaigns' pages, then
@@ -18,10 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from benchbook.analysis import history as hist
-from benchbook.analysis.stats import fmt_pct
-from benchbook.analysis.verdict import RULE_TEXT, check_rule
-from benchbook.errors import InputError
+from benchbook.analysis.history import MIN_STEP_CAMPAIGNS, STEP_PENALTY_PER_LOG_N, Figure, History, load_history
+from benchbook.analysis.verdict import RULE_TEXT
+from benchbook.numfmt import fmt_pct
 from benchbook.pages import display as bd
 from benchbook.pages.sections import slug
 
@@ -30,30 +29,19 @@ from benchbook.pages.sections import slug
 class Page:
     table_path: Path
     title: str
-    history: hist.History
+    history: History
 
     @property
-    def figures(self) -> list[hist.Figure]:
+    def figures(self) -> list[Figure]:
         return self.history.figures
 
 
 def load(table: str, *, rule: str = "seed", title: str = "") -> Page:
     """Read ``table`` (history.parquet) and judge it with the noise ``rule`` (verdict.RULES)."""
-    check_rule(rule)
-    path = Path(table)
-    if not path.is_file():
-        raise InputError(path, None, "history table does not exist (render --all writes it)")
-    try:
-        frame = hist.read_table(path)
-    except Exception as e:  # noqa: BLE001 - a corrupt Parquet file is bad input, named
-        raise InputError(path, None, f"not a readable Parquet table: {type(e).__name__}") from None
-    missing = sorted(set(hist.TABLE_SCHEMA) - set(frame.columns))
-    if missing:
-        raise InputError(path, None, f"missing column(s) {', '.join(missing)}")
-    return Page(path, title or "History across campaigns", hist.analyse(frame, rule=rule))
+    return Page(Path(table), title or "History across campaigns", load_history(table, rule=rule))
 
 
-def _fig_id(f: hist.Figure) -> str:
+def _fig_id(f: Figure) -> str:
     return slug(f"{f.series}-{f.figure}")
 
 
@@ -151,18 +139,18 @@ def how_to_read(page: Page) -> bd.Block:
             "Order: campaigns of a series (campaign.json history.series, else the engine name) by date, then "
             "history.order, then folder name.",
             "Steps over the whole history: exact optimal partitioning of ln(median) into constant levels "
-            f"(dynamic programming, penalty {hist.STEP_PENALTY_PER_LOG_N:g}·ln n per extra level, each point "
+            f"(dynamic programming, penalty {STEP_PENALTY_PER_LOG_N:g}·ln n per extra level, each point "
             "weighted by the history's campaign-to-campaign scatter, widened where its own range is wide, as "
             "in asv); a step is a result only when the levels differ by more than the history's noise band "
             "(the median of the campaigns' run-to-run spreads). Fewer than "
-            f"{hist.MIN_STEP_CAMPAIGNS} campaigns or no measured spread: cannot tell.",
+            f"{MIN_STEP_CAMPAIGNS} campaigns or no measured spread: cannot tell.",
             "Chart: dots are campaign medians with their [min–max] range; the line is the fitted level and "
             "the shaded band the level ± the noise band.",
         ],
     )
 
 
-def _chart(f: hist.Figure):
+def _chart(f: Figure):
     import altair as alt
     import polars as pl
 

@@ -19,7 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.analysis import disaggregation, pd_report
+from benchbook.analysis.disaggregation import SEAM_BATCHES as _SEAM_BATCHES
+from benchbook.analysis.disaggregation import PDReport
+from benchbook.analysis.pd_report import NO_LINK
+from benchbook.analysis.pd_report import PDReport as PDDeployment
 from benchbook.analysis.verdict import State
 from benchbook.errors import InputError
 from benchbook.ingest.pd_runs import PDCampaign
@@ -27,7 +30,7 @@ from benchbook.pages import display as bd
 from benchbook.pages import sections
 from benchbook.pages.pd_report_section import block as pd_report_section_block
 
-SEAM_BATCHES = disaggregation.SEAM_BATCHES
+SEAM_BATCHES = _SEAM_BATCHES
 # a verdict's mark on this page, from its typed state (never from its words)
 _STATE_MARK = {
     State.IMPROVEMENT: "result",
@@ -48,14 +51,14 @@ SOURCE_MARK = {
 @dataclass
 class Page:
     camp: PDCampaign | None  # None: no pd.json runs (a campaign of Benchmark Reports)
-    report: disaggregation.PDReport | None
+    report: PDReport | None
     baseline_arm: str
     min_window_s: float
     min_window_requests: float | None
     title: str
     notes: list[str] = field(default_factory=list)
     # PD deployments stated by Benchmark Reports (CampaignAnalysis.pd_deployment) and the link rate
-    deployment: list[pd_report.PDReport] = field(default_factory=list)
+    deployment: list[PDDeployment] = field(default_factory=list)
     link_gb_s: float | None = None
     analysis: Any = None  # the campaign's CampaignAnalysis
     whole: Any = None  # the loaded Campaign
@@ -82,11 +85,10 @@ def load(
     from benchbook.ingest.campaign import load_campaign
 
     whole = load_campaign(campaign)  # loaded once: its PD part, the analysis and the page share it
-    link = pd_report.link_rate(link_gb_s)
     if min_window_s <= 0:
         raise InputError("parameters", "min_window_s", f"must be positive (got {min_window_s})")
     if not whole.is_pd:  # no pd.json runs: the PD deployments its Benchmark Reports state, if any
-        an = analyse(whole, link_gb_s=link)
+        an = analyse(whole, link_gb_s=link_gb_s)  # checks the link rate (pd_report.link_rate)
         if not an.pd_deployment:
             raise InputError(
                 whole.root / "campaign.json",
@@ -95,7 +97,7 @@ def load(
             )
         return Page(
             None, None, "", float(min_window_s), None, title or whole.title,
-            deployment=an.pd_deployment, link_gb_s=link, analysis=an, whole=whole,
+            deployment=an.pd_deployment, link_gb_s=an.link_gb_s, analysis=an, whole=whole,
         )  # fmt: skip
     camp = whole.pd
     base = baseline_arm or camp.baseline_arm()
@@ -103,10 +105,10 @@ def load(
         raise InputError("parameters", "baseline_arm", f"unknown arm {base!r}; choose from {', '.join(camp.arms)}")
     mwr = None if min_window_requests is None or min_window_requests < 0 else float(min_window_requests)
     opts = {"min_window_s": float(min_window_s), "min_window_requests": mwr, "baseline_arm": base}
-    an = analyse(whole, pd_options=opts, link_gb_s=link)  # the campaign's one analysis
+    an = analyse(whole, pd_options=opts, link_gb_s=link_gb_s)  # the campaign's one analysis
     return Page(
         camp, an.pd, base, float(min_window_s), mwr, title or camp.title,
-        deployment=an.pd_deployment, link_gb_s=link, analysis=an, whole=whole,
+        deployment=an.pd_deployment, link_gb_s=an.link_gb_s, analysis=an, whole=whole,
     )  # fmt: skip
 
 
@@ -211,7 +213,7 @@ def how_to_read(page: Page) -> bd.Block:
                 "cluster = output (or total) tokens/s ÷ all GPUs.",
                 "KV transfer: bytes and seconds per request as the report states them; the achieved rate "
                 "(bytes ÷ seconds, GB/s) above the link rate (link_gb_s) fails; the default is "
-                f"'{pd_report.NO_LINK}'.",
+                f"'{NO_LINK}'.",
             ],
         )
     ns = page.report.runs_per_arm_and_load  # counted by the analysis, per arm under one load

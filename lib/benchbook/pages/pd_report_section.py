@@ -11,10 +11,7 @@ link_gb_s)`` formats reports the campaign's analysis already made (the PD page p
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
-from benchbook.analysis import pd_report
+from benchbook.analysis.pd_report import NO_LINK, SECTION, PDReport
 from benchbook.pages import display as bd
 
 __all__ = ["block", "section"]
@@ -24,13 +21,13 @@ def _n(v: float | None, fmt: str = "{:,.0f}") -> str:
     return "—" if v is None else fmt.format(v)
 
 
-def section(items: Iterable[tuple[str, Any]], link_gb_s: float | None = None) -> bd.Block:
-    reports = pd_report.campaign_reports(items, link_gb_s)
+def section(reports: list[PDReport], link_gb_s: float | None = None) -> bd.Block:
+    """The PD deployment section of reports the analysis made (``ResultSet.pd_deployment``), recorded."""
     bd.record("pd_report", [r.as_dict() for r in reports])
     return block(reports, link_gb_s)
 
 
-def block(reports: list[pd_report.PDReport], link_gb_s: float | None = None, *, level: int = 2) -> bd.Block:
+def block(reports: list[PDReport], link_gb_s: float | None = None, *, level: int = 2) -> bd.Block:
     """The deployment table and its checks for reports already made (empty without one)."""
     if not reports:
         return bd.Block("")
@@ -59,7 +56,7 @@ def block(reports: list[pd_report.PDReport], link_gb_s: float | None = None, *, 
         for r in reports
         for c in r.checks
     ]
-    link = f"{link_gb_s:g} GB/s" if link_gb_s else f"not given ({pd_report.NO_LINK}: set link_gb_s)"
+    link = f"{link_gb_s:g} GB/s" if link_gb_s else f"not given ({NO_LINK}: set link_gb_s)"
     body = str(
         bd.table(
             rows,
@@ -72,4 +69,4 @@ def block(reports: list[pd_report.PDReport], link_gb_s: float | None = None, *, 
         )
     ) + str(bd.table(checks, id="pd-deployment-checks", caption=f"PD checks. Link rate: {link}."))
     h = f"h{level}"
-    return bd.Block(f'<section id="{pd_report.SECTION}"><{h}>PD deployment (Benchmark Report)</{h}>{body}</section>')
+    return bd.Block(f'<section id="{SECTION}"><{h}>PD deployment (Benchmark Report)</{h}>{body}</section>')

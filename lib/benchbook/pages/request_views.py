@@ -10,23 +10,20 @@ runs — and returns one display Block (empty when no run has per-request record
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
-from benchbook.analysis import per_request as pr
+from benchbook.analysis.per_request import (
+    DEFINITIONS,
+    ECDF_POINTS,
+    METRIC_NAMES,
+    PERCENTILES,
+    SATURATION_RULE,
+    RequestViews,
+)
 from benchbook.pages import charts as ch
 from benchbook.pages import display as bd
 
-__all__ = ["section", "views"]
-
-
-def views(items: Iterable[tuple[str, str, Any]]) -> list[pr.RequestViews]:
-    out = []
-    for run_id, config, run in items:
-        v = pr.analyse(run, run_id=run_id, config=config)
-        if v is not None:
-            out.append(v)
-    return out
+__all__ = ["section"]
 
 
 def _ms(v: float | None) -> str:
@@ -76,7 +73,7 @@ def _folded(rows: list[dict[str, Any]], keep: list[bool], *, id: str, caption: s
     return bd.Block("".join(parts))
 
 
-def _outcomes(vs: list[pr.RequestViews]) -> bd.Block:
+def _outcomes(vs: list[RequestViews]) -> bd.Block:
     rows = []
     for v in vs:
         rows.append(
@@ -101,7 +98,7 @@ def _outcomes(vs: list[pr.RequestViews]) -> bd.Block:
     )
 
 
-def _saturation(vs: list[pr.RequestViews]) -> bd.Block:
+def _saturation(vs: list[RequestViews]) -> bd.Block:
     rows = []
     for v in vs:
         s = v.saturation
@@ -118,13 +115,13 @@ def _saturation(vs: list[pr.RequestViews]) -> bd.Block:
         rows,
         [v.saturation.status == "saturated" for v in vs],
         id="request-saturation",
-        caption="Saturation flag. Rule: " + pr.SATURATION_RULE + ". In-flight counts and TTFT come from successful "
+        caption="Saturation flag. Rule: " + SATURATION_RULE + ". In-flight counts and TTFT come from successful "
         "requests with a start time.",
         what="saturated runs",
     )
 
 
-def _percentile_table(vs: list[pr.RequestViews]) -> bd.Block:
+def _percentile_table(vs: list[RequestViews]) -> bd.Block:
     rows = []
     for v in vs:
         for m in ("ttft", "tpot", "itl", "e2e"):
@@ -134,10 +131,10 @@ def _percentile_table(vs: list[pr.RequestViews]) -> bd.Block:
             rows.append(
                 {
                     "Run": v.run_id,
-                    "Metric": pr.METRIC_NAMES[m],
+                    "Metric": METRIC_NAMES[m],
                     "n": d.n,
                     "mean ms": _ms(d.mean_ms),
-                    **{f"p{p} ms": _ms(d.percentiles_ms[p]) for p in pr.PERCENTILES},
+                    **{f"p{p} ms": _ms(d.percentiles_ms[p]) for p in PERCENTILES},
                     "Values": d.source,
                 }
             )
@@ -154,7 +151,7 @@ def _percentile_table(vs: list[pr.RequestViews]) -> bd.Block:
     )
 
 
-def _colour(vs: list[pr.RequestViews]) -> tuple[str, str]:
+def _colour(vs: list[RequestViews]) -> tuple[str, str]:
     """Colour field and its legend title: the run while few runs share a chart, else the configuration
     (each run still its own line) so a 50-run chart has a legend a reader can use."""
     if len(vs) <= ch.MANY_SERIES:
@@ -162,30 +159,30 @@ def _colour(vs: list[pr.RequestViews]) -> tuple[str, str]:
     return "config", "configuration"
 
 
-def _ecdf_chart(vs: list[pr.RequestViews]) -> bd.Block:
+def _ecdf_chart(vs: list[RequestViews]) -> bd.Block:
     import altair as alt
     import polars as pl
 
     curves = sum(len(v.distributions) for v in vs)
-    marks_n = curves * len(pr.PERCENTILES) if len(vs) <= ch.MANY_SERIES else 0
-    k = ch.per_series(curves, budget=ch.ROW_BUDGET - marks_n, cap=pr.ECDF_POINTS + 1)
+    marks_n = curves * len(PERCENTILES) if len(vs) <= ch.MANY_SERIES else 0
+    k = ch.per_series(curves, budget=ch.ROW_BUDGET - marks_n, cap=ECDF_POINTS + 1)
     pts, marks = [], []
     thinned = False
     for v in vs:
         cfg = v.config or v.run_id
         for m, d in v.distributions.items():
-            name = f"{pr.METRIC_NAMES[m]} ms"
+            name = f"{METRIC_NAMES[m]} ms"
             drawn = ch.thin_sorted(d.ecdf, k)
             thinned |= len(drawn) < len(d.ecdf)
             pts += [{"run": v.run_id, "config": cfg, "metric": name, "value": x, "share": q} for x, q in drawn]
             if marks_n:
                 marks += [
                     {"run": v.run_id, "config": cfg, "metric": name, "value": d.percentiles_ms[p], "p": f"p{p}"}
-                    for p in pr.PERCENTILES
+                    for p in PERCENTILES
                 ]
     if not pts:
         return bd.Block("")
-    order = [f"{pr.METRIC_NAMES[m]} ms" for m in ("ttft", "tpot", "itl", "e2e")]
+    order = [f"{METRIC_NAMES[m]} ms" for m in ("ttft", "tpot", "itl", "e2e")]
     df = pl.DataFrame(pts)
     mk = (
         pl.DataFrame(marks)
@@ -228,7 +225,7 @@ def _ecdf_chart(vs: list[pr.RequestViews]) -> bd.Block:
     drawn_at = (
         f"Curves are drawn at {k} evenly spaced points of each run's quantile grid ({curves} curves on one chart)."
         if thinned
-        else f"Large runs are drawn at {pr.ECDF_POINTS + 1} evenly spaced quantiles."
+        else f"Large runs are drawn at {ECDF_POINTS + 1} evenly spaced quantiles."
     )
     per = "" if field == "run" else " Colour is the configuration; each run is its own line."
     return bd.chart(
@@ -249,7 +246,7 @@ def _ecdf_chart(vs: list[pr.RequestViews]) -> bd.Block:
 TIMELINE_BINS = 40  # time bins per run and metric on the time-course chart (fewer when many runs share it)
 
 
-def _timeline_chart(vs: list[pr.RequestViews]) -> bd.Block:
+def _timeline_chart(vs: list[RequestViews]) -> bd.Block:
     """TTFT and E2E over the run, binned: per time bin the median (line) and min-max (band), never one
     mark per request; requests that did not succeed stay visible as points (thinned to the budget)."""
     import altair as alt
@@ -378,11 +375,11 @@ def _timeline_chart(vs: list[pr.RequestViews]) -> bd.Block:
     )
 
 
-def _definitions(vs: list[pr.RequestViews]) -> bd.Block:
-    fmts = sorted({v.format for v in vs})
+def _definitions(vs: list[RequestViews]) -> bd.Block:
+    by_format = {v.format: v.definitions for v in vs}
     rows = []
-    for name, defs in [("benchbook (this section)", pr.DEFINITIONS["benchbook (this section)"])] + [
-        (f, pr.definitions_for(f)) for f in fmts
+    for name, defs in [("benchbook (this section)", DEFINITIONS["benchbook (this section)"])] + [
+        (f, by_format[f]) for f in sorted(by_format)
     ]:
         if defs is None:
             continue
@@ -397,9 +394,9 @@ def _definitions(vs: list[pr.RequestViews]) -> bd.Block:
     )
 
 
-def section(items: Iterable[tuple[str, str, Any]]) -> bd.Block:
-    """The per-request section for every run that carries per-request records (empty otherwise)."""
-    vs = views(items)
+def section(vs: list[RequestViews]) -> bd.Block:
+    """The per-request section of the runs' per-request views (``ResultSet.request_views``: every run
+    that carries per-request records; empty otherwise)."""
     bd.record("request_views", [v.as_dict() for v in vs])
     if not vs:
         return bd.Block("")
