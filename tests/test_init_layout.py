@@ -319,3 +319,23 @@ def test_ladder_folders_of_two_arms_serial_judged_against_batched_with_the_proce
     assert cmp[4]["threshold"] == pytest.approx(0.02) and cmp[4]["state"] == "improvement", cmp[4]
     assert cmp[4]["candidate_median"] == pytest.approx(4 * 8 / 3)  # batch: 4 × 8 tokens in 3 s
     assert cmp[1]["state"] == "within noise", cmp[1]  # one request alone: the same 4 tok/s on both
+
+
+def test_a_ladder_capture_json_names_the_model_and_a_second_generation_length_is_a_todo(tmp_path):
+    mini = Path(__file__).resolve().parent / "fixtures" / "mini" / "runs"
+    run = tmp_path / "out" / "serial" / "p1"
+    shutil.copytree(mini / "req-serial", run / "ladder")
+    shutil.copytree(mini / "phases-serial", run / "phases")
+    cap = {
+        "format": "benchbook.capture/1",
+        "kind": "ladder",
+        "complete": True,
+        "server": {"model": "/models/toy-7b"},
+        "prompt_classes": {"short": {"words": 12, "tokens": 17}},
+        "generation_tokens": 32,
+    }
+    (run / "ladder" / "capture.json").write_text(json.dumps(cap))
+    m = _init(tmp_path / "camp", tmp_path / "out")
+    assert m["title"].startswith("toy-7b: capture ladder") and m["checkpoint"] == {"path": "/models/toy-7b"}
+    assert m["generation_tokens"] == 8  # the phases' own, as the engine counted them
+    assert any(t.startswith("generation_tokens: the captures asked for different --max-tokens") for t in m["todo"])
