@@ -339,3 +339,18 @@ def test_a_ladder_capture_json_names_the_model_and_a_second_generation_length_is
     assert m["title"].startswith("toy-7b: capture ladder") and m["checkpoint"] == {"path": "/models/toy-7b"}
     assert m["generation_tokens"] == 8  # the phases' own, as the engine counted them
     assert any(t.startswith("generation_tokens: the captures asked for different --max-tokens") for t in m["todo"])
+
+
+def test_the_pairs_the_baseline_page_judges_are_written(h200):
+    """Each arm has an environment of its own, so without `comparisons` the baseline page paired none."""
+    _dest, m, s = h200
+    assert list(m["arms"])[0] == "serial"
+    assert [(c["baseline"], c["candidate"], c["why"]) for c in m["comparisons"]] == [
+        ("serial", "batch", "batch batches requests; serial serves them one at a time"),
+        ("batch", "eager", "batch with cudagraph_mode NONE, enforce_eager True"),
+        ("batch", "noprefix", "batch with enable_prefix_caching False"),
+    ]
+    pairs = {(c["baseline"], c["candidate"]) for c in s["comparisons"]}
+    assert pairs == {("serial", "batch"), ("batch", "eager"), ("batch", "noprefix")}
+    # one process per arm: no spread, so none is a result, and each says why
+    assert not any(c["is_result"] for c in s["comparisons"])

@@ -277,11 +277,13 @@ def _pairs(arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
         for a, v in arms.items()
         if v["mode"] == "serial"
     ]
-    out += [
-        {"baseline": base, "candidate": a, "why": f"{a} changes switches of {base} ({arms[a]['description']})"}
-        for a, v in arms.items()
-        if v.get("role") == "ablation"
-    ]
+    for a, v in arms.items():
+        if v.get("role") == "ablation":
+            sb, sa = arms[base]["server_args"], v["server_args"]
+            diff = ", ".join(
+                f"{k} {sa.get(k, 'not stated')}" for k in sorted(set(sb) | set(sa)) if sb.get(k) != sa.get(k)
+            )
+            out.append({"baseline": base, "candidate": a, "why": f"{base} with {diff or 'the switches it requested'}"})
     return out
 
 
