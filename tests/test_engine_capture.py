@@ -1,14 +1,16 @@
 """`benchbook capture` against a real vLLM engine (CPU build, tiny local Llama; tests/engine.py).
 
-Every engine test lives in this one module: under ``pytest -n 2 --dist loadfile`` one worker runs it
-and starts the one engine. Skips (with the reason) where the engine venv could not be installed,
-except under CI=true.
+Every engine test lives in this one module: under ``pytest -n 2 --dist loadfile`` one worker runs it,
+so one engine runs at a time: the module's engine, then (issue 22's end-to-end test) three engines one
+after the other, two serial processes and a batched one. Skips (with the reason) where the engine venv
+could not be installed, except under CI=true.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -63,6 +65,166 @@ def _delta(before: prometheus.Snapshot, after: prometheus.Snapshot, quantity: st
 def _hist(before: prometheus.Snapshot, after: prometheus.Snapshot, quantity: str) -> enginemetrics.Histogram:
     (d,) = enginemetrics.histogram_delta(before, after, VLLM, quantity).values()
     return d.delta
+
+
+# ---- issue 22 end to end: two server configurations, two processes of one, capture layout -> init -> page ----
+# First in the module: its three engines start and stop before the module's own engine starts (one at a time).
+LAYOUT_TOKENS = 512  # per request: the engine's decode (~3 ms a token) must outweigh the HTTP/tokenizer overhead
+# that a queued request overlaps with the running one, or a serial ladder is not flat
+LAYOUT_LONG = "a long prompt keeps the prefill busy for a while so that its phase is measurable " * 20  # ~960 tokens
+
+
+def _capture_process(e: eng.Engine, root: Path, arm: str, run: str) -> None:
+    """What a user does on one server process: `capture ladder` and `capture phases` into OUT/ARM/RUN,
+    and the server's log beside them (docs/capture.md: `vllm serve … 2>&1 | tee RUN/server.log`)."""
+    common = ["--url", e.url, "--model", e.model, "--max-tokens", str(LAYOUT_TOKENS), "--ignore-eos"]
+    common += ["--arm", arm, "--run", run, "--out", str(root)]
+    if e.pid:
+        common += ["--server-pid", str(e.pid)]
+    r = _bb(
+        "capture", "ladder", "--concurrency", "1,2,4", "--warmup", "1", "--prompt", f"short={SHORT}", *common,
+        preexec_fn=eng.prioritized(),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    r = _bb(
+        "capture", "phases", "--prompt", f"short={SHORT}", "--prompt", f"long={LAYOUT_LONG}", "--repeats",
+        "2", "--warmup", "1", *common, preexec_fn=eng.prioritized(),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    if e.log.is_file():
+        shutil.copyfile(e.log, root / arm / run / "server.log")
+
+
+# A serial ladder is flat only where the engine's own time dominates what the host does around it:
+# * one OpenMP thread per engine: with two (the default on a 2-core host) the threads spin at every barrier and,
+#   on cores shared with the API server, the client and other tests, a queued request stalls the lot — a serial
+#   ladder measured 70-125 tok/s alone and 12-44 tok/s at n=2/4 (never flat); with one, 300-500 tok/s at every n;
+# * the engine and the capture client ahead of the other tests on the cores (nice -10 where allowed: the system
+#   under test isolated, as on a benchmark host): without it the rates of one process moved 5-9 % from step to
+#   step at a 4-9 load average, as much as the two processes' spread the flatness test is judged against.
+# The arms' engines all run so, the batched one included (like with like), so it is not the module's engine.
+LAYOUT_ENV = {"OMP_NUM_THREADS": "1"}
+
+
+@pytest.fixture(scope="module")
+def arm_captures(tmp_path_factory) -> Path:
+    """OUT/serial/p1, OUT/serial/p2 (two `--max-num-seqs 1` processes: the server restarted) and
+    OUT/batch/p1 (`--max-num-seqs 16`)."""
+    why = eng.unavailable()
+    if why:
+        eng.skip_or_fail(why)
+    root = tmp_path_factory.mktemp("arm-captures")
+    for arm, run, seqs in (("serial", "p1", 1), ("serial", "p2", 1), ("batch", "p1", 16)):
+        log_dir = tmp_path_factory.mktemp(f"vllm-{arm}-{run}")
+        with eng.serving(log_dir, max_num_seqs=seqs, env=LAYOUT_ENV, preexec_fn=eng.prioritized()) as e:
+            print(f"\nvllm serve --max-num-seqs {seqs} ({arm}/{run}) ready in {e.startup_s:.1f} s", file=sys.stderr)
+            _capture_process(e, root, arm, run)
+    return root
+
+
+def _served_at_once(ladder: Path, n: int) -> float:
+    """Δ (prefill + decode time) the engine counted over the ladder-n step (its own scrapes around it) divided by
+    the step's wall time in requests.json: the mean number of requests the engine served at once."""
+    cap = json.loads((ladder / "capture.json").read_text())
+    st = next(x for x in cap["steps"] if x["step"] == f"ladder-{n}")
+    before, after = prometheus.read(ladder / st["metrics_before"]), prometheus.read(ladder / st["metrics_after"])
+    busy = _hist(before, after, "prefill").sum + _hist(before, after, "decode").sum
+    doc = json.loads((ladder / "requests.json").read_text())
+    rows = [r for r in doc["requests"] if r["scenario"] == "ladder" and r["n"] == n]
+    return busy / (max(r["end"] for r in rows) - min(r["start"] for r in rows))
+
+
+def _raw_rate(ladder: Path, n: int) -> float:
+    """Σ completion tokens / (last end − first start) of the n-request ladder step, from requests.json."""
+    doc = json.loads((ladder / "requests.json").read_text())
+    rows = [r for r in doc["requests"] if r["scenario"] == "ladder" and r["n"] == n]
+    assert len(rows) == n
+    return sum(r["completion_tokens"] for r in rows) / (max(r["end"] for r in rows) - min(r["start"] for r in rows))
+
+
+@pytest.mark.browser
+def test_init_reads_the_capture_layout_and_the_baseline_page_shows_serial_and_batched(
+    arm_captures, tmp_path, open_page
+):
+    """Issue 22's end-to-end requirement: `init` on the arm folders `capture ladder|phases --arm --run` wrote,
+    `render`, the baseline page in Chromium: the serial arm reported serialized, the batched arm's ladder."""
+    camp, reports = tmp_path / "camp", tmp_path / "reports"
+    r = _bb("init", str(camp), str(arm_captures / "serial"), str(arm_captures / "batch"))
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    manifest = json.loads((camp / "campaign.json").read_text())
+    print(f"\ninit: {r.stdout[-2000:]}", file=sys.stderr)
+    assert {a: v["mode"] for a, v in manifest["arms"].items()} == {"serial": "serial", "batch": "batch"}
+    runs = {(e["process"], e["harness"]) for e in manifest["runs"]}
+    for p in ("serial/p1", "serial/p2", "batch/p1"):
+        assert {(p, "requests"), (p, "phases")} <= runs, runs
+    r = _bb("summary", str(camp), "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    s = json.loads(r.stdout)
+    # the two serial processes are the repeats: the noise yardstick is their spread
+    assert s["noise"]["arm"] == "serial" and sorted(s["noise"]["runs"]) == ["serial-p1-ladder", "serial-p2-ladder"]
+    spread = s["noise"]["spread"]
+    rates: dict[str, dict[int, float]] = {}
+    for c in s["cells"]:
+        if c["metric"] in ("single_tok_s", "ladder_tok_s"):
+            rates.setdefault(c["run"], {})[c["concurrency"]] = c["median"]
+    for run, proc in (
+        ("serial-p1-ladder", "serial/p1"),
+        ("serial-p2-ladder", "serial/p2"),
+        ("batch-ladder", "batch/p1"),
+    ):
+        ladder = arm_captures / proc / "ladder"
+        assert rates[run][4] == pytest.approx(_raw_rate(ladder, 4), rel=1e-6), run
+    print(f"ladder rates (tok/s): {rates}; spread {spread:.3f}", file=sys.stderr)
+    # batching, in the summary's figures: at n=4 the batched process is more than twice as fast as either serial one
+    # (measured 2.3-3.4x; a serial process's own rates moved up to ±30 % from step to step on the shared host)
+    serial_runs = ("serial-p1-ladder", "serial-p2-ladder")
+    assert rates["batch-ladder"][4] > 2 * max(rates[r][4] for r in serial_runs), rates
+    # and on the engine's own clock (its /metrics around each step): the time the engine spent on the step's requests
+    # (Σ prefill + decode) over the step's wall time is the mean number it served at once — 1 for a serial engine
+    # whatever the host does to the wall time (measured 0.94-1.00), up to n for a batched one (1.28-1.96, 3.33-3.96)
+    for run, proc in (
+        ("serial-p1-ladder", "serial/p1"),
+        ("serial-p2-ladder", "serial/p2"),
+        ("batch-ladder", "batch/p1"),
+    ):
+        at_once = {n: _served_at_once(arm_captures / proc / "ladder", n) for n in (2, 4)}
+        print(f"{run}: requests served at once by the engine {at_once}", file=sys.stderr)
+        if run in serial_runs:
+            assert all(v <= 1.1 for v in at_once.values()), (run, at_once)
+        else:  # the pair of n=2 may arrive apart on a busy host (measured 1.28-1.96)
+            assert at_once[2] > 1.1 and at_once[4] >= 2.5, (run, at_once)
+    # the seeds' serialization test per process: flat = every rate within the two processes' spread of the process's
+    # own single-request rate. On a shared 2-core host a streamed request alone ran 5-35 % slower per token than
+    # requests queued behind each other, so a serial process is often "not flat" here (docs/init.md): the verdict is
+    # checked against the figures, not assumed; the batched process is never flat
+    ser = {c["run"]: c for c in s["checks"] if c.get("kind") == "serialization"}
+    assert set(ser) == {"serial-p1-ladder", "serial-p2-ladder", "batch-ladder"}, ser
+    for run in serial_runs:
+        worst = max(abs(rates[run][n] / rates[run][1] - 1) for n in (2, 4))
+        assert ser[run]["flat"] == (worst <= spread), (run, worst, spread, ser[run])
+        print(f"{run}: {ser[run]['status']} — {ser[run]['detail']}", file=sys.stderr)
+    assert not ser["batch-ladder"]["flat"], ser["batch-ladder"]
+    at4 = next(
+        c for c in s["comparisons"] if c["metric"] == "ladder_tok_s" and c["concurrency"] == 4
+    )  # serial is the baseline, batched the candidate
+    assert (at4["baseline"], at4["candidate"]) == ("serial", "batch") and at4["ratio"] > 1, at4
+    assert at4["threshold"] == pytest.approx(spread), at4
+    phase_runs = {c["run"] for c in s["cells"] if c["metric"].startswith(("prefill", "decode"))}
+    assert {"serial-p1-phases", "serial-p2-phases", "batch-phases"} <= phase_runs, phase_runs
+    r = _bb("render", str(camp), "--page", "baseline", "--out", str(reports), timeout=900)
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    ladder_sel = 'table[id^="bb-whole-request"]'
+    rep = open_page(reports / "baseline.html", screenshot="engine-layout-baseline.png", text_of=["body", ladder_sel])
+    assert rep.ok, rep.problems()
+    # the verdict names the serial processes judged flat (served one at a time), and no other
+    flat = [r for r in serial_runs if ser[r]["flat"]]
+    sentence = f"Throughput is flat across the ladder in {len(flat)} run(s) ({', '.join(flat)})"
+    assert (sentence in rep.texts["body"]) if flat else ("Throughput is flat" not in rep.texts["body"])
+    assert "bb-checks" in rep.tables  # every check's row (the passed ones folded)
+    # the ladder table: a row per process, the batched one with its rate at n=4 as the summary has it
+    rows = {line.split("\t")[0].strip(): line.split("\t") for line in rep.texts[ladder_sel].splitlines()}
+    assert {"serial-p1-ladder", "serial-p2-ladder", "batch-ladder"} <= set(rows), rows
+    assert f"{rates['batch-ladder'][4]:.3f}" in rows["batch-ladder"][5], rows["batch-ladder"]
 
 
 @pytest.fixture(scope="module")
@@ -380,11 +542,6 @@ def test_capture_ladder_reads_back_as_the_baseline_ladder(engine, tmp_path):
     print(f"\nladder on the CPU engine: {cells.select('metric', 'concurrency', 'median').rows()}", file=sys.stderr)
 
 
-@pytest.mark.xfail(
-    reason="`benchbook init` reads capture ladder folders and the OUT/ARM/RUN layout on the init side of "
-    "issue 22 (another branch); this passes once that lands",
-    strict=False,
-)
 def test_init_reads_the_ladder_layout(engine, tmp_path):
     root = tmp_path / "caps"
     r = _bb(

@@ -290,3 +290,69 @@ def test_a_folder_without_result_files_names_the_formats(tmp_path):
     with pytest.raises(InputError) as e:
         init_cmd.plan([tmp_path / "empty"])
     assert "no result file in this folder" in str(e.value) and "vllm-bench-serve" in str(e.value)
+
+
+def test_ladder_folders_of_two_arms_serial_judged_against_batched_with_the_processes_spread(tmp_path):
+    """`capture ladder --arm A --run R` folders of a serial arm (two processes: the second the first's
+    requests with every time 2 % later, a repeat built for the test) and a batched arm: init puts the
+    serial arm first and pairs it with the batched one (each arm has an environment of its own, so the
+    page's default pairing would find no pair); the ladder verdicts use the two processes' 2 % spread."""
+    from benchbook.commands.summary import build
+
+    mini = Path(__file__).resolve().parent / "fixtures" / "mini" / "runs"
+    out = tmp_path / "caps"
+    shutil.copytree(mini / "req-serial", out / "serial" / "p1" / "ladder")
+    shutil.copytree(mini / "req-serial", out / "serial" / "p2" / "ladder")
+    shutil.copytree(mini / "req-batch", out / "batch" / "p1" / "ladder")
+    p2 = out / "serial" / "p2" / "ladder" / "requests.json"
+    doc = json.loads(p2.read_text())
+    for r in doc["requests"]:
+        r["start"], r["end"] = r["start"] * 1.02, r["end"] * 1.02
+    p2.write_text(json.dumps(doc))
+    m = _init(tmp_path / "camp", out / "batch", out / "serial")  # the order given does not decide the roles
+    assert [(a, v["mode"]) for a, v in m["arms"].items()] == [("serial", "serial"), ("batch", "batch")]
+    assert [(c["baseline"], c["candidate"]) for c in m["comparisons"]] == [("serial", "batch")]
+    s = build(tmp_path / "camp")
+    assert s["noise"]["runs"] == ["serial-p1-ladder", "serial-p2-ladder"]
+    assert s["noise"]["spread"] == pytest.approx(0.02)
+    flat = {c["run"]: c["flat"] for c in s["checks"] if c["kind"] == "serialization"}
+    assert flat == {"serial-p1-ladder": True, "serial-p2-ladder": True, "batch-ladder": False}
+    cmp = {c["concurrency"]: c for c in s["comparisons"] if c["metric"] in ("single_tok_s", "ladder_tok_s")}
+    assert cmp[4]["threshold"] == pytest.approx(0.02) and cmp[4]["state"] == "improvement", cmp[4]
+    assert cmp[4]["candidate_median"] == pytest.approx(4 * 8 / 3)  # batch: 4 × 8 tokens in 3 s
+    assert cmp[1]["state"] == "within noise", cmp[1]  # one request alone: the same 4 tok/s on both
+
+
+def test_a_ladder_capture_json_names_the_model_and_a_second_generation_length_is_a_todo(tmp_path):
+    mini = Path(__file__).resolve().parent / "fixtures" / "mini" / "runs"
+    run = tmp_path / "out" / "serial" / "p1"
+    shutil.copytree(mini / "req-serial", run / "ladder")
+    shutil.copytree(mini / "phases-serial", run / "phases")
+    cap = {
+        "format": "benchbook.capture/1",
+        "kind": "ladder",
+        "complete": True,
+        "server": {"model": "/models/toy-7b"},
+        "prompt_classes": {"short": {"words": 12, "tokens": 17}},
+        "generation_tokens": 32,
+    }
+    (run / "ladder" / "capture.json").write_text(json.dumps(cap))
+    m = _init(tmp_path / "camp", tmp_path / "out")
+    assert m["title"].startswith("toy-7b: capture ladder") and m["checkpoint"] == {"path": "/models/toy-7b"}
+    assert m["generation_tokens"] == 8  # the phases' own, as the engine counted them
+    assert any(t.startswith("generation_tokens: the captures asked for different --max-tokens") for t in m["todo"])
+
+
+def test_the_pairs_the_baseline_page_judges_are_written(h200):
+    """Each arm has an environment of its own, so without `comparisons` the baseline page paired none."""
+    _dest, m, s = h200
+    assert list(m["arms"])[0] == "serial"
+    assert [(c["baseline"], c["candidate"], c["why"]) for c in m["comparisons"]] == [
+        ("serial", "batch", "batch batches requests; serial serves them one at a time"),
+        ("batch", "eager", "batch with cudagraph_mode NONE, enforce_eager True"),
+        ("batch", "noprefix", "batch with enable_prefix_caching False"),
+    ]
+    pairs = {(c["baseline"], c["candidate"]) for c in s["comparisons"]}
+    assert pairs == {("serial", "batch"), ("batch", "eager"), ("batch", "noprefix")}
+    # one process per arm: no spread, so none is a result, and each says why
+    assert not any(c["is_result"] for c in s["comparisons"])

@@ -451,12 +451,17 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
             (dir_ / rel).parent.mkdir(parents=True, exist_ok=True)
             (dir_ / rel).write_bytes(_dump(doc))
         entries += lay.entries
+        only_layout = not arms  # explicit pairs would hide the default pairing of init's other arms
         arms.update(lay.arms)
         todo += lay.todo
+        models += lay.models
+        tools += lay.tools
         if any(e["harness"] == "phases" for e in lay.entries):
             tools.append("phase harness")
     date, date_from = _date(runs)
     engine, engine_from = _engine(runs)
+    if engine is None and lay is not None and lay.engine is not None:  # no /metrics: the server log says it
+        engine, engine_from = lay.engine[0], f"the server's own files ({lay.engine[1]})"
     model_names = list(dict.fromkeys(models))
     manifest: dict[str, Any] = {
         "format": "benchbook.campaign/1",
@@ -466,7 +471,7 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
         "date": date,
         "provenance": "measured",
         "scope": {
-            "measured": [f"{len(runs)} run(s) brought in by benchbook init from {', '.join(dict.fromkeys(tools))}"],
+            "measured": [f"{len(entries)} run(s) brought in by benchbook init from {', '.join(dict.fromkeys(tools))}"],
             "outside": ["TODO: what these runs do not cover (hardware, other loads, other models)"],
         },
     }
@@ -502,9 +507,16 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
             manifest["prompt_classes"] = {**lay.prompt_classes, **manifest.get("prompt_classes", {})}
         if lay.generation_tokens and "generation_tokens" not in manifest:
             manifest["generation_tokens"] = lay.generation_tokens
+        elif lay.generation_tokens and lay.generation_tokens != manifest["generation_tokens"]:
+            todo.append(
+                f"generation_tokens: the captures asked for different --max-tokens (up to {lay.generation_tokens}; "
+                f"{manifest['generation_tokens']} written): the pages state one generation length for every table"
+            )
     if arms:  # none when every results run holds several configurations: the page makes them from identity
         manifest["arms"] = arms
     manifest["runs"] = entries
+    if lay is not None and lay.comparisons and only_layout:
+        manifest["comparisons"] = lay.comparisons
     notes = [f"date: {date_from}"]
     if engine_from:
         notes.append(f"engine profile {engine['profile']}: {engine_from}")

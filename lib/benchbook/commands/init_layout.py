@@ -32,6 +32,10 @@ class LayoutResult:
     todo: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     phase_folders: list[Path] = field(default_factory=list)  # benchbook-format phases folders (facts by init)
+    comparisons: list[dict[str, str]] = field(default_factory=list)  # the manifest's arm pairs (baseline, candidate)
+    models: list[str] = field(default_factory=list)  # the models the capture folders' capture.json name
+    tools: list[str] = field(default_factory=list)  # "capture ladder" (the title's tools)
+    engine: tuple[dict[str, str], str] | None = None  # the engine a server log states, and which file
 
 
 def _slug(s: str) -> str:
@@ -64,6 +68,8 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
         stem = arm if single else f"{arm}-{_slug(rf.run)}"
         cfg = config_of(rf)
         configs.setdefault(arm, []).append((rf, cfg))
+        if out.engine is None:
+            out.engine = _engine_of(cfg)
         common = {"arm": arm, "process": f"{arm}/{_slug(rf.run)}", "server_config": cfg.as_dict()}
 
         def rel(p: Path, folder: Path = rf.folder) -> str:
@@ -124,9 +130,13 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
             rid = unique(f"{stem}-{_slug(pf.name)}")
             out.entries.append({"id": rid, "harness": "phases", "path": f"{base}/{rel(pf)}", **common})
             out.phase_folders.append(pf)
+            _capture_facts(out, pf, None)  # init says "phase harness" for every phases run
         for lf in rf.ladder_folders:
             rid = unique(f"{stem}-{_slug(lf.name)}")
             out.entries.append({"id": rid, "harness": "requests", "path": f"{base}/{rel(lf)}", **common})
+            cap = _capture_facts(out, lf, "capture ladder")
+            if cap.get("complete") is False:
+                out.todo.append(f"run {rid}: its capture did not complete ({cap.get('stopped') or 'no reason given'})")
         if rf.gpu is not None:
             rid = unique(f"{stem}-gpu")
             doc = {"gpu_samples": f"../../{rel(rf.gpu)}"}
@@ -149,6 +159,43 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
             )
     _arms(out, configs)
     return out
+
+
+def _engine_of(cfg: server_config.ServerConfig) -> tuple[dict[str, str], str] | None:
+    """The engine (name, /metrics profile) a process's own files name, for a campaign without a /metrics
+    capture to detect it from (a seeds' ladder folder: requests.json and the server's log)."""
+    src = "; ".join(cfg.sources)
+    if cfg.startup:
+        return {"name": "pocketllm", "profile": "pocket"}, src
+    if cfg.cache_info or cfg.requested or cfg.engine:
+        return {"name": "vllm", "profile": "vllm"}, src
+    if cfg.server_info:
+        return {"name": "sglang", "profile": "sglang"}, src
+    return None
+
+
+def _capture_facts(out: LayoutResult, folder: Path, tool: str | None) -> dict[str, Any]:
+    """The model, prompt classes (the server's token counts) and generation budget a ``capture ladder``
+    or ``capture phases`` folder's capture.json states; the first folder to state a class sets it (the
+    phases runs' own facts, read by init, take precedence). Returns the capture.json (``{}`` without one)."""
+    path = folder / "capture.json"
+    cap = run_layout.load_json(path) if path.is_file() else {}
+    if not isinstance(cap, dict):
+        return {}
+    if tool:
+        out.tools.append(tool)
+    server = cap.get("server") if isinstance(cap.get("server"), dict) else {}
+    if isinstance(server.get("model"), str) and server["model"]:
+        out.models.append(server["model"])
+    for name, c in (cap.get("prompt_classes") or {}).items():
+        tokens = c.get("tokens") if isinstance(c, dict) else None
+        if isinstance(tokens, int) and tokens >= 1 and name not in out.prompt_classes:
+            words = c.get("words")
+            out.prompt_classes[name] = {"tokens": tokens, **({"words": words} if isinstance(words, int) else {})}
+    gen = cap.get("generation_tokens")
+    if isinstance(gen, int) and gen >= 1:
+        out.generation_tokens = max(out.generation_tokens or 0, gen)
+    return cap
 
 
 def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
@@ -210,6 +257,34 @@ def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
             out.arms[base]["role"] = "baseline"
             for a in others:
                 out.arms[a]["role"] = "ablation"
+    # serial arms first (the seeds' order: batching is judged against serving one at a time)
+    out.arms = dict(sorted(out.arms.items(), key=lambda kv: kv[1]["mode"] != "serial"))
+    out.comparisons = _pairs(out.arms)
+
+
+def _pairs(arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
+    """The arm pairs the baseline page judges, written into the manifest's ``comparisons`` (each arm has
+    an environment of its own holding its switches, so the page's default pairing — arms that differ in
+    environment *or* configuration, not both — would find none): every serial arm against the batched
+    baseline (the role-baseline arm, else the first batched arm), and that baseline against each
+    ablation arm — the pairs the results ladder judges (``analysis.ladder.results_ladder_analysis``)."""
+    batch = [a for a, v in arms.items() if v["mode"] == "batch"]
+    base = next((a for a in batch if arms[a].get("role") == "baseline"), batch[0] if batch else None)
+    if base is None:
+        return []
+    out = [
+        {"baseline": a, "candidate": base, "why": f"{base} batches requests; {a} serves them one at a time"}
+        for a, v in arms.items()
+        if v["mode"] == "serial"
+    ]
+    for a, v in arms.items():
+        if v.get("role") == "ablation":
+            sb, sa = arms[base]["server_args"], v["server_args"]
+            diff = ", ".join(
+                f"{k} {sa.get(k, 'not stated')}" for k in sorted(set(sb) | set(sa)) if sb.get(k) != sa.get(k)
+            )
+            out.append({"baseline": base, "candidate": a, "why": f"{base} with {diff or 'the switches it requested'}"})
+    return out
 
 
 def _requested(procs) -> bool:
