@@ -20,6 +20,7 @@ import pytest
 import engine as eng
 from benchbook.analysis import enginemetrics
 from benchbook.analysis.engine_concurrency import engine_concurrency, samples_from_snapshots
+from benchbook.analysis.stats import rel_diff
 from benchbook.ingest import formats
 from benchbook.jsonfile import validate
 from benchbook.metrics import prometheus
@@ -28,7 +29,11 @@ from benchbook.metrics.profiles import PROFILES
 pytestmark = pytest.mark.engine
 VLLM = PROFILES["vllm"]
 MAX_TOKENS = 32
-BENCH_TOKENS = 64  # long enough per request that 0.25-s snapshots resolve the in-flight gauge
+# long enough per request, and enough requests, that 0.25-s snapshots resolve the in-flight gauge: a 0/1 gauge
+# sampled every 0.25 s misplaces each request's start and end by up to a gap, so the time-average's error falls
+# with the busy time (6 requests of 64 tokens: gaps of 28-30 % against the 25 % fail line in 2 of 6 runs on a
+# loaded host; twice the tokens and more requests make that a many-sigma event)
+BENCH_TOKENS = 128
 SHORT = "the quick brown fox jumps over the lazy dog " * 3
 LONG = "a long prompt keeps the prefill busy for a while so that its phase is measurable " * 40
 
@@ -193,15 +198,15 @@ def test_init_reads_the_capture_layout_and_the_baseline_page_shows_serial_and_ba
             assert all(v <= 1.1 for v in at_once.values()), (run, at_once)
         else:  # the pair of n=2 may arrive apart on a busy host (measured 1.28-1.96)
             assert at_once[2] > 1.1 and at_once[4] >= 2.5, (run, at_once)
-    # the seeds' serialization test per process: flat = every rate within the two processes' spread of the process's
-    # own single-request rate. On a shared 2-core host a streamed request alone ran 5-35 % slower per token than
-    # requests queued behind each other, so a serial process is often "not flat" here (docs/init.md): the verdict is
-    # checked against the figures, not assumed; the batched process is never flat
+    # the seeds' serialization test per process: flat = the queued steps' rates (n=2, 4) within the two processes'
+    # spread of each other, the single request shown but not judged (on a shared 2-core host a lone streamed request
+    # ran 5-35 % slower per token than queued ones: docs/init.md). The verdict is checked against the figures (the
+    # host's noise decides them here; the engine's clock above decides serial); the batched process is never flat
     ser = {c["run"]: c for c in s["checks"] if c.get("kind") == "serialization"}
     assert set(ser) == {"serial-p1-ladder", "serial-p2-ladder", "batch-ladder"}, ser
     for run in serial_runs:
-        worst = max(abs(rates[run][n] / rates[run][1] - 1) for n in (2, 4))
-        assert ser[run]["flat"] == (worst <= spread), (run, worst, spread, ser[run])
+        width = rel_diff(rates[run][2], rates[run][4])
+        assert ser[run]["flat"] == (width <= spread), (run, width, spread, ser[run])
         print(f"{run}: {ser[run]['status']} — {ser[run]['detail']}", file=sys.stderr)
     assert not ser["batch-ladder"]["flat"], ser["batch-ladder"]
     at4 = next(
@@ -319,7 +324,7 @@ def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(ph
     )
 
 
-BENCH = {1: 6, 4: 12}  # concurrency: prompts
+BENCH = {1: 10, 4: 16}  # concurrency: prompts
 
 
 @pytest.fixture(scope="module")

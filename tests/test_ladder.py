@@ -88,7 +88,21 @@ def test_flatness_serial_row_is_flat_batched_is_not():
     assert ccb_serial.flat  # 3.609 vs 3.697 is 2.4 %
     batched = flatness({1: 3.564, 2: 3.860, 4: 4.634, 8: 5.964}, SPREAD)
     assert not batched.flat
-    assert "n=8 (5.964)" in batched.reason and "67.3%" in batched.reason
+    assert "3.860 (n=2) to 5.964 (n=8)" in batched.reason and "54.5% apart" in batched.reason
+    assert "67.3%" in batched.reason  # the single request, shown beside the steps
+
+
+def test_flatness_judges_the_queued_steps_the_single_request_is_shown():
+    """A serial engine whose lone request pays its HTTP/client overhead without a queued request to
+    overlap it (the real vLLM CPU engine: n=1 5-35 % below the queued steps) is still serialized: the
+    seeds' rule is the aggregate rate flat across the 2/4/8 ladder."""
+    cpu = flatness({1: 100.0, 2: 120.0, 4: 121.0, 8: 120.5}, 0.05)
+    assert cpu.flat and "n=2/4/8 are within 0.8%" in cpu.reason and "100.000 is 21.0%" in cpu.reason
+    growing = flatness({1: 100.0, 2: 120.0, 4: 180.0}, 0.05)
+    assert not growing.flat
+    # one queued step: it is held against the single request
+    assert not flatness({1: 100.0, 2: 120.0}, 0.05).flat
+    assert flatness({1: 100.0, 2: 102.0}, 0.05).flat
     with pytest.raises(InputError, match="n=1"):
         flatness({2: 1.0, 4: 1.0}, SPREAD)
 

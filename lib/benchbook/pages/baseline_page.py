@@ -1034,7 +1034,7 @@ def results_ladder(page: Page) -> bd.Block:
     ]
     parts.append(bd.table(rows, id="results-ladder-points"))
     items = [
-        f"<li>{bd.mark('pass' if s['flat'] else 'fail', 'flat' if s['flat'] else 'not flat')} "
+        f"<li>{bd.mark('pass' if s['flat'] else 'note', 'flat' if s['flat'] else 'not flat')} "
         f"{bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])} "
         f"(tolerance: {bd.esc(s['tolerance_from'])})</li>"
         for s in rl["serialization"]
