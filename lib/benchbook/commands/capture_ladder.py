@@ -29,7 +29,7 @@ import httpx
 from benchbook.commands.capture_folder import RunFolder, dump_json, utc
 from benchbook.commands.capture_memory import MemorySampling
 from benchbook.commands.capture_phases import REQUEST_TIMEOUT_S, StreamResult, stream_completion
-from benchbook.commands.capture_prompts import distinct, fit_prompts, new_nonce
+from benchbook.commands.capture_prompts import capture_header, distinct, fit_prompts, new_nonce, prompts_note
 from benchbook.commands.scrape import MetricsEndpoint
 from benchbook.errors import InputError
 
@@ -109,20 +109,18 @@ def capture_ladder(
     doc = folder.doc
     doc.update(
         {
-            "started_at": utc(first.unix_s),
-            "server": {"url": base, "model": model, "metrics_url": endpoint.url, **served.as_json()},
-            "engine_profile": profile.name if profile else None,
-            "engine_profile_note": why,
-            "prompt_classes": {
-                name: {"words": len(text.split()), "tokens": None, **fitted[name]} for name, text in prompts.items()
-            },
-            "prompts": {
-                "distinct": not same_prompt,
-                **({"nonce": nonce} if not same_prompt else {}),
-                "how": "--same-prompt: the same text for every request of a class"
-                if same_prompt
-                else f"each request's prompt starts with its own prefix '[benchbook {nonce} <step>-<index>] '",
-            },
+            **capture_header(
+                started_unix=first.unix_s,
+                base=base,
+                model=model,
+                metrics_url=endpoint.url,
+                served=served,
+                profile=profile,
+                profile_note=why,
+                prompts=prompts,
+                fitted=fitted,
+                note=prompts_note(same_prompt, nonce, "<step>-<index>", "the same text for every request of a class"),
+            ),
             "generation_tokens": max_tokens,
             "concurrency": concurrency,
             "warmup_requests": warmup,

@@ -36,11 +36,13 @@ from benchbook.analysis import enginemetrics
 from benchbook.commands.capture_folder import RunFolder, dump_json, utc
 from benchbook.commands.capture_memory import MemorySampling
 from benchbook.commands.capture_prompts import (
+    capture_header,
     default_prompts,
     distinct,
     fit_prompts,
     new_nonce,
     parse_prompt,
+    prompts_note,
     quote_error,
 )
 from benchbook.commands.scrape import MetricsEndpoint
@@ -220,14 +222,24 @@ def capture_phases(
     doc = folder.doc
     doc.update(
         {
-            "started_at": utc(first.unix_s),
-            "server": {"url": base, "model": model, "metrics_url": endpoint.url, **served.as_json()},
-            "engine_profile": profile.name if profile else None,
-            "engine_profile_note": why,
-            "prompt_classes": {
-                name: {"words": len(text.split()), "tokens": None, **fitted[name]} for name, text in prompts.items()
-            },
-            "prompts": _prompts_note(same_prompt, nonce),
+            **capture_header(
+                started_unix=first.unix_s,
+                base=base,
+                model=model,
+                metrics_url=endpoint.url,
+                served=served,
+                profile=profile,
+                profile_note=why,
+                prompts=prompts,
+                fitted=fitted,
+                note=prompts_note(
+                    same_prompt,
+                    nonce,
+                    "<class>-<round>",
+                    "the same text every round (the seeds' harness); on a prefix-caching server the later rounds "
+                    "are mostly served from the cache",
+                ),
+            ),
             "generation_tokens": max_tokens,
             "warmup_rounds": warmup,
             "repeats": repeats,
@@ -331,22 +343,6 @@ def capture_phases(
         doc["memory_samples"] = sampling.stop()
         folder.finish(stopped, time.time())
     return folder
-
-
-def _prompts_note(same_prompt: bool, nonce: str) -> dict[str, Any]:
-    """capture.json's ``prompts``: whether every request's prompt was distinct, and how."""
-    if same_prompt:
-        return {
-            "distinct": False,
-            "how": "--same-prompt: the same text every round (the seeds' harness); on a prefix-caching "
-            "server the later rounds are mostly served from the cache",
-        }
-    return {
-        "distinct": True,
-        "nonce": nonce,
-        "how": f"each request's prompt starts with its own prefix '[benchbook {nonce} <class>-<round>] ' "
-        "(recorded per sample as prompt_prefix), so none can be served from the prefix cache of another",
-    }
 
 
 def _settled_after(

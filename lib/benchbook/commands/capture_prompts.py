@@ -209,3 +209,47 @@ def quote_error(status: int, body: str, *, prompt_advice: bool = True) -> str:
     ):
         msg += f" — if the prompt is too long for the served model: {ADVICE}"
     return msg
+
+
+def prompts_note(same_prompt: bool, nonce: str, unit: str, same_how: str) -> dict[str, Any]:
+    """capture.json's ``prompts``: whether every request's prompt was distinct, and how. ``unit``
+    names a request in the prefix (``<class>-<round>``, ``<step>-<index>``); ``same_how`` says what
+    ``--same-prompt`` sent."""
+    if same_prompt:
+        return {"distinct": False, "how": f"--same-prompt: {same_how}"}
+    return {
+        "distinct": True,
+        "nonce": nonce,
+        "how": f"each request's prompt starts with its own prefix '[benchbook {nonce} {unit}] ' "
+        "(recorded per request as prompt_prefix), so none can be served from the prefix cache of another",
+    }
+
+
+def capture_header(
+    *,
+    started_unix: float,
+    base: str,
+    model: str,
+    metrics_url: str,
+    served: ServedModel,
+    profile: Any,
+    profile_note: Any,
+    prompts: dict[str, str],
+    fitted: dict[str, dict[str, Any]],
+    note: dict[str, Any],
+) -> dict[str, Any]:
+    """The part of capture.json that ``capture phases`` and ``capture ladder`` share: when, which
+    server and model (its context length as found), the engine's /metrics profile, the prompt
+    classes sent (words, the fit to the context) and how the prompts were made distinct."""
+    from benchbook.commands.capture_folder import utc
+
+    return {
+        "started_at": utc(started_unix),
+        "server": {"url": base, "model": model, "metrics_url": metrics_url, **served.as_json()},
+        "engine_profile": profile.name if profile else None,
+        "engine_profile_note": profile_note,
+        "prompt_classes": {
+            name: {"words": len(text.split()), "tokens": None, **fitted[name]} for name, text in prompts.items()
+        },
+        "prompts": note,
+    }
