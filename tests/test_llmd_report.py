@@ -111,3 +111,24 @@ def test_the_run_uid_names_the_run_not_its_configuration(tmp_path):
     a, b = formats.read(BR)[0], formats.read(other)[0]
     assert a.config["run_uid"] == "pd-1p2d-conc64" and a.config.get("label") is None
     assert identity.same_point(identity.read_identity(a), identity.read_identity(b))
+
+
+def test_kv_transfers_from_the_nixl_series_as_llm_d_reports_them():
+    """llm-d-benchmark's br_v0_2_1_example.yaml lays vLLM's NIXL counters out under
+    results.observability (per pod: statistics of the _sum and _count series); the fixture follows it:
+    450 transfers of 131,072,000 bytes in 4 ms each."""
+    (run,) = formats.read(BR)
+    kv = run.config["observability"]["vllm-decode"]
+    assert kv["kv_transfer_bytes"]["mean"] == pytest.approx(131_072_000)
+    assert kv["kv_transfer_time"]["mean"] == pytest.approx(0.004)
+    assert any("NIXL counters" in n for n in run.notes)
+
+
+def test_a_nixl_series_missing_its_count_gives_no_transfer_figure(tmp_path):
+    doc = yaml.safe_load(BR.read_text())
+    del doc["results"]["observability"]["vllm_nixl_xfer_time_seconds_count"]
+    p = tmp_path / "br.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    (run,) = formats.read(p)
+    assert "kv_transfer_time" not in run.config["observability"].get("vllm-decode", {})
+    assert any("vllm_nixl_xfer_time_seconds_count" in n for n in run.notes)

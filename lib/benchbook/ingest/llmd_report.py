@@ -29,10 +29,12 @@ What is read:
   time_series``); they are not per-request records.
 - **observability** (``results.observability.components[]``): per component label its
   ``aggregate`` Statistics (``mean`` of each: ``kv_cache_usage``, ``gpu_memory_usage``,
-  ``power_consumption`` …) into ``config["observability"]``. KV-transfer figures are not fields of
-  BR 0.2/0.2.1; a component aggregate's ``kv_transfer_time`` and ``kv_transfer_bytes`` (Statistics
-  per request, the names llm-d's NIXL collection would use there) are read where present, and said
-  missing otherwise.
+  ``power_consumption`` …) into ``config["observability"]``. KV transfers come from vLLM's NIXL
+  connector series as llm-d-benchmark reports them beside the components
+  (``results.observability.vllm_nixl_bytes_transferred_sum``/``_count``,
+  ``vllm_nixl_xfer_time_seconds_sum``/``_count``: per pod, Statistics of each series; checked
+  against llm-d-benchmark's ``br_v0_2_1_example.yaml``): bytes and seconds per transfer, as
+  ``kv_transfer_bytes``/``kv_transfer_time`` of that pod (:func:`_nixl_transfers`).
 - **health** (``results.component_health[]``): ``total_restarts``, ``failed_replicas`` per label.
 
 A ``version`` newer than 0.2.1 is read where its keys match what 0.2.1 has; the run's notes and
@@ -290,6 +292,7 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
             if isinstance(st, dict) and "mean" in st:
                 entry[k] = {"mean": _stat(ld, st, f"{where}.aggregate.{k}"), "units": st.get("units"),
                             "total": number(st.get("total"), f, f"{where}.aggregate.{k}.total") if "total" in st else None}  # fmt: skip
+    _nixl_transfers(ld, obs_root, obs, notes)
     health = {}
     for i, h in enumerate(_list(ld, res.get("component_health"), "$.results.component_health")):
         h = object_at(ld, h, f"$.results.component_health[{i}]")
@@ -317,3 +320,53 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
         notes.append("keys not read: " + ", ".join(not_read))
     summary = make_summary(**values)
     return [BenchmarkRun(f, "llmd-benchmark-report", config, summary, None, [], "$", notes, name)]
+
+
+# vLLM's NIXL connector counters as llm-d-benchmark's metrics collection reports them under
+# results.observability (br_v0_2_1_example.yaml): per component (pod) the statistics of each series
+NIXL_SERIES = (
+    "vllm_nixl_bytes_transferred_sum",
+    "vllm_nixl_bytes_transferred_count",
+    "vllm_nixl_xfer_time_seconds_sum",
+    "vllm_nixl_xfer_time_seconds_count",
+)
+
+
+def _nixl_transfers(ld: Loaded, obs_root: dict[str, Any], obs: dict[str, dict[str, Any]], notes: list[str]) -> None:
+    """KV transfers from the NIXL series of ``results.observability`` (``vllm_nixl_bytes_transferred_
+    sum``/``_count``, ``vllm_nixl_xfer_time_seconds_sum``/``_count``, each with ``components[]
+    .statistics.mean``): per component, bytes and seconds per transfer (sum ÷ count of each series'
+    mean) as ``kv_transfer_bytes``/``kv_transfer_time`` — what :mod:`benchbook.analysis.pd_report` holds
+    against the link. One transfer per request is what a 1P1D path does; the note says it is per transfer."""
+    per: dict[str, dict[str, float]] = {}
+    for name in NIXL_SERIES:
+        series = obs_root.get(name)
+        if not isinstance(series, dict):
+            continue
+        for i, comp in enumerate(_list(ld, series.get("components"), f"$.results.observability.{name}.components")):
+            where = f"$.results.observability.{name}.components[{i}]"
+            comp = object_at(ld, comp, where)
+            st = object_at(ld, comp.get("statistics"), f"{where}.statistics")
+            mean = number(st.get("mean"), ld.file, f"{where}.statistics.mean")
+            label = str(comp.get("pod") or comp.get("component_id"))
+            if mean is not None:
+                per.setdefault(label, {})[name] = mean
+    for label, v in sorted(per.items()):
+        if len(v) < len(NIXL_SERIES):
+            notes.append(f"{label}: NIXL series {sorted(set(NIXL_SERIES) - set(v))} missing: no KV-transfer figure")
+            continue
+        n_b, n_t = v["vllm_nixl_bytes_transferred_count"], v["vllm_nixl_xfer_time_seconds_count"]
+        if n_b <= 0 or n_t <= 0:
+            continue
+        entry = obs.setdefault(label, {})
+        entry["kv_transfer_bytes"] = {
+            "mean": v["vllm_nixl_bytes_transferred_sum"] / n_b,
+            "units": "bytes",
+            "total": None,
+        }
+        entry["kv_transfer_time"] = {"mean": v["vllm_nixl_xfer_time_seconds_sum"] / n_t, "units": "s", "total": None}
+        notes.append(
+            f"{label}: KV transfers from vLLM's NIXL counters (the means of their _sum and _count series): "
+            f"{entry['kv_transfer_bytes']['mean']:.4g} bytes in {entry['kv_transfer_time']['mean'] * 1e3:.4g} ms "
+            "per transfer"
+        )
