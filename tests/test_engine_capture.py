@@ -205,18 +205,17 @@ def test_init_reads_the_capture_layout_and_the_baseline_page_shows_serial_and_ba
     # the seeds' serialization test per process: flat = the queued steps' rates (n=2, 4) within the two processes'
     # spread of each other, the single request shown but not judged (on a shared 2-core host a lone streamed request
     # ran 5-35 % slower per token than queued ones: docs/init.md). The verdict is checked against the figures (the
-    # host's noise decides them here; the engine's clock above decides serial); the batched process is never flat
+    # host's noise decides them here; the engine's clock above decides serial), the batched process's too
     ser = {c["run"]: c for c in s["checks"] if c.get("kind") == "serialization"}
     assert set(ser) == {"serial-p1-ladder", "serial-p2-ladder", "batch-ladder"}, ser
-    for run in serial_runs:
+    for run in (*serial_runs, "batch-ladder"):
         width = rel_diff(rates[run][2], rates[run][4])
         assert ser[run]["flat"] == (width <= spread), (run, width, spread, ser[run])
         print(f"{run}: {ser[run]['status']} — {ser[run]['detail']}", file=sys.stderr)
-    assert not ser["batch-ladder"]["flat"], ser["batch-ladder"]
     at4 = next(
         c for c in s["comparisons"] if c["metric"] == "ladder_tok_s" and c["concurrency"] == 4
     )  # serial is the baseline, batched the candidate
-    assert (at4["baseline"], at4["candidate"]) == ("serial", "batch") and at4["ratio"] > 1, at4
+    assert (at4["baseline"], at4["candidate"]) == ("serial", "batch"), at4  # its ratio is the host's to decide here
     assert at4["threshold"] == pytest.approx(spread), at4
     phase_runs = {c["run"] for c in s["cells"] if c["metric"].startswith(("prefill", "decode"))}
     assert {"serial-p1-phases", "serial-p2-phases", "batch-phases"} <= phase_runs, phase_runs
@@ -225,8 +224,8 @@ def test_init_reads_the_capture_layout_and_the_baseline_page_shows_serial_and_ba
     ladder_sel = 'table[id^="bb-whole-request"]'
     rep = open_page(reports / "baseline.html", screenshot="engine-layout-baseline.png", text_of=["body", ladder_sel])
     assert rep.ok, rep.problems()
-    # the verdict names the serial processes judged flat (served one at a time), and no other
-    flat = [r for r in serial_runs if ser[r]["flat"]]
+    # the verdict names the processes judged flat (served one at a time), in the analysis' order, and no other
+    flat = [c["run"] for c in s["checks"] if c.get("kind") == "serialization" and c.get("flat")]
     sentence = f"Throughput is flat across the ladder in {len(flat)} run(s) ({', '.join(flat)})"
     assert (sentence in rep.texts["body"]) if flat else ("Throughput is flat" not in rep.texts["body"])
     assert "bb-checks" in rep.tables  # every check's row (the passed ones folded)
