@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchbook.ingest import run_layout
+from benchbook.ingest import gpu_runs, run_layout
 
 H200 = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "vllm_h200_llama8b"
 
@@ -45,7 +45,7 @@ def test_arm_folder_of_run_folders_and_capture_layout(tmp_path):
 
 
 def test_events_become_memory_markers():
-    m = run_layout.event_markers(H200 / "serial" / "events.jsonl")
+    m = gpu_runs.event_markers(H200 / "serial" / "events.jsonl")
     events = [e for _t, e, _l in m]
     assert events[0] == "load_start" and "load_end" in events and events.count("stop") == 1
     assert ("request_start", "conc8") in {(e, label) for _t, e, label in m}
@@ -76,7 +76,7 @@ def test_a_gpu_run_naming_a_file_outside_the_campaign_is_refused(tmp_path):
         root = camp_root
 
     with pytest.raises(InputError) as e:
-        run_layout.input_files(Camp, Run("a-gpu", "a", "gpu", run_dir))
+        gpu_runs.input_files(Camp, Run("a-gpu", "a", "gpu", run_dir))
     assert "outside.csv" in str(e.value)
 
 

@@ -140,6 +140,20 @@ def read_text(path: str | Path, what: str = "text file", limit: int = MAX_FILE_B
         raise InputError(path, f"line {line}", f"not UTF-8 (byte 0x{raw[e.start]:02x} at offset {e.start})") from None
 
 
+def json_lines(path: str | Path, what: str = "JSON Lines file", limit: int = MAX_FILE_BYTES):
+    """``(line number, record)`` for every non-blank line of a JSON Lines file, read within the input
+    limits; a line that is not JSON is an InputError naming the file and the line."""
+    import orjson
+
+    for n, line in enumerate(read_bytes(path, what, limit).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield n, orjson.loads(line)
+        except orjson.JSONDecodeError as e:
+            raise InputError(path, f"line {n}", f"not valid JSON: {e}") from None
+
+
 def _line_col(raw: bytes, pos: int) -> str:
     line = raw[:pos].count(b"\n") + 1
     col = pos - (raw.rfind(b"\n", 0, pos) + 1) + 1

@@ -145,24 +145,33 @@ class RunFolder:
         self.save()
 
 
-def gpu_memory() -> dict[str, Any] | str:
-    """Per-GPU memory from ``nvidia-smi`` when it is on PATH and answers; else ``"not sampled (why)"``."""
-    exe = shutil.which("nvidia-smi")
-    if exe is None:
-        return f"{NOT_SAMPLED} (nvidia-smi not found)"
+def nvidia_smi_query(exe: str, fields: str) -> tuple[str | None, str | None]:
+    """(CSV rows of ``nvidia-smi --query-gpu=FIELDS --format=csv,noheader,nounits``, None), or
+    (None, why it did not answer)."""
     try:
         r = subprocess.run(
-            [exe, "--query-gpu=index,name,memory.used,memory.total", "--format=csv,noheader,nounits"],
+            [exe, f"--query-gpu={fields}", "--format=csv,noheader,nounits"],
             capture_output=True,
             text=True,
             timeout=15,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
-        return f"{NOT_SAMPLED} (nvidia-smi failed: {type(e).__name__})"
+        return None, f"nvidia-smi failed: {type(e).__name__}"
     if r.returncode != 0:
-        return f"{NOT_SAMPLED} (nvidia-smi exit {r.returncode}: {r.stderr.strip()[:200]})"
+        return None, f"nvidia-smi exit {r.returncode}: {(r.stderr or r.stdout).strip()[:200]}"
+    return r.stdout, None
+
+
+def gpu_memory() -> dict[str, Any] | str:
+    """Per-GPU memory from ``nvidia-smi`` when it is on PATH and answers; else ``"not sampled (why)"``."""
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return f"{NOT_SAMPLED} (nvidia-smi not found)"
+    out, why = nvidia_smi_query(exe, "index,name,memory.used,memory.total")
+    if out is None:
+        return f"{NOT_SAMPLED} ({why})"
     gpus = []
-    for line in r.stdout.strip().splitlines():
+    for line in out.strip().splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) == 4:
             gpus.append(

@@ -145,18 +145,12 @@ class HostSampler(threading.Thread):
 
 def _gpu_check(exe: str) -> str | None:
     """Why nvidia-smi cannot sample (it does not answer one query), or None."""
-    try:
-        r = subprocess.run(
-            [exe, f"--query-gpu={GPU_QUERY}", "--format=csv,noheader,nounits"],
-            capture_output=True,
-            text=True,
-            timeout=15,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"nvidia-smi failed: {type(e).__name__}"
-    if r.returncode != 0:
-        return f"nvidia-smi exit {r.returncode}: {(r.stderr or r.stdout).strip()[:200]}"
-    if not r.stdout.strip():
+    from benchbook.commands.capture_folder import nvidia_smi_query
+
+    out, why = nvidia_smi_query(exe, GPU_QUERY)
+    if out is None:
+        return why
+    if not out.strip():
         return "nvidia-smi listed no GPU"
     return None
 

@@ -555,7 +555,7 @@ class Campaign:
         return self._with_gpu_runs(frames)
 
     def _with_gpu_runs(self, frames):
-        """``memory``'s tables with every ``gpu`` run's samples appended (``run_layout.gpu_memory``:
+        """``memory``'s tables with every ``gpu`` run's samples appended (``gpu_runs.gpu_memory``:
         nvidia-smi and host sampler CSVs, the runner's events as markers)."""
         import polars as pl
 

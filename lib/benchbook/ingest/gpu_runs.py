@@ -4,12 +4,11 @@ reads the files; :mod:`benchbook.ingest.run_layout` finds them in a user's folde
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from benchbook.errors import InputError
-from benchbook.jsonfile import load_json, read_text
+from benchbook.jsonfile import json_lines, load_json
 
 HOST_MATCH_S = 1.0  # a host sample within this of a GPU sample is that sample's host reading
 
@@ -22,13 +21,7 @@ def event_markers(path: Path) -> list[tuple[float, str, str | None]]:
     ``server_stop`` → stop; a ``bench_<point>`` line (``t_start``/``t_end``) and ``phase_start``/
     ``phase_end`` → request_start/request_end labelled with the point."""
     out: list[tuple[float, str, str | None]] = []
-    for n, line in enumerate(read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            ev = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise InputError(path, f"line {n}", f"not JSON: {e.msg}") from None
+    for n, ev in json_lines(path, "events file"):
         if not isinstance(ev, dict) or not isinstance(ev.get("event"), str):
             raise InputError(path, f"line {n}", "expected an object with an event name")
         name = ev["event"]

@@ -15,8 +15,8 @@
 
 :func:`classify` tells which a folder is; :func:`read_run_folder` lists a run folder's parts.
 :func:`harness_phases` turns the seeds' phase-harness ``phases.json`` into benchbook's phases
-format; :func:`event_markers` turns the runner's ``events.jsonl`` into memory markers;
-:func:`gpu_memory` reads a ``gpu`` run (``gpu.json``) into ``Campaign.memory``'s three tables.
+format; :mod:`benchbook.ingest.gpu_runs` turns the runner's ``events.jsonl`` into memory markers
+and reads a ``gpu`` run (``gpu.json``) into ``Campaign.memory``'s three tables.
 """
 
 from __future__ import annotations
@@ -346,6 +346,3 @@ def harness_phases(path: Path, prefix: str) -> tuple[dict[str, Any], dict[str, d
 
 
 # ---- the runner's events -> memory markers -------------------------------------------------------
-
-
-from benchbook.ingest.gpu_runs import event_markers, gpu_memory, host_processes, input_files  # noqa: E402,F401

@@ -125,20 +125,12 @@ def is_aiperf_telemetry(record: Any) -> bool:
 
 def read_aiperf_telemetry(path: str | Path):
     """AIPerf's ``gpu_telemetry_export.jsonl`` as a telemetry frame (``t`` in Unix seconds)."""
-    import orjson
-
-    from benchbook.jsonfile import read_bytes
+    from benchbook.jsonfile import json_lines
 
     p = Path(path)
     cols = _empty_cols()
     n = 0
-    for lineno, line in enumerate(read_bytes(p, "GPU telemetry file").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError as e:
-            raise InputError(p, f"line {lineno}", f"not valid JSON: {e}") from None
+    for lineno, rec in json_lines(p, "GPU telemetry file"):
         if not is_aiperf_telemetry(rec):
             keys = sorted(rec) if isinstance(rec, dict) else type(rec).__name__
             raise InputError(
@@ -329,20 +321,12 @@ def read_dcgm_series(path: str | Path):
     """A JSON Lines series of timed scrapes (``{t_start, t_end, text}`` or ``{t, text}`` per line): the
     DCGM series of each scrape as telemetry rows at the scrape's middle. Lines whose text has no DCGM
     series are skipped (an engine's scrapes in the same file); none at all is an error."""
-    import orjson
-
-    from benchbook.jsonfile import read_bytes
+    from benchbook.jsonfile import json_lines
 
     p = Path(path)
     cols = _empty_cols()
     scrapes = 0
-    for lineno, line in enumerate(read_bytes(p, "scrape series").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError as e:
-            raise InputError(p, f"line {lineno}", f"not valid JSON: {e}") from None
+    for lineno, rec in json_lines(p, "scrape series"):
         if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
             keys = sorted(rec) if isinstance(rec, dict) else type(rec).__name__
             raise InputError(p, f"line {lineno}", f"expected a scrape {{t_start, t_end, text}}; found {keys}")
