@@ -190,7 +190,7 @@ def test_init_reads_the_capture_layout_and_the_baseline_page_shows_serial_and_ba
     # and on the engine's own clock (its /metrics around each step): the time the engine spent on the step's requests
     # (Σ prefill + decode) over the step's wall time is the mean number it served at once — 1 for a serial engine
     # whatever the host does to the wall time (measured 0.94-1.00), up to n for a batched one (n=2: 1.28-1.96; n=4:
-    # 3.33-3.96 alone, 2.17 in a fresh-clone `make test` with the other worker busy)
+    # 3.33-3.96 alone, 2.17 in a fresh-clone `make test` with the other worker busy, 1.31 with two more jobs running)
     for run, proc in (
         ("serial-p1-ladder", "serial/p1"),
         ("serial-p2-ladder", "serial/p2"),
@@ -200,8 +200,9 @@ def test_init_reads_the_capture_layout_and_the_baseline_page_shows_serial_and_ba
         print(f"{run}: requests served at once by the engine {at_once}", file=sys.stderr)
         if run in serial_runs:
             assert all(v <= 1.1 for v in at_once.values()), (run, at_once)
-        else:  # more than one at once, beyond what any serial step shows (the pair of n=2 may arrive apart)
-            assert max(at_once.values()) >= 1.5, (run, at_once)
+        else:  # more than one at once at some step, which a serial engine never shows (on a loaded host the client's
+            # threads can send a step's requests apart: 1.31 at n=4 measured with two other jobs on the two cores)
+            assert max(at_once.values()) > 1.1, (run, at_once)
     # the seeds' serialization test per process: flat = the queued steps' rates (n=2, 4) within the two processes'
     # spread of each other, the single request shown but not judged (on a shared 2-core host a lone streamed request
     # ran 5-35 % slower per token than queued ones: docs/init.md). The verdict is checked against the figures (the
