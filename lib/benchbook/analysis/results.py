@@ -307,7 +307,6 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
 def campaign_inputs(path: str | Path | Campaign) -> CampaignInputs:
     """Every results run of a campaign (a folder, or the loaded campaign: not loaded twice), read:
     benchmark runs, engine windows, provenance inputs."""
-    from benchbook.ingest import formats
     from benchbook.ingest.campaign import Campaign, load_campaign
 
     camp = path if isinstance(path, Campaign) else load_campaign(path)
@@ -321,7 +320,7 @@ def campaign_inputs(path: str | Path | Campaign) -> CampaignInputs:
     configs: dict[str, str] = {}
     named = {r["id"] for r in camp.manifest["runs"] if "arm" in r}
     for rr in rruns:
-        got = [(f, r) for f in rr.files for r in formats.read(f)]
+        got = camp.benchmark_runs(rr)  # read once per campaign (the results ladder reads the same)
         for f, r in got:
             pid = rr.id
             if len(got) > 1:

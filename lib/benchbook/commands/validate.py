@@ -60,6 +60,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
     # (arm, harness) -> [usable samples, excluded samples, first file] over runs that loaded
     usable: dict[tuple[str, str], list] = {}
     unreachable: set[str] = set()  # Prometheus servers that did not answer: listed once, not per run
+    read: dict[str, list] = {"results": [], "phases": [], "requests": []}  # for the copy check
     for i, r in enumerate(camp.runs, 1):
         if progress is not None:
             progress(f"[{i}/{total}] {r.id}")
@@ -75,6 +76,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
                 out(f"{r.file}: {df.height} requests in {groups} scenario groups, {len(excl)} excluded")
                 for e in excl:
                     out(f"  excluded {e.sample}: {e.reason}")
+                read["requests"].append(df)
                 u = usable.setdefault((r.arm, "requests"), [0, 0, r.file])
                 u[0] += df.filter(df["scenario"] != "warmup").height
                 u[1] += len(excl)
@@ -92,6 +94,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
                 out(f"{r.file}: {df.height} phase samples ({warm} warm-up), {len(excl)} excluded")
                 for e in excl:
                     out(f"  excluded {e.sample}: {e.reason}")
+                read["phases"].append(df)
                 u = usable.setdefault((r.arm, "phase samples"), [0, 0, r.file])
                 u[0] += df.height - warm
                 u[1] += len(excl)
@@ -101,7 +104,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
                 gpu, host, _ = tabs
                 out(f"{r.file}: {host.height} memory samples, {gpu['rank'].n_unique()} ranks")
         elif r.harness == "results":
-            _validate_results_run(camp, r, errors, out)
+            read["results"] += _validate_results_run(camp, r, errors, out)
         elif r.harness == "pd" and r.id in pd_runs:
             p = pd_runs[r.id]
             extra = (", per-request records" if p.requests_file else "") + (", prefill log" if p.prefill_log else "")
@@ -120,6 +123,8 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
             )
             if line is not None:
                 out(f"{r.server_log}: startup line {line.line}: batch width {line.batch_width}")
+    for c in _copies(camp, read):  # a copy is no repeat: the pages count it once and say so
+        out(f"{root / 'campaign.json'}: todo: {c}")
     # An arm whose every sample was excluded would leave a hole in every table: that is bad input.
     for (arm, what), (n_ok, n_excl, file) in usable.items():
         if n_ok == 0:
@@ -195,21 +200,36 @@ def _check_render_params(root: Path, errors: list, out) -> None:
         out(f"{f}: page parameters for {', '.join(sorted(own)) or 'no page'}, valid")
 
 
-def _validate_results_run(camp, r, errors: list, out) -> None:
+def _copies(camp, read: dict[str, list]) -> list[str]:
+    """The copy check (``analysis.copies``) over what validating the runs read: one line per copy."""
+    import polars as pl
+
+    from benchbook.analysis import copies
+
+    procs = {r["id"]: r["process"] for r in camp.manifest.get("runs", []) if r.get("process")}
+    files = {r.id: str(r.file) for r in camp.runs}
+    frames = {k: pl.concat(v, how="vertical") if v else None for k, v in read.items() if k != "results"}
+    found = copies.find_copies(read["results"], frames["phases"], frames["requests"], procs, files)
+    return copies.lines(found)
+
+
+def _validate_results_run(camp, r, errors: list, out) -> list:
     """A results run: its results.json, every result file it names, its engine window (captures parsed
-    in full, or the Prometheus window fetched) and the model check against it."""
+    in full, or the Prometheus window fetched) and the model check against it. Returns ``(run id,
+    file, BenchmarkRun)`` for each benchmark run read."""
     from benchbook.analysis import results
     from benchbook.ingest import formats
     from benchbook.metrics import prometheus
 
     rr = _collect(lambda: camp.results_run(r), errors)
     if rr is None:
-        return
-    bench = []
+        return []
+    bench, read = [], []
     for f in rr.files:
         got = _collect(lambda f=f: formats.read(f), errors)
         if got is not None:
             bench += got
+            read += [(r.id, f, b) for b in got]
             for line in formats.describe(got):
                 out(f"{f}: {line}")
     if rr.metrics_before is not None:
@@ -219,11 +239,12 @@ def _validate_results_run(camp, r, errors: list, out) -> None:
     if ew is None:
         if not rr.has_engine:
             out(f"{r.file}: {len(bench)} benchmark run(s), no engine window (nothing to reconcile)")
-        return
+        return read
     out(f"{r.file}: {len(bench)} benchmark run(s), engine window over {len(ew.window.series)} series")
     if len(bench) == 1:
         model, _ = results.pick_series(bench[0], ew)
         out(f"  {model.name}: {model.status}: {model.detail}")
+    return read
 
 
 def _prometheus_ok(camp, run, index: int, errors: list, out, unreachable: set[str]) -> bool:

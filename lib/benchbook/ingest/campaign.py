@@ -226,6 +226,13 @@ class Campaign:
         """Every results run, in manifest order."""
         return [self.results_run(r) for r in self.runs_of("results")]
 
+    def benchmark_runs(self, rr) -> list:
+        """``(file, BenchmarkRun)`` for every benchmark run in a results run's files, read once per
+        campaign (the ladder, the copy check and the compare section read the same objects)."""
+        from benchbook.ingest import formats
+
+        return self.derived(("benchmark_runs", rr.id), lambda: [(f, b) for f in rr.files for b in formats.read(f)])
+
     # ---- tables -------------------------------------------------------------------------
     @cached_property
     def requests(self):
