@@ -169,8 +169,10 @@ def _copies_of(camp: Campaign, harness: str) -> list[Copy]:
     if len(camp.runs_of(harness)) < 2:
         return []
     if harness == "results":
+        from benchbook.analysis.results import benchmark_runs
+
         return find_copies(
-            [(rr.id, f, b) for rr in camp.results_runs for f, b in camp.benchmark_runs(rr)], processes=procs
+            [(rr.id, f, b) for rr in camp.results_runs for f, b in benchmark_runs(camp, rr)], processes=procs
         )
     if harness == "phases":
         files = {r.id: str(r.file) for r in camp.runs_of("phases")}

@@ -329,6 +329,7 @@ def results_ladder(camp) -> pl.DataFrame:
 
 def _results_ladder(camp, pl) -> pl.DataFrame:
     from benchbook.analysis.copies import copied_benchmarks
+    from benchbook.analysis.results import benchmark_runs
 
     procs = {r["id"]: (r.get("process"), r.get("point")) for r in camp.manifest.get("runs", []) if r.get("process")}
     copies = copied_benchmarks(camp)  # a copy of another point is counted once, never as a repeat
@@ -337,7 +338,7 @@ def _results_ladder(camp, pl) -> pl.DataFrame:
         if rr.id not in procs:
             continue
         process, point = procs[rr.id]
-        for f, b in camp.benchmark_runs(rr):
+        for f, b in benchmark_runs(camp, rr):
             if (rr.id, str(f), b.location) in copies:
                 continue
             s, c, q = b.summary, b.config, b.requests

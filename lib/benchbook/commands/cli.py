@@ -56,6 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        if getattr(args, "allow_source", None):  # the servers this run may query where a campaign names one
+            from benchbook.metrics.source_allow import allowing
+
+            with allowing(args.allow_source):
+                return int(module.run(args) or 0)
         return int(module.run(args) or 0)
     except BenchbookError as e:
         print(f"benchbook {name}: {e.one_line()}", file=sys.stderr)

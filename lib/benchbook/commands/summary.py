@@ -41,6 +41,9 @@ def build(
 
 def add_arguments(p) -> None:
     p.add_argument("campaign", type=Path, help="campaign folder")
+    from benchbook.metrics.source_allow import add_allow_argument
+
+    add_allow_argument(p)
     p.add_argument("--json", action="store_true", help="print one JSON object (the stable, documented shape)")
     from benchbook.analysis.verdict import RULES
 

@@ -15,6 +15,9 @@ from benchbook.errors import EXIT_BAD_INPUT, EXIT_SOURCE, InputError, InputError
 def add_arguments(p) -> None:
     p.add_argument("path", type=Path, help="a campaign folder (holding campaign.json) or one input file")
     p.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    from benchbook.metrics.source_allow import add_allow_argument
+
+    add_allow_argument(p)
 
 
 def _collect(fn, errors: list[InputError]):
@@ -59,7 +62,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
     total = len(camp.runs)
     # (arm, harness) -> [usable samples, excluded samples, first file] over runs that loaded
     usable: dict[tuple[str, str], list] = {}
-    unreachable: set[str] = set()  # Prometheus servers that did not answer: listed once, not per run
+    unreachable: set = set()  # Prometheus servers that did not answer (or were not allowed): listed once
     read: dict[str, list] = {"results": [], "phases": [], "requests": []}  # for the copy check
     for i, r in enumerate(camp.runs, 1):
         if progress is not None:
@@ -247,14 +250,14 @@ def _validate_results_run(camp, r, errors: list, out) -> list:
     return read
 
 
-def _prometheus_ok(camp, run, index: int, errors: list, out, unreachable: set[str]) -> bool:
+def _prometheus_ok(camp, run, index: int, errors: list, out, unreachable: set) -> bool:
     """When the run names a Prometheus source: ``promsource.check_source`` over its windows.
 
     An unreachable server is a SourceError (exit 4); series the phase split needs but the server
     lacks are InputErrors (exit 2). False when the run's samples cannot be read from the source.
     A server found unreachable for one run (``unreachable``) is not probed again for the next.
     """
-    from benchbook.metrics import phases, promsource
+    from benchbook.metrics import phases, promsource, source_allow
 
     named = camp.manifest.get("prometheus") or any(
         r.get("prometheus") for r in camp.manifest["runs"] if r["id"] == run.id
@@ -269,6 +272,14 @@ def _prometheus_ok(camp, run, index: int, errors: list, out, unreachable: set[st
         return False
     where = f"$.runs[{index}].prometheus"
     mpath = camp.root / "campaign.json"
+    refused = source_allow.refusal(src["url"])
+    if refused:  # the person running validate did not allow this server: nothing is sent to it
+        if ("refused", src["url"]) not in unreachable:  # said once per server
+            unreachable.add(("refused", src["url"]))
+            out(f"{mpath}: {where}: {refused}")
+        if windows:
+            out(f"{run.file}: {len(windows)} sample window(s) not queried (their server is not allowed in this run)")
+        return not windows  # a run without windows is read from its files; windows are not read at all
     try:
         client = promsource.PromClient(src["url"], src.get("timeout_s", promsource.DEFAULT_TIMEOUT_S))
     except InputError as e:
