@@ -134,3 +134,107 @@ def test_the_unchanged_fixtures_still_read():
         TOOLS / "llmd-benchmark-report-0.2.1" / "pd_report.yaml",
     ):
         assert formats.read(p)
+
+
+# ---- 5. energy from telemetry: checked values, counter against power, the board limit -------------
+
+AIPERF_TELEMETRY = TOOLS / "aiperf-0.13.0-telemetry" / "gpu_telemetry_export.jsonl"
+DCGM = TOOLS / "dcgm-exporter" / "dcgm_metrics.prom"
+
+
+@pytest.mark.parametrize(
+    "field,value,says",
+    [
+        ("nvidia_power_usage", "-12.5", "-12.5 is not a possible sample value"),
+        ("nvidia_energy_consumption", "-1e-3", "-0.001 is not a possible sample value"),
+        ("nvidia_memory_used", "-0.5", "-0.5 is not a possible sample value"),
+    ],
+)
+def test_aiperf_telemetry_refuses_negative_and_non_finite_values(tmp_path, field, value, says):
+    from benchbook.ingest import telemetry
+
+    lines = [json.loads(x) for x in AIPERF_TELEMETRY.read_text().splitlines()]
+    lines[3]["telemetry_data"][field] = "@@"
+    p = tmp_path / "gpu_telemetry_export.jsonl"
+    p.write_text("".join(json.dumps(x) + "\n" for x in lines).replace('"@@"', value))
+    with pytest.raises(InputError) as e:
+        telemetry.read_aiperf_telemetry(p)
+    assert e.value.location == f"line 4.telemetry_data.{field}" and says in e.value.reason
+
+
+@pytest.mark.parametrize(
+    "series,value,says",
+    [
+        ("DCGM_FI_DEV_POWER_USAGE", "-210.5", "-210.5 is not"),
+        ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "NaN", "nan is not"),
+    ],
+)
+def test_dcgm_scrape_refuses_negative_and_non_finite_values(series, value, says):
+    import re
+
+    from benchbook.ingest import telemetry
+
+    text = DCGM.read_text()
+    bad = re.sub(rf"^({series}\{{[^}}]*gpu=\"1\"[^}}]*\}}) \S+", rf"\g<1> {value}", text, count=1, flags=re.M)
+    assert bad != text
+    with pytest.raises(InputError) as e:
+        telemetry.read_dcgm_text(bad, "dcgm.prom", 0.0)
+    assert e.value.location.startswith(series) and "{gpu=1}" in e.value.location and says in e.value.reason
+
+
+def _samples(power, counter):
+    """One GPU sampled every 0.5 s for 12 s."""
+    import polars as pl
+
+    t = [2000.0 + 0.5 * i for i in range(25)]
+    cols = {"t": t, "gpu": [0] * 25, "power_w": [power(x) for x in t], "energy_j": [counter(x) for x in t]}
+    return pl.DataFrame(cols, schema={"t": pl.Float64, "gpu": pl.Int64, "power_w": pl.Float64, "energy_j": pl.Float64})
+
+
+def test_a_counter_that_contradicts_the_power_samples_is_not_used():
+    from benchbook.analysis import energy
+
+    # the power: a steady 455 W. A counter stuck at 3.2 MJ; one that jumps 1.2 MJ in the middle; a good one.
+    stuck = energy.window_energy(_samples(lambda t: 455.0, lambda t: 3.2e6), "w", 2001.0, 2011.0)
+    jump = energy.window_energy(
+        _samples(lambda t: 455.0, lambda t: 3.2e6 + 455 * (t - 2000) + (1.2e6 if t > 2006 else 0)), "w", 2001.0, 2011.0
+    )
+    good = energy.window_energy(_samples(lambda t: 455.0, lambda t: 3.2e6 + 460 * (t - 2000)), "w", 2001.0, 2011.0)
+    for w in (stuck, jump):
+        assert w.methods == {0: "power"} and w.joules == pytest.approx(4550.0)
+        assert "so the counter is not used" in w.notes[0] and "differ by more than 25%" in w.notes[0]
+    assert good.methods == {0: "counter"} and good.joules == pytest.approx(4600.0) and good.notes == ()
+
+
+def test_a_mean_power_above_the_board_limit_is_refused():
+    from benchbook.analysis import energy
+
+    counter_only = _samples(lambda t: None, lambda t: 1.5e6 * (t - 2000))  # no power samples; 1.5 MW from the counter
+    with pytest.raises(InputError) as e:
+        energy.window_energy(
+            counter_only, "w", 2001.0, 2011.0, source="gpu.json", max_power_w=700.0, limit_from="an H200"
+        )
+    assert (
+        e.value.location == "GPU 0 [2001.000, 2011.000]"
+        and "mean power 1.5e+06 W from its energy counter" in e.value.reason
+    )
+    huge = _samples(lambda t: 455.0 * 1e300, lambda t: None)
+    with pytest.raises(InputError, match="above the 3000 W that any accelerator can draw"):
+        energy.window_energy(huge, "w", 2001.0, 2011.0)  # no GPU named: the ceiling of any accelerator
+    ok = energy.window_energy(_samples(lambda t: 760.0, lambda t: None), "w", 2001.0, 2011.0, max_power_w=700.0)
+    assert ok.mean_w == pytest.approx(760.0)  # within the 10 % margin: limits are enforced over about a second
+
+
+def test_a_campaign_whose_power_samples_exceed_the_h200_limit_is_refused(tmp_path):
+    import h200_campaign
+    from benchbook.analysis.campaign_analysis import analyse
+
+    camp = h200_campaign.build(tmp_path, phases=(), results=(("batch", "conc8"),))
+    csv = camp / "runs" / "batch-conc8" / "gpu_samples.csv"
+    rows = csv.read_text().splitlines()
+    cells = [r.split(", ") for r in rows[1:]]
+    csv.write_text("\n".join([rows[0], *(", ".join([*c[:4], f"{float(c[4]) * 2:.2f}", *c[5:]]) for c in cells)]) + "\n")
+    with pytest.raises(InputError) as e:
+        analyse(camp)
+    assert str(e.value).startswith(str(csv)) and "GPU 0" in e.value.location
+    assert "NVIDIA H200 SXM" in e.value.reason and "700 W" in e.value.reason
