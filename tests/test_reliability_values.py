@@ -238,3 +238,72 @@ def test_a_campaign_whose_power_samples_exceed_the_h200_limit_is_refused(tmp_pat
         analyse(camp)
     assert str(e.value).startswith(str(csv)) and "GPU 0" in e.value.location
     assert "NVIDIA H200 SXM" in e.value.reason and "700 W" in e.value.reason
+
+
+# ---- 6. two servers' files in one run folder --------------------------------------------------------
+
+
+def _run_folder(tmp_path):
+    """The H200 batch process's run folder, its first two load points only (same cache config)."""
+    import shutil
+
+    from h200_campaign import H200
+
+    skip = shutil.ignore_patterns(
+        "*_scrapes.jsonl", "*rate*", "*samples.csv", "*conc4*", "*conc8*", "*conc16*", "*conc32*", "*conc64*"
+    )
+    run = tmp_path / "runs" / "batch" / "p1"
+    shutil.copytree(H200 / "batch", run, ignore=skip)
+    return run
+
+
+def _init(tmp_path, capsys):
+    from benchbook.commands.cli import main
+
+    rc = main(["init", str(tmp_path / "camp"), str(tmp_path / "runs" / "batch"), "-q"])
+    return rc, capsys.readouterr().err
+
+
+def test_a_second_process_start_in_one_run_folder_is_two_servers(tmp_path, capsys):
+    run = _run_folder(tmp_path)
+    p = run / "metrics" / "conc2_before.prom"
+    text = p.read_text()
+    assert "process_start_time_seconds 1.79611400455e+09" in text
+    p.write_text(
+        text.replace("process_start_time_seconds 1.79611400455e+09", "process_start_time_seconds 1.7961152e+09")
+    )
+    rc, err = _init(tmp_path, capsys)
+    assert rc == 2
+    assert "conc2_before.prom: -: states process_start_time_seconds 1796115200.000, another process start" in err
+    assert "conc1_after.prom: these files come from two server processes" in err
+    assert not (tmp_path / "camp").exists()
+
+
+def test_a_second_served_model_in_one_run_folder_is_two_servers(tmp_path, capsys):
+    run = _run_folder(tmp_path)
+    for side in ("before", "after"):  # the captures of conc2 serve another model; its cache config agrees
+        p = run / "metrics" / f"conc2_{side}.prom"
+        p.write_text(p.read_text().replace('model_name="llama8b-random"', 'model_name="mixtral-8x7b"'))
+    rc, err = _init(tmp_path, capsys)
+    assert rc == 2 and "serves model 'mixtral-8x7b', another model ('llama8b-random')" in err, err
+
+
+def test_result_files_naming_two_models_in_one_run_folder_are_two_servers(tmp_path, capsys):
+    run = _run_folder(tmp_path)
+    r = run / "results" / "bench_conc2.json"
+    d = json.loads(r.read_text())
+    d["model_id"] = "gemma-2-9b"
+    r.write_text(json.dumps(d))
+    rc, err = _init(tmp_path, capsys)
+    assert rc == 2 and "bench_conc2.json: -: names model 'gemma-2-9b', another model ('llama8b-random')" in err, err
+    assert "bench_conc1.json" in err
+
+
+def test_one_server_with_a_path_and_a_served_name_is_one_server(tmp_path, capsys):
+    run = _run_folder(tmp_path)
+    r = run / "results" / "bench_conc2.json"
+    d = json.loads(r.read_text())
+    d["model_id"] = "/models/llama8b-random/"  # the same model named by its path
+    r.write_text(json.dumps(d))
+    rc, err = _init(tmp_path, capsys)
+    assert rc == 0, err
