@@ -104,6 +104,7 @@ TESTS_UNDER_ANOTHER_NAME = {
     "copies": "test_reliability_copies",
     "source_allow": "test_reliability_sources",
     "engine_gauges": "test_promsource_campaign, test_reliability_values",
+    "memory_section": "test_reliability_values, test_baseline_page, test_init_layout",
     # the renderer's jobs, split out of pipeline/render.py (issue 26); its tests kept their names
     "plan": "test_render, test_results",
     "params": "test_render_cli",

@@ -307,3 +307,118 @@ def test_one_server_with_a_path_and_a_served_name_is_one_server(tmp_path, capsys
     r.write_text(json.dumps(d))
     rc, err = _init(tmp_path, capsys)
     assert rc == 0, err
+
+
+# ---- 7. one row budget across ranks and runs: the memory ramp and the gauge chart --------------------
+
+MINI = Path(__file__).resolve().parent / "fixtures" / "mini"
+HEADER = "timestamp, index, memory.used [MiB], memory.total [MiB], power.draw [W], utilization.gpu [%]"
+
+
+def _gpu_runs(camp: Path, runs: int, gpus: int, samples: int) -> None:
+    """``runs`` gpu runs of the batch arm beside the hand-made campaign, each ``gpus`` GPUs sampled
+    ``samples`` times at 0.5 s (a load ramp to 60 GiB, then steady), with its events."""
+    import datetime as dt
+
+    m = json.loads((camp / "campaign.json").read_text())
+    t0 = 1767225600.0
+    for k in range(runs):
+        folder = camp / "runs" / f"gpu-{k}"
+        folder.mkdir(parents=True)
+        rows = [HEADER]
+        for i in range(samples):
+            t = t0 + 0.5 * i
+            stamp = dt.datetime.fromtimestamp(t, dt.timezone.utc).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+            for g in range(gpus):
+                used = min(61440, 300 * i) + 7 * g + k
+                rows.append(f"{stamp}, {g}, {used}, 143771, {120 + g + (i % 7)}.5, {min(99, i)}")
+        (folder / "gpu_samples.csv").write_text("\n".join(rows) + "\n")
+        events = [
+            {"event": "server_start", "t": t0 + 1},
+            {"event": "ready", "t": t0 + 0.5 * samples / 3},
+            {"event": "server_stop", "t": t0 + 0.5 * (samples - 2)},
+        ]
+        (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+        (folder / "gpu.json").write_text(json.dumps({"gpu_samples": "gpu_samples.csv", "events": "events.jsonl"}))
+        m["runs"].append({"id": f"gpu-{k}", "arm": "batch", "harness": "gpu", "path": f"runs/gpu-{k}"})
+    (camp / "campaign.json").write_text(json.dumps(m))
+
+
+def test_the_memory_ramp_of_16_gpus_in_several_runs_stays_inside_one_row_budget(tmp_path):
+    """16 GPUs × 4 server processes × 900 samples (57,600 samples): the baseline page renders, and the
+    ramp chart's data — every run and rank together — stays inside charts.ROW_BUDGET."""
+    import shutil
+
+    from benchbook.pages import charts
+    from benchbook.pipeline.campaigns import render_campaign
+
+    camp = tmp_path / "mini"
+    shutil.copytree(MINI, camp)
+    _gpu_runs(camp, runs=4, gpus=16, samples=900)
+    res = render_campaign(camp, tmp_path / "out", pages=["baseline"])
+    assert res.rendered and not res.failed, res
+    values = json.loads((tmp_path / "out" / "baseline.values.json").read_text())
+    ramp = values["memory_ramp"]
+    assert sorted(ramp) == ["gpu-0", "gpu-1", "gpu-2", "gpu-3"]
+    rows = sum(r["points"] + r["markers"] for r in ramp.values())
+    assert rows <= charts.ROW_BUDGET, ramp
+    assert all(r["points"] >= 16 * 10 for r in ramp.values())  # every rank kept, at least 10 points each
+    assert all(r["peak_gib"] == pytest.approx((61440 + 7 * 15 + int(k[-1])) / 1024) for k, r in ramp.items())
+
+
+def test_ramps_of_many_gpus_in_many_runs_fold_ranks_into_their_extremes():
+    """16 GPUs × 30 runs would be 480 lines: too many for 10 points each in 4000 rows — each run's
+    ranks become two lines, the largest and the smallest GPU at each time, and the peak stays."""
+    import polars as pl
+
+    from benchbook.analysis.memory import load_ramps
+
+    rows = [
+        {"run": f"r{k}", "t": float(i), "rank": g, "gpu_used_mib": float(1000 * g + 10 * i + k)}
+        for k in range(30)
+        for i in range(500)
+        for g in range(16)
+    ]
+    gpu = pl.DataFrame(rows)
+    markers = pl.DataFrame(
+        {"run": ["r0"], "t": [3.0], "event": ["load_end"], "label": [None]}, schema_overrides={"label": pl.String}
+    )
+    ramps = load_ramps(gpu, markers, [f"r{k}" for k in range(30)], 4000)
+    total = sum(s.height + m.height for s, m in ramps.values())
+    assert total <= 4000
+    s0, m0 = ramps["r0"]
+    assert set(s0["rank"]) == {"largest of 16 GPUs", "smallest of 16 GPUs"} and m0.height == 1
+    assert s0["gib"].max() == pytest.approx((15000 + 10 * 499) / 1024)  # the peak of the largest GPU kept
+    few = load_ramps(gpu, markers, ["r0", "r1"], 4000)  # 32 lines: every rank drawn
+    assert set(few["r0"][0]["rank"]) == set(range(16)) and sum(s.height for s, _ in few.values()) <= 4000
+
+
+def test_the_gauge_chart_of_many_runs_is_binned_into_the_budget(capsys):
+    """The Prometheus gauge section: 12 runs × 5 gauges × 1,500 points (90,000 rows) rendered inside the
+    row budget, each point its bin's largest value."""
+    from types import SimpleNamespace
+
+    import polars as pl
+
+    from benchbook.analysis.engine_gauges import EngineGauges
+    from benchbook.pages import charts, memory_section
+
+    qs = ["running", "waiting", "kv_cache_usage", "prompt_tokens_rate", "generation_tokens_rate"]
+    frame = pl.DataFrame(
+        [
+            {"run": f"run-{k}", "quantity": q, "t": 1e9 + s, "s": float(s), "value": float((s * (k + 1)) % 97)}
+            for k in range(12)
+            for q in qs
+            for s in range(1500)
+        ]
+    )
+    eg = EngineGauges(
+        frame, [{"run": f"run-{k}", "t0": 1e9, "t1": 1e9 + 1499} for k in range(12)], [], ["http://p:9090"]
+    )
+    page = SimpleNamespace(arms=["a"], analysis=SimpleNamespace(engine_gauges=lambda arms: eg))
+    html = str(memory_section.engine_gauges(page))
+    out = capsys.readouterr().out
+    import re
+
+    rows = int(re.search(r"recorded engine_gauges_rows = (\d+)", out).group(1))
+    assert rows <= charts.ROW_BUDGET and "<svg" in html and "largest value of its bin" in html

@@ -377,6 +377,13 @@ class CampaignAnalysis:
         gpu, _host, markers = self.camp.memory
         return self._memo(("load_ramp", run), lambda: load_ramp(gpu, markers, run))
 
+    def load_ramps(self, runs: list[str], budget: int) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+        """The memory ramps of ``runs`` inside one chart's row budget (:func:`memory.load_ramps`)."""
+        from benchbook.analysis.memory import load_ramps
+
+        gpu, _host, markers = self.camp.memory
+        return self._memo(("load_ramps", tuple(runs), budget), lambda: load_ramps(gpu, markers, list(runs), budget))
+
     def ladder_table(self) -> pl.DataFrame:
         """The request ladder of the requests runs, one row per (run, concurrency) (:func:`ladder.ladder_table`);
         an empty frame without requests runs."""
