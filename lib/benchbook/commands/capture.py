@@ -189,6 +189,12 @@ def _common(p: argparse.ArgumentParser, point: bool = True) -> None:
         "--scrape-timeout", type=float, default=10.0, help="time limit per /metrics scrape, seconds (default 10)"
     )
     p.add_argument("--retries", type=int, default=3, help="attempts per scrape before giving up (default 3)")
+    p.add_argument(
+        "--compress",
+        action="store_true",
+        help="write each /metrics scrape gzip-compressed (NAME.prom.gz, about a tenth of the size); "
+        "every benchbook reader reads them as they are",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -219,6 +225,7 @@ def run(args: argparse.Namespace) -> int:
             "scrape_timeout_s": args.scrape_timeout,
             "retries": args.retries,
             "same_prompt": args.same_prompt,
+            "compress": args.compress,
             **place,
         }
     if args.capture_kind == "phases":
@@ -264,6 +271,7 @@ def run(args: argparse.Namespace) -> int:
         scrape_timeout_s=args.scrape_timeout,
         retries=args.retries,
         echo=not args.quiet,
+        compress=args.compress,
         **place,
     )
     rc = folder.doc["command"]["exit_status"]
@@ -296,5 +304,6 @@ def _sweep(args: argparse.Namespace, argv: dict) -> int:
         retries=args.retries,
         echo=not args.quiet,
         server_pid=args.server_pid,
+        compress=args.compress,
     )
     return rc

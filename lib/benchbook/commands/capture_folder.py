@@ -21,6 +21,7 @@ from typing import Any
 
 from benchbook import __version__
 from benchbook.errors import InputError
+from benchbook.jsonfile import gzip_bytes
 
 FORMAT = "benchbook.capture/1"
 NOT_SAMPLED = "not sampled"
@@ -111,8 +112,10 @@ class RunFolder:
         arm: str | None = None,
         run: str | None = None,
         point: str | None = None,
+        compress: bool = False,
     ):
         self.path, self.run_dir, where = layout(out, kind, arm, run, point)
+        self.compress = compress
         if self.path.exists() and (not self.path.is_dir() or any(self.path.iterdir())):
             raise InputError(self.path, "-", "the run folder exists and is not empty; give a new --out folder")
         self.path.mkdir(parents=True, exist_ok=True)
@@ -126,6 +129,7 @@ class RunFolder:
             "started_at": None,
             "ended_at": None,
             "host": host_facts(),
+            "compressed": compress,
             "files": {},
         }
         if where is not None:
@@ -134,6 +138,18 @@ class RunFolder:
     def write(self, rel: str, data: bytes | str) -> str:
         write_atomic(self.path / rel, data.encode() if isinstance(data, str) else data)
         return rel
+
+    def write_metrics(self, stem: str, text: str) -> str:
+        """A ``/metrics`` scrape as ``STEM.prom``, or with ``--compress`` ``STEM.prom.gz`` (gzip, the same
+        bytes for the same text: no time or name in the header); returns the name written."""
+        if self.compress:
+            return self.write(f"{stem}.prom.gz", gzip_bytes(text.encode()))
+        return self.write(f"{stem}.prom", text)
+
+    @property
+    def prom(self) -> str:
+        """The scrapes' file ending: ``.prom`` or ``.prom.gz`` (capture.json's ``files`` says which)."""
+        return ".prom.gz" if self.compress else ".prom"
 
     def save(self) -> None:
         self.write("capture.json", dump_json(self.doc))

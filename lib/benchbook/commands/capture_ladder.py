@@ -80,6 +80,7 @@ def capture_ladder(
     run: str | None = None,
     point: str | None = None,
     server_pid: int | None = None,
+    compress: bool = False,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     need = {"short"} | ({"long"} if interleave else set())
@@ -98,7 +99,7 @@ def capture_ladder(
             max_tokens=max_tokens,
             default_classes=default_classes,
         )
-        folder = RunFolder(out, "ladder", arguments, arm=arm, run=run, point=point)
+        folder = RunFolder(out, "ladder", arguments, arm=arm, run=run, point=point, compress=compress)
     except BaseException:
         endpoint.close()
         raise
@@ -130,7 +131,7 @@ def capture_ladder(
             "t0_unix": round(first.unix_s, 6),
             "files": {
                 "requests": "requests.json (benchbook.requests/1), requests.ndjson (+ round, ttft)",
-                "metrics": "metrics/<step>.before.prom / .after.prom",
+                "metrics": f"metrics/<step>.before{folder.prom} / .after{folder.prom}",
             },
             "steps": [],
         }
@@ -150,7 +151,7 @@ def capture_ladder(
     try:
         for name, scenario, classes in plan:
             before = endpoint.check_fetch()
-            folder.write(f"metrics/{name}.before.prom", before.text)
+            metrics_before = folder.write_metrics(f"metrics/{name}.before", before.text)
             texts, prefixes = [], []
             for i, cls in enumerate(classes):
                 t, p = (prompts[cls], None) if same_prompt else distinct(prompts[cls], nonce, f"{name}-{i}")
@@ -159,7 +160,7 @@ def capture_ladder(
             delays = [0.0, interleave_delay_s] if scenario == "interleave" else [0.0] * len(classes)
             results = _send_together(base, model, texts, delays, max_tokens, ignore_eos, request_timeout_s)
             after = endpoint.check_fetch()
-            folder.write(f"metrics/{name}.after.prom", after.text)
+            metrics_after = folder.write_metrics(f"metrics/{name}.after", after.text)
             n = len(classes)
             step_recs = []
             for i, (cls, res) in enumerate(zip(classes, results)):
@@ -192,8 +193,8 @@ def capture_ladder(
                     "step": name,
                     "scenario": scenario,
                     "n": n,
-                    "metrics_before": f"metrics/{name}.before.prom",
-                    "metrics_after": f"metrics/{name}.after.prom",
+                    "metrics_before": metrics_before,
+                    "metrics_after": metrics_after,
                     "before_at": utc(before.unix_s),
                     "after_at": utc(after.unix_s),
                     "requests": [

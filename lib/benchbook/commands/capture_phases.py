@@ -195,6 +195,7 @@ def capture_phases(
     run: str | None = None,
     point: str | None = None,
     server_pid: int | None = None,
+    compress: bool = False,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     """Run the harness; returns the folder (``doc["complete"]`` says whether every sample was taken).
@@ -215,7 +216,7 @@ def capture_phases(
     except BaseException:
         endpoint.close()
         raise
-    folder = RunFolder(out, "phases", arguments, arm=arm, run=run, point=point)
+    folder = RunFolder(out, "phases", arguments, arm=arm, run=run, point=point, compress=compress)
     where = folder.doc.get("layout")
     run_id = f"{where['arm']}-{where['run']}-{where['point']}" if where else folder.path.name
     nonce = new_nonce()
@@ -244,7 +245,10 @@ def capture_phases(
             "warmup_rounds": warmup,
             "repeats": repeats,
             "request": {"endpoint": "/v1/completions", "stream": True, "temperature": 0.0, "ignore_eos": ignore_eos},
-            "files": {"phases": "phases.json", "metrics": "metrics/<class>-<repeat>.before.prom / .after.prom"},
+            "files": {
+                "phases": "phases.json",
+                "metrics": f"metrics/<class>-<repeat>.before{folder.prom} / .after{folder.prom}",
+            },
             "samples": [],
         }
     )
@@ -285,8 +289,8 @@ def capture_phases(
                 b_snap = endpoint.check(before)
                 res = stream_completion(base, body, request_timeout_s)
                 after, a_snap, tries = _settled_after(endpoint, b_snap, profile, settle_s)
-                folder.write(f"{stem}.before.prom", before.text)
-                folder.write(f"{stem}.after.prom", after.text)
+                metrics_before = folder.write_metrics(f"{stem}.before", before.text)
+                metrics_after = folder.write_metrics(f"{stem}.after", after.text)
                 sample: dict[str, Any] = {
                     "prompt_class": name,
                     "repeat": rnd,
@@ -297,8 +301,8 @@ def capture_phases(
                     # phases.json's first_event_s is an event *before* the first token (a role chunk); a
                     # stream whose first event carries text has none (capture.json keeps the time anyway)
                     sample["first_event_s"] = round(res.first_event_s, 6)
-                sample["metrics_before"] = f"{stem}.before.prom"
-                sample["metrics_after"] = f"{stem}.after.prom"
+                sample["metrics_before"] = metrics_before
+                sample["metrics_after"] = metrics_after
                 if prefix is not None:
                     sample["prompt_prefix"] = prefix
                 phases["samples"].append(sample)

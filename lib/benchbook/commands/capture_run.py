@@ -131,6 +131,7 @@ def capture_run(
     run: str | None = None,
     point: str | None = None,
     server_pid: int | None = None,
+    compress: bool = False,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     if not command:
@@ -144,7 +145,7 @@ def capture_run(
         raise InputError("command", command[0], "not found on PATH")
     endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
     first, _snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
-    folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point)
+    folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point, compress=compress)
     places = list(results) if results else result_dirs_from_command(command)
     doc = folder.doc
     doc.update(
@@ -168,7 +169,7 @@ def capture_run(
             "result_places": places,
             "result_files": [],
             "files": {
-                "snapshots": "metrics/before.prom, metrics/during-NNNN.prom, metrics/after.prom",
+                "snapshots": f"metrics/before{folder.prom}, metrics/during-NNNN{folder.prom}, metrics/after{folder.prom}",
                 "command_log": "command.log",
                 "results": "results/ (copies of the files the command wrote)",
             },
@@ -176,7 +177,7 @@ def capture_run(
     )
 
     def keep(s: Scrape, name: str, phase: str) -> None:
-        rel = folder.write(f"metrics/{name}.prom", s.text)
+        rel = folder.write_metrics(f"metrics/{name}", s.text)
         doc["snapshots"].append({"file": rel, "phase": phase, "at": utc(s.unix_s), "unix_s": round(s.unix_s, 6)})
 
     keep(first, "before", "before")
