@@ -44,6 +44,24 @@ def write_atomic(path: Path, data: bytes) -> None:
     os.replace(tmp, path)
 
 
+EVENTS_FILE = "events.jsonl"
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line to ``path`` in a single write (O_APPEND): never rewriting what is there."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _rel_to(target: Path, start: Path) -> str:
+    return Path(os.path.relpath(target, start)).as_posix()
+
+
 def dump_json(doc: Any) -> bytes:
     """Indented JSON (the standard library's: capture runs where only the engine's Python is)."""
     return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False).encode() + b"\n"
@@ -150,6 +168,21 @@ class RunFolder:
     def prom(self) -> str:
         """The scrapes' file ending: ``.prom`` or ``.prom.gz`` (capture.json's ``files`` says which)."""
         return ".prom.gz" if self.compress else ".prom"
+
+    @property
+    def point_name(self) -> str:
+        """The point folder's name (``conc8``, ``ladder``): the label of this capture's markers."""
+        where = self.doc.get("layout")
+        return where["point"] if where else self.path.name
+
+    def mark(self, label: str, t_start: float, t_end: float, **extra: Any) -> None:
+        """Append one marker ``{"event": "bench_<label>", "t_start", "t_end", …}`` (Unix seconds) to the
+        run folder's ``events.jsonl`` — the runner's format, read by init as memory and energy windows —
+        and count it in capture.json's ``markers``."""
+        line = {"event": f"bench_{label}", "t_start": round(t_start, 6), "t_end": round(t_end, 6), **extra}
+        append_line(self.run_dir / EVENTS_FILE, json.dumps(line, allow_nan=False))
+        m = self.doc.setdefault("markers", {"file": _rel_to(self.run_dir / EVENTS_FILE, self.path), "lines": 0})
+        m["lines"] += 1
 
     def save(self) -> None:
         self.write("capture.json", dump_json(self.doc))

@@ -186,6 +186,14 @@ def capture_ladder(
                 if res.first_token_s is not None:
                     line["ttft"] = round(res.first_token_s, 6)
                 nd_lines.append(json.dumps(line))
+            folder.mark(
+                f"{folder.point_name}/{name}",
+                min(res.start_unix for res in results),
+                max(res.start_unix + res.client_total_s for res in results),
+                kind="ladder",
+                scenario=scenario,
+                requests=n,
+            )
             folder.write("requests.json", dump_json(requests_doc))
             folder.write("requests.ndjson", "\n".join(nd_lines) + "\n")
             doc["steps"].append(

@@ -270,6 +270,7 @@ def capture_phases(
     stopped = None
     try:
         for rnd in range(warmup + repeats):
+            spans: list[tuple[float, float]] = []
             for name, text in prompts.items():
                 prefix = None
                 if not same_prompt:
@@ -288,6 +289,7 @@ def capture_phases(
                 before = endpoint.fetch()
                 b_snap = endpoint.check(before)
                 res = stream_completion(base, body, request_timeout_s)
+                spans.append((res.start_unix, res.start_unix + res.client_total_s))
                 after, a_snap, tries = _settled_after(endpoint, b_snap, profile, settle_s)
                 metrics_before = folder.write_metrics(f"{stem}.before", before.text)
                 metrics_after = folder.write_metrics(f"{stem}.after", after.text)
@@ -336,6 +338,15 @@ def capture_phases(
                     f"first event {fe} s, {res.prompt_tokens} prompt + {res.completion_tokens} completion tokens "
                     f"({res.finish_reason}); {attribution(b_snap, a_snap, profile)}"
                 )
+            folder.mark(
+                f"{folder.point_name}/round-{rnd}",
+                spans[0][0],
+                spans[-1][1],
+                kind="phases",
+                warmup=rnd < warmup,
+                requests=len(spans),
+            )
+            folder.save()
     except KeyboardInterrupt:
         stopped = f"interrupted (Ctrl-C) after {len(phases['samples'])} of {total} samples"
         raise

@@ -242,6 +242,8 @@ def capture_run(
                 cmd["signal"] = signal.Signals(-rc).name
             if rc and stopped is None:
                 stopped = f"the command failed (exit status {rc}); see command.log"
+        if proc is not None:
+            folder.mark(folder.point_name, start, end, kind="run", exit_status=cmd["exit_status"])
         _collect(folder, places, existing)
         try:
             keep(endpoint.check_fetch(), "after", "after")
