@@ -26,6 +26,7 @@ class State:
     max_model_len: int = 2048
     token_s: float = 0.002
     serial: bool = False  # one request at a time (a lock), like --max-num-seqs 1
+    count_delay_s: float = 0.0  # the counters move this long after a stream's last byte (a busy engine)
     counters: dict[str, float] = field(default_factory=dict)
     seen: list[list[str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -133,12 +134,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._chunk(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n")
             self._chunk("data: [DONE]\n\n")
             self._chunk("")
-            st.add("vllm:num_requests_running", -1)
-            st.add("vllm:prompt_tokens_total", len(toks))
-            st.add("vllm:generation_tokens_total", n_out)
-            st.add("vllm:prefix_cache_queries_total", len(toks))
-            st.add("vllm:prefix_cache_hits_total", hits)
-            st.add("ok", 1)
+
+            def count() -> None:
+                st.add("vllm:num_requests_running", -1)
+                st.add("vllm:prompt_tokens_total", len(toks))
+                st.add("vllm:generation_tokens_total", n_out)
+                st.add("vllm:prefix_cache_queries_total", len(toks))
+                st.add("vllm:prefix_cache_hits_total", hits)
+                st.add("ok", 1)
+
+            if st.count_delay_s:
+                threading.Timer(st.count_delay_s, count).start()
+            else:
+                count()
 
     def _chunk(self, s: str) -> None:
         data = s.encode()

@@ -84,7 +84,8 @@ def test_points_are_planned_and_checked_before_anything_runs():
 
 def test_sweep_runs_each_point_as_a_capture_run_and_init_reads_the_layout(tmp_path):
     root, res = tmp_path / "caps", tmp_path / "res"
-    with fake_openai.serving() as (url, st):
+    # an engine that counts each request 0.3 s after its last byte: the point's after scrape waits for it
+    with fake_openai.serving(count_delay_s=0.3) as (url, st):
         r = _bb(
             "capture", "sweep", "--url", url, "--arm", "batch", "--run", "p1", "--out", str(root),
             "--every", "0.2", "--concurrency", "1,4", "--num-prompts-per-point", "max(3, 2*concurrency)",
@@ -114,6 +115,7 @@ def test_sweep_runs_each_point_as_a_capture_run_and_init_reads_the_layout(tmp_pa
         s = p["summary"]
         assert s["completed"] == n and s["result_file"] == f"results/bench_conc{c}.json"
         assert s["engine"] == {"requests": n, "generation_tokens": 4 * n}
+        assert cap["settle"]["expected"] == n and cap["settle"]["counted"] == n and not cap["settle"]["timed_out"]
     assert "capture sweep: point 2 of 2: conc4" in r.stdout and "ETA" in r.stdout
     lines = r.stdout.splitlines()
     tail = lines[lines.index("capture sweep: every point done") + 1 :]

@@ -30,7 +30,7 @@ from benchbook.commands.capture_folder import RunFolder, dump_json, utc
 from benchbook.commands.capture_memory import MemorySampling
 from benchbook.commands.capture_phases import REQUEST_TIMEOUT_S, StreamResult, stream_completion
 from benchbook.commands.capture_prompts import capture_header, distinct, fit_prompts, new_nonce, prompts_note
-from benchbook.commands.scrape import MetricsEndpoint
+from benchbook.commands.scrape import SETTLE_TIMEOUT_S, MetricsEndpoint, settle_note, settled_after
 from benchbook.errors import InputError
 
 INTERLEAVE_DELAY_S = 0.5  # the seeds' harness sent the short request 0.5 s into the long one
@@ -81,6 +81,7 @@ def capture_ladder(
     point: str | None = None,
     server_pid: int | None = None,
     compress: bool = False,
+    settle_s: float = SETTLE_TIMEOUT_S,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     need = {"short"} | ({"long"} if interleave else set())
@@ -150,7 +151,8 @@ def capture_ladder(
     stopped = None
     try:
         for name, scenario, classes in plan:
-            before = endpoint.check_fetch()
+            before = endpoint.fetch()
+            b_snap = endpoint.check(before)
             metrics_before = folder.write_metrics(f"metrics/{name}.before", before.text)
             texts, prefixes = [], []
             for i, cls in enumerate(classes):
@@ -159,7 +161,10 @@ def capture_ladder(
                 prefixes.append(p)
             delays = [0.0, interleave_delay_s] if scenario == "interleave" else [0.0] * len(classes)
             results = _send_together(base, model, texts, delays, max_tokens, ignore_eos, request_timeout_s)
-            after = endpoint.check_fetch()
+            # the engine counts a finished request a moment after its last byte: wait (bounded) for all n
+            after, _a_snap, settle = settled_after(endpoint, b_snap, profile, len(classes), settle_s)
+            if settle_note(name, settle):
+                log(settle_note(name, settle))
             metrics_after = folder.write_metrics(f"metrics/{name}.after", after.text)
             n = len(classes)
             step_recs = []
@@ -205,6 +210,7 @@ def capture_ladder(
                     "metrics_after": metrics_after,
                     "before_at": utc(before.unix_s),
                     "after_at": utc(after.unix_s),
+                    "settle": settle,
                     "requests": [
                         {
                             "index": r["index"],

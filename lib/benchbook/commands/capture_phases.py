@@ -17,7 +17,8 @@ Memory is sampled meanwhile into the run folder (``capture_memory``).
 
 An engine may update its counters a moment after the last byte of the stream (vLLM records stats
 after handing the output to the HTTP layer), so the *after* scrape is repeated, for at most
-``settle_s``, until the success counter has moved; the attribution checks (each count moved by
+``settle_s`` (``--settle-timeout``), until the success counter has moved (``scrape.settled_after``);
+the attribution checks (each count moved by
 exactly one) are left to the analysis, as for any phases run.
 """
 
@@ -45,12 +46,11 @@ from benchbook.commands.capture_prompts import (
     prompts_note,
     quote_error,
 )
-from benchbook.commands.scrape import MetricsEndpoint
+from benchbook.commands.scrape import SETTLE_TIMEOUT_S, MetricsEndpoint, settle_note, settled_after
 from benchbook.errors import InputError, SourceError
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile
 
-SETTLE_S = 2.0
 REQUEST_TIMEOUT_S = 300.0
 MAX_STREAM_BYTES = 256 * 2**20  # one streamed completion's events
 
@@ -150,12 +150,6 @@ def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> 
     )
 
 
-def _successes(snap: prometheus.Snapshot, profile: EngineProfile | None) -> float | None:
-    if profile is None or not profile.has("requests_success"):
-        return None
-    return sum(enginemetrics.values(snap, profile, "requests_success").values())
-
-
 def attribution(before: prometheus.Snapshot, after: prometheus.Snapshot, profile: EngineProfile | None) -> str:
     """One line: the engine-clock split of this sample, or why it cannot be attributed (for the console;
     the page decides from the files)."""
@@ -188,7 +182,7 @@ def capture_phases(
     request_timeout_s: float = REQUEST_TIMEOUT_S,
     scrape_timeout_s: float = 10.0,
     retries: int = 3,
-    settle_s: float = SETTLE_S,
+    settle_s: float = SETTLE_TIMEOUT_S,
     same_prompt: bool = False,
     default_classes: Collection[str] = (),
     arm: str | None = None,
@@ -290,7 +284,9 @@ def capture_phases(
                 b_snap = endpoint.check(before)
                 res = stream_completion(base, body, request_timeout_s)
                 spans.append((res.start_unix, res.start_unix + res.client_total_s))
-                after, a_snap, tries = _settled_after(endpoint, b_snap, profile, settle_s)
+                after, a_snap, settle = settled_after(endpoint, b_snap, profile, 1, settle_s)
+                if settle_note(f"{name} #{rnd}", settle):
+                    log(settle_note(f"{name} #{rnd}", settle))
                 metrics_before = folder.write_metrics(f"{stem}.before", before.text)
                 metrics_after = folder.write_metrics(f"{stem}.after", after.text)
                 sample: dict[str, Any] = {
@@ -327,7 +323,8 @@ def capture_phases(
                         "stream_events": res.events,
                         "before_at": utc(before.unix_s),
                         "after_at": utc(after.unix_s),
-                        "after_scrapes": tries,
+                        "after_scrapes": settle["scrapes"],
+                        "settle": settle,
                         "prompt_prefix": prefix,
                     }
                 )
@@ -358,22 +355,3 @@ def capture_phases(
         doc["memory_samples"] = sampling.stop()
         folder.finish(stopped, time.time())
     return folder
-
-
-def _settled_after(
-    endpoint: MetricsEndpoint, before: prometheus.Snapshot, profile: EngineProfile | None, settle_s: float
-):
-    """The *after* scrape, repeated until the success counter moved (at most ``settle_s``)."""
-    want = _successes(before, profile)
-    deadline = time.monotonic() + settle_s
-    tries = 0
-    while True:
-        tries += 1
-        s = endpoint.fetch()
-        snap = endpoint.check(s)
-        if want is None:
-            return s, snap, tries
-        now = _successes(snap, profile)
-        if (now is not None and now > want) or time.monotonic() >= deadline:
-            return s, snap, tries
-        time.sleep(0.05)

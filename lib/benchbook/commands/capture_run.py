@@ -23,7 +23,7 @@ from typing import Any
 
 from benchbook.commands.capture_folder import RunFolder, utc
 from benchbook.commands.capture_memory import MemorySampling
-from benchbook.commands.scrape import MetricsEndpoint, Scrape
+from benchbook.commands.scrape import SETTLE_TIMEOUT_S, MetricsEndpoint, Scrape, settle_note, settled_after
 from benchbook.errors import BenchbookError, InputError
 from benchbook.jsonfile import sha256_file
 
@@ -132,6 +132,8 @@ def capture_run(
     point: str | None = None,
     server_pid: int | None = None,
     compress: bool = False,
+    expect_requests: int | None = None,
+    settle_s: float = SETTLE_TIMEOUT_S,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     if not command:
@@ -144,7 +146,7 @@ def capture_run(
     if exe is None:
         raise InputError("command", command[0], "not found on PATH")
     endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
-    first, _snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
+    first, first_snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before the folder
     folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point, compress=compress)
     places = list(results) if results else result_dirs_from_command(command)
     doc = folder.doc
@@ -246,7 +248,13 @@ def capture_run(
             folder.mark(folder.point_name, start, end, kind="run", exit_status=cmd["exit_status"])
         _collect(folder, places, existing)
         try:
-            keep(endpoint.check_fetch(), "after", "after")
+            # a command that ran to the end: wait (bounded) until the engine counted its requests
+            wait = expect_requests if cmd.get("exit_status") == 0 and not interrupted else None
+            after, _a, settle = settled_after(endpoint, first_snap, profile, wait, settle_s)
+            doc["settle"] = settle
+            if settle_note("the command", settle):
+                log(settle_note("the command", settle))
+            keep(after, "after", "after")
         except BenchbookError as e:
             doc["scrape_errors"].append({"at": utc(time.time()), "error": f"after scrape: {e}"})
             stopped = stopped or f"the scrape after the command failed: {e}"

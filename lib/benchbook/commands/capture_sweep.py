@@ -205,6 +205,7 @@ def capture_sweep(
     echo: bool = True,
     server_pid: int | None = None,
     compress: bool = False,
+    settle_s: float | None = None,
     log: Callable[[str], None] = print,
 ) -> tuple[dict[str, Any], int]:
     """Run the sweep; returns (the sweep document, the exit status: 0, or the failed point's)."""
@@ -324,6 +325,8 @@ def capture_sweep(
                     point=p["point"] if arm else None,
                     server_pid=server_pid,
                     compress=compress,
+                    expect_requests=p["num_prompts"],
+                    **({} if settle_s is None else {"settle_s": settle_s}),
                     log=log,
                 )
             except KeyboardInterrupt:
