@@ -27,6 +27,8 @@ class State:
     token_s: float = 0.002
     serial: bool = False  # one request at a time (a lock), like --max-num-seqs 1
     count_delay_s: float = 0.0  # the counters move this long after a stream's last byte (a busy engine)
+    usage_factor: int = 1  # usage.completion_tokens reported as this many times what was generated (a liar)
+    non_stream: bool = False  # answer one JSON object, as for stream: false
     counters: dict[str, float] = field(default_factory=dict)
     seen: list[list[str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -119,6 +121,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             err = {"error": {"message": msg, "type": "BadRequestError", "param": None, "code": 400}}
             self._send(400, json.dumps(err))
             return
+        if st.non_stream:
+            usage = {"prompt_tokens": len(toks), "completion_tokens": n_out * st.usage_factor}
+            choice = {"index": 0, "text": " t" * n_out, "finish_reason": "length"}
+            self._send(200, json.dumps({"object": "text_completion", "choices": [choice], "usage": usage}))
+            st.add("ok", 1)
+            return
         with st.serve if st.serial else contextlib.nullcontext():
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -130,7 +138,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 time.sleep(st.token_s)
                 chunk = {"choices": [{"index": 0, "text": " t", "finish_reason": "length" if i == n_out - 1 else None}]}
                 self._chunk(f"data: {json.dumps(chunk)}\n\n")
-            usage = {"prompt_tokens": len(toks), "completion_tokens": n_out, "total_tokens": len(toks) + n_out}
+            usage = {"prompt_tokens": len(toks), "completion_tokens": n_out * st.usage_factor}
+            usage["total_tokens"] = len(toks) + usage["completion_tokens"]
             self._chunk(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n")
             self._chunk("data: [DONE]\n\n")
             self._chunk("")

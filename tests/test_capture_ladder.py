@@ -206,3 +206,32 @@ def test_a_settle_wait_that_times_out_is_said_not_fatal(tmp_path):
     assert st["timed_out"] is True and st["expected"] == 1 and st["counted"] == 0 and st["timeout_s"] == 0.3
     assert 0.3 <= st["waited_s"] < 1.5
     assert "single: the engine counted 0 of 1 requests within 0.3 s (--settle-timeout)" in r.stdout
+
+
+@pytest.mark.parametrize("non_stream", [False, True], ids=["streamed", "non-streamed"])
+def test_completion_tokens_above_max_tokens_are_refused_naming_the_url_and_the_step(tmp_path, non_stream):
+    """A server whose usage says 100x the tokens it generated (issue 34: a 51,674 tok/s ladder with
+    --max-tokens 16): refused where the answer is read, exit 4, the folder kept and marked incomplete."""
+    with fake_openai.serving(usage_factor=100, non_stream=non_stream) as (url, _st):
+        r = _bb(
+            "capture", "ladder", "--url", url, "--model", "m", "--concurrency", "1,2", "--warmup", "0",
+            "--max-tokens", "16", "--out", str(tmp_path / "o"),
+        )  # fmt: skip
+        assert r.returncode == 4, r.stderr
+        assert f"{url}/v1/completions" in r.stderr and "single request 0" in r.stderr
+        assert "usage.completion_tokens is 1600, above the request's max_tokens 16" in r.stderr
+        cap = json.loads((tmp_path / "o" / "capture.json").read_text())
+        assert cap["complete"] is False and "above the request's max_tokens" in cap["stopped"] and cap["steps"] == []
+        r = _bb(
+            "capture", "phases", "--url", url, "--model", "m", "--repeats", "1", "--warmup", "0",
+            "--max-tokens", "16", "--out", str(tmp_path / "p"),
+        )  # fmt: skip
+        assert r.returncode == 4 and "round 0: the answer's usage.completion_tokens is 1600" in r.stderr, r.stderr
+    with fake_openai.serving(non_stream=non_stream) as (url, _st):  # an honest server passes
+        r = _bb(
+            "capture", "ladder", "--url", url, "--model", "m", "--concurrency", "1", "--warmup", "0",
+            "--max-tokens", "16", "--out", str(tmp_path / "h"),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "h" / "requests.json").read_text())
+    assert [q["completion_tokens"] for q in doc["requests"]] == [16]

@@ -160,7 +160,7 @@ def capture_ladder(
                 texts.append(t)
                 prefixes.append(p)
             delays = [0.0, interleave_delay_s] if scenario == "interleave" else [0.0] * len(classes)
-            results = _send_together(base, model, texts, delays, max_tokens, ignore_eos, request_timeout_s)
+            results = _send_together(base, model, texts, delays, max_tokens, ignore_eos, request_timeout_s, name)
             # the engine counts a finished request a moment after its last byte: wait (bounded) for all n
             after, _a_snap, settle = settled_after(endpoint, b_snap, profile, len(classes), settle_s)
             if settle_note(name, settle):
@@ -253,6 +253,7 @@ def _send_together(
     max_tokens: int,
     ignore_eos: bool,
     timeout_s: float,
+    step: str = "step",
 ) -> list[StreamResult]:
     """Send the requests at once (request i ``delays[i]`` seconds after the first); the results in order.
     Any request's failure fails the step (a partial step would not be a concurrency-k measurement)."""
@@ -277,7 +278,7 @@ def _send_together(
         if ignore_eos:
             body["ignore_eos"] = True
         try:
-            results[i] = stream_completion(base, body, timeout_s)
+            results[i] = stream_completion(base, body, timeout_s, f"{step} request {i}")
         except BaseException as e:  # noqa: BLE001 - handed to the main thread, re-raised there
             errors[i] = e
 

@@ -71,10 +71,25 @@ class StreamResult:
     first_token_s: float | None = None  # first event carrying generated text, from start
 
 
-def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> StreamResult:
+def check_usage(url: str, step: str, body: dict[str, Any], usage: dict[str, Any]) -> None:
+    """The client's word checked where it is received: an answer whose ``usage.completion_tokens``
+    exceeds the request's ``max_tokens`` cannot be what the server generated (a server reporting 100x
+    the tokens turned a ladder into 51,674 tok/s: issue 34) — refused (SourceError, exit 4)."""
+    n, cap = usage.get("completion_tokens"), body.get("max_tokens")
+    if isinstance(n, (int, float)) and not isinstance(n, bool) and isinstance(cap, int) and n > cap:
+        raise SourceError(
+            url,
+            f"{step}: the answer's usage.completion_tokens is {n:g}, above the request's max_tokens {cap}: the "
+            "server's usage is not what it generated, so no figure of this capture can rest on it (refused)",
+        )
+
+
+def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float, step: str = "request") -> StreamResult:
     """One streamed completion; times on the monotonic clock from just before the request is sent.
     ``timeout_s`` bounds the whole request (connect, every event, the end of the stream), and a line
-    without a line feed is cut at :data:`benchbook.httpread.MAX_LINE_BYTES`."""
+    without a line feed is cut at :data:`benchbook.httpread.MAX_LINE_BYTES`. A server that answers one
+    JSON object instead of a stream (non-streamed) has its ``usage`` and finish reason read from it.
+    Completion tokens above ``max_tokens`` are refused (:func:`check_usage`; ``step`` names where)."""
     url = base_url.rstrip("/") + "/v1/completions"
     start_unix = time.time()
     t0 = time.monotonic()
@@ -103,8 +118,11 @@ def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> 
                 if 400 <= r.status < 500:  # the request is wrong (model name, options): bad input
                     raise InputError(url, "-", msg)
                 raise SourceError(url, msg)
+            plain: list[str] = []  # a non-streamed answer: one JSON object, no data: lines
             for line in r.lines():
                 if not line.startswith("data:"):
+                    if events == 0 and line.strip():
+                        plain.append(line)
                     continue
                 now = time.monotonic()
                 if first is None:
@@ -129,6 +147,16 @@ def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> 
                             first_text = now
                     if ch.get("finish_reason"):
                         finish = ch["finish_reason"]
+            if events == 0 and plain:
+                try:
+                    whole = json.loads("\n".join(plain))
+                except ValueError:
+                    whole = None
+                if isinstance(whole, dict):
+                    usage = whole.get("usage") if isinstance(whole.get("usage"), dict) else {}
+                    for ch in whole.get("choices") or []:
+                        if isinstance(ch, dict) and ch.get("finish_reason"):
+                            finish = ch["finish_reason"]
     except httpread.HTTPReadError as e:
         if e.kind == "timeout":
             raise SourceError(
@@ -136,6 +164,7 @@ def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> 
             ) from None
         raise SourceError(url, f"request failed: {e.reason}") from None
     end = time.monotonic()
+    check_usage(url, step, body, usage)
     return StreamResult(
         start_unix,
         end - t0,
@@ -282,7 +311,7 @@ def capture_phases(
                 stem = f"metrics/{name}-{rnd}"
                 before = endpoint.fetch()
                 b_snap = endpoint.check(before)
-                res = stream_completion(base, body, request_timeout_s)
+                res = stream_completion(base, body, request_timeout_s, f"{name} round {rnd}")
                 spans.append((res.start_unix, res.start_unix + res.client_total_s))
                 after, a_snap, settle = settled_after(endpoint, b_snap, profile, 1, settle_s)
                 if settle_note(f"{name} #{rnd}", settle):
