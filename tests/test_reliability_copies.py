@@ -156,3 +156,30 @@ def test_a_zero_spread_never_makes_a_result_by_rank_or_judge():
     assert judge(xs, ys, spread=0.0, higher_is_better=True).state == "cannot"
     assert judge(xs[:3], ys[:3], spread=0.0, higher_is_better=True, rule="strict").state == "cannot"
     assert judge(xs, ys, spread=0.05, higher_is_better=True).state == "result"
+
+
+def test_results_runs_outside_the_ladder_are_the_compare_sections_duplicates_only(tmp_path):
+    """Two results runs without a server process holding one vllm bench serve result: the compare
+    section lists the duplicate (once); it is not listed a second time as a copy."""
+    camp = tmp_path / "c"
+    src = ROOT / "tests" / "fixtures" / "tools" / "vllm-0.32.0+cpu" / "bench_serve.json"
+    runs = []
+    for rid in ("a", "b"):
+        (camp / "runs" / rid).mkdir(parents=True)
+        shutil.copy(src, camp / "runs" / rid / "bench_serve.json")
+        (camp / "runs" / rid / "results.json").write_text(
+            json.dumps({"format": "benchbook.results/1", "files": ["bench_serve.json"]})
+        )
+        runs.append({"id": rid, "harness": "results", "path": f"runs/{rid}"})
+    manifest = {
+        "format": "benchbook.campaign/1",
+        "title": "one result twice",
+        "question": "?",
+        "date": "2026-12-01",
+        "provenance": "measured",
+        "runs": runs,
+    }
+    (camp / "campaign.json").write_text(json.dumps(manifest))
+    an = analyse(camp)
+    assert an.copies == []
+    assert [d["copies"] for d in an.results.duplicates] == [["b"]]

@@ -6,9 +6,10 @@ then any difference would be "a result". The baseline page's repeats (the whole-
 the noise yardstick, the phase runs of an arm's server processes, the results ladder's processes) are
 checked here with the compare section's rule — identity and data, not bytes:
 
-* results runs: :func:`benchbook.analysis.identity.find_duplicates` over every benchmark run of the
-  campaign, exactly as the compare section collapses its duplicates (every identity field both
-  record agrees, and identical per-request records or run-level figures);
+* results runs of a server process (the ladder's): :func:`benchbook.analysis.identity.find_duplicates`
+  over every benchmark run of the campaign, exactly as the compare section collapses its duplicates
+  (every identity field both record agrees, and identical per-request records or run-level figures);
+  results runs outside the ladder are the compare section's to list, once;
 * phase runs: every sample (prompt class, repeat) with the same token counts and the same client
   and engine times (within :data:`TIME_ABS` s): figures read from two processes' counters never agree
   to the microsecond on every sample;
@@ -97,7 +98,9 @@ def find_copies(
             kept = results[d.kept][0]
             for i in d.members:
                 rid, f, b = results[i]
-                if i != d.kept and rid != kept:  # two files of one results run are the compare page's business
+                # two files of one results run, or runs outside the ladder (no server process), are the
+                # compare section's duplicates: listed there, once
+                if i != d.kept and rid != kept and rid in procs:
                     out.append(Copy(rid, kept, "results", d.why, str(f), procs.get(rid), procs.get(kept), b.location))
     if phases is not None and phases.height:
         out += _frame_copies(phases, "phases", PHASE_KEYS, PHASE_TIMES, PHASE_COUNTS, "phase samples", procs, named)
