@@ -10,12 +10,15 @@ checked here with the compare section's rule — identity and data, not bytes:
   over every benchmark run of the campaign, exactly as the compare section collapses its duplicates
   (every identity field both record agrees, and identical per-request records or run-level figures);
   results runs outside the ladder are the compare section's to list, once;
-* phase runs: every sample (prompt class, repeat) with the same token counts and the same client
-  and engine times (within :data:`TIME_ABS` s): figures read from two processes' counters never agree
-  to the microsecond on every sample;
-* whole-request runs: every request (round, scenario, n, index) with the same token counts, finish
-  reason and latency within :data:`TIME_ABS` s — the start and end times themselves may differ
-  (a copy shifted in time is still a copy).
+* phase runs of one arm (its configuration: the identity): every sample (prompt class, repeat) with
+  the same token counts and the same client and engine times (within :data:`TIME_ABS` s): figures
+  read from two processes' counters never agree to the microsecond on every sample;
+* whole-request runs of one arm: every request (round, scenario, n, index) with the same token
+  counts, finish reason and latency within :data:`TIME_ABS` s — the start and end times themselves
+  may differ (a copy shifted in time is still a copy).
+
+The same data in two arms is no repeat of either: it cannot make a spread, and the comparison of
+the two arms shows no difference (within noise), so it is left to the pages.
 
 The copy (every member but the kept one, the first in manifest order — for results runs the richest,
 as the compare section keeps it) is left out of the cells, the yardsticks and the ladder, and listed:
@@ -117,13 +120,14 @@ def _frame_copies(frame, harness, keys, times, counts, what, procs, named) -> li
     runs = list(dict.fromkeys(frame["run"].to_list()))
     if len(runs) < 2:
         return []
+    arm = dict(frame.select("run", "arm").unique(subset="run").iter_rows()) if "arm" in frame.columns else {}
     keys = [k for k in keys if k in frame.columns]
     per = {r: frame.filter(pl.col("run") == r).sort(keys, nulls_last=True) for r in runs}
     copy_of: dict[str, str] = {}
     out = []
     for j, b in enumerate(runs):
         for a in runs[:j]:
-            if a in copy_of:
+            if a in copy_of or arm.get(a) != arm.get(b):  # identity: one arm's configuration
                 continue
             if _same_rows(per[a], per[b], keys, times, counts):
                 copy_of[b] = a
