@@ -304,7 +304,7 @@ sys.meta_path.insert(0, _Blocker())
 
 
 def test_capture_imports_nothing_an_engine_environment_lacks(server, tmp_path):
-    """`python -m benchbook capture phases|ladder|run` with the analysis/notebook stack unimportable (a
+    """`python -m benchbook capture phases|ladder|run|sweep` with the analysis/notebook stack unimportable (a
     meta-path blocker in sitecustomize), against the small OpenAI-compatible server."""
     import fake_openai
 
@@ -330,9 +330,23 @@ def test_capture_imports_nothing_an_engine_environment_lacks(server, tmp_path):
         r = bb("run", "--metrics", url, "--every", "0.2", "--arm", "a", "--run", "p1", "--point", "c1",
                "--out", str(tmp_path / "o"), "--", sys.executable, "-c", "import time; time.sleep(0.5)")  # fmt: skip
         assert r.returncode == 0, r.stderr
+        r = bb("sweep", "--url", url, "--every", "0.2", "--arm", "a", "--run", "p1", "--concurrency", "1,2",
+               "--point-prefix", "s", "--out", str(tmp_path / "o"), "--",
+               sys.executable, "-c", "import sys, time; time.sleep(0.3 * int(sys.argv[1]))", "{concurrency}")  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert "every point done" in r.stdout
     run = tmp_path / "o" / "a" / "p1"
-    assert sorted(p.name for p in run.iterdir()) == ["c1", "host_samples.csv", "ladder", "phases"]
-    for point in ("c1", "ladder", "phases"):
+    assert sorted(p.name for p in run.iterdir()) == [
+        "c1",
+        "host_samples.csv",
+        "ladder",
+        "phases",
+        "s1",
+        "s2",
+        "sweep.json",
+    ]
+    validate(json.loads((run / "sweep.json").read_text()), "capture", run / "sweep.json")
+    for point in ("c1", "ladder", "phases", "s1", "s2"):
         cap = json.loads((run / point / "capture.json").read_text())
         validate(cap, "capture", run / point / "capture.json")
         assert cap["complete"] is True and cap["layout"]["folder"] == f"a/p1/{point}"

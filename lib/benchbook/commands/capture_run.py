@@ -44,12 +44,31 @@ def result_dirs_from_command(cmd: list[str]) -> list[str]:
     return out
 
 
-def _new_files(place: Path, since_unix: float) -> list[Path]:
+def _listing(places: list[str]) -> dict[Path, tuple[int, int]]:
+    """``{file: (mtime_ns, size)}`` of every file under the result places, taken before the command starts."""
+    out: dict[Path, tuple[int, int]] = {}
+    for place in places:
+        p = Path(place)
+        for f in [p] if p.is_file() else sorted(p.rglob("*")) if p.is_dir() else []:
+            if f.is_file():
+                st = f.stat()
+                out[f] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _new_files(place: Path, before: dict[Path, tuple[int, int]]) -> list[Path]:
+    """The files under ``place`` created or changed since :func:`_listing` (a sweep writing every point's
+    result into one folder: each point copies its own file, not the points' before it)."""
+
+    def changed(f: Path) -> bool:
+        st = f.stat()
+        return before.get(f) != (st.st_mtime_ns, st.st_size)
+
     if place.is_file():
-        return [place] if place.stat().st_mtime >= since_unix - 1 else []
+        return [place] if changed(place) else []
     if not place.is_dir():
         return []
-    return sorted(p for p in place.rglob("*") if p.is_file() and p.stat().st_mtime >= since_unix - 1)
+    return sorted(p for p in place.rglob("*") if p.is_file() and changed(p))
 
 
 class _Tee(threading.Thread):
@@ -171,6 +190,7 @@ def capture_run(
     interrupted = False
     proc = None
     start = time.time()
+    existing = _listing(places)
     try:
         doc["command"]["started_at"] = utc(start)
         proc = subprocess.Popen(
@@ -221,7 +241,7 @@ def capture_run(
                 cmd["signal"] = signal.Signals(-rc).name
             if rc and stopped is None:
                 stopped = f"the command failed (exit status {rc}); see command.log"
-        _collect(folder, places, start)
+        _collect(folder, places, existing)
         try:
             keep(endpoint.check_fetch(), "after", "after")
         except BenchbookError as e:
@@ -240,11 +260,11 @@ def capture_run(
     return folder
 
 
-def _collect(folder: RunFolder, places: list[str], since_unix: float) -> None:
+def _collect(folder: RunFolder, places: list[str], existing: dict[Path, tuple[int, int]]) -> None:
     doc = folder.doc
     for place in places:
         p = Path(place)
-        for f in _new_files(p, since_unix):
+        for f in _new_files(p, existing):
             rel = Path("results") / (f.relative_to(p) if p.is_dir() else f.name)
             if any(r["file"] == str(rel) for r in doc["result_files"]):
                 continue
