@@ -84,7 +84,8 @@ def test_points_are_planned_and_checked_before_anything_runs():
 
 def test_sweep_runs_each_point_as_a_capture_run_and_init_reads_the_layout(tmp_path):
     root, res = tmp_path / "caps", tmp_path / "res"
-    with fake_openai.serving() as (url, st):
+    # an engine that counts each request 0.3 s after its last byte: the point's after scrape waits for it
+    with fake_openai.serving(count_delay_s=0.3) as (url, st):
         r = _bb(
             "capture", "sweep", "--url", url, "--arm", "batch", "--run", "p1", "--out", str(root),
             "--every", "0.2", "--concurrency", "1,4", "--num-prompts-per-point", "max(3, 2*concurrency)",
@@ -93,7 +94,7 @@ def test_sweep_runs_each_point_as_a_capture_run_and_init_reads_the_layout(tmp_pa
         assert r.returncode == 0, r.stderr + r.stdout
         assert len(st.bodies) == 3 + 8
     run = root / "batch" / "p1"
-    assert sorted(p.name for p in run.iterdir()) == ["conc1", "conc4", "host_samples.csv", "sweep.json"]
+    assert sorted(p.name for p in run.iterdir()) == ["conc1", "conc4", "events.jsonl", "host_samples.csv", "sweep.json"]
     sweep = json.loads((run / "sweep.json").read_text())
     validate(sweep, "capture", run / "sweep.json")
     assert sweep["kind"] == "sweep" and sweep["complete"] is True and sweep["stopped"] is None
@@ -114,6 +115,7 @@ def test_sweep_runs_each_point_as_a_capture_run_and_init_reads_the_layout(tmp_pa
         s = p["summary"]
         assert s["completed"] == n and s["result_file"] == f"results/bench_conc{c}.json"
         assert s["engine"] == {"requests": n, "generation_tokens": 4 * n}
+        assert cap["settle"]["expected"] == n and cap["settle"]["counted"] == n and not cap["settle"]["timed_out"]
     assert "capture sweep: point 2 of 2: conc4" in r.stdout and "ETA" in r.stdout
     lines = r.stdout.splitlines()
     tail = lines[lines.index("capture sweep: every point done") + 1 :]
@@ -167,7 +169,13 @@ def test_a_rate_sweep_names_its_points_rate_r(tmp_path):
         )  # fmt: skip
         assert r.returncode == 0, r.stderr + r.stdout
     run = root / "a" / "p1"
-    assert sorted(p.name for p in run.iterdir()) == ["host_samples.csv", "rate2", "rateinf", "sweep.json"]
+    assert sorted(p.name for p in run.iterdir()) == [
+        "events.jsonl",
+        "host_samples.csv",
+        "rate2",
+        "rateinf",
+        "sweep.json",
+    ]
     sweep = json.loads((run / "sweep.json").read_text())
     assert sweep["sweep"]["values"] == [2, "inf"] and [p["value"] for p in sweep["points"]] == [2, "inf"]
     cap = json.loads((run / "rateinf" / "capture.json").read_text())

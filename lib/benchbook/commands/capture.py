@@ -89,6 +89,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--time-limit", type=float, metavar="S", help="stop the command after S seconds (marked incomplete)"
     )
     rn.add_argument("--quiet", action="store_true", help="do not echo the command's output (command.log keeps it)")
+    rn.add_argument(
+        "--expect-requests",
+        type=int,
+        metavar="N",
+        help="the requests the command sends (e.g. its --num-prompts): the after scrape waits (--settle-timeout) "
+        "until the engine has counted N more finished requests",
+    )
     _common(rn)
     rn.add_argument("command", nargs=argparse.REMAINDER, help="-- COMMAND ARGS…: the benchmark command")
 
@@ -189,6 +196,20 @@ def _common(p: argparse.ArgumentParser, point: bool = True) -> None:
         "--scrape-timeout", type=float, default=10.0, help="time limit per /metrics scrape, seconds (default 10)"
     )
     p.add_argument("--retries", type=int, default=3, help="attempts per scrape before giving up (default 3)")
+    p.add_argument(
+        "--settle-timeout",
+        type=float,
+        default=5.0,
+        metavar="S",
+        help="before a step's after scrape, wait at most S seconds (polling /metrics every 0.1 s) until the "
+        "engine's finished-request counter has counted the step's requests (default 5; recorded as settle)",
+    )
+    p.add_argument(
+        "--compress",
+        action="store_true",
+        help="write each /metrics scrape gzip-compressed (NAME.prom.gz, about a tenth of the size); "
+        "every benchbook reader reads them as they are",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -196,6 +217,8 @@ def run(args: argparse.Namespace) -> int:
     argv = {k: v for k, v in vars(args).items() if isinstance(v, (str, int, float, bool, list, type(None)))}
     if args.retries < 1:
         raise UsageError("--retries must be at least 1")
+    if args.settle_timeout < 0:
+        raise UsageError("--settle-timeout must be 0 or more seconds")
     if args.capture_kind == "sweep":
         return _sweep(args, argv)
     from benchbook.commands.capture_folder import layout
@@ -219,6 +242,8 @@ def run(args: argparse.Namespace) -> int:
             "scrape_timeout_s": args.scrape_timeout,
             "retries": args.retries,
             "same_prompt": args.same_prompt,
+            "compress": args.compress,
+            "settle_s": args.settle_timeout,
             **place,
         }
     if args.capture_kind == "phases":
@@ -264,6 +289,9 @@ def run(args: argparse.Namespace) -> int:
         scrape_timeout_s=args.scrape_timeout,
         retries=args.retries,
         echo=not args.quiet,
+        compress=args.compress,
+        expect_requests=args.expect_requests,
+        settle_s=args.settle_timeout,
         **place,
     )
     rc = folder.doc["command"]["exit_status"]
@@ -296,5 +324,7 @@ def _sweep(args: argparse.Namespace, argv: dict) -> int:
         retries=args.retries,
         echo=not args.quiet,
         server_pid=args.server_pid,
+        compress=args.compress,
+        settle_s=args.settle_timeout,
     )
     return rc

@@ -23,7 +23,7 @@ from typing import Any
 
 from benchbook.commands.capture_folder import RunFolder, utc
 from benchbook.commands.capture_memory import MemorySampling
-from benchbook.commands.scrape import MetricsEndpoint, Scrape
+from benchbook.commands.scrape import SETTLE_TIMEOUT_S, MetricsEndpoint, Scrape, settle_note, settled_after
 from benchbook.errors import BenchbookError, InputError
 from benchbook.jsonfile import sha256_file
 
@@ -131,6 +131,9 @@ def capture_run(
     run: str | None = None,
     point: str | None = None,
     server_pid: int | None = None,
+    compress: bool = False,
+    expect_requests: int | None = None,
+    settle_s: float = SETTLE_TIMEOUT_S,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     if not command:
@@ -143,8 +146,8 @@ def capture_run(
     if exe is None:
         raise InputError("command", command[0], "not found on PATH")
     endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
-    first, _snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
-    folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point)
+    first, first_snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before the folder
+    folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point, compress=compress)
     places = list(results) if results else result_dirs_from_command(command)
     doc = folder.doc
     doc.update(
@@ -168,7 +171,7 @@ def capture_run(
             "result_places": places,
             "result_files": [],
             "files": {
-                "snapshots": "metrics/before.prom, metrics/during-NNNN.prom, metrics/after.prom",
+                "snapshots": f"metrics/before{folder.prom}, metrics/during-NNNN{folder.prom}, metrics/after{folder.prom}",
                 "command_log": "command.log",
                 "results": "results/ (copies of the files the command wrote)",
             },
@@ -176,7 +179,7 @@ def capture_run(
     )
 
     def keep(s: Scrape, name: str, phase: str) -> None:
-        rel = folder.write(f"metrics/{name}.prom", s.text)
+        rel = folder.write_metrics(f"metrics/{name}", s.text)
         doc["snapshots"].append({"file": rel, "phase": phase, "at": utc(s.unix_s), "unix_s": round(s.unix_s, 6)})
 
     keep(first, "before", "before")
@@ -241,9 +244,17 @@ def capture_run(
                 cmd["signal"] = signal.Signals(-rc).name
             if rc and stopped is None:
                 stopped = f"the command failed (exit status {rc}); see command.log"
+        if proc is not None:
+            folder.mark(folder.point_name, start, end, kind="run", exit_status=cmd["exit_status"])
         _collect(folder, places, existing)
         try:
-            keep(endpoint.check_fetch(), "after", "after")
+            # a command that ran to the end: wait (bounded) until the engine counted its requests
+            wait = expect_requests if cmd.get("exit_status") == 0 and not interrupted else None
+            after, _a, settle = settled_after(endpoint, first_snap, profile, wait, settle_s)
+            doc["settle"] = settle
+            if settle_note("the command", settle):
+                log(settle_note("the command", settle))
+            keep(after, "after", "after")
         except BenchbookError as e:
             doc["scrape_errors"].append({"at": utc(time.time()), "error": f"after scrape: {e}"})
             stopped = stopped or f"the scrape after the command failed: {e}"

@@ -204,6 +204,8 @@ def capture_sweep(
     retries: int = 3,
     echo: bool = True,
     server_pid: int | None = None,
+    compress: bool = False,
+    settle_s: float | None = None,
     log: Callable[[str], None] = print,
 ) -> tuple[dict[str, Any], int]:
     """Run the sweep; returns (the sweep document, the exit status: 0, or the failed point's)."""
@@ -253,6 +255,7 @@ def capture_sweep(
         "started_at": utc(started),
         "ended_at": None,
         "host": host_facts(),
+        "compressed": compress,
         "files": {
             "points": ", ".join(f"{p['point']}/" for p in points) + " (one capture run folder per point)",
             "sweep": sweep_path.name,
@@ -321,6 +324,9 @@ def capture_sweep(
                     run=run,
                     point=p["point"] if arm else None,
                     server_pid=server_pid,
+                    compress=compress,
+                    expect_requests=p["num_prompts"],
+                    **({} if settle_s is None else {"settle_s": settle_s}),
                     log=log,
                 )
             except KeyboardInterrupt:
