@@ -274,17 +274,22 @@ def test_measure_campaign_runs_each_arm_and_process_and_ends_with_init(tmp_path)
     assert any("serial/p1: ready in" in ln for ln in progress) and any("batch/p1: ready in" in ln for ln in progress)
     assert any("init: exit 0" in ln for ln in progress), progress[-5:]
 
-    order = ["server_start", "ready", "phase_start", "phase_end", "ladder_start", "ladder_end", "sweep_start"]
-    order += ["sweep_end", "server_stop", "server_stopped", "run_done"]
+    order = ["server_start", "server_pid", "ready"]
+    order += [f"capture_{e}/{c}" for c in ("phases", "ladder", "sweep") for e in ("start", "end")]
+    order += ["server_stop", "server_stopped", "run_done"]
     for arm, seqs in (("serial", 1), ("batch", 16)):
         run = out / arm / "p1"
         evs = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+        for e in evs:
+            if e["event"].startswith("capture_"):
+                e["event"] += "/" + e["capture"]
         t = {e["event"]: e for e in evs}
-        assert [e["event"] for e in evs if e["event"] in order] == order
+        assert [e["event"] for e in evs if e["event"] in order] == order  # each once, in this order
         assert [t[k]["t"] for k in order] == sorted(t[k]["t"] for k in order)
-        for point in ("conc1", "conc4"):  # each sweep point inside the sweep, its benchmark inside its command
+        for point in ("conc1", "conc4"):  # the sweep's own markers, inside the script's sweep window
             b = t[f"bench_{point}"]
-            assert t["sweep_start"]["t"] <= b["command_start"] <= b["t_start"] < b["t_end"] <= t["sweep_end"]["t"]
+            assert t["capture_start/sweep"]["t"] <= b["t_start"] < b["t_end"] <= t["capture_end/sweep"]["t"]
+        assert any(e["event"].startswith("bench_phases/") for e in evs)
         pid = t["server_pid"]["pid"]
         assert f"'max_num_seqs': {seqs}" in (run / "server.log").read_text()  # its log says what ran
         # one sampler at a time: one header, the clock never going back, samples before the server started,
@@ -305,6 +310,7 @@ def test_measure_campaign_runs_each_arm_and_process_and_ends_with_init(tmp_path)
             ("conc4", "done", 8, 0),
         ]
         assert eng._gone(pid)  # the server's process group is gone
+        assert list((run / "conc4").rglob("*.prom.gz")) and not list(run.rglob("*.prom"))  # --compress
     assert not (out / ".server.pgid").exists()
 
     manifest = json.loads((camp / "campaign.json").read_text())
