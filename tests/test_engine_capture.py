@@ -329,6 +329,13 @@ def test_measure_campaign_runs_each_arm_and_process_and_ends_with_init(tmp_path)
     again = _measure(*args, timeout=120)
     assert again.returncode == 0, again.stderr + again.stdout
     assert again.stdout.count("measured already") == 2 and "starting" not in again.stdout
+    plan = _measure(*args, "--processes", "batch=2", "--plan", timeout=60)
+    assert plan.returncode == 0 and [ln.split(";")[0] for ln in plan.stdout.splitlines() if not ln[0].isspace()] == [
+        "serial/p1: done",
+        "batch/p1: done",
+        "batch/p2: new",
+    ]
+    assert not (out / "batch" / "p2").exists()
     bad = _measure(*args, "--only", "batch/p2", timeout=60)
     assert bad.returncode == 2 and "arm batch has runs p1" in bad.stderr
 
