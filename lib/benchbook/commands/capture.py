@@ -25,7 +25,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     ph = sub.add_parser(
         "phases",
-        help="the phase harness: one streamed request at a time, /metrics around each",
+        help="the phase harness: one streamed request at a time, /metrics around each (prefill and decode apart)",
         description="One streamed /v1/completions request at a time against an OpenAI-compatible "
         "server, /metrics scraped before and after each: writes a phases run.",
     )
@@ -38,10 +38,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     ld = sub.add_parser(
         "ladder",
-        help="the concurrency harness: a single request, k at once for each k, the long/short interleave",
-        description="The seeds' concurrency harness against an OpenAI-compatible server: a single streamed "
-        "request, then k streamed requests at once for each k of --concurrency, then (--interleave) a long "
-        "and a short request together; /metrics before and after each step. Writes a requests run.",
+        help="the concurrency ladder: a single request, k at once for each k, the long/short interleave",
+        description="The concurrency ladder against an OpenAI-compatible server: a single streamed "
+        "request, then k streamed requests at once for each k of --concurrency (is the aggregate rate flat — "
+        "one request at a time — or does it grow with k?), then (--interleave) a long and a short request "
+        "together; /metrics before and after each step. Writes a requests run (the baseline page's ladder).",
     )
     _requests(ld)
     ld.add_argument(
@@ -111,8 +112,9 @@ def _requests(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--same-prompt",
         action="store_true",
-        help="send each class's text unchanged every time (the seeds' harness); default: every request's "
-        "prompt starts with a prefix of its own, so none is served from the engine's prefix cache",
+        help="send each class's text unchanged every time (on a prefix-caching server the later requests are "
+        "then served mostly from its cache); default: every request's prompt starts with a prefix of its own, "
+        "so none is served from the engine's prefix cache",
     )
     p.add_argument("--metrics", help="the /metrics URL when it is not URL/metrics")
     p.add_argument("--request-timeout", type=float, default=300.0, help="time limit per request, seconds (default 300)")

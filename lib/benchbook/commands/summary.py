@@ -42,9 +42,9 @@ def build(
 def add_arguments(p) -> None:
     p.add_argument("campaign", type=Path, help="campaign folder")
     p.add_argument("--json", action="store_true", help="print one JSON object (the stable, documented shape)")
-    from benchbook.analysis.verdict import RULES
+    from benchbook.analysis.verdict import RULE_HELP, RULES
 
-    p.add_argument("--rule", choices=list(RULES), default="seed", help="noise rule for verdicts")
+    p.add_argument("--rule", choices=list(RULES), default="seed", help=RULE_HELP)
     p.add_argument(
         "--warmup-rounds",
         type=int,

@@ -141,8 +141,8 @@ def how_to_read(page: Page) -> bd.Block:
                 if ns
                 else "no phase-split cells. "
             )
-            + "Whole-request figures are one run each (n=1); runs of the same arm are separate rows. Runs, not "
-            "requests, are the unit of replication."
+            + "Whole-request figures are one server process each (n=1); the processes of one arm are separate "
+            "rows. Server processes, not requests, are the unit of replication."
         ),
         warmup=(
             f"{'/'.join(map(str, disc)) or 'no'} warm-up round(s) per cell discarded before statistics "
@@ -159,6 +159,28 @@ def how_to_read(page: Page) -> bd.Block:
             "Decode rates are floors: the engine's duration runs to the end of the response.",
         ],
     )
+
+
+def _cli_flags(args: dict[str, Any]) -> str:
+    """Switches as a server's command line takes them: ``--max-num-seqs 1``, a true switch bare
+    (``--enforce-eager``), a false one negated (``--no-enable-prefix-caching``); "default" (the engine
+    chose) is no switch at all."""
+    import json
+
+    out = []
+    for k, v in args.items():
+        flag = k.replace("_", "-")
+        if v is True:
+            out.append(f"--{flag}")
+        elif v is False:
+            out.append(f"--no-{flag}")
+        elif v is None or v == "default":
+            continue
+        elif isinstance(v, (dict, list)):
+            out.append(f"--{flag} '{json.dumps(v, sort_keys=True)}'")
+        else:
+            out.append(f"--{flag} {v}")
+    return " ".join(out) or "none (the engine's defaults)"
 
 
 def scope(page: Page) -> bd.Block:
@@ -184,9 +206,9 @@ def configuration(page: Page) -> bd.Block:
             "Label": c.arm_label(a),
             "Mode": c.arms[a]["mode"],
             "Environment": c.arm_environment(a),
-            "Server args (requested)": " ".join(
-                f"--{k.replace('_', '-')} {v}" for k, v in c.arms[a].get("server_args", {}).items()
-            ),
+            # what was asked for on the command line: init's arms say it as `requested` (their server_args
+            # are what ran); a hand-written arm's server_args are what it requested
+            "Server args (requested)": _cli_flags(c.arms[a].get("requested", c.arms[a].get("server_args", {}))),
             "Commit": c.arms[a].get("commit", "—"),
             "Series": c.arms[a].get("series", "—"),
         }
@@ -218,7 +240,11 @@ def configuration(page: Page) -> bd.Block:
             )
         )
         + "<h3>Arms</h3>"
-        + str(bd.table(arms, id="arms", caption="Each arm is one configuration; each run one server process."))
+        + str(
+            bd.table(
+                arms, id="arms", caption="Each arm is one server configuration; its server processes are the repeats."
+            )
+        )
         + "<h3>Environment</h3>"
         + str(
             bd.collapsed(
@@ -258,14 +284,15 @@ def whole_request(page: Page) -> bd.Block:
             )
         for cmp_row in _ratio_rows(page, sr):
             table.append(cmp_row)
-        commit = page.camp.arms[sr[0]["arm"]].get("commit") or page.camp.manifest["engine"].get("commit", "unrecorded")
+        commit = page.camp.arms[sr[0]["arm"]].get("commit") or page.camp.manifest["engine"].get("commit")
+        commit = f"engine commit {commit}" if commit else "engine commit not recorded (campaign.json engine.commit)"
         out.append(
             str(
                 bd.table(
                     table,
                     id=f"whole-request-{sections.slug(series)}",
                     caption=(
-                        f"{_series_prefix(series)}commit {commit}. Each row is one server process; {_ctx(page)}; the "
+                        f"{_series_prefix(series)}{commit}. Each row is one server process; {_ctx(page)}; the "
                         "interleave "
                         "figure is the latency of a short request started while a long one is in flight. Ladder columns are "
                         "aggregate rates n × tokens / wall (output tok/s)."
@@ -277,12 +304,18 @@ def whole_request(page: Page) -> bd.Block:
 
 
 def _mode(page: Page, arm: str) -> str:
+    """The arm's mode and how many requests it may run at once, in the engine's own words: ``max batch
+    size 8`` (the pocket engine's switch), ``max_num_seqs 16`` (vLLM's), nothing where neither is known."""
     a = page.camp.arms[arm]
     sa = a.get("server_args", {})
-    s = f"{a['mode']}, mbs={sa.get('max_batch_size', '?')}"
+    parts = [a["mode"]]
+    if sa.get("max_batch_size") is not None:
+        parts.append(f"max batch size {sa['max_batch_size']}")
+    elif sa.get("max_num_seqs") is not None:
+        parts.append(f"max_num_seqs {sa['max_num_seqs']}")
     if sa.get("prefill_token_budget"):
-        s += f", budget {sa['prefill_token_budget']}"
-    return s
+        parts.append(f"prefill budget {sa['prefill_token_budget']}")
+    return ", ".join(parts)
 
 
 def _s(v):
@@ -390,9 +423,11 @@ def phase_split(page: Page) -> bd.Block:
         "<h2>Prefill and decode separately</h2>",
         str(
             bd.text(
-                "Each cell is the median after the warm-up discard, with [min–max] of the samples; ptok is the "
-                "prompt token count the engine counted, ctok the generated count. prefill_s = Δ TTFT sum; decode "
-                "tokens = Δ generation tokens − 1; decode_s = Δ duration sum − prefill_s. Decode rates are floors."
+                "Each cell is the median after the warm-up discard, with [min–max] of the samples; the prompt "
+                "and generated token counts are the engine's. Prefill time = the change of the engine's "
+                "time-to-first-token sum; decode tokens = the change of its generated-token count − 1; decode "
+                "time = the change of its request-duration sum − prefill time. Decode rates are floors (the "
+                "duration runs to the end of the response)."
             )
         ),
     ]
@@ -411,10 +446,10 @@ def phase_split(page: Page) -> bd.Block:
                         "Arm": a,
                         "Env": page.camp.arm_environment(a),
                         "Prompt": pclass,
-                        "ptok": int(f["prompt_tokens"]),
+                        "Prompt tokens": int(f["prompt_tokens"]),
                         "Prefill": f"{pt.median:.3f} s",
                         "Prefill tok/s": pts.fmt(1),
-                        "ctok": int(f["generated_tokens"]),
+                        "Generated tokens": int(f["generated_tokens"]),
                         "Decode tok/s": dt.fmt(3),
                         "Total": f"{tot.median:.3f} s",
                         "n": pt.n,
@@ -458,7 +493,8 @@ def _interval_rates(page: Page) -> str:
         ],
         id="interval-rates",
         caption=(
-            f"(ptok₂ − ptok₁) / (prefill₂ − prefill₁) between the two prompt classes: an {label}. The interval "
+            f"(prompt tokens₂ − prompt tokens₁) / (prefill time₂ − prefill time₁) between the two prompt classes: "
+            f"an {label}. The interval "
             "contains the fixed per-request cost; it is not a prefill throughput, and no curve is fitted through "
             "two points."
         ),
@@ -508,14 +544,20 @@ def _references(page: Page) -> str:
     )
 
 
+PHASE_CHART_TITLES = {"prefill_tok_s": "prefill tok/s", "decode_tok_s": "decode tok/s (a floor)"}
+
+
 def phase_chart(page: Page) -> bd.Block:
     import altair as alt
     import polars as pl
 
     if not page.camp.runs_of("phases"):
         return bd.Block("")
-    cells = page.analysis.phase_cells_of(page.arms).filter(pl.col("metric").is_in(["prefill_tok_s", "decode_tok_s"]))
-    d = cells.select("arm", "prompt_class", "metric", "median", "min", "max")
+    cells = page.analysis.phase_cells_of(page.arms).filter(pl.col("metric").is_in(list(PHASE_CHART_TITLES)))
+    # panels titled in words, not by the metric's variable name
+    d = cells.select("arm", "prompt_class", "metric", "median", "min", "max").with_columns(
+        pl.col("metric").replace_strict(PHASE_CHART_TITLES)
+    )
     base = alt.Chart(d)
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("median:Q", title="tok/s (median, min–max)", scale=alt.Scale(zero=False)),
@@ -528,7 +570,7 @@ def phase_chart(page: Page) -> bd.Block:
     ch = (
         alt.layer(rng, pts)
         .properties(width=230, height=22 * max(1, len(page.arms)))
-        .facet(column=alt.Column("metric:N", title=None))
+        .facet(column=alt.Column("metric:N", title=None, sort=list(PHASE_CHART_TITLES.values())))
         .resolve_scale(x="independent")
     )
     return bd.chart(
@@ -955,7 +997,7 @@ def verdict(page: Page) -> bd.Block:
     flats = [c for c in page.checks if c.get("kind") == "serialization" and c.get("flat")]
     if flats:
         lines.append(
-            f"Throughput is flat across the ladder in {len(flats)} run(s) "
+            f"Throughput is flat across the ladder in {len(flats)} server process(es) "
             f"({', '.join(c['run'] for c in flats)}): requests are served one at a time."
         )
     by_pair: dict[tuple[str, str], list[dict]] = {}

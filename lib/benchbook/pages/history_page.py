@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.analysis.history import MIN_STEP_CAMPAIGNS, STEP_PENALTY_PER_LOG_N, Figure, History, load_history
-from benchbook.analysis.verdict import RULE_TEXT
+from benchbook.analysis.verdict import RULE_NAMES, RULE_TEXT
 from benchbook.numfmt import fmt_pct
 from benchbook.pages import display as bd
 from benchbook.pages.sections import slug
@@ -64,7 +64,7 @@ def header(page: Page) -> bd.Block:
     return bd.Block(
         f"<h1>{bd.esc(page.title)}</h1>"
         f"<p>{h.campaigns} campaign(s) in {len(h.series)} series: {bd.esc(series or 'none')}. "
-        f"Noise rule: {bd.esc(h.rule)}.</p>{note}"
+        f"Noise rule: {bd.esc(RULE_NAMES[h.rule])} ({bd.esc(h.rule)}).</p>{note}"
     )
 
 
