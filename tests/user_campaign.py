@@ -11,6 +11,10 @@ The perturbation is consistent: every time in a result file (duration, TTFTs, IT
 figures) and every ``*_seconds_sum`` counter of the ``/metrics`` captures is multiplied by
 one factor per file, throughputs divided by it; the phase samples' client times scale with their
 captures; token counts, request counts and the GPU samples stay what the engine wrote.
+
+:func:`captured_runs` makes the other shape a user has: what the README's capture loop writes
+(``capture ladder --arm --run``, two server processes per arm) against the capture tests' small
+OpenAI-compatible server.
 """
 
 from __future__ import annotations
@@ -59,14 +63,16 @@ def _scale_prom(text: str, f: float) -> str:
     return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
 
 
-def _copy_process(src: Path, dst: Path, perturb: bool) -> None:
+def _copy_process(src: Path, dst: Path, perturb: bool, points: tuple[str, ...] = POINTS, phases: bool = True) -> None:
     for p in sorted(src.rglob("*")):
         if p.is_dir():
             continue
         rel = p.relative_to(src)
+        if not phases and (p.name in ("phases.json", "phase.log") or p.name.startswith("phase_")):
+            continue
         if rel.parts[0] in ("results", "metrics"):
             m = _POINT.match(p.name)
-            if m and m.group(1) not in POINTS:
+            if m and m.group(1) not in points:
                 continue
         out = dst / rel
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -97,20 +103,61 @@ def _copy_process(src: Path, dst: Path, perturb: bool) -> None:
             shutil.copyfile(p, out)
 
 
-def my_runs(tmp: Path, arms: tuple[str, ...] = ("serial", "batch")) -> Path:
-    """``tmp/my-runs/ARM/{p1,p2}/``: each arm's H200 process folder as p1 and, perturbed, as p2."""
-    base = tmp / "my-runs"
+def my_runs(
+    tmp: Path,
+    arms: tuple[str, ...] = ("serial", "batch"),
+    points: tuple[str, ...] = POINTS,
+    phases: bool = True,
+    name: str = "my-runs",
+) -> Path:
+    """``tmp/NAME/ARM/{p1,p2}/``: each arm's H200 process folder as p1 and, perturbed, as p2, with the
+    load points ``points`` (and the phase harness's files unless ``phases`` is false)."""
+    base = tmp / name
     for arm in arms:
-        _copy_process(H200 / arm, base / arm / "p1", perturb=False)
-        _copy_process(H200 / arm, base / arm / "p2", perturb=True)
+        _copy_process(H200 / arm, base / arm / "p1", perturb=False, points=points, phases=phases)
+        _copy_process(H200 / arm, base / arm / "p2", perturb=True, points=points, phases=phases)
     return base
 
 
-def init_campaign(tmp: Path, arms: tuple[str, ...] = ("serial", "batch")) -> Path:
-    """The campaign ``benchbook init`` makes from :func:`my_runs` (``tmp/my-campaign``)."""
+def init_campaign(tmp: Path, arms: tuple[str, ...] = ("serial", "batch"), name: str = "my-campaign", **kw) -> Path:
+    """The campaign ``benchbook init`` makes from :func:`my_runs`: ``tmp/data/NAME`` from the process
+    folders in ``tmp/runs/NAME`` (``kw`` as my_runs')."""
     from benchbook.commands.cli import main
 
-    runs = my_runs(tmp, arms)
-    camp = tmp / "my-campaign"
-    assert main(["init", str(camp), *(str(runs / a) for a in arms)]) == 0
+    runs = my_runs(tmp / "runs", arms, name=name, **kw)
+    camp = tmp / "data" / name
+    assert main(["init", "-q", str(camp), *(str(runs / a) for a in arms)]) == 0
+    return camp
+
+
+def captured_runs(tmp: Path, token_s: float = 0.002, max_tokens: int = 16) -> Path:
+    """``tmp/captured/ARM/RUN/ladder``: what the README's capture loop writes — ``benchbook capture
+    ladder --arm --run`` for a serial and a batched server, two server processes each — against the
+    small OpenAI-compatible server of the capture tests (``fake_openai``: a lock makes it serial), and
+    each process's ``server.log`` stating its ``max_num_seqs`` as vLLM's log does."""
+    import fake_openai
+    from benchbook.commands.cli import main
+
+    base = tmp / "captured"
+    for arm, serial in (("serial", True), ("batch", False)):
+        for run in ("p1", "p2"):
+            with fake_openai.serving(serial=serial, token_s=token_s) as (url, _st):
+                argv = ["capture", "ladder", "--url", url, "--model", "m", "--concurrency", "1,2,4,8"]
+                argv += ["--interleave", "--max-tokens", str(max_tokens), "--ignore-eos"]
+                assert main([*argv, "--arm", arm, "--run", run, "--out", str(base)]) == 0
+            seqs = 1 if serial else 16
+            (base / arm / run / "server.log").write_text(
+                f"INFO non-default args: {{'model': 'm', 'max_num_seqs': {seqs}}}\n"
+            )
+    return base
+
+
+def init_captured(tmp: Path) -> Path:
+    """The campaign ``benchbook init`` makes from :func:`captured_runs`: ``tmp/data/captured-campaign``
+    from ``tmp/runs/captured``."""
+    from benchbook.commands.cli import main
+
+    runs = captured_runs(tmp / "runs")
+    camp = tmp / "data" / "captured-campaign"
+    assert main(["init", "-q", str(camp), str(runs)]) == 0
     return camp

@@ -106,7 +106,7 @@ ARMS = {
                        "environment. The reference for decode-path changes and the "
                        "'all four' row of the ablation."},
     "batch": {
-        "label": "batch mode: max batch size 8, prefill budget 4096", "mode": "batch", "environment": "tuned",
+        "label": "batch mode", "mode": "batch", "environment": "tuned",
         "server_args": BATCH_ARGS, "commit": COMMIT_1536681, "series": "1536681",
         "description": "Tuned environment with --max-batch-size 8 --prefill-token-budget "
                        "4096 requested; the scheduler clamped it to width 1, budget 0 "
@@ -134,12 +134,12 @@ ARMS = {
         "description": "The sparse arena and the 43-layer cache together, on top of the "
                        "default environment."},
     "serial": {
-        "label": "serial: max batch size 1 (ccb339d)", "mode": "serial", "environment": "tuned",
+        "label": "serial control (ccb339d)", "mode": "serial", "environment": "tuned",
         "server_args": SERIAL_ARGS, "commit": COMMIT_CCB339D, "series": "ccb339d",
         "description": "Commit ccb339d plus the caps() change, tuned environment, "
                        "--max-batch-size 1 --prefill-token-budget 0: the width-1 control."},
     "batched-forward": {
-        "label": "the batched forward: max batch size 8 (ccb339d)", "mode": "batch", "environment": "tuned+batched-decode",
+        "label": "batched forward (ccb339d)", "mode": "batch", "environment": "tuned+batched-decode",
         "server_args": BATCH_ARGS, "commit": COMMIT_CCB339D, "series": "ccb339d",
         "description": "Commit ccb339d plus the caps() change, tuned environment with "
                        "POCKETLLM_CPP_BATCHED_DECODE=1, --max-batch-size 8 "

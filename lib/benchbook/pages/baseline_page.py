@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchbook.analysis.baseline import METRIC_NAMES, PHASE_METRICS, WHOLE_METRICS
+from benchbook.analysis.ladder import BURST_TPOT_MS
 from benchbook.analysis.verdict import RULE_TEXT
 from benchbook.errors import InputError
-from benchbook.numfmt import fmt_pct
+from benchbook.numfmt import fmt_num, fmt_pct
 from benchbook.pages import display as bd
 from benchbook.pages import sections
 
@@ -304,17 +305,18 @@ def whole_request(page: Page) -> bd.Block:
 
 
 def _mode(page: Page, arm: str) -> str:
-    """The arm's mode and how many requests it may run at once, in the engine's own words: ``max batch
-    size 8`` (the pocket engine's switch), ``max_num_seqs 16`` (vLLM's), nothing where neither is known."""
+    """The arm's mode and how many requests it may run at once, in the engine's own words: ``width 8,
+    budget 4096`` (the pocket engine's startup line: "batch width 8 …, prefill budget 4096"),
+    ``max_num_seqs 16`` (vLLM's switch), nothing where neither is known."""
     a = page.camp.arms[arm]
     sa = a.get("server_args", {})
     parts = [a["mode"]]
     if sa.get("max_batch_size") is not None:
-        parts.append(f"max batch size {sa['max_batch_size']}")
+        parts.append(f"width {sa['max_batch_size']}")
     elif sa.get("max_num_seqs") is not None:
         parts.append(f"max_num_seqs {sa['max_num_seqs']}")
     if sa.get("prefill_token_budget"):
-        parts.append(f"prefill budget {sa['prefill_token_budget']}")
+        parts.append(f"budget {sa['prefill_token_budget']}")
     return ", ".join(parts)
 
 
@@ -572,6 +574,8 @@ def phase_chart(page: Page) -> bd.Block:
         .properties(width=230, height=22 * max(1, len(page.arms)))
         .facet(column=alt.Column("metric:N", title=None, sort=list(PHASE_CHART_TITLES.values())))
         .resolve_scale(x="independent")
+        # room at the left for arm names: the browser's font may be wider than the one vl-convert measured
+        .properties(padding={"left": 24, "top": 5, "right": 40, "bottom": 5})
     )
     return bd.chart(
         ch,
@@ -767,7 +771,8 @@ def forest_chart(page: Page) -> bd.Block:
 def _cell_txt(c, side):
     med, lo, hi, n = (c[f"{side}_{k}"] for k in ("median", "min", "max", "n"))
     d = 1 if "prefill_tok" in c["metric"] else 3
-    return f"{med:.{d}f}" if n == 1 else f"{med:.{d}f} [{lo:.{d}f}–{hi:.{d}f}]"
+    f = lambda v: fmt_num(v, d)  # noqa: E731 - the seeds' decimals, no more digits than the figure carries
+    return f(med) if n == 1 else f"{f(med)} [{f(lo)}–{f(hi)}]"
 
 
 def amortization(page: Page) -> bd.Block:
@@ -874,16 +879,42 @@ def memory_processes(page: Page) -> bd.Block:
         }
         for run, ps in procs.items()
         for p in ps
+        if p["loaded_samples"]
     ]
-    return bd.collapsed(
-        "Host memory per process (Pss, Rss)",
-        bd.table(
-            rows,
-            id="memory-processes",
-            caption="Each process the server started, from the host sampler; a process with no loaded samples ran "
-            "only during start-up. Pss shares shared pages between processes: their sum is not a footprint.",
-        ),
+    # processes seen only before the load (the compilers an engine runs at start-up: gcc, cc1, ptxas …):
+    # one line per run naming them, not a row each
+    early = []
+    for run, ps in procs.items():
+        gone = [p for p in ps if not p["loaded_samples"]]
+        if gone:
+            names: dict[str, int] = {}
+            for p in gone:
+                names[p["comm"]] = names.get(p["comm"], 0) + 1
+            peak = max((p["peak_rss_gib"] or 0.0) for p in gone)
+            early.append(
+                f"<li>{bd.esc(run)}: {len(gone)} ("
+                + bd.esc(", ".join(f"{c} ×{k}" if k > 1 else c for c, k in names.items()))
+                + f"), the largest peak Rss {bd.esc(gib(peak))}</li>"
+            )
+    note = (
+        "<p>Processes that ran only during start-up, before the load (not in the table: no loaded samples):</p>"
+        f"<ul>{''.join(early)}</ul>"
+        if early
+        else ""
     )
+    table = (
+        str(
+            bd.table(
+                rows,
+                id="memory-processes",
+                caption="Each process the server ran while loaded, from the host sampler. Pss shares shared pages "
+                "between processes: their sum is not a footprint.",
+            )
+        )
+        if rows
+        else "<p>No process of the server was sampled while loaded.</p>"
+    )
+    return bd.collapsed("Host memory per process (Pss, Rss)", bd.Block(table + note))
 
 
 def memory_ramp(page: Page) -> bd.Block:
@@ -1058,6 +1089,7 @@ def results_ladder(page: Page) -> bd.Block:
             n=len(rl["points"]),
         )
     )
+    # the figures as measured: the table's number format gives each its significant digits (numfmt.fmt_num)
     rows = [
         {
             "arm": p["arm"],
@@ -1065,21 +1097,38 @@ def results_ladder(page: Page) -> bd.Block:
             "point": p["point"],
             "concurrency": p["concurrency"],
             "requests": p["requests"],
-            "output tok/s": round(p["rate_tok_s"], 1),
-            "mean latency s": None if p["mean_latency_s"] is None else round(p["mean_latency_s"], 3),
-            "worst latency s": None if p["worst_latency_s"] is None else round(p["worst_latency_s"], 3),
-            "median TTFT ms": None if p["median_ttft_ms"] is None else round(p["median_ttft_ms"], 1),
-            "median TPOT ms": None if p["median_tpot_ms"] is None else round(p["median_tpot_ms"], 2),
+            "output tok/s": p["rate_tok_s"],
+            "mean latency s": p["mean_latency_s"],
+            "worst latency s": p["worst_latency_s"],
+            "median TTFT ms": p["median_ttft_ms"],
+            "median TPOT ms": p["median_tpot_ms"],
         }
         for p in rl["points"]
         if p["arm"] in page.arms or not page.arms
     ]
     parts.append(bd.table(rows, id="results-ladder-points"))
+    bursts = rl.get("bursts") or []
+    if bursts:  # one line for every point it applies to
+        where = ", ".join(f"{b['process']} {b['point']} ({fmt_num(b['median_tpot_ms'])} ms)" for b in bursts)
+        parts.append(
+            bd.Block(
+                f"<p>{bd.mark('note', 'TPOT not a decode step')} median TPOT below "
+                f"{bd.esc(fmt_num(BURST_TPOT_MS))} ms at {bd.esc(where)}: no engine decodes a token that fast. "
+                "The server streamed its tokens in bursts, several per chunk (the vLLM CPU engine does), so "
+                "TPOT there is the gap between chunks as the client read them, not the time of a decode "
+                "step; the output rate and the latencies are unaffected.</p>"
+            )
+        )
     items = [
         f"<li>{bd.mark('pass' if s['flat'] else 'note', 'flat' if s['flat'] else 'not flat')} "
         f"{bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])} "
         f"(tolerance: {bd.esc(s['tolerance_from'])})</li>"
         for s in rl["serialization"]
+    ]
+    # a process whose points cannot show flatness says so: never a heading with nothing under it
+    items += [
+        f"<li>{bd.mark('cannot', 'not judged')} {bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])}</li>"
+        for s in rl.get("serialization_not_judged") or []
     ]
     parts.append(bd.Block("<h3>Serialization: is the aggregate rate flat?</h3><ul>" + "".join(items) + "</ul>"))
     items = [
@@ -1102,8 +1151,8 @@ def results_ladder(page: Page) -> bd.Block:
                     {
                         "candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
                         "concurrency": c["concurrency"],
-                        "baseline tok/s": round(c["baseline_median"], 1),
-                        "candidate tok/s": round(c["candidate_median"], 1),
+                        "baseline tok/s": c["baseline_median"],
+                        "candidate tok/s": c["candidate_median"],
                         "ratio": f"{c['ratio']:.2f}×",
                         "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
                         "verdict": c["verdict"],
@@ -1134,19 +1183,29 @@ def results_ladder(page: Page) -> bd.Block:
         if r.get("process") and isinstance(r.get("server_config"), dict)
     }
     if configs:
+        # where each process's settings were read, said once for the processes it applies to (a column
+        # of the same long sentence per row pushed the table past its frame)
+        sources: dict[str, list[str]] = {}
+        for p, c in configs.items():
+            sources.setdefault("; ".join(c.get("sources", [])) or "nothing stated", []).append(p)
+        said = "".join(
+            f"<li>{bd.esc(', '.join(ps) if len(sources) > 1 else 'every process')}: {bd.esc(src)}</li>"
+            for src, ps in sources.items()
+        )
         parts.append(
             bd.collapsed(
                 "What each server process ran (as its engine stated it)",
-                bd.table(
-                    [
-                        {
-                            "process": p,
-                            **{k: str(v) for k, v in c.get("switches", {}).items()},
-                            "from": "; ".join(c.get("sources", [])),
-                        }
-                        for p, c in configs.items()
-                    ],
-                    id="results-ladder-configs",
+                bd.Block(
+                    str(
+                        bd.table(
+                            [
+                                {"process": p, **{k: str(v) for k, v in c.get("switches", {}).items()}}
+                                for p, c in configs.items()
+                            ],
+                            id="results-ladder-configs",
+                        )
+                    )
+                    + f"<p>Read from:</p><ul>{said}</ul>"
                 ),
             )
         )
