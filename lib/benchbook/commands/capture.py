@@ -73,7 +73,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--metrics", required=True, help="the engine's /metrics URL (http://HOST:PORT is completed with /metrics)"
     )
     rn.add_argument(
-        "--every", type=float, default=5.0, metavar="S", help="seconds between snapshots during the run (default 5)"
+        "--every",
+        type=float,
+        default=0.5,
+        metavar="S",
+        help="seconds between snapshots during the run (default 0.5: well inside a request's latency, so "
+        "Little's law can be judged from them; more for a benchmark of many minutes)",
     )
     rn.add_argument(
         "--results",
