@@ -132,7 +132,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="requests per point, e.g. '4*concurrency' or 'max(32, 4*concurrency)': {num_prompts} in the command",
     )
     sw.add_argument(
-        "--every", type=float, default=5.0, metavar="S", help="seconds between snapshots during each point (default 5)"
+        "--every",
+        type=float,
+        default=0.5,
+        metavar="S",
+        help="seconds between snapshots during each point (default 0.5, as capture run)",
     )
     sw.add_argument(
         "--results",

@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchbook.analysis.baseline import METRIC_NAMES, PHASE_METRICS, WHOLE_METRICS
-from benchbook.analysis.ladder import BURST_TPOT_MS
 from benchbook.analysis.verdict import RULE_TEXT
 from benchbook.errors import InputError
 from benchbook.numfmt import fmt_num, fmt_pct
 from benchbook.pages import display as bd
 from benchbook.pages import sections
+from benchbook.pages.memory_section import memory, memory_deltas, memory_processes, memory_ramp  # noqa: F401
+from benchbook.pages.results_ladder_section import results_ladder  # noqa: F401  (notebook: bp.results_ladder)
 
 
 @dataclass
@@ -162,28 +163,6 @@ def how_to_read(page: Page) -> bd.Block:
     )
 
 
-def _cli_flags(args: dict[str, Any]) -> str:
-    """Switches as a server's command line takes them: ``--max-num-seqs 1``, a true switch bare
-    (``--enforce-eager``), a false one negated (``--no-enable-prefix-caching``); "default" (the engine
-    chose) is no switch at all."""
-    import json
-
-    out = []
-    for k, v in args.items():
-        flag = k.replace("_", "-")
-        if v is True:
-            out.append(f"--{flag}")
-        elif v is False:
-            out.append(f"--no-{flag}")
-        elif v is None or v == "default":
-            continue
-        elif isinstance(v, (dict, list)):
-            out.append(f"--{flag} '{json.dumps(v, sort_keys=True)}'")
-        else:
-            out.append(f"--{flag} {v}")
-    return " ".join(out) or "none (the engine's defaults)"
-
-
 def scope(page: Page) -> bd.Block:
     return sections.scope(page.camp.manifest.get("scope", {}))
 
@@ -260,6 +239,14 @@ def configuration(page: Page) -> bd.Block:
     )
 
 
+def _mode(page: Page, arm: str) -> str:
+    return sections.arm_mode(page.camp.arms[arm])
+
+
+def _cli_flags(args: dict[str, Any]) -> str:
+    return sections.cli_flags(args)
+
+
 # ---- whole request -----------------------------------------------------------------------------
 def whole_request(page: Page) -> bd.Block:
     rows = [r for r in page.analysis.whole_request_rows() if r["arm"] in page.arms]
@@ -302,22 +289,6 @@ def whole_request(page: Page) -> bd.Block:
             )
         )
     return bd.Block("".join(out))
-
-
-def _mode(page: Page, arm: str) -> str:
-    """The arm's mode and how many requests it may run at once, in the engine's own words: ``width 8,
-    budget 4096`` (the pocket engine's startup line: "batch width 8 …, prefill budget 4096"),
-    ``max_num_seqs 16`` (vLLM's switch), nothing where neither is known."""
-    a = page.camp.arms[arm]
-    sa = a.get("server_args", {})
-    parts = [a["mode"]]
-    if sa.get("max_batch_size") is not None:
-        parts.append(f"width {sa['max_batch_size']}")
-    elif sa.get("max_num_seqs") is not None:
-        parts.append(f"max_num_seqs {sa['max_num_seqs']}")
-    if sa.get("prefill_token_budget"):
-        parts.append(f"budget {sa['prefill_token_budget']}")
-    return ", ".join(parts)
 
 
 def _s(v):
@@ -814,179 +785,7 @@ def audit(page: Page) -> bd.Block:
     return audit_section.section(page.analysis.audit, runs=runs)
 
 
-# ---- memory and clamps --------------------------------------------------------------------------
-def memory(page: Page) -> bd.Block:
-    runs = [r for r in page.camp.runs_of("memory") + page.camp.runs_of("gpu") if r.arm in page.arms]
-    if not runs:
-        return bd.Block("")
-    summ = page.analysis.memory
-    t = page.analysis.memory_table()
-    bd.record("memory", t)
-    rows = []
-    for r in runs:
-        s = summ[r.id]
-        rows.append(
-            {
-                "Run": r.id,
-                "Env": page.camp.arm_environment(r.arm),
-                "Mode": _mode(page, r.arm),
-                "Peak GPU per rank": f"{s.peak_max_gib:.2f} GiB",
-                "Steady GPU per rank": f"{s.steady_max_gib:.2f} GiB",
-                "Host (Shmem)": "—" if s.shmem_loaded_gib is None else f"{s.shmem_loaded_gib:.1f} GiB",
-                "MemAvailable fall": "—" if s.mem_available_fall_gib is None else f"{s.mem_available_fall_gib:.1f} GiB",
-                "Summed Pss (not a footprint)": "—" if s.pss_sum_gib is None else f"{s.pss_sum_gib:.0f} GiB",
-            }
-        )
-    notes = sorted({n for s in summ.values() for n in s.notes})
-    return bd.Block(
-        "<h2>Memory</h2>"
-        + str(
-            bd.table(
-                rows,
-                id="memory",
-                caption=(
-                    "GPU columns are per rank (the largest rank); steady is the median over the second half of the loaded samples. "
-                    "Host footprint is Shmem while loaded and the fall of MemAvailable from idle; summed Pss counts shared "
-                    "page cache once per process and is not a footprint."
-                ),
-            )
-        )
-        + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes)
-        + _memory_delta_table(page)
-        + str(memory_ramp(page))
-        + str(memory_processes(page))
-    )
-
-
-def memory_processes(page: Page) -> bd.Block:
-    """Each sampled process of a gpu run while loaded (median Pss and Rss, peak Rss), from the analysis."""
-    procs = {r: v for r, v in page.analysis.memory_processes.items() if page.camp.run(r).arm in page.arms}
-    bd.record("memory_processes", procs)
-    if not procs:
-        return bd.Block("")
-
-    def gib(v):
-        return "—" if v is None else f"{v:.2f} GiB"
-
-    rows = [
-        {
-            "Run": run,
-            "Process": f"{p['comm']} (pid {p['pid']})",
-            "Pss while loaded (median)": gib(p["pss_gib"]),
-            "Rss while loaded (median)": gib(p["rss_gib"]),
-            "Peak Rss": gib(p["peak_rss_gib"]),
-            "Loaded samples": p["loaded_samples"],
-        }
-        for run, ps in procs.items()
-        for p in ps
-        if p["loaded_samples"]
-    ]
-    # processes seen only before the load (the compilers an engine runs at start-up: gcc, cc1, ptxas …):
-    # one line per run naming them, not a row each
-    early = []
-    for run, ps in procs.items():
-        gone = [p for p in ps if not p["loaded_samples"]]
-        if gone:
-            names: dict[str, int] = {}
-            for p in gone:
-                names[p["comm"]] = names.get(p["comm"], 0) + 1
-            peak = max((p["peak_rss_gib"] or 0.0) for p in gone)
-            early.append(
-                f"<li>{bd.esc(run)}: {len(gone)} ("
-                + bd.esc(", ".join(f"{c} ×{k}" if k > 1 else c for c, k in names.items()))
-                + f"), the largest peak Rss {bd.esc(gib(peak))}</li>"
-            )
-    note = (
-        "<p>Processes that ran only during start-up, before the load (not in the table: no loaded samples):</p>"
-        f"<ul>{''.join(early)}</ul>"
-        if early
-        else ""
-    )
-    table = (
-        str(
-            bd.table(
-                rows,
-                id="memory-processes",
-                caption="Each process the server ran while loaded, from the host sampler. Pss shares shared pages "
-                "between processes: their sum is not a footprint.",
-            )
-        )
-        if rows
-        else "<p>No process of the server was sampled while loaded.</p>"
-    )
-    return bd.collapsed("Host memory per process (Pss, Rss)", bd.Block(table + note))
-
-
-def memory_ramp(page: Page) -> bd.Block:
-    """GPU memory over time of each sampled server process (``gpu`` runs: nvidia-smi samples), with the
-    run's events as markers: the load ramp (weights, KV cache, graphs) and each load point."""
-    import altair as alt
-
-    runs = [r for r in page.camp.runs_of("gpu") if r.arm in page.arms]
-    if not runs:
-        return bd.Block("")
-    charts, recorded = [], {}
-    for r in runs:
-        samples, marks = page.analysis.load_ramp(r.id)
-        recorded[r.id] = {"points": samples.height, "markers": marks.height, "peak_gib": float(samples["gib"].max())}
-        line = (
-            alt.Chart(samples, title=f"{r.id} ({r.arm})")
-            .mark_line()
-            .encode(
-                x=alt.X("t_s:Q", title="seconds from the first sample"),
-                y=alt.Y("gib:Q", title="GPU memory used (GiB)"),
-                color=alt.Color("rank:N", title="GPU"),
-            )
-        )
-        rules = (
-            alt.Chart(marks)
-            .mark_rule(strokeDash=[3, 3], opacity=0.6)
-            .encode(x="t_s:Q", stroke=alt.Stroke("event:N", title="event"))
-        )
-        charts.append(alt.layer(line, rules).resolve_scale(color="independent").properties(width=520, height=180))
-    bd.record("memory_ramp", recorded)
-    return bd.Block(
-        str(bd.heading("Memory over time (the load ramp)", 3, id="memory-ramp"))
-        + str(
-            bd.chart(
-                alt.vconcat(*charts),
-                caption="nvidia-smi memory.used per GPU; dashed lines: the run's events (load start, ready = load "
-                "end, each load point's start, stop). Bins keep the largest sample, so no peak is averaged away.",
-            )
-        )
-    )
-
-
-def _memory_deltas(page: Page) -> list:
-    return [d for d in page.analysis.memory_deltas if d.baseline in page.arms and d.candidate in page.arms]
-
-
-def _memory_delta_table(page: Page) -> str:
-    deltas = _memory_deltas(page)
-    bd.record("memory_deltas", [d.as_dict() for d in deltas])
-    if not deltas:
-        return ""
-    pairs: dict[tuple[str, str], dict[str, Any]] = {}
-    for d in deltas:  # one row per compared pair: peak and steady side by side
-        row = pairs.setdefault((d.candidate, d.baseline), {"Candidate vs baseline": f"{d.candidate} vs {d.baseline}"})
-        row[f"{d.quantity.capitalize()} GPU per rank (baseline → candidate, delta)"] = bd.Block(
-            f"{d.baseline_gib:.2f} → {d.candidate_gib:.2f} GiB, <b>{d.delta_gib:+.2f} GiB</b><br>"
-            f"{bd.mark('result' if d.is_result else 'noise', d.verdict)}"
-            f"<details><summary>why</summary>{bd.esc(d.reason)}</details>"
-        )
-    rows = list(pairs.values())
-    return "<h3>Memory deltas between compared arms</h3>" + str(
-        bd.table(
-            rows,
-            id="memory-deltas",
-            caption=(
-                "Candidate − baseline per rank (the largest rank), one memory run per arm. No memory spread is "
-                "measured, so the campaign's run-to-run spread, applied to the baseline's figure, is the threshold."
-            ),
-        )
-    )
-
-
+# ---- memory and clamps (memory: pages/memory_section.py) ------------------------------------
 def _clamp_findings(page: Page) -> list[dict[str, Any]]:
     """The analysis's clamp results for this page's arms (requested vs what the startup line says ran)."""
     return [c.as_dict() for c in page.analysis.clamps if c.arm in page.arms]
@@ -1055,7 +854,7 @@ def verdict(page: Page) -> bd.Block:
     for c in page.checks:
         if c.get("kind") == "batching amortization":
             lines.append(c["detail"])
-    lines += [d.describe() for d in _memory_deltas(page)]
+    lines += [d.describe() for d in memory_deltas(page)]
     bd.record("verdict_sentences", lines)
     if not lines:  # nothing to conclude: no empty heading
         return bd.Block("")
@@ -1068,145 +867,3 @@ def exclusions(page: Page) -> bd.Block:
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
     return sections.provenance(page.camp.input_files(), parameters, root=page.camp.root)
-
-
-# ---- the ladder from results runs (benchbook init's arm/run layout) -------------------------------
-def results_ladder(page: Page) -> bd.Block:
-    """The seeds' ladder questions for a campaign whose ladder comes from benchmark-tool runs (one
-    result file per load point of a server process): aggregate output rate per concurrency, the
-    serialization and pure-queueing checks, rate verdicts between arms, amortization — as
-    :func:`benchbook.analysis.ladder.results_ladder_analysis` decided them; and what each arm's
-    server ran, as its engine stated it."""
-    rl = page.analysis.results_ladder if page.analysis is not None else None
-    bd.record("results_ladder", rl)
-    if not rl or not rl["points"]:
-        return bd.Block("")
-    parts = [bd.heading("Concurrency ladder from result files", 2, id="results-ladder")]
-    parts.append(
-        bd.text(
-            "Aggregate output rate = output tokens ÷ wall time of each run (the tool's duration); one row per "
-            "load point of a server process ({n} load points).",
-            n=len(rl["points"]),
-        )
-    )
-    # the figures as measured: the table's number format gives each its significant digits (numfmt.fmt_num)
-    rows = [
-        {
-            "arm": p["arm"],
-            "process": p["process"],
-            "point": p["point"],
-            "concurrency": p["concurrency"],
-            "requests": p["requests"],
-            "output tok/s": p["rate_tok_s"],
-            "mean latency s": p["mean_latency_s"],
-            "worst latency s": p["worst_latency_s"],
-            "median TTFT ms": p["median_ttft_ms"],
-            "median TPOT ms": p["median_tpot_ms"],
-        }
-        for p in rl["points"]
-        if p["arm"] in page.arms or not page.arms
-    ]
-    parts.append(bd.table(rows, id="results-ladder-points"))
-    bursts = rl.get("bursts") or []
-    if bursts:  # one line for every point it applies to
-        where = ", ".join(f"{b['process']} {b['point']} ({fmt_num(b['median_tpot_ms'])} ms)" for b in bursts)
-        parts.append(
-            bd.Block(
-                f"<p>{bd.mark('note', 'TPOT not a decode step')} median TPOT below "
-                f"{bd.esc(fmt_num(BURST_TPOT_MS))} ms at {bd.esc(where)}: no engine decodes a token that fast. "
-                "The server streamed its tokens in bursts, several per chunk (the vLLM CPU engine does), so "
-                "TPOT there is the gap between chunks as the client read them, not the time of a decode "
-                "step; the output rate and the latencies are unaffected.</p>"
-            )
-        )
-    items = [
-        f"<li>{bd.mark('pass' if s['flat'] else 'note', 'flat' if s['flat'] else 'not flat')} "
-        f"{bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])} "
-        f"(tolerance: {bd.esc(s['tolerance_from'])})</li>"
-        for s in rl["serialization"]
-    ]
-    # a process whose points cannot show flatness says so: never a heading with nothing under it
-    items += [
-        f"<li>{bd.mark('cannot', 'not judged')} {bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])}</li>"
-        for s in rl.get("serialization_not_judged") or []
-    ]
-    parts.append(bd.Block("<h3>Serialization: is the aggregate rate flat?</h3><ul>" + "".join(items) + "</ul>"))
-    items = [
-        f"<li>{bd.esc(q['arm'])} ({bd.esc(q['process'])}) n={q['concurrency']}: {bd.esc(q['reason'])}</li>"
-        for q in rl["queueing"]
-    ]
-    if items:
-        parts.append(
-            bd.collapsed(
-                "Pure queueing: completions at k × the single-request time?",
-                bd.Block("<ul>" + "".join(items) + "</ul>"),
-                open=True,
-            )
-        )
-    if rl["comparisons"]:
-        parts.append(bd.heading("Output rate between arms", 3))
-        parts.append(
-            bd.table(
-                [
-                    {
-                        "candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
-                        "concurrency": c["concurrency"],
-                        "baseline tok/s": c["baseline_median"],
-                        "candidate tok/s": c["candidate_median"],
-                        "ratio": f"{c['ratio']:.2f}×",
-                        "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
-                        "verdict": c["verdict"],
-                        "why": c["reason"],
-                    }
-                    for c in rl["comparisons"]
-                ],
-                id="results-ladder-verdicts",
-            )
-        )
-    if rl["amortization"]:
-        items = [
-            f"<li>{bd.esc(a['batched_arm'])} vs {bd.esc(a['serial_arm'])}: {bd.esc(a['explanation'])}"
-            + (f" Speedup of the output rate: {a['speedup']:.2f}×." if a["speedup"] else "")
-            + "</li>"
-            for a in rl["amortization"]
-        ]
-        parts.append(
-            bd.Block(
-                "<h3>Batching amortization (mean request latency at n against one request alone)</h3><ul>"
-                + "".join(items)
-                + "</ul>"
-            )
-        )
-    configs = {
-        r["process"]: r["server_config"]
-        for r in page.camp.manifest.get("runs", [])
-        if r.get("process") and isinstance(r.get("server_config"), dict)
-    }
-    if configs:
-        # where each process's settings were read, said once for the processes it applies to (a column
-        # of the same long sentence per row pushed the table past its frame)
-        sources: dict[str, list[str]] = {}
-        for p, c in configs.items():
-            sources.setdefault("; ".join(c.get("sources", [])) or "nothing stated", []).append(p)
-        said = "".join(
-            f"<li>{bd.esc(', '.join(ps) if len(sources) > 1 else 'every process')}: {bd.esc(src)}</li>"
-            for src, ps in sources.items()
-        )
-        parts.append(
-            bd.collapsed(
-                "What each server process ran (as its engine stated it)",
-                bd.Block(
-                    str(
-                        bd.table(
-                            [
-                                {"process": p, **{k: str(v) for k, v in c.get("switches", {}).items()}}
-                                for p, c in configs.items()
-                            ],
-                            id="results-ladder-configs",
-                        )
-                    )
-                    + f"<p>Read from:</p><ul>{said}</ul>"
-                ),
-            )
-        )
-    return bd.Block("".join(str(p) for p in parts))
