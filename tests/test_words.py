@@ -74,11 +74,14 @@ def test_counts_in_one_vocabulary():
             ),
         ],
     }
-    assert counts(layout) == {"arms": 2, "processes": 4, "load_points": 8, "entries": 12}
+    assert counts(layout) == {"arms": 2, "processes": 4, "load_points": 8, "benchmark_runs": 0, "entries": 12}
     assert counts_text(layout).startswith("2 arms, 4 server processes, 8 load points (12 runs in campaign.json")
     dsv4 = json.loads((ROOT / "data" / "dsv4-163" / "campaign.json").read_text())
     # a hand-written campaign: each run one server process, no load points, nothing more to say
     assert counts_text(dsv4) == f"{len(dsv4['arms'])} arms, {len(dsv4['runs'])} server processes"
+    # result files brought in on their own: benchmark runs, not processes nobody named
+    er = json.loads((ROOT / "data" / "er0080-opt125m" / "campaign.json").read_text())
+    assert counts_text(er) == f"{len(er['arms'])} arms, {len(er['runs'])} benchmark runs"
 
 
 @pytest.fixture(scope="module")

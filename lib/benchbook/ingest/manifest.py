@@ -85,12 +85,15 @@ def counts(manifest: Mapping[str, Any]) -> dict[str, int]:
     run is one process) and **load points** (a results run's ``point``: one load of one process), besides
     the ``runs`` entries of campaign.json they are written as."""
     runs = [r for r in manifest.get("runs", []) if isinstance(r, Mapping)]
-    processes = {str(r["process"]) if r.get("process") else f"run:{r.get('id')}" for r in runs}
+    # a results run without a process is one benchmark run of some server: not a process it names
+    loose = [r for r in runs if not r.get("process") and r.get("harness") == "results"]
+    processes = {str(r["process"]) if r.get("process") else f"run:{r.get('id')}" for r in runs if r not in loose}
     points = {(str(r.get("process") or r.get("id")), str(r["point"])) for r in runs if r.get("point")}
     return {
         "arms": len(manifest.get("arms") or {}),
         "processes": len(processes),
         "load_points": len(points),
+        "benchmark_runs": len(loose),
         "entries": len(runs),
     }
 
@@ -103,11 +106,15 @@ def counts_text(manifest: Mapping[str, Any]) -> str:
     def n(k: int, one: str, many: str) -> str:
         return f"{k} {one if k == 1 else many}"
 
-    parts = [n(c["arms"], "arm", "arms"), n(c["processes"], "server process", "server processes")]
+    parts = [n(c["arms"], "arm", "arms")]
+    if c["processes"] or not c["benchmark_runs"]:
+        parts.append(n(c["processes"], "server process", "server processes"))
     if c["load_points"]:
         parts.append(n(c["load_points"], "load point", "load points"))
+    if c["benchmark_runs"]:  # result files brought in on their own (init FILE…): each one benchmark run
+        parts.append(n(c["benchmark_runs"], "benchmark run", "benchmark runs"))
     text = ", ".join(parts)
-    if c["entries"] != c["processes"]:
+    if c["entries"] != c["processes"] + c["benchmark_runs"]:
         text += f" ({n(c['entries'], 'run', 'runs')} in campaign.json: one per process and harness or load point)"
     return text
 
