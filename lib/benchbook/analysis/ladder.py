@@ -399,6 +399,10 @@ def _results_ladder(camp, pl) -> pl.DataFrame:
 
 
 DEFAULT_FLAT_TOLERANCE = 0.05  # without a measured spread: the pure-queueing check's own tolerance
+# a median TPOT below this is no decode step (the fastest GPU engines step in ~2-5 ms; 0.1 ms leaves a
+# wide margin): the tokens arrived in bursts, several per streamed chunk (the vLLM CPU engine's
+# 0.0027 ms), and the figure measures the client's gaps between chunks
+BURST_TPOT_MS = 0.1
 
 
 def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float | None = None) -> dict[str, Any]:
@@ -406,6 +410,9 @@ def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float 
 
     * ``serialization``: :func:`flatness` of the aggregate rate over the closed-loop concurrencies
       (n=1 needed), against the measured run-to-run spread, else a 5 % tolerance (said so);
+      ``serialization_not_judged``: the processes it cannot be judged for (one load point, no single
+      request, rate points only), with the reason;
+    * ``bursts``: points whose median TPOT is below :data:`BURST_TPOT_MS` (tokens streamed in bursts);
     * ``queueing``: :func:`queueing` of each concurrency > 1 against the process's single-request
       time (median latency at concurrency 1): completions at k × that time ⇒ pure queueing;
     * ``spread``: run-to-run spread of the rate between processes of one arm at one point (the
@@ -424,6 +431,8 @@ def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float 
     out: dict[str, Any] = {
         "points": [],
         "serialization": [],
+        "serialization_not_judged": [],  # processes whose points cannot show flatness, and why
+        "bursts": [],  # points whose median TPOT no engine reaches: the tokens came in bursts
         "queueing": [],
         "comparisons": [],
         "amortization": [],
@@ -432,7 +441,38 @@ def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float 
     if lad.height == 0:
         return out
     out["points"] = lad.drop("offsets").to_dicts()
+    for p in out["points"]:
+        tpot = p.get("median_tpot_ms")
+        if tpot is not None and 0 < tpot < BURST_TPOT_MS:
+            out["bursts"].append(
+                {
+                    "arm": p["arm"],
+                    "process": p["process"],
+                    "point": p["point"],
+                    "median_tpot_ms": tpot,
+                    "reason": f"median TPOT {tpot:.2g} ms, below the {BURST_TPOT_MS:g} ms no engine's decode step "
+                    "reaches: the server streamed its tokens in bursts (several per chunk), so the gaps between "
+                    "chunks, not decode steps, make this figure",
+                }
+            )
     closed = lad.filter(pl_col_inf(lad))
+    for (arm, process), g in lad.group_by(["arm", "process"], maintain_order=True):
+        ns = sorted({int(n) for n in g.filter(pl_col_inf(g))["concurrency"] if n is not None})
+        if 1 in ns and len(ns) > 1:
+            continue  # judged below
+        if not ns:
+            why = "no closed-loop point (every point is a request-rate point): flatness is judged over concurrencies"
+        elif len(ns) == 1:
+            why = (
+                f"one load point (concurrency {ns[0]}) in this process: flatness needs the single request "
+                "(concurrency 1) and at least one queued step (2, 4, 8)"
+            )
+        else:
+            why = (
+                f"no single request (concurrency 1) among its points ({', '.join(map(str, ns))}): the queued "
+                "steps are held against it"
+            )
+        out["serialization_not_judged"].append({"arm": arm, "process": process, "concurrencies": ns, "reason": why})
     # run-to-run spread: processes of one arm at one point
     spreads = []
     for (arm, point), g in closed.group_by(["arm", "point"], maintain_order=True):

@@ -41,23 +41,41 @@ RULES: tuple[str, ...] = ("seed", "strict", "small-n")
 #: the one spelling of "not a result" (pages, summaries and every analysis use this constant)
 NOT_A_RESULT = "within noise — not a result"
 
+# What each rule is called where a reader meets it (--help, "How to read this page", docs/statistics.md):
+# the words say what the rule tests; the short name is what --rule and render.yml take.
+RULE_NAMES: dict[str, str] = {
+    "seed": "the range-and-spread rule",
+    "strict": "the doubled-band rule",
+    "small-n": "the pairwise rule",
+}
+
 # How each rule reads on a page ("How to read this page").
 RULE_TEXT: dict[str, str] = {
     "seed": (
-        "a difference is a result only when the [min–max] ranges do not overlap AND it exceeds the "
-        "run-to-run spread measured between two identical runs; otherwise it is within noise — not a result"
+        "the range-and-spread rule (seed): a difference is a result only when the [min–max] ranges do not "
+        "overlap AND it exceeds the run-to-run spread measured between two identical runs; otherwise it is "
+        "within noise — not a result"
     ),
     "strict": (
-        "strict: a noise band of max(2 %, 2 × the measured spread); a result needs disjoint ranges and a "
-        "difference beyond the band; a side whose own range is wider than the band is unstable"
+        "the doubled-band rule (strict): a noise band of max(2 %, 2 × the measured spread); a result needs "
+        "disjoint ranges and a difference beyond the band; a side whose own range is wider than the band is "
+        "unstable"
     ),
     "small-n": (
-        "small-n: every pairwise difference between the two sides' runs must agree in sign and exceed the "
-        "run-to-run spread measured between identical runs; the Hodges–Lehmann shift is shown with the "
-        "[min, max] of the pairwise differences (90 % coverage at 3 vs 3); otherwise within noise (all pairs "
-        "inside the spread) or cannot tell"
+        "the pairwise rule (small-n): every pairwise difference between the two sides' runs must agree in sign "
+        "and exceed the run-to-run spread measured between identical runs; the Hodges–Lehmann shift is shown "
+        "with the [min, max] of the pairwise differences (90 % coverage at 3 vs 3); otherwise within noise "
+        "(all pairs inside the spread) or cannot tell"
     ),
 }
+
+# --rule's help, one line per rule (summary; the pages' render.yml `rule:` takes the same names)
+RULE_HELP = (
+    "the noise rule that decides a verdict: seed = the range-and-spread rule (default: the [min–max] ranges "
+    "apart and the difference beyond the measured run-to-run spread); strict = the doubled-band rule (the "
+    "difference beyond max(2 %%, 2 × the spread), ranges apart); small-n = the pairwise rule (every pairwise "
+    "difference between the two sides' runs beyond the spread). docs/statistics.md#choosing-a-noise-rule"
+)
 
 STRICT_MIN_BAND = 0.02
 

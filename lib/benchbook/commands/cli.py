@@ -21,7 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "render": ("benchbook.commands.render", "render a campaign's pages to HTML"),
     "prefill-sim": ("benchbook.commands.prefill_sim", "simulate chunked-prefill admission batches"),
     "synth": ("benchbook.commands.synth", "generate a synthetic campaign (marked synthetic)"),
-    "capture": ("benchbook.commands.capture", "make runs against a server: /metrics around a benchmark, phases"),
+    "capture": (
+        "benchbook.commands.capture",
+        "measure your own server: the phase harness, the concurrency ladder, /metrics around any benchmark",
+    ),
     "init": ("benchbook.commands.init", "scaffold a campaign from result files and capture folders"),
 }
 

@@ -239,12 +239,15 @@ def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
                 out.todo.append(f"arm {arm}, run {rf.process}: clamped — {c}")
         sw_of[arm] = sw
         serial = sw.get("max_num_seqs") == 1
-        requested = {k for _rf, c in procs for k in server_config.requested_switches(c)}
+        asked = {k: v for _rf, c in procs for k, v in server_config.requested_switches(c).items()}
+        requested = set(asked)
         out.arms[arm] = {
             "label": arm,
             "mode": "serial" if serial else "batch",
             "environment": arm,
             "server_args": {k: v for k, v in sw.items()},
+            # what the command line asked for (the log's non-default args), apart from what ran
+            "requested": {k: asked[k] for k in server_config.SWITCHES if k in asked},
             "description": f"{len(procs)} server process(es); "
             + (", ".join(f"{k} {v}" for k, v in sw.items()) or "no configuration stated")
             + (f" (requested on the command line: {', '.join(sorted(requested))})" if requested else ""),

@@ -37,6 +37,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
     found, ``progress`` (when given) a ``[i/n] run`` line per run; ``benchbook validate`` sends it to
     stderr unless ``--quiet``, ``init`` shows none."""
     from benchbook.ingest.campaign import Campaign, load_campaign
+    from benchbook.ingest.manifest import counts_text
 
     errors: list[InputError] = []
     _collect(lambda: check_folder_files(root), errors)
@@ -53,7 +54,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
             pd_runs = {r.id: r for r in pdc.runs}
     engine = camp.manifest.get("engine")
     out(
-        f"{root / 'campaign.json'}: campaign {camp.title!r}: {len(camp.arms)} arms, {len(camp.runs)} runs, "
+        f"{root / 'campaign.json'}: campaign {camp.title!r}: {counts_text(camp.manifest)}, "
         + (f"engine profile {engine['profile']}" if engine else "no engine named (results runs detect it)")
         + f", provenance {camp.manifest['provenance']}"
     )
@@ -433,6 +434,14 @@ def _looks_json(path: Path) -> bool:
     return read_head(path, 64).lstrip()[:1] in (b"{", b"[")
 
 
+def _collect_error(fn) -> InputError:
+    try:
+        fn()
+    except InputError as e:
+        return e
+    raise AssertionError("open_manifest accepted a folder without campaign.json")  # pragma: no cover
+
+
 def _progress(line: str) -> None:
     print(line, file=sys.stderr, end="\r" if sys.stderr.isatty() else "\n")
 
@@ -443,7 +452,9 @@ def run(args) -> int:
     if path.is_dir() and (path / "campaign.json").exists():
         errors = validate_campaign(path, out, progress=None if args.quiet else _progress)
     elif path.is_dir():
-        errors = [InputError(path, "-", "no campaign.json in this folder (an empty or non-campaign folder)")]
+        from benchbook.ingest.manifest import open_manifest
+
+        errors = [_collect_error(lambda: open_manifest(path))]  # its message: run `benchbook init` first
     else:
         errors = validate_file(path, out)
     for e in errors:

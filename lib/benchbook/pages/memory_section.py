@@ -1,81 +1,61 @@
-"""The baseline page's memory sections (per-process host memory, the load ramp, the deltas between
-arms) and the engine gauges from a Prometheus server: charts of per-sample series, each kept inside
-one row budget (:data:`benchbook.pages.charts.ROW_BUDGET`) however many GPUs and runs there are.
-Formats what the analysis computed; ``baseline_page`` calls these."""
+"""The baseline page's memory section: peak and steady GPU memory per run, the host footprint, the
+deltas between compared arms, the load ramp over time and each server process's host memory — as
+the analysis computed them (``CampaignAnalysis.memory``, ``memory_deltas``, ``memory_processes``,
+``load_ramp``). ``notebooks/baseline.ipynb`` calls :func:`memory` through ``baseline_page``.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from benchbook.pages import charts
+from benchbook.pages import charts, sections
 from benchbook.pages import display as bd
 
-Page = Any  # benchbook.pages.baseline_page.Page (which imports this module)
 
-
-GAUGE_TITLES = {
-    "running": "running requests",
-    "waiting": "waiting requests",
-    "kv_cache_usage": "KV-cache usage (fraction)",
-    "prompt_tokens_rate": "prompt tok/s (rate)",
-    "generation_tokens_rate": "generated tok/s (rate)",
-}
-
-
-def engine_gauges(page: Page) -> bd.Block:
-    """Running/waiting requests, KV-cache usage and token rates over each run's window, from the
-    campaign's Prometheus source (fetched by the analysis: ``campaign_analysis.engine_gauges``).
-    Empty for capture-file campaigns."""
-    import altair as alt
-    import polars as pl
-
-    eg = page.analysis.engine_gauges(page.arms)
-    d, notes = eg.frame, eg.notes
-    if d is None and not notes:
+def memory(page: Any) -> bd.Block:
+    runs = [r for r in page.camp.runs_of("memory") + page.camp.runs_of("gpu") if r.arm in page.arms]
+    if not runs:
         return bd.Block("")
-    bd.record("engine_gauges", eg.as_dict())
-    out = ["<h2>Engine state over each run</h2>"]
-    if d is not None:
-        d = d.with_columns(pl.col("quantity").replace_strict(GAUGE_TITLES, default=pl.col("quantity")).alias("gauge"))
-        binned = d.height > charts.ROW_BUDGET  # many runs or long windows: one budget for every line
-        if binned:
-            lines = d.select("run", "gauge").unique().height
-            k = max(2, charts.ROW_BUDGET // max(1, lines))
-            d = charts.bin_series(d, x="s", y="value", by=["run", "gauge"], bins=k).select(
-                "run", "gauge", pl.col("x").alias("s"), pl.col("hi").alias("value")
-            )
-        bd.record("engine_gauges_rows", d.height)
-        ch = (
-            alt.Chart(d.select("run", "gauge", "s", "value"))
-            .mark_line(interpolate="step-after")
-            .encode(
-                x=alt.X("s:Q", title="seconds since the run's first window"),
-                y=alt.Y("value:Q", title=None),
-                color=alt.Color("run:N", title="run"),
-            )
-            .properties(width=520, height=110)
-            .facet(row=alt.Row("gauge:N", title=None))
-            .resolve_scale(y="independent")
+    summ = page.analysis.memory
+    t = page.analysis.memory_table()
+    bd.record("memory", t)
+    rows = []
+    for r in runs:
+        s = summ[r.id]
+        rows.append(
+            {
+                "Run": r.id,
+                "Env": page.camp.arm_environment(r.arm),
+                "Mode": sections.arm_mode(page.camp.arms[r.arm]),
+                "Peak GPU per rank": f"{s.peak_max_gib:.2f} GiB",
+                "Steady GPU per rank": f"{s.steady_max_gib:.2f} GiB",
+                "Host (Shmem)": "—" if s.shmem_loaded_gib is None else f"{s.shmem_loaded_gib:.1f} GiB",
+                "MemAvailable fall": "—" if s.mem_available_fall_gib is None else f"{s.mem_available_fall_gib:.1f} GiB",
+                "Summed Pss (not a footprint)": "—" if s.pss_sum_gib is None else f"{s.pss_sum_gib:.0f} GiB",
+            }
         )
-        src_names = eg.sources
-        out.append(
-            str(
-                bd.chart(
-                    ch,
-                    id="engine-gauges",
-                    caption=(
-                        f"Gauges and token rates from the Prometheus server ({', '.join(src_names)}) over each run's span, first "
-                        "sample window to last. Rates are rate() over several scrape intervals: interval rates, not throughput."
-                        + (" Binned to fit the chart: each point is the largest value of its bin." if binned else "")
-                    ),
-                )
+    notes = sorted({n for s in summ.values() for n in s.notes})
+    return bd.Block(
+        "<h2>Memory</h2>"
+        + str(
+            bd.table(
+                rows,
+                id="memory",
+                caption=(
+                    "GPU columns are per rank (the largest rank); steady is the median over the second half of the loaded samples. "
+                    "Host footprint is Shmem while loaded and the fall of MemAvailable from idle; summed Pss counts shared "
+                    "page cache once per process and is not a footprint."
+                ),
             )
         )
-    out += [f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes]
-    return bd.Block("".join(out))
+        + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes)
+        + _memory_delta_table(page)
+        + str(memory_ramp(page))
+        + str(memory_processes(page))
+    )
 
 
-def memory_processes(page: Page) -> bd.Block:
+def memory_processes(page: Any) -> bd.Block:
     """Each sampled process of a gpu run while loaded (median Pss and Rss, peak Rss), from the analysis."""
     procs = {r: v for r, v in page.analysis.memory_processes.items() if page.camp.run(r).arm in page.arms}
     bd.record("memory_processes", procs)
@@ -96,19 +76,45 @@ def memory_processes(page: Page) -> bd.Block:
         }
         for run, ps in procs.items()
         for p in ps
+        if p["loaded_samples"]
     ]
-    return bd.collapsed(
-        "Host memory per process (Pss, Rss)",
-        bd.table(
-            rows,
-            id="memory-processes",
-            caption="Each process the server started, from the host sampler; a process with no loaded samples ran "
-            "only during start-up. Pss shares shared pages between processes: their sum is not a footprint.",
-        ),
+    # processes seen only before the load (the compilers an engine runs at start-up: gcc, cc1, ptxas …):
+    # one line per run naming them, not a row each
+    early = []
+    for run, ps in procs.items():
+        gone = [p for p in ps if not p["loaded_samples"]]
+        if gone:
+            names: dict[str, int] = {}
+            for p in gone:
+                names[p["comm"]] = names.get(p["comm"], 0) + 1
+            peak = max((p["peak_rss_gib"] or 0.0) for p in gone)
+            early.append(
+                f"<li>{bd.esc(run)}: {len(gone)} ("
+                + bd.esc(", ".join(f"{c} ×{k}" if k > 1 else c for c, k in names.items()))
+                + f"), the largest peak Rss {bd.esc(gib(peak))}</li>"
+            )
+    note = (
+        "<p>Processes that ran only during start-up, before the load (not in the table: no loaded samples):</p>"
+        f"<ul>{''.join(early)}</ul>"
+        if early
+        else ""
     )
+    table = (
+        str(
+            bd.table(
+                rows,
+                id="memory-processes",
+                caption="Each process the server ran while loaded, from the host sampler. Pss shares shared pages "
+                "between processes: their sum is not a footprint.",
+            )
+        )
+        if rows
+        else "<p>No process of the server was sampled while loaded.</p>"
+    )
+    return bd.collapsed("Host memory per process (Pss, Rss)", bd.Block(table + note))
 
 
-def memory_ramp(page: Page) -> bd.Block:
+def memory_ramp(page: Any) -> bd.Block:
     """GPU memory over time of each sampled server process (``gpu`` runs: nvidia-smi samples), with the
     run's events as markers: the load ramp (weights, KV cache, graphs) and each load point."""
     import altair as alt
@@ -149,11 +155,12 @@ def memory_ramp(page: Page) -> bd.Block:
     )
 
 
-def memory_deltas(page: Page) -> list:
+def memory_deltas(page: Any) -> list:
+    """The analysis's memory deltas between this page's arms."""
     return [d for d in page.analysis.memory_deltas if d.baseline in page.arms and d.candidate in page.arms]
 
 
-def memory_delta_table(page: Page) -> str:
+def _memory_delta_table(page: Any) -> str:
     deltas = memory_deltas(page)
     bd.record("memory_deltas", [d.as_dict() for d in deltas])
     if not deltas:
