@@ -374,6 +374,7 @@ def test_an_interrupted_load_point_is_copied_and_said_not_read(tmp_path):
     shutil.copy(H200 / "batch" / "metrics" / "conc8_before.prom", cut / "metrics" / "before.prom")
     stopped = "capture in progress (or killed before it could say why)"
     cap = {"format": "benchbook.capture/1", "kind": "run", "complete": False, "stopped": stopped}
+    cap["started_at"] = "2026-12-01T22:03:28.890Z"
     cap["snapshots"] = [{"file": "metrics/before.prom", "phase": "before", "unix_s": 1.0}]
     cap["result_files"] = []
     (cut / "capture.json").write_text(json.dumps(cap))
@@ -383,6 +384,7 @@ def test_an_interrupted_load_point_is_copied_and_said_not_read(tmp_path):
     (run / "sweep.json").write_text(json.dumps(sweep))
     m = _init(tmp_path / "camp", tmp_path / "batch")
     assert [r.get("point") for r in m["runs"] if r["harness"] == "results"] == ["conc1"]
+    assert m["date"] == "2026-12-01"  # the capture folder's started_at (the files' mtimes are today's)
     todo = "\n".join(m["todo"])
     assert "run batch/p1: load point conc8 was interrupted before its result file was written" in todo
     assert (
