@@ -23,7 +23,7 @@ from benchbook.pipeline.campaigns import render_campaign
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
-CAMPAIGNS = ["dsv4-163", "pd-prefill-cap", "er0080-opt125m"]
+CAMPAIGNS = ["h200-llama8b", "dsv4-163", "pd-prefill-cap", "er0080-opt125m"]
 # keys that say what a verdict judges (whichever of them the object has)
 IDENTITY = (
     "baseline",
