@@ -64,6 +64,7 @@ class PDReport:
     loads: int = 0  # distinct loads (requests, concurrency, rate, prompt class) among the runs
     replicated: bool = False  # some arm has two or more runs under one load (a spread can be measured)
     runs_per_arm_and_load: list[int] = field(default_factory=list)  # the distinct run counts (n per cell)
+    caveats: list[str] = field(default_factory=list)  # what could make the figures mislead (:func:`caveats`)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -637,7 +638,82 @@ def analyse(
     rep.loads = len(per_load)
     rep.runs_per_arm_and_load = sorted({n for d in per_load.values() for n in d.values()})
     rep.replicated = any(n > 1 for n in rep.runs_per_arm_and_load)
+    rep.caveats = caveats(campaign, rep)
     return rep
+
+
+def caveats(c: PDCampaign, rep: PDReport) -> list[str]:
+    """What could make the PD page's figures mislead, one sentence each, from what the inputs hold
+    (provenance, per-request records, prefill logs, replication, loads, window validity, value marks,
+    speculative counters, the simulator, stage timings): the page's "Caveats from the inputs"."""
+    out: list[str] = []
+    if c.provenance != "measured":
+        out.append(f"Provenance is '{c.provenance}': the figures were not measured by this tool.")
+    if not any(r.requests_file for r in c.runs):
+        out.append(
+            "No per-request records: concurrency is not measured independently; Little's law from the "
+            "summary only shows the figures belong to one window."
+        )
+    elif not all(r.requests_file for r in c.runs):
+        out.append(
+            "Per-request records exist for only some runs: " + ", ".join(r.id for r in c.runs if r.requests_file) + "."
+        )
+    reported = [b for b in rep.batch_composition if b["kind"].startswith("reported")]
+    if reported and not any(r.prefill_log for r in c.runs):
+        out.append(
+            "Prefill batch counts are reported counts, no log lines: "
+            + "; ".join(
+                f"{b['run']}: {b.get('reports')} reports, {b.get('multi_request_batches')} multi-request"
+                for b in reported
+            )
+            + "."
+        )
+    elif not any(r.prefill_log for r in c.runs):
+        out.append("No prefill log: the batch seam is known only from the simulator.")
+    if not rep.replicated:
+        out.append("One run per arm and load: every gain is unreplicated and the run-to-run spread is unmeasured.")
+    if rep.loads > 1:
+        out.append(f"{rep.loads} different loads: gains are computed within a load only, never across loads.")
+    for chk in rep.checks:
+        if chk.get("kind") == "window validity":
+            run = chk["run"]
+            if chk["status"] == "fail":
+                out.append(
+                    f"{run}'s native window fails the window rule ({chk['finding']}): its native figures are not a result."
+                )
+            elif chk["lower_bound"]:
+                out.append(
+                    f"{run}'s native window passes only on a published lower bound; its length and request "
+                    "count were not printed."
+                )
+            elif chk["status"] == "warn":
+                out.append(f"{run}'s native window cannot be checked: {chk['finding']}.")
+    for r in c.runs:
+        w = r.windows.get("whole")
+        if w is not None and w.get("Concurrency") is None and w.get("Request Throughput") is not None:
+            out.append(f"{r.id}: no whole-window mean concurrency recorded, so λ × W is an implied concurrency.")
+    n_der = sum(len(r.derived) for r in c.runs)
+    n_apx = sum(len(r.approximate) for r in c.runs)
+    if n_der or n_apx:
+        out.append(
+            f"{n_der} figure(s) are derived and {n_apx} approximate (see Value marks); gains built on them "
+            "inherit the mark."
+        )
+    if any(r.speculative for r in c.runs):
+        out.append(
+            "Acceptance length is output tokens / verify calls; a strict acceptance rate needs the proposal "
+            "count, which is not recorded."
+        )
+    if rep.admission:
+        out.append(
+            "Simulator batch counts replay admission on the CPU with ample memory; arrival times, KV "
+            "resources and DP distribution are not modelled, so they explain the mechanism, not the speed-up."
+        )
+    if not any(
+        r.windows.get("whole") and r.windows["whole"].stat("TTFT") is not None and r.requests_file for r in c.runs
+    ):
+        out.append("TTFT is not split into queueing, prefill and hand-off: no stage timings in the inputs.")
+    return out
 
 
 def _consistency(r: PDRun, w: Window, rep: PDReport) -> None:

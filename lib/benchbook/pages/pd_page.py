@@ -1012,82 +1012,10 @@ def marks(page: Page) -> bd.Block:
     )
 
 
-def _caveats(page: Page) -> list[str]:
-    c, rep = page.camp, page.report
-    out: list[str] = []
-    if c.provenance != "measured":
-        out.append(f"Provenance is '{c.provenance}': the figures were not measured by this tool.")
-    if not any(r.requests_file for r in c.runs):
-        out.append(
-            "No per-request records: concurrency is not measured independently; Little's law from the "
-            "summary only shows the figures belong to one window."
-        )
-    elif not all(r.requests_file for r in c.runs):
-        out.append(
-            "Per-request records exist for only some runs: " + ", ".join(r.id for r in c.runs if r.requests_file) + "."
-        )
-    reported = [b for b in rep.batch_composition if b["kind"].startswith("reported")]
-    if reported and not any(r.prefill_log for r in c.runs):
-        out.append(
-            "Prefill batch counts are reported counts, no log lines: "
-            + "; ".join(
-                f"{b['run']}: {b.get('reports')} reports, {b.get('multi_request_batches')} multi-request"
-                for b in reported
-            )
-            + "."
-        )
-    elif not any(r.prefill_log for r in c.runs):
-        out.append("No prefill log: the batch seam is known only from the simulator.")
-    if not rep.replicated:
-        out.append("One run per arm and load: every gain is unreplicated and the run-to-run spread is unmeasured.")
-    if rep.loads > 1:
-        out.append(f"{rep.loads} different loads: gains are computed within a load only, never across loads.")
-    for chk in rep.checks:
-        if chk.get("kind") == "window validity":
-            run = chk["run"]
-            if chk["status"] == "fail":
-                out.append(
-                    f"{run}'s native window fails the window rule ({chk['finding']}): its native figures are not a result."
-                )
-            elif chk["lower_bound"]:
-                out.append(
-                    f"{run}'s native window passes only on a published lower bound; its length and request "
-                    "count were not printed."
-                )
-            elif chk["status"] == "warn":
-                out.append(f"{run}'s native window cannot be checked: {chk['finding']}.")
-    for r in c.runs:
-        w = r.windows.get("whole")
-        if w is not None and w.get("Concurrency") is None and w.get("Request Throughput") is not None:
-            out.append(f"{r.id}: no whole-window mean concurrency recorded, so λ × W is an implied concurrency.")
-    n_der = sum(len(r.derived) for r in c.runs)
-    n_apx = sum(len(r.approximate) for r in c.runs)
-    if n_der or n_apx:
-        out.append(
-            f"{n_der} figure(s) are derived and {n_apx} approximate (see Value marks); gains built on them "
-            "inherit the mark."
-        )
-    if any(r.speculative for r in c.runs):
-        out.append(
-            "Acceptance length is output tokens / verify calls; a strict acceptance rate needs the proposal "
-            "count, which is not recorded."
-        )
-    if rep.admission:
-        out.append(
-            "Simulator batch counts replay admission on the CPU with ample memory; arrival times, KV "
-            "resources and DP distribution are not modelled, so they explain the mechanism, not the speed-up."
-        )
-    if not any(
-        r.windows.get("whole") and r.windows["whole"].stat("TTFT") is not None and r.requests_file for r in c.runs
-    ):
-        out.append("TTFT is not split into queueing, prefill and hand-off: no stage timings in the inputs.")
-    return out
-
-
 def caveats(page: Page) -> bd.Block:
     if _empty(page):
         return bd.Block("")
-    lines = _caveats(page)
+    lines = page.report.caveats  # decided by the analysis (disaggregation.caveats)
     bd.record("caveats", lines)
     return bd.Block("<h2>Caveats from the inputs</h2><ol>" + "".join(f"<li>{bd.esc(x)}</li>" for x in lines) + "</ol>")
 
