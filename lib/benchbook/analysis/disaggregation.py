@@ -487,14 +487,6 @@ def decision(key: str, base: list[float], cand: list[float], noise_pct: float | 
 PD_WORDS = {State.NOT_COMPARABLE: INVALID_WINDOW, State.CANNOT_TELL: UNREPLICATED, State.WITHIN_NOISE: NOT_A_RESULT}
 
 
-def _verdict(
-    key: str, base: list[float], cand: list[float], noise_pct: float | None, invalid: str | None
-) -> tuple[str, str]:
-    """(verdict words, reason) of :func:`decision` (kept for callers)."""
-    v = decision(key, base, cand, noise_pct, invalid)
-    return _words(v)
-
-
 def _words(v: Verdict) -> tuple[str, str]:
     reason = v.reason
     if v.evidence.spread_from and v.state is not State.NOT_COMPARABLE:

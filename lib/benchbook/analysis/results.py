@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from benchbook.analysis import enginemetrics
 from benchbook.analysis.reconcile import figure_check as Check  # the one check model, with its figures
@@ -345,13 +345,3 @@ def campaign_inputs(path: str | Path | Campaign) -> CampaignInputs:
         incomplete=[rr.id for rr in rruns if not rr.complete],
         configs=configs,
     )
-
-
-def describe_inputs(inputs: CampaignInputs) -> dict[str, Any]:
-    """What ``summary``/tests read: run ids per results run and which have an engine window."""
-    return {
-        "runs": [pid for pid, _, _ in inputs.runs],
-        "windows": sorted(inputs.windows),
-        "todo": inputs.todo,
-        "incomplete": inputs.incomplete,
-    }

@@ -80,13 +80,6 @@ def cell_title(page: Page, key) -> str:
     return f"{key[1].capitalize()} {key[0]}"
 
 
-def cell_context(page: Page, key) -> str:
-    return (
-        f"{key[1]} prompt ({_tokens(page, key[1])} prompt tokens), {page.camp.generation_tokens} generated tokens, "
-        f"{_unit(page, key)}"
-    )
-
-
 def _label(page: Page, arm: str) -> str:
     return page.camp.arm_label(arm)
 
