@@ -73,6 +73,25 @@ def test_no_two_modules_share_a_name():
     assert "pd" not in names, "a module named like the pandas alias"
 
 
+# Class names defined in more than one module (the list may only shrink): each page module's Page is
+# that page kind's view of the analysis; Point and RunFolder are still to be told apart.
+KNOWN_SHARED_CLASS_NAMES = {"Page", "Point", "RunFolder"}
+
+
+def test_no_two_classes_share_a_name():
+    """A class name says what it holds, once: not two PDReport, three Window or four Finding (issue 33)."""
+    names: dict[str, list[str]] = {}
+    for p in sorted(LIB.rglob("*.py")):
+        for node in ast.parse(p.read_text("utf-8")).body:
+            if isinstance(node, ast.ClassDef):
+                names.setdefault(node.name, []).append(str(p.relative_to(LIB)))
+    shared = {k: v for k, v in names.items() if len(v) > 1}
+    assert set(shared) <= KNOWN_SHARED_CLASS_NAMES, {
+        k: v for k, v in shared.items() if k not in KNOWN_SHARED_CLASS_NAMES
+    }
+    assert KNOWN_SHARED_CLASS_NAMES <= set(shared), f"unique now, drop: {KNOWN_SHARED_CLASS_NAMES - set(shared)}"
+
+
 # Library modules whose tests still live under another name (the list may only shrink): a new module
 # gets tests/test_<module>.py, so its tests are found by name.
 TESTS_UNDER_ANOTHER_NAME = {

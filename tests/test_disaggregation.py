@@ -19,7 +19,7 @@ from benchbook.analysis.disaggregation import (
     window_validity,
 )
 from benchbook.errors import InputError
-from benchbook.ingest.pd_runs import Window, load_pd_campaign, parse_prefill_log, summary_table
+from benchbook.ingest.pd_runs import SummaryWindow, load_pd_campaign, parse_prefill_log, summary_table
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "pd-prefill-cap"
 
@@ -162,7 +162,7 @@ def _w(duration_ms=None, n=None, **kw):
         common["Benchmark Duration"] = duration_ms
     if n is not None:
         common["Success Requests"] = n
-    return Window("native", {}, common, **kw)
+    return SummaryWindow("native", {}, common, **kw)
 
 
 def test_window_validity_thresholds():

@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 
     from benchbook.analysis.ablation import CampaignAblation
     from benchbook.analysis.audit import CampaignAudit
-    from benchbook.analysis.disaggregation import PDReport
-    from benchbook.analysis.pd_report import PDReport as PDDeployment
+    from benchbook.analysis.disaggregation import PDAnalysis
+    from benchbook.analysis.pd_report import PDDeployment
     from benchbook.analysis.results import CampaignInputs
     from benchbook.analysis.resultset import ResultSet
     from benchbook.ingest.campaign import Campaign
@@ -283,7 +283,7 @@ class CampaignAnalysis:
     references: list[ReferenceResult] = field(default_factory=list)
     ablation: CampaignAblation | None = None
     ablation_note: str | None = None
-    pd: PDReport | None = None
+    pd: PDAnalysis | None = None
     # results runs (other tools' result files): the compare page's result set, its inputs and engine checks
     results: ResultSet | None = None
     results_inputs: CampaignInputs | None = None
@@ -470,7 +470,7 @@ class CampaignAnalysis:
         return kinds
 
     def pd_findings(self) -> Findings:
-        """The PD page's findings box: the pd.json runs' (:meth:`disaggregation.PDReport.findings`)
+        """The PD page's findings box: the pd.json runs' (:meth:`disaggregation.PDAnalysis.findings`)
         and the Benchmark Reports' deployment checks (:func:`pd_report.findings`)."""
         from benchbook.analysis import pd_report
 

@@ -27,7 +27,14 @@ from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, d
 from benchbook.errors import InputError
 from benchbook.findings import Check, Exclusion, Findings
 from benchbook.ingest.campaign import Campaign
-from benchbook.ingest.pd_runs import PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
+from benchbook.ingest.pd_runs import (
+    PDCampaign,
+    PDRun,
+    SummaryWindow,
+    load_pd_campaign,
+    load_pd_requests,
+    read_prefill_log,
+)
 
 MIN_WINDOW_S = 60.0
 UNREPLICATED = "unreplicated — spread not measured"
@@ -35,7 +42,7 @@ INVALID_WINDOW = "not a result — window invalid"
 
 __all__ = [
     "Check",
-    "PDReport",
+    "PDAnalysis",
     "per_card",
     "gain",
     "acceptance_length",
@@ -49,7 +56,7 @@ __all__ = [
 
 
 @dataclass
-class PDReport:
+class PDAnalysis:
     """What the PD page and the summary JSON show. Lists of plain dicts, in a stable order."""
 
     title: str
@@ -161,7 +168,7 @@ def lifecycle(mean_ttft_s: float, mean_e2e_s: float) -> dict[str, float]:
 
 
 def window_validity(
-    window: Window,
+    window: SummaryWindow,
     concurrency: float | None,
     *,
     min_duration_s: float = MIN_WINDOW_S,
@@ -359,7 +366,7 @@ def _load_text(campaign: PDCampaign, r: PDRun) -> str:
     return ", ".join(parts)
 
 
-def _window_values(campaign: PDCampaign, r: PDRun, w: Window) -> dict[str, tuple[float, str]]:
+def _window_values(campaign: PDCampaign, r: PDRun, w: SummaryWindow) -> dict[str, tuple[float, str]]:
     """key -> (value, source) for the figures one window supports."""
     arm = campaign.arms[r.arm]
     out: dict[str, tuple[float, str]] = {}
@@ -405,7 +412,7 @@ def _window_values(campaign: PDCampaign, r: PDRun, w: Window) -> dict[str, tuple
     return out
 
 
-def _concurrency_limit(r: PDRun, w: Window) -> float | None:
+def _concurrency_limit(r: PDRun, w: SummaryWindow) -> float | None:
     c = w.get("Max Concurrency")
     return c if c is not None else r.load.get("concurrency")
 
@@ -503,7 +510,7 @@ def analyse(
     fail_tolerance: float = littles.FAIL_TOLERANCE,
     noise_pct: float | None = None,
     baseline_arm: str | None = None,
-) -> PDReport:
+) -> PDAnalysis:
     """Everything the PD page shows, for one campaign folder.
 
     ``min_window_s`` / ``min_window_requests`` (default: the run's concurrency) are the native
@@ -520,7 +527,7 @@ def analyse(
     base_arm = baseline_arm or campaign.baseline_arm()
     if base_arm not in campaign.arms:
         raise InputError(campaign.root / "campaign.json", "$.arms", f"baseline arm {base_arm!r} is not an arm")
-    rep = PDReport(title=campaign.title, provenance=campaign.provenance)
+    rep = PDAnalysis(title=campaign.title, provenance=campaign.provenance)
     values: dict[tuple[str, str], dict[str, tuple[float, str]]] = {}
     invalid: dict[tuple[str, str], str] = {}
 
@@ -634,7 +641,7 @@ def analyse(
     return rep
 
 
-def caveats(c: PDCampaign, rep: PDReport) -> list[str]:
+def caveats(c: PDCampaign, rep: PDAnalysis) -> list[str]:
     """What could make the PD page's figures mislead, one sentence each, from what the inputs hold
     (provenance, per-request records, prefill logs, replication, loads, window validity, value marks,
     speculative counters, the simulator, stage timings): the page's "Caveats from the inputs"."""
@@ -708,7 +715,7 @@ def caveats(c: PDCampaign, rep: PDReport) -> list[str]:
     return out
 
 
-def _consistency(r: PDRun, w: Window, rep: PDReport) -> None:
+def _consistency(r: PDRun, w: SummaryWindow, rep: PDAnalysis) -> None:
     """Output Token Throughput ≈ Total Generated Tokens / Benchmark Duration, when all three exist."""
     t, n, d = w.get("Output Token Throughput"), w.get("Total Generated Tokens"), w.duration_s
     if t is None or n is None or d is None:
@@ -725,7 +732,7 @@ def _consistency(r: PDRun, w: Window, rep: PDReport) -> None:
     )
 
 
-def _speculative(r: PDRun, rep: PDReport) -> None:
+def _speculative(r: PDRun, rep: PDAnalysis) -> None:
     spec = r.speculative
     if spec is None:
         return
@@ -755,7 +762,7 @@ def _speculative(r: PDRun, rep: PDReport) -> None:
     )
 
 
-def _records(campaign: PDCampaign, r: PDRun, rep: PDReport, tolerance: float, fail_tolerance: float) -> None:
+def _records(campaign: PDCampaign, r: PDRun, rep: PDAnalysis, tolerance: float, fail_tolerance: float) -> None:
     df = load_pd_requests(r.requests_file)
     fname = str(r.requests_file)
     for row in df.filter(~df["success"]).iter_rows(named=True):

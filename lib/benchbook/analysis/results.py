@@ -52,7 +52,7 @@ class EngineWindow:
     """A results run's engine window and how to pick its series."""
 
     run_id: str
-    window: enginemetrics.Window
+    window: enginemetrics.MetricsWindow
     labels: dict[str, str]
     labels_key: str  # the campaign.json key that sets ``labels``
     sources: list[str]

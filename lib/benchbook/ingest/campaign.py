@@ -371,7 +371,7 @@ class Campaign:
         """``(before, after, window, restarted)`` of sample ``i`` of phases run ``r``: the one reader
         of phase samples, whichever source they come from — two capture files (``window`` None), or
         the run's Prometheus server for the sample's ``window`` (the two Snapshots of a
-        ``promsource.Window``, whose ``check_resets`` tells a reset inside it). ``restarted`` says
+        ``promsource.PromWindow``, whose ``check_resets`` tells a reset inside it). ``restarted`` says
         why the engine restarted between two captures (``phases.restart`` over every counter family
         and the process start time), else None. Capture files are checked to lie inside the
         campaign folder and parsed once per campaign object (the split's samples: a histogram's
@@ -589,7 +589,7 @@ def _fetch_window(camp: Campaign, run: Run, sample: dict[str, Any], where: str, 
     """The counters of a sample whose window comes from the run's Prometheus source.
 
     ``promsource.fetch_window`` gives the same Snapshots as two capture files; the phase split
-    excludes the sample when a counter reset inside the window (``Window.check_resets``). An
+    excludes the sample when a counter reset inside the window (``PromWindow.check_resets``). An
     unreachable server raises SourceError (exit 4); a query that returns nothing raises InputError
     (exit 2).
     """

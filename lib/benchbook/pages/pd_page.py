@@ -80,7 +80,7 @@ def header(page: Page) -> bd.Block:
 
 
 def findings(page: Page) -> bd.Block:
-    """The findings box the analysis decided (:meth:`PDReport.findings`): results (worst first), failed
+    """The findings box the analysis decided (:meth:`PDAnalysis.findings`): results (worst first), failed
     checks, and the gains it could not judge."""
     if page.analysis is None:  # a Page built by hand (tests): the PD summaries' own box
         return sections.findings_box(page.report.findings())

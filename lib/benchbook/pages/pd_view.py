@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchbook.analysis.disaggregation import SEAM_BATCHES as _SEAM_BATCHES
-from benchbook.analysis.disaggregation import PDReport
-from benchbook.analysis.pd_report import PDReport as PDDeployment
+from benchbook.analysis.disaggregation import PDAnalysis
+from benchbook.analysis.pd_report import PDDeployment
 from benchbook.analysis.verdict import State
 from benchbook.errors import InputError
 from benchbook.ingest.pd_runs import PDCampaign
@@ -42,7 +42,7 @@ SOURCE_MARK = {
 @dataclass
 class Page:
     camp: PDCampaign | None  # None: no pd.json runs (a campaign of Benchmark Reports)
-    report: PDReport | None
+    report: PDAnalysis | None
     baseline_arm: str
     min_window_s: float
     min_window_requests: float | None

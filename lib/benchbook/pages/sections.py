@@ -109,7 +109,7 @@ def findings_box(box: _findings.Findings) -> bd.Block:
     ``headline``, which the index reads."""
     bd.record("headline", box.headline)
     bd.record("findings_box", {k: v for k, v in box.as_dict().items() if k != "headline"})
-    return bd.findings_box([bd.Finding(f.kind, f.text, f.section) for f in box.lines], headline=box.headline)
+    return bd.findings_box([bd.BoxLine(f.kind, f.text, f.section) for f in box.lines], headline=box.headline)
 
 
 def checks_table(
