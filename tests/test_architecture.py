@@ -9,7 +9,7 @@ LIB = Path(__file__).resolve().parents[1] / "lib" / "benchbook"
 
 # lowest first; a module may import its own layer and any layer listed before it
 LAYERS = ["base", "metrics", "ingest", "analysis", "pages", "pipeline", "commands"]
-BASE = {"errors", "findings", "jsonfile", "httpread", "numfmt", "__init__"}
+BASE = {"errors", "findings", "jsonfile", "httpread", "numfmt", "reads", "__init__"}
 ENTRY = {"__main__"}  # `python -m benchbook`: the command line's entry point, above every layer (like the script)
 
 

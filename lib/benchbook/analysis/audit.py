@@ -89,7 +89,7 @@ def campaign_audit(
     if results_inputs is not None:
         res, out.window_notes = checks_mod.results_audits(camp, results_inputs)
         out.windows += res
-    distinct = {r.id: camp._phases_doc(r).get("distinct_prompts") for r in camp.runs_of("phases")}
+    distinct = {r.id: camp.phases_doc(r).get("distinct_prompts") for r in camp.runs_of("phases")}
     out.checks = checks_mod.run_checks(out.windows, allow_preemption=allow_preemption, distinct=distinct)
     out.limits, out.limit_notes = campaign_limits(camp, phase_cells, results_inputs)
     out.limits += estimate_limits(camp, out.windows)

@@ -12,7 +12,7 @@ points from earlier measurements, the environment ablation, and the PD analyses 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from benchbook.analysis.results import CampaignInputs
     from benchbook.analysis.resultset import ResultSet
     from benchbook.ingest.campaign import Campaign
+    from benchbook.reads import ReadCache
 
 SUMMARY_FORMAT = "benchbook.summary/3"
 MEMORY_LABEL = {"peak": "peak GPU per rank", "steady": "steady GPU per rank"}
@@ -301,6 +302,8 @@ class CampaignAnalysis:
     # the phase cells' yardstick where an arm ran its phases in two or more server processes
     # (baseline.phase_noise); None otherwise (the phase comparisons then use ``noise``)
     phase_noise: baseline.Noise | None = None
+    # the analysis's read cache (benchbook.reads): each input file read once; its counts stay after
+    reads: ReadCache | None = field(default=None, repr=False, compare=False)
     _views: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -651,10 +654,30 @@ def analyse(
     key = ("campaign_analysis", rule, warmup_rounds, spread_override, frozen, cached_prefill, allow_preemption, link)
     return camp.derived(
         key,
-        lambda: _analyse(
-            camp, rule, warmup_rounds, spread_override, opts, pd_opts, cached_prefill, allow_preemption, link
+        lambda: _read_once(
+            lambda: _analyse(
+                camp, rule, warmup_rounds, spread_override, opts, pd_opts, cached_prefill, allow_preemption, link
+            )
         ),
     )
+
+
+def _read_once(run: Callable[[], CampaignAnalysis]) -> CampaignAnalysis:
+    """``run()`` with a read cache of its own (an analysis inside another shares the outer one): each
+    input file is read once; what was read is dropped when it is done, the counts kept (``reads``)."""
+    from benchbook.reads import ReadCache, current
+
+    outer = current()
+    if outer is not None:
+        an = run()
+        an.reads = outer
+        return an
+    reads = ReadCache()
+    with reads.active():
+        an = run()
+    reads.release()
+    an.reads = reads
+    return an
 
 
 def _analyse(
