@@ -553,7 +553,7 @@ GAUGE_TITLES = {
 
 def engine_gauges(page: Page) -> bd.Block:
     """Running/waiting requests, KV-cache usage and token rates over each run's window, from the
-    campaign's Prometheus source (fetched by the analysis: ``campaign_analysis.engine_gauges``).
+    campaign's Prometheus source (fetched by the analysis: ``analysis.engine_gauges``).
     Empty for capture-file campaigns."""
     import altair as alt
     import polars as pl
