@@ -17,6 +17,8 @@ from benchbook.errors import InputError
 from benchbook.numfmt import fmt_pct
 from benchbook.pages import display as bd
 from benchbook.pages import sections
+from benchbook.pages.engine_gauges_section import engine_gauges  # noqa: F401  (notebooks call bp.engine_gauges)
+from benchbook.pages.memory_section import clamps, memory  # noqa: F401  (notebooks call bp.memory, bp.clamps)
 
 
 @dataclass
@@ -30,6 +32,19 @@ class Page:
     analysis: Any = None  # benchbook.analysis.campaign_analysis.CampaignAnalysis
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
+
+    def memory_deltas(self) -> list:
+        """The analysis's memory deltas between arms both on this page."""
+        return [d for d in self.analysis.memory_deltas if d.baseline in self.arms and d.candidate in self.arms]
+
+    def server_mode(self, arm: str) -> str:
+        """The arm's mode and the server settings it asked for (``serial, mbs=1, budget 512``)."""
+        a = self.camp.arms[arm]
+        sa = a.get("server_args", {})
+        s = f"{a['mode']}, mbs={sa.get('max_batch_size', '?')}"
+        if sa.get("prefill_token_budget"):
+            s += f", budget {sa['prefill_token_budget']}"
+        return s
 
 
 def load(
@@ -250,7 +265,7 @@ def whole_request(page: Page) -> bd.Block:
                 {
                     "Run": r["run"],
                     "Env": r["environment"],
-                    "Mode": _mode(page, r["arm"]),
+                    "Mode": page.server_mode(r["arm"]),
                     "Single request": _lat_rate(r["single_latency_s"], r["single_tok_s"]),
                     **{f"n={n}": _ladder(r, n, series_has_walls=len(sr) <= 2) for n in (2, 4, 8)},
                     "Interleave, short latency": _s(r["interleave_short_latency_s"]),
@@ -274,15 +289,6 @@ def whole_request(page: Page) -> bd.Block:
             )
         )
     return bd.Block("".join(out))
-
-
-def _mode(page: Page, arm: str) -> str:
-    a = page.camp.arms[arm]
-    sa = a.get("server_args", {})
-    s = f"{a['mode']}, mbs={sa.get('max_batch_size', '?')}"
-    if sa.get("prefill_token_budget"):
-        s += f", budget {sa['prefill_token_budget']}"
-    return s
 
 
 def _s(v):
@@ -541,60 +547,6 @@ def phase_chart(page: Page) -> bd.Block:
     )
 
 
-# ---- engine gauges from a Prometheus server -------------------------------------------------------
-GAUGE_TITLES = {
-    "running": "running requests",
-    "waiting": "waiting requests",
-    "kv_cache_usage": "KV-cache usage (fraction)",
-    "prompt_tokens_rate": "prompt tok/s (rate)",
-    "generation_tokens_rate": "generated tok/s (rate)",
-}
-
-
-def engine_gauges(page: Page) -> bd.Block:
-    """Running/waiting requests, KV-cache usage and token rates over each run's window, from the
-    campaign's Prometheus source (fetched by the analysis: ``analysis.engine_gauges``).
-    Empty for capture-file campaigns."""
-    import altair as alt
-    import polars as pl
-
-    eg = page.analysis.engine_gauges(page.arms)
-    d, notes = eg.frame, eg.notes
-    if d is None and not notes:
-        return bd.Block("")
-    bd.record("engine_gauges", eg.as_dict())
-    out = ["<h2>Engine state over each run</h2>"]
-    if d is not None:
-        d = d.with_columns(pl.col("quantity").replace_strict(GAUGE_TITLES, default=pl.col("quantity")).alias("gauge"))
-        ch = (
-            alt.Chart(d.select("run", "gauge", "s", "value"))
-            .mark_line(interpolate="step-after")
-            .encode(
-                x=alt.X("s:Q", title="seconds since the run's first window"),
-                y=alt.Y("value:Q", title=None),
-                color=alt.Color("run:N", title="run"),
-            )
-            .properties(width=520, height=110)
-            .facet(row=alt.Row("gauge:N", title=None))
-            .resolve_scale(y="independent")
-        )
-        src_names = eg.sources
-        out.append(
-            str(
-                bd.chart(
-                    ch,
-                    id="engine-gauges",
-                    caption=(
-                        f"Gauges and token rates from the Prometheus server ({', '.join(src_names)}) over each run's span, first "
-                        "sample window to last. Rates are rate() over several scrape intervals: interval rates, not throughput."
-                    ),
-                )
-            )
-        )
-    out += [f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes]
-    return bd.Block("".join(out))
-
-
 # ---- comparisons and amortization -------------------------------------------------------------
 
 
@@ -767,184 +719,6 @@ def audit(page: Page) -> bd.Block:
     return audit_section.section(page.analysis.audit, runs=runs)
 
 
-# ---- memory and clamps --------------------------------------------------------------------------
-def memory(page: Page) -> bd.Block:
-    runs = [r for r in page.camp.runs_of("memory") + page.camp.runs_of("gpu") if r.arm in page.arms]
-    if not runs:
-        return bd.Block("")
-    summ = page.analysis.memory
-    t = page.analysis.memory_table()
-    bd.record("memory", t)
-    rows = []
-    for r in runs:
-        s = summ[r.id]
-        rows.append(
-            {
-                "Run": r.id,
-                "Env": page.camp.arm_environment(r.arm),
-                "Mode": _mode(page, r.arm),
-                "Peak GPU per rank": f"{s.peak_max_gib:.2f} GiB",
-                "Steady GPU per rank": f"{s.steady_max_gib:.2f} GiB",
-                "Host (Shmem)": "—" if s.shmem_loaded_gib is None else f"{s.shmem_loaded_gib:.1f} GiB",
-                "MemAvailable fall": "—" if s.mem_available_fall_gib is None else f"{s.mem_available_fall_gib:.1f} GiB",
-                "Summed Pss (not a footprint)": "—" if s.pss_sum_gib is None else f"{s.pss_sum_gib:.0f} GiB",
-            }
-        )
-    notes = sorted({n for s in summ.values() for n in s.notes})
-    return bd.Block(
-        "<h2>Memory</h2>"
-        + str(
-            bd.table(
-                rows,
-                id="memory",
-                caption=(
-                    "GPU columns are per rank (the largest rank); steady is the median over the second half of the loaded samples. "
-                    "Host footprint is Shmem while loaded and the fall of MemAvailable from idle; summed Pss counts shared "
-                    "page cache once per process and is not a footprint."
-                ),
-            )
-        )
-        + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes)
-        + _memory_delta_table(page)
-        + str(memory_ramp(page))
-        + str(memory_processes(page))
-    )
-
-
-def memory_processes(page: Page) -> bd.Block:
-    """Each sampled process of a gpu run while loaded (median Pss and Rss, peak Rss), from the analysis."""
-    procs = {r: v for r, v in page.analysis.memory_processes.items() if page.camp.run(r).arm in page.arms}
-    bd.record("memory_processes", procs)
-    if not procs:
-        return bd.Block("")
-
-    def gib(v):
-        return "—" if v is None else f"{v:.2f} GiB"
-
-    rows = [
-        {
-            "Run": run,
-            "Process": f"{p['comm']} (pid {p['pid']})",
-            "Pss while loaded (median)": gib(p["pss_gib"]),
-            "Rss while loaded (median)": gib(p["rss_gib"]),
-            "Peak Rss": gib(p["peak_rss_gib"]),
-            "Loaded samples": p["loaded_samples"],
-        }
-        for run, ps in procs.items()
-        for p in ps
-    ]
-    return bd.collapsed(
-        "Host memory per process (Pss, Rss)",
-        bd.table(
-            rows,
-            id="memory-processes",
-            caption="Each process the server started, from the host sampler; a process with no loaded samples ran "
-            "only during start-up. Pss shares shared pages between processes: their sum is not a footprint.",
-        ),
-    )
-
-
-def memory_ramp(page: Page) -> bd.Block:
-    """GPU memory over time of each sampled server process (``gpu`` runs: nvidia-smi samples), with the
-    run's events as markers: the load ramp (weights, KV cache, graphs) and each load point."""
-    import altair as alt
-
-    runs = [r for r in page.camp.runs_of("gpu") if r.arm in page.arms]
-    if not runs:
-        return bd.Block("")
-    charts, recorded = [], {}
-    for r in runs:
-        samples, marks = page.analysis.load_ramp(r.id)
-        recorded[r.id] = {"points": samples.height, "markers": marks.height, "peak_gib": float(samples["gib"].max())}
-        line = (
-            alt.Chart(samples, title=f"{r.id} ({r.arm})")
-            .mark_line()
-            .encode(
-                x=alt.X("t_s:Q", title="seconds from the first sample"),
-                y=alt.Y("gib:Q", title="GPU memory used (GiB)"),
-                color=alt.Color("rank:N", title="GPU"),
-            )
-        )
-        rules = (
-            alt.Chart(marks)
-            .mark_rule(strokeDash=[3, 3], opacity=0.6)
-            .encode(x="t_s:Q", stroke=alt.Stroke("event:N", title="event"))
-        )
-        charts.append(alt.layer(line, rules).resolve_scale(color="independent").properties(width=520, height=180))
-    bd.record("memory_ramp", recorded)
-    return bd.Block(
-        str(bd.heading("Memory over time (the load ramp)", 3, id="memory-ramp"))
-        + str(
-            bd.chart(
-                alt.vconcat(*charts),
-                caption="nvidia-smi memory.used per GPU; dashed lines: the run's events (load start, ready = load "
-                "end, each load point's start, stop). Bins keep the largest sample, so no peak is averaged away.",
-            )
-        )
-    )
-
-
-def _memory_deltas(page: Page) -> list:
-    return [d for d in page.analysis.memory_deltas if d.baseline in page.arms and d.candidate in page.arms]
-
-
-def _memory_delta_table(page: Page) -> str:
-    deltas = _memory_deltas(page)
-    bd.record("memory_deltas", [d.as_dict() for d in deltas])
-    if not deltas:
-        return ""
-    pairs: dict[tuple[str, str], dict[str, Any]] = {}
-    for d in deltas:  # one row per compared pair: peak and steady side by side
-        row = pairs.setdefault((d.candidate, d.baseline), {"Candidate vs baseline": f"{d.candidate} vs {d.baseline}"})
-        row[f"{d.quantity.capitalize()} GPU per rank (baseline → candidate, delta)"] = bd.Block(
-            f"{d.baseline_gib:.2f} → {d.candidate_gib:.2f} GiB, <b>{d.delta_gib:+.2f} GiB</b><br>"
-            f"{bd.mark('result' if d.is_result else 'noise', d.verdict)}"
-            f"<details><summary>why</summary>{bd.esc(d.reason)}</details>"
-        )
-    rows = list(pairs.values())
-    return "<h3>Memory deltas between compared arms</h3>" + str(
-        bd.table(
-            rows,
-            id="memory-deltas",
-            caption=(
-                "Candidate − baseline per rank (the largest rank), one memory run per arm. No memory spread is "
-                "measured, so the campaign's run-to-run spread, applied to the baseline's figure, is the threshold."
-            ),
-        )
-    )
-
-
-def _clamp_findings(page: Page) -> list[dict[str, Any]]:
-    """The analysis's clamp results for this page's arms (requested vs what the startup line says ran)."""
-    return [c.as_dict() for c in page.analysis.clamps if c.arm in page.arms]
-
-
-def clamps(page: Page) -> bd.Block:
-    found = _clamp_findings(page)
-    rows = [
-        {
-            "Arm": f["arm"],
-            "Requested": _mode(page, f["arm"]),
-            "Startup line (what ran)": f["line"],
-            "Verdict": bd.mark("fail" if f["clamped"] else "pass", f["verdict"]),
-            "Detail": f["detail"],
-        }
-        for f in found
-    ]
-    bd.record("clamps", found)
-    if not rows:
-        return bd.Block("")
-    return bd.Block(
-        str(bd.heading("Clamps: what was asked vs what ran", id="clamps"))
-        + str(bd.text("The server's startup line states the batch width and prefill budget it actually used."))
-        + str(
-            sections.checks_table(
-                rows, [not f["clamped"] for f in found], id="clamps", passed_label="{n} arm(s) ran as requested"
-            )
-        )
-    )
-
-
 # ---- verdict ------------------------------------------------------------------------------------
 def verdict(page: Page) -> bd.Block:
     """Sentences generated from the computed comparisons and checks — none typed by hand."""
@@ -982,7 +756,7 @@ def verdict(page: Page) -> bd.Block:
     for c in page.checks:
         if c.get("kind") == "batching amortization":
             lines.append(c["detail"])
-    lines += [d.describe() for d in _memory_deltas(page)]
+    lines += [d.describe() for d in page.memory_deltas()]
     bd.record("verdict_sentences", lines)
     if not lines:  # nothing to conclude: no empty heading
         return bd.Block("")
