@@ -14,11 +14,11 @@ from typing import Any
 from benchbook.analysis.baseline import METRIC_NAMES, PHASE_METRICS, WHOLE_METRICS
 from benchbook.analysis.verdict import RULE_TEXT
 from benchbook.errors import InputError
-from benchbook.numfmt import fmt_pct
+from benchbook.numfmt import fmt_num, fmt_pct
+from benchbook.pages import charts, sections
 from benchbook.pages import display as bd
-from benchbook.pages import sections
-from benchbook.pages.engine_gauges_section import engine_gauges  # noqa: F401  (notebooks call bp.engine_gauges)
-from benchbook.pages.memory_section import clamps, memory  # noqa: F401  (notebooks call bp.memory, bp.clamps)
+from benchbook.pages.memory_section import memory, memory_deltas, memory_processes, memory_ramp  # noqa: F401
+from benchbook.pages.results_ladder_section import results_ladder  # noqa: F401  (notebook: bp.results_ladder)
 
 
 @dataclass
@@ -32,19 +32,6 @@ class Page:
     analysis: Any = None  # benchbook.analysis.campaign_analysis.CampaignAnalysis
     comparisons: list[dict[str, Any]] = field(default_factory=list)
     checks: list[dict[str, Any]] = field(default_factory=list)
-
-    def memory_deltas(self) -> list:
-        """The analysis's memory deltas between arms both on this page."""
-        return [d for d in self.analysis.memory_deltas if d.baseline in self.arms and d.candidate in self.arms]
-
-    def server_mode(self, arm: str) -> str:
-        """The arm's mode and the server settings it asked for (``serial, mbs=1, budget 512``)."""
-        a = self.camp.arms[arm]
-        sa = a.get("server_args", {})
-        s = f"{a['mode']}, mbs={sa.get('max_batch_size', '?')}"
-        if sa.get("prefill_token_budget"):
-            s += f", budget {sa['prefill_token_budget']}"
-        return s
 
 
 def load(
@@ -156,8 +143,8 @@ def how_to_read(page: Page) -> bd.Block:
                 if ns
                 else "no phase-split cells. "
             )
-            + "Whole-request figures are one run each (n=1); runs of the same arm are separate rows. Runs, not "
-            "requests, are the unit of replication."
+            + "Whole-request figures are one server process each (n=1); the processes of one arm are separate "
+            "rows. Server processes, not requests, are the unit of replication."
         ),
         warmup=(
             f"{'/'.join(map(str, disc)) or 'no'} warm-up round(s) per cell discarded before statistics "
@@ -199,9 +186,9 @@ def configuration(page: Page) -> bd.Block:
             "Label": c.arm_label(a),
             "Mode": c.arms[a]["mode"],
             "Environment": c.arm_environment(a),
-            "Server args (requested)": " ".join(
-                f"--{k.replace('_', '-')} {v}" for k, v in c.arms[a].get("server_args", {}).items()
-            ),
+            # what was asked for on the command line: init's arms say it as `requested` (their server_args
+            # are what ran); a hand-written arm's server_args are what it requested
+            "Server args (requested)": _cli_flags(c.arms[a].get("requested", c.arms[a].get("server_args", {}))),
             "Commit": c.arms[a].get("commit", "—"),
             "Series": c.arms[a].get("series", "—"),
         }
@@ -233,7 +220,11 @@ def configuration(page: Page) -> bd.Block:
             )
         )
         + "<h3>Arms</h3>"
-        + str(bd.table(arms, id="arms", caption="Each arm is one configuration; each run one server process."))
+        + str(
+            bd.table(
+                arms, id="arms", caption="Each arm is one server configuration; its server processes are the repeats."
+            )
+        )
         + "<h3>Environment</h3>"
         + str(
             bd.collapsed(
@@ -246,6 +237,14 @@ def configuration(page: Page) -> bd.Block:
             )
         )
     )
+
+
+def _mode(page: Page, arm: str) -> str:
+    return sections.arm_mode(page.camp.arms[arm])
+
+
+def _cli_flags(args: dict[str, Any]) -> str:
+    return sections.cli_flags(args)
 
 
 # ---- whole request -----------------------------------------------------------------------------
@@ -265,7 +264,7 @@ def whole_request(page: Page) -> bd.Block:
                 {
                     "Run": r["run"],
                     "Env": r["environment"],
-                    "Mode": page.server_mode(r["arm"]),
+                    "Mode": _mode(page, r["arm"]),
                     "Single request": _lat_rate(r["single_latency_s"], r["single_tok_s"]),
                     **{f"n={n}": _ladder(r, n, series_has_walls=len(sr) <= 2) for n in (2, 4, 8)},
                     "Interleave, short latency": _s(r["interleave_short_latency_s"]),
@@ -273,14 +272,15 @@ def whole_request(page: Page) -> bd.Block:
             )
         for cmp_row in _ratio_rows(page, sr):
             table.append(cmp_row)
-        commit = page.camp.arms[sr[0]["arm"]].get("commit") or page.camp.manifest["engine"].get("commit", "unrecorded")
+        commit = page.camp.arms[sr[0]["arm"]].get("commit") or page.camp.manifest["engine"].get("commit")
+        commit = f"engine commit {commit}" if commit else "engine commit not recorded (campaign.json engine.commit)"
         out.append(
             str(
                 bd.table(
                     table,
                     id=f"whole-request-{sections.slug(series)}",
                     caption=(
-                        f"{_series_prefix(series)}commit {commit}. Each row is one server process; {_ctx(page)}; the "
+                        f"{_series_prefix(series)}{commit}. Each row is one server process; {_ctx(page)}; the "
                         "interleave "
                         "figure is the latency of a short request started while a long one is in flight. Ladder columns are "
                         "aggregate rates n × tokens / wall (output tok/s)."
@@ -396,9 +396,11 @@ def phase_split(page: Page) -> bd.Block:
         "<h2>Prefill and decode separately</h2>",
         str(
             bd.text(
-                "Each cell is the median after the warm-up discard, with [min–max] of the samples; ptok is the "
-                "prompt token count the engine counted, ctok the generated count. prefill_s = Δ TTFT sum; decode "
-                "tokens = Δ generation tokens − 1; decode_s = Δ duration sum − prefill_s. Decode rates are floors."
+                "Each cell is the median after the warm-up discard, with [min–max] of the samples; the prompt "
+                "and generated token counts are the engine's. Prefill time = the change of the engine's "
+                "time-to-first-token sum; decode tokens = the change of its generated-token count − 1; decode "
+                "time = the change of its request-duration sum − prefill time. Decode rates are floors (the "
+                "duration runs to the end of the response)."
             )
         ),
     ]
@@ -417,10 +419,10 @@ def phase_split(page: Page) -> bd.Block:
                         "Arm": a,
                         "Env": page.camp.arm_environment(a),
                         "Prompt": pclass,
-                        "ptok": int(f["prompt_tokens"]),
+                        "Prompt tokens": int(f["prompt_tokens"]),
                         "Prefill": f"{pt.median:.3f} s",
                         "Prefill tok/s": pts.fmt(1),
-                        "ctok": int(f["generated_tokens"]),
+                        "Generated tokens": int(f["generated_tokens"]),
                         "Decode tok/s": dt.fmt(3),
                         "Total": f"{tot.median:.3f} s",
                         "n": pt.n,
@@ -464,7 +466,8 @@ def _interval_rates(page: Page) -> str:
         ],
         id="interval-rates",
         caption=(
-            f"(ptok₂ − ptok₁) / (prefill₂ − prefill₁) between the two prompt classes: an {label}. The interval "
+            f"(prompt tokens₂ − prompt tokens₁) / (prefill time₂ − prefill time₁) between the two prompt classes: "
+            f"an {label}. The interval "
             "contains the fixed per-request cost; it is not a prefill throughput, and no curve is fitted through "
             "two points."
         ),
@@ -514,14 +517,20 @@ def _references(page: Page) -> str:
     )
 
 
+PHASE_CHART_TITLES = {"prefill_tok_s": "prefill tok/s", "decode_tok_s": "decode tok/s (a floor)"}
+
+
 def phase_chart(page: Page) -> bd.Block:
     import altair as alt
     import polars as pl
 
     if not page.camp.runs_of("phases"):
         return bd.Block("")
-    cells = page.analysis.phase_cells_of(page.arms).filter(pl.col("metric").is_in(["prefill_tok_s", "decode_tok_s"]))
-    d = cells.select("arm", "prompt_class", "metric", "median", "min", "max")
+    cells = page.analysis.phase_cells_of(page.arms).filter(pl.col("metric").is_in(list(PHASE_CHART_TITLES)))
+    # panels titled in words, not by the metric's variable name
+    d = cells.select("arm", "prompt_class", "metric", "median", "min", "max").with_columns(
+        pl.col("metric").replace_strict(PHASE_CHART_TITLES)
+    )
     base = alt.Chart(d)
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("median:Q", title="tok/s (median, min–max)", scale=alt.Scale(zero=False)),
@@ -534,8 +543,10 @@ def phase_chart(page: Page) -> bd.Block:
     ch = (
         alt.layer(rng, pts)
         .properties(width=230, height=22 * max(1, len(page.arms)))
-        .facet(column=alt.Column("metric:N", title=None))
+        .facet(column=alt.Column("metric:N", title=None, sort=list(PHASE_CHART_TITLES.values())))
         .resolve_scale(x="independent")
+        # room at the left for arm names: the browser's font may be wider than the one vl-convert measured
+        .properties(padding={"left": 24, "top": 5, "right": 40, "bottom": 5})
     )
     return bd.chart(
         ch,
@@ -545,6 +556,69 @@ def phase_chart(page: Page) -> bd.Block:
             "Overlapping bars are within noise."
         ),
     )
+
+
+# ---- engine gauges from a Prometheus server -------------------------------------------------------
+GAUGE_TITLES = {
+    "running": "running requests",
+    "waiting": "waiting requests",
+    "kv_cache_usage": "KV-cache usage (fraction)",
+    "prompt_tokens_rate": "prompt tok/s (rate)",
+    "generation_tokens_rate": "generated tok/s (rate)",
+}
+
+
+def engine_gauges(page: Page) -> bd.Block:
+    """Running/waiting requests, KV-cache usage and token rates over each run's window, from the
+    campaign's Prometheus source (fetched by the analysis: ``campaign_analysis.engine_gauges``).
+    Empty for capture-file campaigns."""
+    import altair as alt
+    import polars as pl
+
+    eg = page.analysis.engine_gauges(page.arms)
+    d, notes = eg.frame, eg.notes
+    if d is None and not notes:
+        return bd.Block("")
+    bd.record("engine_gauges", eg.as_dict())
+    out = ["<h2>Engine state over each run</h2>"]
+    if d is not None:
+        d = d.with_columns(pl.col("quantity").replace_strict(GAUGE_TITLES, default=pl.col("quantity")).alias("gauge"))
+        binned = d.height > charts.ROW_BUDGET  # many runs or long windows: one budget for every line
+        if binned:
+            lines = d.select("run", "gauge").unique().height
+            k = max(2, charts.ROW_BUDGET // max(1, lines))
+            d = charts.bin_series(d, x="s", y="value", by=["run", "gauge"], bins=k).select(
+                "run", "gauge", pl.col("x").alias("s"), pl.col("hi").alias("value")
+            )
+        bd.record("engine_gauges_rows", d.height)
+        ch = (
+            alt.Chart(d.select("run", "gauge", "s", "value"))
+            .mark_line(interpolate="step-after")
+            .encode(
+                x=alt.X("s:Q", title="seconds since the run's first window"),
+                y=alt.Y("value:Q", title=None),
+                color=alt.Color("run:N", title="run"),
+            )
+            .properties(width=520, height=110)
+            .facet(row=alt.Row("gauge:N", title=None))
+            .resolve_scale(y="independent")
+        )
+        src_names = eg.sources
+        out.append(
+            str(
+                bd.chart(
+                    ch,
+                    id="engine-gauges",
+                    caption=(
+                        f"Gauges and token rates from the Prometheus server ({', '.join(src_names)}) over each run's span, first "
+                        "sample window to last. Rates are rate() over several scrape intervals: interval rates, not throughput."
+                        + (" Binned to fit the chart: each point is the largest value of its bin." if binned else "")
+                    ),
+                )
+            )
+        )
+    out += [f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes]
+    return bd.Block("".join(out))
 
 
 # ---- comparisons and amortization -------------------------------------------------------------
@@ -677,7 +751,8 @@ def forest_chart(page: Page) -> bd.Block:
 def _cell_txt(c, side):
     med, lo, hi, n = (c[f"{side}_{k}"] for k in ("median", "min", "max", "n"))
     d = 1 if "prefill_tok" in c["metric"] else 3
-    return f"{med:.{d}f}" if n == 1 else f"{med:.{d}f} [{lo:.{d}f}–{hi:.{d}f}]"
+    f = lambda v: fmt_num(v, d)  # noqa: E731 - the seeds' decimals, no more digits than the figure carries
+    return f(med) if n == 1 else f"{f(med)} [{f(lo)}–{f(hi)}]"
 
 
 def amortization(page: Page) -> bd.Block:
@@ -719,6 +794,38 @@ def audit(page: Page) -> bd.Block:
     return audit_section.section(page.analysis.audit, runs=runs)
 
 
+# ---- memory and clamps (memory: pages/memory_section.py) ------------------------------------
+def _clamp_findings(page: Page) -> list[dict[str, Any]]:
+    """The analysis's clamp results for this page's arms (requested vs what the startup line says ran)."""
+    return [c.as_dict() for c in page.analysis.clamps if c.arm in page.arms]
+
+
+def clamps(page: Page) -> bd.Block:
+    found = _clamp_findings(page)
+    rows = [
+        {
+            "Arm": f["arm"],
+            "Requested": _mode(page, f["arm"]),
+            "Startup line (what ran)": f["line"],
+            "Verdict": bd.mark("fail" if f["clamped"] else "pass", f["verdict"]),
+            "Detail": f["detail"],
+        }
+        for f in found
+    ]
+    bd.record("clamps", found)
+    if not rows:
+        return bd.Block("")
+    return bd.Block(
+        str(bd.heading("Clamps: what was asked vs what ran", id="clamps"))
+        + str(bd.text("The server's startup line states the batch width and prefill budget it actually used."))
+        + str(
+            sections.checks_table(
+                rows, [not f["clamped"] for f in found], id="clamps", passed_label="{n} arm(s) ran as requested"
+            )
+        )
+    )
+
+
 # ---- verdict ------------------------------------------------------------------------------------
 def verdict(page: Page) -> bd.Block:
     """Sentences generated from the computed comparisons and checks — none typed by hand."""
@@ -729,7 +836,7 @@ def verdict(page: Page) -> bd.Block:
     flats = [c for c in page.checks if c.get("kind") == "serialization" and c.get("flat")]
     if flats:
         lines.append(
-            f"Throughput is flat across the ladder in {len(flats)} run(s) "
+            f"Throughput is flat across the ladder in {len(flats)} server process(es) "
             f"({', '.join(c['run'] for c in flats)}): requests are served one at a time."
         )
     by_pair: dict[tuple[str, str], list[dict]] = {}
@@ -756,7 +863,7 @@ def verdict(page: Page) -> bd.Block:
     for c in page.checks:
         if c.get("kind") == "batching amortization":
             lines.append(c["detail"])
-    lines += [d.describe() for d in page.memory_deltas()]
+    lines += [d.describe() for d in memory_deltas(page)]
     bd.record("verdict_sentences", lines)
     if not lines:  # nothing to conclude: no empty heading
         return bd.Block("")
@@ -769,117 +876,3 @@ def exclusions(page: Page) -> bd.Block:
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
     return sections.provenance(page.camp.input_files(), parameters, root=page.camp.root)
-
-
-# ---- the ladder from results runs (benchbook init's arm/run layout) -------------------------------
-def results_ladder(page: Page) -> bd.Block:
-    """The seeds' ladder questions for a campaign whose ladder comes from benchmark-tool runs (one
-    result file per load point of a server process): aggregate output rate per concurrency, the
-    serialization and pure-queueing checks, rate verdicts between arms, amortization — as
-    :func:`benchbook.analysis.ladder.results_ladder_analysis` decided them; and what each arm's
-    server ran, as its engine stated it."""
-    rl = page.analysis.results_ladder if page.analysis is not None else None
-    bd.record("results_ladder", rl)
-    if not rl or not rl["points"]:
-        return bd.Block("")
-    parts = [bd.heading("Concurrency ladder from result files", 2, id="results-ladder")]
-    parts.append(
-        bd.text(
-            "Aggregate output rate = output tokens ÷ wall time of each run (the tool's duration); one row per "
-            "load point of a server process ({n} load points).",
-            n=len(rl["points"]),
-        )
-    )
-    rows = [
-        {
-            "arm": p["arm"],
-            "process": p["process"],
-            "point": p["point"],
-            "concurrency": p["concurrency"],
-            "requests": p["requests"],
-            "output tok/s": round(p["rate_tok_s"], 1),
-            "mean latency s": None if p["mean_latency_s"] is None else round(p["mean_latency_s"], 3),
-            "worst latency s": None if p["worst_latency_s"] is None else round(p["worst_latency_s"], 3),
-            "median TTFT ms": None if p["median_ttft_ms"] is None else round(p["median_ttft_ms"], 1),
-            "median TPOT ms": None if p["median_tpot_ms"] is None else round(p["median_tpot_ms"], 2),
-        }
-        for p in rl["points"]
-        if p["arm"] in page.arms or not page.arms
-    ]
-    parts.append(bd.table(rows, id="results-ladder-points"))
-    items = [
-        f"<li>{bd.mark('pass' if s['flat'] else 'note', 'flat' if s['flat'] else 'not flat')} "
-        f"{bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])} "
-        f"(tolerance: {bd.esc(s['tolerance_from'])})</li>"
-        for s in rl["serialization"]
-    ]
-    parts.append(bd.Block("<h3>Serialization: is the aggregate rate flat?</h3><ul>" + "".join(items) + "</ul>"))
-    items = [
-        f"<li>{bd.esc(q['arm'])} ({bd.esc(q['process'])}) n={q['concurrency']}: {bd.esc(q['reason'])}</li>"
-        for q in rl["queueing"]
-    ]
-    if items:
-        parts.append(
-            bd.collapsed(
-                "Pure queueing: completions at k × the single-request time?",
-                bd.Block("<ul>" + "".join(items) + "</ul>"),
-                open=True,
-            )
-        )
-    if rl["comparisons"]:
-        parts.append(bd.heading("Output rate between arms", 3))
-        parts.append(
-            bd.table(
-                [
-                    {
-                        "candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
-                        "concurrency": c["concurrency"],
-                        "baseline tok/s": round(c["baseline_median"], 1),
-                        "candidate tok/s": round(c["candidate_median"], 1),
-                        "ratio": f"{c['ratio']:.2f}×",
-                        "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
-                        "verdict": c["verdict"],
-                        "why": c["reason"],
-                    }
-                    for c in rl["comparisons"]
-                ],
-                id="results-ladder-verdicts",
-            )
-        )
-    if rl["amortization"]:
-        items = [
-            f"<li>{bd.esc(a['batched_arm'])} vs {bd.esc(a['serial_arm'])}: {bd.esc(a['explanation'])}"
-            + (f" Speedup of the output rate: {a['speedup']:.2f}×." if a["speedup"] else "")
-            + "</li>"
-            for a in rl["amortization"]
-        ]
-        parts.append(
-            bd.Block(
-                "<h3>Batching amortization (mean request latency at n against one request alone)</h3><ul>"
-                + "".join(items)
-                + "</ul>"
-            )
-        )
-    configs = {
-        r["process"]: r["server_config"]
-        for r in page.camp.manifest.get("runs", [])
-        if r.get("process") and isinstance(r.get("server_config"), dict)
-    }
-    if configs:
-        parts.append(
-            bd.collapsed(
-                "What each server process ran (as its engine stated it)",
-                bd.table(
-                    [
-                        {
-                            "process": p,
-                            **{k: str(v) for k, v in c.get("switches", {}).items()},
-                            "from": "; ".join(c.get("sources", [])),
-                        }
-                        for p, c in configs.items()
-                    ],
-                    id="results-ladder-configs",
-                ),
-            )
-        )
-    return bd.Block("".join(str(p) for p in parts))

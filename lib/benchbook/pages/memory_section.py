@@ -1,16 +1,15 @@
-"""The baseline page's memory and clamp sections (``notebooks/baseline.ipynb`` calls them through
-:mod:`benchbook.pages.baseline_page`): GPU and host memory per run with the deltas between compared
-arms, each sampled process's footprint while loaded, the load ramp, and whether each server ran what
-was requested. What they show was decided by the campaign's analysis (``memory``, ``memory_deltas``,
-``memory_processes``, ``clamps``); ``page`` is a :class:`benchbook.pages.baseline_page.Page`.
+"""The baseline page's memory section: peak and steady GPU memory per run, the host footprint, the
+deltas between compared arms, the load ramp over time and each server process's host memory — as
+the analysis computed them (``CampaignAnalysis.memory``, ``memory_deltas``, ``memory_processes``,
+``load_ramp``). ``notebooks/baseline.ipynb`` calls :func:`memory` through ``baseline_page``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from benchbook.pages import charts, sections
 from benchbook.pages import display as bd
-from benchbook.pages import sections
 
 
 def memory(page: Any) -> bd.Block:
@@ -27,7 +26,7 @@ def memory(page: Any) -> bd.Block:
             {
                 "Run": r.id,
                 "Env": page.camp.arm_environment(r.arm),
-                "Mode": page.server_mode(r.arm),
+                "Mode": sections.arm_mode(page.camp.arms[r.arm]),
                 "Peak GPU per rank": f"{s.peak_max_gib:.2f} GiB",
                 "Steady GPU per rank": f"{s.steady_max_gib:.2f} GiB",
                 "Host (Shmem)": "—" if s.shmem_loaded_gib is None else f"{s.shmem_loaded_gib:.1f} GiB",
@@ -77,16 +76,42 @@ def memory_processes(page: Any) -> bd.Block:
         }
         for run, ps in procs.items()
         for p in ps
+        if p["loaded_samples"]
     ]
-    return bd.collapsed(
-        "Host memory per process (Pss, Rss)",
-        bd.table(
-            rows,
-            id="memory-processes",
-            caption="Each process the server started, from the host sampler; a process with no loaded samples ran "
-            "only during start-up. Pss shares shared pages between processes: their sum is not a footprint.",
-        ),
+    # processes seen only before the load (the compilers an engine runs at start-up: gcc, cc1, ptxas …):
+    # one line per run naming them, not a row each
+    early = []
+    for run, ps in procs.items():
+        gone = [p for p in ps if not p["loaded_samples"]]
+        if gone:
+            names: dict[str, int] = {}
+            for p in gone:
+                names[p["comm"]] = names.get(p["comm"], 0) + 1
+            peak = max((p["peak_rss_gib"] or 0.0) for p in gone)
+            early.append(
+                f"<li>{bd.esc(run)}: {len(gone)} ("
+                + bd.esc(", ".join(f"{c} ×{k}" if k > 1 else c for c, k in names.items()))
+                + f"), the largest peak Rss {bd.esc(gib(peak))}</li>"
+            )
+    note = (
+        "<p>Processes that ran only during start-up, before the load (not in the table: no loaded samples):</p>"
+        f"<ul>{''.join(early)}</ul>"
+        if early
+        else ""
     )
+    table = (
+        str(
+            bd.table(
+                rows,
+                id="memory-processes",
+                caption="Each process the server ran while loaded, from the host sampler. Pss shares shared pages "
+                "between processes: their sum is not a footprint.",
+            )
+        )
+        if rows
+        else "<p>No process of the server was sampled while loaded.</p>"
+    )
+    return bd.collapsed("Host memory per process (Pss, Rss)", bd.Block(table + note))
 
 
 def memory_ramp(page: Any) -> bd.Block:
@@ -97,9 +122,10 @@ def memory_ramp(page: Any) -> bd.Block:
     runs = [r for r in page.camp.runs_of("gpu") if r.arm in page.arms]
     if not runs:
         return bd.Block("")
-    charts, recorded = [], {}
+    panels, recorded = [], {}
+    ramps = page.analysis.load_ramps([r.id for r in runs], charts.ROW_BUDGET)  # one budget, every run and rank
     for r in runs:
-        samples, marks = page.analysis.load_ramp(r.id)
+        samples, marks = ramps[r.id]
         recorded[r.id] = {"points": samples.height, "markers": marks.height, "peak_gib": float(samples["gib"].max())}
         line = (
             alt.Chart(samples, title=f"{r.id} ({r.arm})")
@@ -115,13 +141,13 @@ def memory_ramp(page: Any) -> bd.Block:
             .mark_rule(strokeDash=[3, 3], opacity=0.6)
             .encode(x="t_s:Q", stroke=alt.Stroke("event:N", title="event"))
         )
-        charts.append(alt.layer(line, rules).resolve_scale(color="independent").properties(width=520, height=180))
+        panels.append(alt.layer(line, rules).resolve_scale(color="independent").properties(width=520, height=180))
     bd.record("memory_ramp", recorded)
     return bd.Block(
         str(bd.heading("Memory over time (the load ramp)", 3, id="memory-ramp"))
         + str(
             bd.chart(
-                alt.vconcat(*charts),
+                alt.vconcat(*panels),
                 caption="nvidia-smi memory.used per GPU; dashed lines: the run's events (load start, ready = load "
                 "end, each load point's start, stop). Bins keep the largest sample, so no peak is averaged away.",
             )
@@ -129,8 +155,13 @@ def memory_ramp(page: Any) -> bd.Block:
     )
 
 
+def memory_deltas(page: Any) -> list:
+    """The analysis's memory deltas between this page's arms."""
+    return [d for d in page.analysis.memory_deltas if d.baseline in page.arms and d.candidate in page.arms]
+
+
 def _memory_delta_table(page: Any) -> str:
-    deltas = page.memory_deltas()
+    deltas = memory_deltas(page)
     bd.record("memory_deltas", [d.as_dict() for d in deltas])
     if not deltas:
         return ""
@@ -151,36 +182,5 @@ def _memory_delta_table(page: Any) -> str:
                 "Candidate − baseline per rank (the largest rank), one memory run per arm. No memory spread is "
                 "measured, so the campaign's run-to-run spread, applied to the baseline's figure, is the threshold."
             ),
-        )
-    )
-
-
-def _clamp_findings(page: Any) -> list[dict[str, Any]]:
-    """The analysis's clamp results for this page's arms (requested vs what the startup line says ran)."""
-    return [c.as_dict() for c in page.analysis.clamps if c.arm in page.arms]
-
-
-def clamps(page: Any) -> bd.Block:
-    found = _clamp_findings(page)
-    rows = [
-        {
-            "Arm": f["arm"],
-            "Requested": page.server_mode(f["arm"]),
-            "Startup line (what ran)": f["line"],
-            "Verdict": bd.mark("fail" if f["clamped"] else "pass", f["verdict"]),
-            "Detail": f["detail"],
-        }
-        for f in found
-    ]
-    bd.record("clamps", found)
-    if not rows:
-        return bd.Block("")
-    return bd.Block(
-        str(bd.heading("Clamps: what was asked vs what ran", id="clamps"))
-        + str(bd.text("The server's startup line states the batch width and prefill budget it actually used."))
-        + str(
-            sections.checks_table(
-                rows, [not f["clamped"] for f in found], id="clamps", passed_label="{n} arm(s) ran as requested"
-            )
         )
     )

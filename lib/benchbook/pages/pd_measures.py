@@ -62,9 +62,9 @@ def lifecycle(page: Page) -> bd.Block:
             "Run": x["run"],
             "Window": x["window"],
             "Load": x["load"],
-            "Mean TTFT": pv.num(x["mean_ttft_s"], "{:.4f} s", x["source"]),
-            "Time generating (E2E − TTFT)": pv.num(x["generating_s"], "{:.4f} s", x["source"]),
-            "Mean E2E": pv.num(x["mean_e2e_s"], "{:.4f} s"),
+            "Mean TTFT": pv.num(x["mean_ttft_s"], "{pd} s", x["source"]),
+            "Time generating (E2E − TTFT)": pv.num(x["generating_s"], "{pd} s", x["source"]),
+            "Mean E2E": pv.num(x["mean_e2e_s"], "{pd} s"),
             "TTFT share of E2E": pv.num(x["ttft_share"], "{:.2%}", x["source"]),
             "Mean TPOT": pv.num(x["tpot_ms"], "{:.1f} ms"),
         }
@@ -167,7 +167,7 @@ def throughput(page: Page) -> bd.Block:
             "Window": x["window"],
             "System output": pv.num(x["system"], "{:.2f} token/s", x["source"]),
             "Cards": x["cards"],
-            "Per card": pv.num(x["per_card"], "{:.4f} token/s/card", x["source"]),
+            "Per card": pv.num(x["per_card"], "{pd} token/s/card", x["source"]),
         }
         for x in rows
     ]
@@ -175,8 +175,8 @@ def throughput(page: Page) -> bd.Block:
         {
             "Candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
             "Window and load": c["context"],
-            "Baseline": f"{c['baseline_value']:.4f}",
-            "Candidate": f"{c['candidate_value']:.4f}",
+            "Baseline": pv.pd_num(c["baseline_value"]),
+            "Candidate": pv.pd_num(c["candidate_value"]),
             "Gain": f"{c['change_pct']:+.2f} %",
             "Verdict": bd.mark(pv.STATE_MARK[State(c["state"])], c["verdict"]),
             "Why": c["reason"],
@@ -275,8 +275,8 @@ def comparisons(page: Page) -> bd.Block:
         {
             "Figure": c["metric"],
             "Context": c["context"],
-            "Baseline": f"{c['baseline_value']:.4f}",
-            "Candidate": f"{c['candidate_value']:.4f}",
+            "Baseline": pv.pd_num(c["baseline_value"]),
+            "Candidate": pv.pd_num(c["candidate_value"]),
             "Change": f"{c['change_pct']:+.2f} %",
             "Source": c["source"],
             "Verdict": c["verdict"],
@@ -330,8 +330,8 @@ def littles_law(page: Page) -> bd.Block:
         {
             "Run": x["run"],
             "Window": x["window"],
-            "λ (completion rate)": f"{x['completion_rate']:.4f} req/s",
-            "W (mean E2E)": f"{x['mean_e2e_s']:.4f} s",
+            "λ (completion rate)": f"{pv.pd_num(x['completion_rate'])} req/s",
+            "W (mean E2E)": f"{pv.pd_num(x['mean_e2e_s'])} s",
             "λ × W": f"{x['lambda_w']:.3f}",
             "L (mean concurrency)": "not recorded" if x["mean_concurrency"] is None else f"{x['mean_concurrency']:.3f}",
             "Status": pv.status_mark(x["status"]),
@@ -400,7 +400,7 @@ def acceptance(page: Page) -> bd.Block:
             "Output tokens": x["output_tokens"],
             "Verify calls": x["verify_calls"],
             "Verify width": x["verify_width"],
-            "Acceptance length": "—" if x["acceptance_length"] is None else f"{x['acceptance_length']:.4f}",
+            "Acceptance length": "—" if x["acceptance_length"] is None else pv.pd_num(x["acceptance_length"]),
             "Check": pv.status_mark(x["status"]) if x["status"] else "—",
         }
         for x in rows

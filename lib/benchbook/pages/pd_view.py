@@ -19,6 +19,7 @@ from benchbook.analysis.pd_report import PDDeployment
 from benchbook.analysis.verdict import State
 from benchbook.errors import InputError
 from benchbook.ingest.pd_runs import PDCampaign
+from benchbook.numfmt import fmt_num
 from benchbook.pages import display as bd
 
 SEAM_BATCHES = _SEAM_BATCHES
@@ -121,11 +122,18 @@ def src(page: Page, run: str, window: str, key: str) -> str | None:
     return None if c is None else c["source"]
 
 
+def pd_num(v: float) -> str:
+    """A PD figure as it was recorded: up to 4 decimals (the seed prints 2.5975 × 42.9285), never more
+    digits than the source had (166.24, not 166.2400; an approximate 23, not 23.0000; numfmt.fmt_num)."""
+    return fmt_num(v, 4, sig=7, trim=True)
+
+
 def num(v: float | None, fmt: str, src: str | None = None) -> Any:
-    """A number with its source mark when it is not a recorded value."""
+    """A number with its source mark when it is not a recorded value (``fmt``: a format string, ``{pd}``
+    for :func:`pd_num`)."""
     if v is None:
         return None
-    s = fmt.format(v)
+    s = fmt.replace("{pd}", pd_num(v)) if "{pd}" in fmt else fmt.format(v)
     if src and src != "recorded":
         kind, label = SOURCE_MARK[src]
         return bd.Block(f"{bd.esc(s)} {bd.mark(kind, label)}")
