@@ -34,6 +34,7 @@ MAX_PARAMS_BYTES = 2**20  # render.yml / --params
 MAX_METRICS_BYTES = 256 * 2**20  # one /metrics snapshot (a large engine's is a few MB)
 MAX_LOG_BYTES = 256 * 2**20  # server.log, a prefill scheduler log
 MAX_DEPTH = 64  # JSON/YAML nesting; benchbook's own formats need 6, other tools' under 12
+MAX_FOLDER_DEPTH = 32  # folders below a campaign or an init input; benchbook's deepest layout needs 6
 
 _KINDS = (
     (stat.S_ISFIFO, "a FIFO (named pipe)"),
@@ -103,6 +104,49 @@ def _size_check(path: Path, limit: int) -> None:
         return  # reading it says why
     if size > limit:
         raise InputError(path, "-", f"file is {size} bytes, above the {limit}-byte limit for this input")
+
+
+def walk(root: str | Path, limit: int = MAX_FOLDER_DEPTH):
+    """``(dirpath, dirnames, filenames)`` for ``root`` and every folder below it, top-down and sorted,
+    like ``os.walk`` (symlinks are listed, never followed; an unreadable folder is skipped) but with
+    a stack instead of recursion, and a folder more than ``limit`` levels below ``root`` is bad input
+    (a folder 1,000 deep would otherwise end in a RecursionError, or a path too long to open).
+    ``dirnames`` may be pruned in place, as with ``os.walk``."""
+    top = os.fspath(root)
+    stack = [(top, 0)]
+    while stack:
+        dirpath, depth = stack.pop()
+        try:
+            with os.scandir(dirpath) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        dirnames, filenames = [], []
+        for e in entries:
+            try:
+                is_dir = e.is_dir()  # a symlink to a folder is listed with the folders, as os.walk does
+            except OSError:
+                is_dir = False
+            (dirnames if is_dir else filenames).append(e.name)
+        dirnames.sort()
+        filenames.sort()
+        yield dirpath, dirnames, filenames
+        subs = [d for d in dirnames if not os.path.islink(os.path.join(dirpath, d))]
+        if subs and depth + 1 > limit:
+            deep = os.path.join(dirpath, subs[0])
+            raise InputError(
+                deep,
+                "-",
+                f"folder nested more than {limit} levels below {top} (the limit for a campaign or an input "
+                "folder, docs/bad-input.md): nothing below it was read",
+            )
+        stack.extend((os.path.join(dirpath, d), depth + 1) for d in reversed(subs))
+
+
+def walk_files(root: str | Path, limit: int = MAX_FOLDER_DEPTH) -> list[Path]:
+    """Every non-folder entry below ``root`` (files, symlinks, special files), sorted by path, found by
+    :func:`walk` (so depth-bounded)."""
+    return sorted(Path(d, f) for d, _, files in walk(root, limit) for f in files)
 
 
 def sha256_file(path: str | Path) -> str:

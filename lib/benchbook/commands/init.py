@@ -101,8 +101,11 @@ def _is_capture(p: Path) -> bool:
 
 
 def _files_under(folder: Path) -> list[Path]:
+    from benchbook.jsonfile import walk
+
     out = []
-    for p in sorted(folder.rglob("*")):
+    entries = sorted(Path(d, n) for d, dirs, files in walk(folder) for n in [*dirs, *files])
+    for p in entries:
         if p.is_symlink():
             raise InputError(p, "-", "is a symlink; init copies regular files only (copy the file itself in)")
         if p.is_file():

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import InputError
-from benchbook.jsonfile import load_json, read_text
+from benchbook.jsonfile import load_json, read_text, walk_files
 
 CAPTURE_SUFFIXES = (".prom", ".metrics", ".txt")
 LOG_NAMES = ("server.log", "server_log.txt", "vllm.log", "sglang.log")
@@ -261,7 +261,7 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
     rf.points = _pair(results, [c for c in caps if _is_capture(c) or c.suffix == ".jsonl"])
     rf.captures = [c for c in caps if _is_capture(c)]
     for pf in rf.point_folders + rf.phases_folders + rf.ladder_folders:
-        rf.captures += [c for c in sorted(pf.rglob("*")) if _is_capture(c)]
+        rf.captures += [c for c in walk_files(pf) if _is_capture(c)]
         rf.logs += [pf / n for n in LOG_NAMES if (pf / n).is_file()]
         rf.infos += [pf / n for n in INFO_NAMES if (pf / n).is_file()]
     return rf

@@ -78,8 +78,9 @@ def folder_digest(folder: Path) -> str:
     root = os.fspath(folder)
     h = hashlib.sha256()
     entries: list[tuple[str, str]] = []  # (relative posix path, path)
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+    from benchbook.jsonfile import walk
+
+    for dirpath, _dirnames, filenames in walk(root):  # a stack, depth-bounded: a 1,000-deep folder is bad input
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         prefix = "" if rel_dir == "." else rel_dir + "/"
         entries.extend((prefix + name, os.path.join(dirpath, name)) for name in filenames)
