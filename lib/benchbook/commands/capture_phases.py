@@ -33,6 +33,7 @@ import httpx
 
 from benchbook import httpread
 from benchbook.analysis import enginemetrics
+from benchbook.commands import openai_answers
 from benchbook.commands.capture_folder import RunFolder, dump_json, utc
 from benchbook.commands.capture_memory import MemorySampling
 from benchbook.commands.capture_prompts import (
@@ -113,22 +114,15 @@ def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> 
                 if data == "[DONE]":
                     break
                 events += 1
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    raise SourceError(url, f"stream event is not JSON: {data[:120]!r}") from None
-                if not isinstance(chunk, dict):
-                    raise SourceError(url, f"stream event is not a JSON object: {data[:120]!r}")
-                if chunk.get("usage"):
-                    usage = chunk["usage"]
-                for ch in chunk.get("choices") or []:
-                    if ch.get("text") or (ch.get("delta") or {}).get("content"):
-                        if events == 1:
-                            first_has_text = True
-                        if first_text is None:
-                            first_text = now
-                    if ch.get("finish_reason"):
-                        finish = ch["finish_reason"]
+                ev = openai_answers.stream_event(data, url, events)  # checked: exit 4 naming the place
+                if ev.has_usage:
+                    usage = {"prompt_tokens": ev.prompt_tokens, "completion_tokens": ev.completion_tokens}
+                if ev.has_text:
+                    if events == 1:
+                        first_has_text = True
+                    if first_text is None:
+                        first_text = now
+                finish = ev.finish_reason or finish
     except httpread.HTTPReadError as e:
         if e.kind == "timeout":
             raise SourceError(

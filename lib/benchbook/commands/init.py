@@ -100,6 +100,52 @@ def _is_capture(p: Path) -> bool:
     return head[:1] not in (b"{", b"[")
 
 
+def _kind_error(where: Path, at: str, v: Any, want: str) -> InputError:
+    shown = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
+    return InputError(where, at, f"is {shown}, expected {want} (is this a capture.json written by benchbook capture?)")
+
+
+def load_capture(cap_file: Path) -> dict[str, Any] | None:
+    """A folder's ``capture.json`` (None where there is none), checked in every part init reads: a
+    JSON object; ``result_files`` a list of file names (or objects with ``file``); ``snapshots`` a
+    list of objects with a ``file`` name, a ``phase`` and a numeric ``unix_s``; ``prompt_classes`` an
+    object of objects; ``samples`` a list of objects. The file names are checked to stay inside the
+    folder when they are used (:func:`_from_capture_run`): nothing outside it is read."""
+    from benchbook.jsonfile import load_json
+
+    if not cap_file.is_file():
+        return None
+    cap = load_json(cap_file)
+    if not isinstance(cap, dict):
+        raise InputError(cap_file, "$", "expected a JSON object (a capture.json written by benchbook capture)")
+    kind = cap.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        raise _kind_error(cap_file, "$.kind", kind, "text")
+    lists = {"result_files": "a list", "snapshots": "a list", "samples": "a list"}
+    for key, want in lists.items():
+        if cap.get(key) is not None and not isinstance(cap[key], list):
+            raise _kind_error(cap_file, f"$.{key}", cap[key], want)
+    for i, f in enumerate(cap.get("result_files") or []):
+        name = f.get("file") if isinstance(f, dict) else f
+        if not isinstance(name, str):
+            raise _kind_error(cap_file, f"$.result_files[{i}]", f, "a file name or an object with its 'file' name")
+    for i, s in enumerate(cap.get("snapshots") or []):
+        if not isinstance(s, dict) or not isinstance(s.get("file"), str):
+            raise _kind_error(cap_file, f"$.snapshots[{i}]", s, "an object with the snapshot's 'file' name")
+        if s.get("phase") is not None and not isinstance(s["phase"], str):
+            raise _kind_error(cap_file, f"$.snapshots[{i}].phase", s["phase"], "'before', 'during' or 'after'")
+        t = s.get("unix_s")
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))):
+            raise _kind_error(cap_file, f"$.snapshots[{i}].unix_s", t, "the scrape's Unix time (a number)")
+    for i, s in enumerate(cap.get("samples") or []):
+        if not isinstance(s, dict):
+            raise _kind_error(cap_file, f"$.samples[{i}]", s, "an object")
+    pcs = cap.get("prompt_classes")
+    if pcs is not None and not isinstance(pcs, dict):
+        raise _kind_error(cap_file, "$.prompt_classes", pcs, "an object of prompt classes")
+    return cap
+
+
 def _files_under(folder: Path) -> list[Path]:
     from benchbook.jsonfile import walk
 
@@ -142,7 +188,6 @@ def _order_captures(caps: list[Path]) -> tuple[Path | None, Path | None, list[Pa
 def plan(inputs: list[Path]) -> tuple[list[PlannedRun], list[str]]:
     """Classify the inputs into runs; the second value lists what a person must still decide."""
     from benchbook.ingest import formats
-    from benchbook.jsonfile import load_json
 
     runs: list[PlannedRun] = []
     todo: list[str] = []
@@ -158,9 +203,7 @@ def plan(inputs: list[Path]) -> tuple[list[PlannedRun], list[str]]:
             continue
         if src.is_dir():
             cap_file = src / "capture.json"
-            cap = load_json(cap_file) if cap_file.is_file() else None
-            if cap is not None and not isinstance(cap, dict):
-                raise InputError(cap_file, "$", "expected a JSON object (a capture.json written by benchbook capture)")
+            cap = load_capture(cap_file)
             kind = (cap or {}).get("kind")
             if kind == "phases" or (kind is None and (src / "phases.json").is_file()):
                 if not (src / "phases.json").is_file():
@@ -259,17 +302,19 @@ def _detect(p: Path) -> bool:
 
 def _from_capture_run(r: PlannedRun, src: Path, cap: dict[str, Any]) -> None:
     """A `benchbook capture run` folder: result files and snapshots as its capture.json lists them."""
+    from benchbook.jsonfile import join_inside
+
     where = src / "capture.json"
     for i, f in enumerate(cap.get("result_files") or []):
         rel = f.get("file") if isinstance(f, dict) else f
-        p = src / str(rel)
+        p = join_inside(src, src, rel, where, f"$.result_files[{i}]", "result file")  # nothing outside is read
         if not p.is_file():
             raise InputError(where, f"$.result_files[{i}]", f"{rel!r} is not in the folder")
         if _detect(p):
             r.files.append(p)
     snaps = cap.get("snapshots") or []
     for i, s in enumerate(snaps):
-        p = src / str(s.get("file"))
+        p = join_inside(src, src, s["file"], where, f"$.snapshots[{i}].file", "snapshot")
         if not p.is_file():
             raise InputError(where, f"$.snapshots[{i}].file", f"{s.get('file')!r} is not in the folder")
         phase = s.get("phase")
@@ -489,7 +534,7 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
         manifest["engine"] = engine
     phases = [r for r in runs if r.harness == "phases"]
     for pf in lay.phase_folders if lay is not None else []:  # the layout's benchbook phases folders
-        cap = load_json(pf / "capture.json") if (pf / "capture.json").is_file() else None
+        cap = load_capture(pf / "capture.json")
         phases.append(PlannedRun(pf.name, "phases", pf, capture=cap, phases_doc=load_json(pf / "phases.json")))
     if phases:
         manifest["environments"] = {
@@ -744,11 +789,10 @@ def run(args) -> int:
 
 def point_files(folder: Path) -> tuple[list[Path], Path | None, Path | None, list[tuple[Path, float | None]]]:
     """A load-point folder's result files, before/after captures and timed snapshots."""
-    from benchbook.jsonfile import load_json
 
-    cap_file = folder / "capture.json"
-    if cap_file.is_file() and (load_json(cap_file) or {}).get("kind") == "run":
-        r = PlannedRun("p", "results", folder, capture=load_json(cap_file))
+    cap = load_capture(folder / "capture.json")
+    if cap is not None and cap.get("kind") == "run":
+        r = PlannedRun("p", "results", folder, capture=cap)
         _from_capture_run(r, folder, r.capture)
         return r.files, r.before, r.after, r.snapshots
     files = _files_under(folder)

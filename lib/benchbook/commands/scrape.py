@@ -85,8 +85,10 @@ class MetricsEndpoint:
                     headers={"Accept": "text/plain;version=0.0.4"},
                 )
             except httpread.HTTPReadError as e:
-                if e.kind in ("timeout", "connect"):
-                    last = f"no answer within {self.timeout_s:g} s" if e.kind == "timeout" else f"cannot connect ({e})"
+                if e.kind in ("timeout", "connect", "truncated"):
+                    last = {"timeout": f"no answer within {self.timeout_s:g} s", "truncated": str(e)}.get(
+                        e.kind, f"cannot connect ({e})"
+                    )
                     continue
                 raise SourceError(self.url, e.reason) from None  # too big, a redirect elsewhere: retrying won't help
             t1 = time.monotonic()
@@ -99,7 +101,8 @@ class MetricsEndpoint:
             # later than it was read, shortening busy stretches; the midpoint halves that error
             mid = (t1 - t0) / 2
             return Scrape(r.text(), time.time() - mid, t1 - mid, t1 - t0, attempt)
-        raise SourceError(self.url, f"{last} after {self.retries} attempt{'s' * (self.retries > 1)}; is the server up?")
+        hint = "" if last.startswith(("answer cut short", "gzip", "deflate")) else "; is the server up?"
+        raise SourceError(self.url, f"{last} after {self.retries} attempt{'s' * (self.retries > 1)}{hint}")
 
     def check(self, scrape: Scrape) -> prometheus.Snapshot:
         """Parse the whole text with benchbook's reader (prometheus_client + its checks)."""

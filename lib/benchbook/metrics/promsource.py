@@ -244,7 +244,7 @@ class PromClient:
             raise
         try:
             body = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what the parser follows
             body = None
         if not isinstance(body, dict) or "status" not in body:
             snippet = raw[:120].decode("utf-8", "replace").replace("\n", " ")
