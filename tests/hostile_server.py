@@ -130,6 +130,10 @@ class Hostile:
         z = gzip_bytes(METRICS_TEXT) + gzip_bytes(b'# TYPE y counter\ny_total{n="2"} 2\n')
         conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(z) + z)
 
+    def _slow_metrics(self, conn, end):  # a whole, valid answer, 0.4 s late (a server busy writing 44 MB)
+        time.sleep(0.4)
+        self._ok(conn, end)
+
     def _api(self, conn, end):  # /api/v1/...: a Prometheus that answers a byte every 0.5 s
         self._trickle(conn, end)
 

@@ -181,3 +181,125 @@ def test_one_host_gpu_sampled_twice_at_one_instant_is_bad_input(tmp_path):
     p.write_text(json.dumps(rec) + "\n" + json.dumps(rec) + "\n")
     with pytest.raises(InputError, match="two samples of GPU 3 on host 'h'"):
         telemetry.read_gpu_samples(p)
+
+
+# --------------------------------------------------------------------------- 12. whole-file reads, bounded
+
+
+def test_a_huge_engine_log_and_smi_output_are_refused_unread(tmp_path, capsys):
+    """A 3 GB (sparse) ``sglang_engine.log`` and a 40 MB ``nvidia_smi_q.txt`` in a run folder: exit 2
+    from validate and summary, naming each, before a byte is read (the issue's: a 2 GB log, 89 s)."""
+    camp = tmp_path / "c"
+    shutil.copytree(MINI, camp)
+    log = camp / "runs" / "phases-serial" / "sglang_engine.log"
+    smi = camp / "runs" / "req-batch" / "nvidia_smi_q.txt"
+    with open(log, "wb") as f:
+        f.truncate(3 * 2**30)
+    with open(smi, "wb") as f:
+        f.truncate(40 * 2**20)
+    assert main(["validate", str(camp)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"{log}: -: file is {3 * 2**30} bytes, above the 268435456-byte limit" in err
+    assert f"{smi}: -: file is {40 * 2**20} bytes, above the 16777216-byte limit" in err
+    assert main(["summary", str(camp)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert "above the" in err and "internal error" not in err
+    smi.unlink()
+    os.mkfifo(smi)  # and a FIFO under that name is refused unopened, not waited on
+    assert main(["validate", str(camp)]) == EXIT_BAD_INPUT
+    assert f"{smi}: -: is a FIFO" in capsys.readouterr().err
+
+
+def test_a_yaml_result_above_its_limit_is_refused_before_parsing(tmp_path, capsys):
+    from benchbook.jsonfile import MAX_LLMD_YAML_BYTES
+
+    big = tmp_path / "report_stage_0.yaml"
+    src = (FIX / "tools" / "llmd-benchmark-report-0.2.1" / "pd_report.yaml").read_text()
+    with open(big, "w") as f:  # a real report, then a comment block to 5 MiB
+        f.write(src)
+        f.write(("# " + "x" * 1021 + "\n") * 5 * 1024)
+    assert big.stat().st_size > MAX_LLMD_YAML_BYTES
+    assert main(["validate", str(big)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"{big}: -: file is {big.stat().st_size} bytes, above the {MAX_LLMD_YAML_BYTES}-byte limit" in err
+
+
+def test_the_c_parser_keeps_the_yaml_checks(tmp_path):
+    """load_yaml on libyaml's parser: the same values, and still no aliases, duplicate keys or deep nesting."""
+    import yaml
+
+    from benchbook.jsonfile import _yaml_base, load_yaml
+
+    assert "CParser" in [c.__name__ for c in _yaml_base().__mro__] or not yaml.__with_libyaml__
+    p = tmp_path / "x.yaml"
+    src = (FIX / "tools" / "llmd-benchmark-report-0.2.1" / "pd_report.yaml").read_text()
+    p.write_text(src)
+    assert load_yaml(p, 2**20) == yaml.safe_load(src)
+    for text, msg in (
+        ("base: &b {n: 1}\nother: *b\n", "line 2 column 8: not valid YAML: aliases"),
+        ("k: 1\nj: 2\nk: 3\n", "line 3 column 1: not valid YAML: key 'k' appears twice"),
+        ("v: " + "{a: " * 80 + "1" + "}" * 80 + "\n", "nested deeper than 64 levels"),
+    ):
+        p.write_text(text)
+        with pytest.raises(InputError, match=msg):
+            load_yaml(p)
+
+
+# --------------------------------------------------------------------------- 13. FIFOs in the output folder
+
+
+def test_fifos_in_the_output_folder_never_hang_render(tmp_path, capsys):
+    """FIFOs planted where render reads its own files (a page manifest, a key, the tree record, the
+    index): render --all finishes, replaces them with regular files, exit 0 (it hung holding the lock)."""
+    import signal
+    import stat
+
+    data = tmp_path / "data"
+    shutil.copytree(MINI, data / "alpha")
+    nb = tmp_path / "nb"
+    nb.mkdir()
+    out = tmp_path / "reports"
+    argv = ["render", "--all", str(data), "--out", str(out), "--notebooks", str(nb)]
+    assert main(argv) == 0
+    planted = [out / "alpha" / ".compare.set.json", out / "alpha" / "headline.key", out / ".render-all.key"]
+    planted.append(out / "index.html")
+    for p in planted:
+        p.unlink(missing_ok=True)
+        os.mkfifo(p)
+
+    def expired(*_):
+        raise TimeoutError("render blocked on a FIFO in the output folder")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, 120)
+    try:
+        rc = main([*argv, "--force"])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    err = capsys.readouterr().err
+    assert rc == 0, err
+    for p in planted[1:]:
+        assert stat.S_ISREG(os.lstat(p).st_mode), p
+
+
+# --------------------------------------------------------------------------- 14. symlinked run folders
+
+
+def test_a_symlinked_arm_folder_is_refused_not_dropped(tmp_path, capsys):
+    """An ``arms`` folder whose second arm is a symlink to an arm folder elsewhere (the issue's: a
+    symlinked run folder inside an arm): exit 2 naming the link; it was silently left out."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import test_telemetry_layout as T
+
+    s = T._samples()[:40]
+    arms = tmp_path / "in" / "arms"
+    T._run_folder(arms, "eager", s)  # arms/eager/p1
+    T._run_folder(tmp_path / "elsewhere", "graphs", s)  # elsewhere/graphs/p1
+    (arms / "graphs").symlink_to(tmp_path / "elsewhere" / "graphs", target_is_directory=True)
+    assert main(["init", "-q", str(tmp_path / "camp"), str(arms)]) == EXIT_BAD_INPUT
+    err = capsys.readouterr().err
+    assert f"{arms / 'graphs'}: -: is a symlink to a folder" in err, err
+    assert not (tmp_path / "camp").exists()
+    (arms / "graphs").unlink()  # without the link: one arm, as before
+    assert main(["init", "-q", str(tmp_path / "camp"), str(arms)]) == 0

@@ -139,3 +139,50 @@ def test_a_streamed_completion_cut_short_is_exit_4(hostile):
     hostile.canned["/v1/completions"] = head + events
     with pytest.raises(SourceError, match="request failed: answer cut short"):
         stream_completion(hostile.url, {"prompt": "x"}, 5.0)
+
+
+# --------------------------------------------------------------------------- 13. periodic scrapes, cheaply
+
+
+def test_periodic_scrapes_are_not_parsed_and_a_missed_interval_is_said(hostile, tmp_path, monkeypatch):
+    """`capture run --every 0.1` against a /metrics answering 0.4 s late: only the two scrapes that
+    bracket the window are parsed; the ones between are checked cheaply, and the intervals that
+    passed while a scrape ran are skipped and listed in capture.json (they were scraped back to back)."""
+    from benchbook.commands.capture_run import capture_run
+    from benchbook.metrics import prometheus
+
+    parsed = []
+    real = prometheus.parse
+    monkeypatch.setattr(prometheus, "parse", lambda text, *a, **k: (parsed.append(len(text)), real(text, *a, **k))[1])
+    folder = capture_run(
+        metrics=hostile.url + "/slow-metrics",
+        out=str(tmp_path / "o"),
+        command=[sys.executable, "-c", "import time; time.sleep(2.2)"],
+        arguments={},
+        every_s=0.1,
+        echo=False,
+        log=lambda s: None,
+    )
+    doc = folder.doc
+    during = [s for s in doc["snapshots"] if s["phase"] == "during"]
+    assert len(during) >= 2
+    assert len(parsed) == 2  # before and after
+    missed = [e["error"] for e in doc["scrape_errors"] if e["error"].startswith("missed ")]
+    assert missed and all("interval(s) of 0.1 s after scrape" in m for m in missed)
+
+
+def test_the_light_check_refuses_what_is_not_metrics(hostile):
+    from benchbook.commands.scrape import MetricsEndpoint, Scrape
+    from benchbook.errors import InputError
+
+    ep = MetricsEndpoint(hostile.url)
+    for text, msg in (
+        ("", "empty answer"),
+        ("  <html><body>login</body></html>\n", "answered HTML"),
+        ("# HELP x y\n# TYPE x counter\n", "without a single sample"),
+        ("# TYPE x counter\n-x 1\n", "its first sample line starts '-x 1"),
+        ("# TYPE x counter\nx_total 1\nx_total{a=", "no line feed: cut off"),
+    ):
+        with pytest.raises(InputError, match=msg):
+            ep.check_light(Scrape(text, 0.0, 0.0, 0.0, 1))
+    ep.check_light(Scrape("# TYPE x counter\nx_total 1\n" * 1000, 0.0, 0.0, 0.0, 1))

@@ -198,10 +198,11 @@ def capture_run(
             n += 1
             try:
                 s = endpoint.fetch()
-                endpoint.check(s)
+                endpoint.check_light(s)  # cheap: a huge /metrics is not parsed at every interval
                 keep(s, f"during-{n:04d}", "during")
             except BenchbookError as e:
                 doc["scrape_errors"].append({"at": utc(time.time()), "error": str(e)})
+            n = _skip_missed(doc, n, t0, every_s, log)
             folder.save()
         tee.join(timeout=5)
     except KeyboardInterrupt:
@@ -238,6 +239,19 @@ def capture_run(
         f"{len(doc['result_files'])} result files{'; ' + stopped if stopped else ''}"
     )
     return folder
+
+
+def _skip_missed(doc: dict[str, Any], n: int, t0: float, every_s: float, log: Callable[[str], None]) -> int:
+    """After scrape ``n``: the intervals that passed while it ran (a slow server, a huge /metrics) are
+    skipped, not scraped back to back, and said in capture.json's ``scrape_errors``."""
+    due = int((time.monotonic() - t0) / every_s)
+    if due <= n:
+        return n
+    missed = due - n
+    msg = f"missed {missed} interval(s) of {every_s:g} s after scrape {n}: the scrape took longer than --every"
+    doc["scrape_errors"].append({"at": utc(time.time()), "error": msg})
+    log(f"capture run: {msg}")
+    return due
 
 
 def _collect(folder: RunFolder, places: list[str], since_unix: float) -> None:

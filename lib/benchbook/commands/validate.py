@@ -41,6 +41,9 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
     camp: Campaign | None = _collect(lambda: load_campaign(root), errors)
     if camp is None:
         return errors
+    from benchbook.analysis.audit import check_text_files
+
+    _collect(lambda: check_text_files(camp), errors)  # nvidia_smi_q.txt, *.log: as the audit reads them
     pd_runs = {}
     if camp.runs_of("pd"):
         from benchbook.ingest.pd_runs import load_pd_campaign

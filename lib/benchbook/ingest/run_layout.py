@@ -109,7 +109,21 @@ def _is_result(p: Path) -> bool:
 
 
 def _subdirs(d: Path) -> list[Path]:
-    return sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+    """The folders in ``d`` (hidden ones left out). A symlink to a folder is refused, as a file
+    symlink is: leaving it out would drop a run folder without a word."""
+    out = []
+    for p in sorted(d.iterdir()):
+        if p.name.startswith(".") or not p.is_dir():
+            continue
+        if p.is_symlink():
+            raise InputError(
+                p,
+                "-",
+                "is a symlink to a folder; init copies regular files and folders only "
+                "(copy the folder itself in, or give its real path)",
+            )
+        out.append(p)
+    return out
 
 
 def point_kind(d: Path) -> str | None:
