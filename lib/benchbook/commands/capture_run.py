@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchbook.commands.capture_folder import RunFolder, utc
+from benchbook.commands.capture_folder import DiskFull, RunFolder, layout, utc
 from benchbook.commands.capture_memory import MemorySampling
 from benchbook.commands.scrape import MetricsEndpoint, Scrape
 from benchbook.errors import BenchbookError, InputError
@@ -44,6 +44,23 @@ def result_dirs_from_command(cmd: list[str]) -> list[str]:
     return out
 
 
+def check_places(places: list[str], folder: Path, given_by: str) -> None:
+    """No result folder holds the capture folder, or lies inside it: the files the capture is still
+    writing would be copied as the benchmark's results (or the results copied into themselves).
+    Checked before anything runs (symlinks followed)."""
+    mine = Path(folder).resolve()
+    for place in places:
+        p = Path(place).resolve()
+        if p == mine or mine.is_relative_to(p) or p.is_relative_to(mine):
+            where = "holds" if p != mine and mine.is_relative_to(p) else "is" if p == mine else "lies inside"
+            raise InputError(
+                "--results" if given_by == "--results" else "command",
+                place,
+                f"this result folder ({given_by}) {where} the capture folder {folder}: the capture would copy "
+                "its own files as results; give a result folder outside the capture folder, and --out outside it",
+            )
+
+
 def _new_files(place: Path, since_unix: float) -> list[Path]:
     if place.is_file():
         return [place] if place.stat().st_mtime >= since_unix - 1 else []
@@ -59,11 +76,17 @@ class _Tee(threading.Thread):
         super().__init__(daemon=True)
         self.stream, self.log_path, self.echo = stream, log_path, echo
 
+    error: str | None = None  # why command.log stopped being written (a full disk): the output is still drained
+
     def run(self) -> None:
         with open(self.log_path, "ab") as log:
             for line in iter(self.stream.readline, b""):
-                log.write(line)
-                log.flush()
+                if self.error is None:
+                    try:
+                        log.write(line)
+                        log.flush()
+                    except OSError as e:  # keep reading: a child whose pipe fills would block forever
+                        self.error = f"command.log not written on from here: {e.strerror or e}"
                 if self.echo:
                     sys.stdout.buffer.write(line)
                     sys.stdout.flush()
@@ -123,10 +146,12 @@ def capture_run(
     exe = shutil.which(command[0])
     if exe is None:
         raise InputError("command", command[0], "not found on PATH")
+    places = list(results) if results else result_dirs_from_command(command)
+    given_by = "--results" if results else "the command's result-folder option"
+    check_places(places, layout(out, "run", arm, run, point)[0], given_by)
     endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
     first, _snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
     folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point)
-    places = list(results) if results else result_dirs_from_command(command)
     doc = folder.doc
     doc.update(
         {
@@ -200,11 +225,15 @@ def capture_run(
                 s = endpoint.fetch()
                 endpoint.check_light(s)  # cheap: a huge /metrics is not parsed at every interval
                 keep(s, f"during-{n:04d}", "during")
+            except DiskFull as e:  # not a scrape to note and go on from: the capture stops, exit 2
+                stopped = str(e)
+                raise
             except BenchbookError as e:
                 doc["scrape_errors"].append({"at": utc(time.time()), "error": str(e)})
             n = _skip_missed(doc, n, t0, every_s, log)
             folder.save()
         tee.join(timeout=5)
+        stopped = stopped or tee.error
     except KeyboardInterrupt:
         stopped = "interrupted (Ctrl-C): the command was stopped before it finished"
         interrupted = True

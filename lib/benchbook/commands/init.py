@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -702,10 +703,19 @@ def _readme(manifest: dict, hashes: list[tuple[str, str, str]], notes: list[str]
         "",
         "| file | sha256 | copied from |",
         "|---|---|---|",
-        *[f"| `{c}` | `{h}` | `{o}` |" for c, h, o in hashes],
+        *[f"| `{c}` | `{h}` | `{o}` |" for (c, h, _), o in zip(hashes, _from_names([o for *_, o in hashes]))],
         "",
     ]
     return "\n".join(lines)
+
+
+def _from_names(originals: list[str]) -> list[str]:
+    """Where each file was copied from, relative to the folder above all of them (``in/arm/p1/x.json``
+    → ``arm/p1/x.json``): the README names no folder of the machine init ran on."""
+    if not originals:
+        return []
+    top = os.path.dirname(os.path.commonpath([os.path.dirname(o) for o in originals]))
+    return [os.path.relpath(o, top) for o in originals]
 
 
 # ---------------------------------------------------------------------------------------- CLI
@@ -729,13 +739,43 @@ def _check_names(runs: list[PlannedRun]) -> None:
                     ) from None
 
 
+def _remove_stale_temps(d: Path) -> list[str]:
+    """The temporary folders a killed ``init`` of ``d`` left beside it (``.d.init-<pid>@<host>.*``:
+    87-145 MB each in the issue), removed when their process is gone on this host; a live init's,
+    another host's (a shared disk) and an older init's without its PID are left alone."""
+    from benchbook.pipeline.plan import INIT_TEMP
+
+    host = socket.gethostname()
+    removed = []
+    try:
+        entries = list(d.parent.iterdir())
+    except OSError:
+        return removed
+    for p in entries:
+        m = INIT_TEMP.match(p.name)
+        if m is None or m["dir"] != d.name or m["pid"] is None or m["host"] != host or p.is_symlink():
+            continue
+        try:
+            os.kill(int(m["pid"]), 0)
+            continue  # still running (or another user's process: not ours to judge)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        removed.append(p.name)
+        print(f"benchbook init: removed {p.name}, left by a killed init (process {m['pid']})", file=sys.stderr)
+    return removed
+
+
 def _build_whole(d: Path, runs: list[PlannedRun], todo: list[str], title, question) -> dict:
     """:func:`build` into a temporary sibling folder, renamed to ``d`` once complete: a failure
     leaves no half-written DIR behind (a rerun would find it not empty)."""
     import tempfile
 
     d.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.init-", dir=d.parent))
+    _remove_stale_temps(d)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.init-{os.getpid()}@{socket.gethostname()}.", dir=d.parent))
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # a folder as mkdir makes it, not mkdtemp's 0700

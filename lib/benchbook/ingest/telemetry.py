@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import InputError
-from benchbook.ingest.gpu_samples import GPU_COLUMNS
+from benchbook.ingest.gpu_samples import GPU_COLUMNS, MAX_GPU_INDEX
 
 __all__ = [
     "DCGM_FIELDS",
@@ -143,8 +143,8 @@ def read_aiperf_telemetry(path: str | Path):
         if isinstance(ts, bool) or not isinstance(ts, (int, float)):
             raise InputError(p, f"{where}.timestamp_ns", f"expected a number, found {ts!r}")
         gpu = rec["gpu_index"]
-        if isinstance(gpu, bool) or not isinstance(gpu, int):
-            raise InputError(p, f"{where}.gpu_index", f"expected a whole number, found {gpu!r}")
+        if isinstance(gpu, bool) or not isinstance(gpu, int) or not 0 <= gpu <= MAX_GPU_INDEX:
+            raise InputError(p, f"{where}.gpu_index", f"expected a GPU index (0 to {MAX_GPU_INDEX}), found {gpu!r}")
         row: dict[str, Any] = {c: None for c in TELEMETRY_COLUMNS}
         row.update(t=ts / 1e9, gpu=gpu, host=rec.get("hostname"))
         data = rec["telemetry_data"]
@@ -234,6 +234,7 @@ def read_dcgm(paths: Sequence[str | Path] | str | Path, times: Iterable[float | 
 AIPERF_LAYOUT = "AIPerf GPU telemetry export (0.13 layout: nvidia_* fields; older gpu_* names read too)"
 DCGM_LAYOUT = "DCGM-exporter scrape (DCGM_FI_DEV_* series)"
 DCGM_SERIES_LAYOUT = "DCGM-exporter scrape series (timed scrapes in JSON Lines, DCGM_FI_DEV_* series)"
+NVIDIA_SMI_LAYOUT = "nvidia-smi --query-gpu CSV (timestamp, index, memory.used …)"
 
 
 def key_by_host(df, source: str | Path = "<telemetry>"):
@@ -294,6 +295,8 @@ def validate_line(path: str | Path) -> str | None:
         return describe(key_by_host(read_dcgm_series(p), p), DCGM_SERIES_LAYOUT)
     if b"DCGM_FI_DEV_" in head or (p.suffix in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in p.read_bytes()):
         return describe(read_dcgm(p), DCGM_LAYOUT)
+    if kind_of(p) == "nvidia-smi" or (p.suffix.lower() == ".csv" and re.search(r"gpu|smi", p.name.lower())):
+        return describe(read_gpu_samples(p), NVIDIA_SMI_LAYOUT)  # a CSV named so but not one: its columns said
     return None
 
 
