@@ -52,6 +52,18 @@ class Hostile:
                     return
                 head += got
             path = head.split(b" ", 2)[1].decode()
+            # read the request's body too: closing with unread bytes would reset the connection (RST), and
+            # a client would see "connection lost" instead of the answer it was sent
+            length = next(
+                (int(ln.split(b":", 1)[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")),
+                0,
+            )
+            body = head.split(b"\r\n\r\n", 1)[1]
+            while len(body) < length:
+                got = conn.recv(65536)
+                if not got:
+                    break
+                body += got
             self.hits.append(path)
             if path in self.canned:
                 conn.sendall(self.canned[path])

@@ -37,6 +37,17 @@ def loads(raw: bytes | str, url: str, where: str) -> Any:
         raise SourceError(url, f"{where}: not JSON ({e.__class__.__name__}: {e}): {text!r}") from None
 
 
+def loads_if_json(raw: bytes | str, url: str, where: str) -> Any:
+    """``raw`` parsed as JSON, or None when it is not JSON at all (a page that is no answer of this
+    kind); JSON nested deeper than the parser follows is still the server's fault."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+    except RecursionError:
+        raise SourceError(url, f"{where}: JSON nested too deeply to read (a broken or hostile server?)") from None
+
+
 def _object(v: Any, url: str, where: str) -> dict[str, Any]:
     if not isinstance(v, dict):
         raise SourceError(url, f"{where} is {_short(v)}, expected a JSON object")
@@ -73,7 +84,12 @@ class Event:
 def stream_event(data: str, url: str, n: int) -> Event:
     """One ``data:`` line of a streamed completion (the ``n``-th event), checked."""
     where = f"stream event {n}"
-    chunk = _object(loads(data, url, where), url, where)
+    return completion(loads(data, url, where), url, where)
+
+
+def completion(chunk: Any, url: str, where: str) -> Event:
+    """A completion object (a stream event, or a whole non-streamed answer) already parsed, checked."""
+    chunk = _object(chunk, url, where)
     usage = chunk.get("usage")
     prompt = completion = None
     if usage is not None:
@@ -117,11 +133,8 @@ def tokenize_count(raw: bytes, url: str) -> int | None:
     """``POST /tokenize``'s ``count``; None where the answer has none or is not JSON at all (a server
     without the endpoint behind a catch-all page: the count is recorded as not known). JSON that is
     not an object, too deep, or a count that is not a whole number >= 0 is the server's fault."""
-    try:
-        doc = json.loads(raw)
-    except ValueError:
+    doc = loads_if_json(raw, url, "$")
+    if doc is None:
         return None
-    except RecursionError:
-        raise SourceError(url, "$: JSON nested too deeply to read (a broken or hostile server?)") from None
     doc = _object(doc, url, "$")
     return token_count(doc.get("count"), url, "$.count")

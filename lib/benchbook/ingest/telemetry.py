@@ -52,6 +52,7 @@ from typing import Any
 
 from benchbook.errors import InputError
 from benchbook.ingest.gpu_samples import GPU_COLUMNS, MAX_GPU_INDEX
+from benchbook.jsonfile import MAX_METRICS_BYTES, plain_suffix, read_bytes, read_head
 
 __all__ = [
     "DCGM_FIELDS",
@@ -287,13 +288,14 @@ def validate_line(path: str | Path) -> str | None:
     """The validate line of a GPU telemetry file, or None when ``path`` is not one (InputError when it
     is one with bad content)."""
     p = Path(path)
-    with open(p, "rb") as f:
-        head = f.read(4096)
+    head = _head(p, 4096)
     if head.lstrip()[:1] == b"{" and b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
         return describe(key_by_host(read_aiperf_telemetry(p), p), AIPERF_LAYOUT)
     if kind_of(p) == "dcgm-series":
         return describe(key_by_host(read_dcgm_series(p), p), DCGM_SERIES_LAYOUT)
-    if b"DCGM_FI_DEV_" in head or (p.suffix in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in p.read_bytes()):
+    if b"DCGM_FI_DEV_" in head or (
+        plain_suffix(p) in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in read_bytes(p, limit=MAX_METRICS_BYTES)
+    ):
         return describe(read_dcgm(p), DCGM_LAYOUT)
     if kind_of(p) == "nvidia-smi" or (p.suffix.lower() == ".csv" and re.search(r"gpu|smi", p.name.lower())):
         return describe(read_gpu_samples(p), NVIDIA_SMI_LAYOUT)  # a CSV named so but not one: its columns said
@@ -306,8 +308,7 @@ _SCRAPE_TIME = re.compile(r"(?<![0-9])(1[0-9]{9}(?:\.[0-9]+)?)(?![0-9])")  # Uni
 
 
 def _head(p: Path, n: int = 65536) -> bytes:
-    with open(p, "rb") as f:
-        return f.read(n)
+    return read_head(p, n)  # decompressed for a .gz name (benchbook capture --compress)
 
 
 def kind_of(path: str | Path) -> str | None:
@@ -318,7 +319,7 @@ def kind_of(path: str | Path) -> str | None:
     if not p.is_file() or p.is_symlink():
         return None
     head = _head(p)
-    suffix = p.suffix.lower()
+    suffix = plain_suffix(p)  # conc8_scrapes.jsonl.gz is a .jsonl
     if suffix == ".jsonl" or head.lstrip()[:1] == b"{":
         if b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
             return "aiperf"
