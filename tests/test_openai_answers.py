@@ -133,3 +133,18 @@ def test_prometheus_source_answering_deep_json_is_exit_4(hostile):
     hostile.canned["/api/v1/status/buildinfo"] = H.answer(b'{"s":' * 120_000 + b"1" + b"}" * 120_000)
     with promsource.PromClient(hostile.url, timeout=5.0) as c, pytest.raises(SourceError, match="not a Prometheus API"):
         c.buildinfo()
+
+
+def test_a_non_streamed_answer_is_checked_like_an_event(hostile):
+    from benchbook.commands.capture_phases import stream_completion
+
+    hostile.canned["/v1/completions"] = H.answer(
+        b'{"choices": [{"text": "ok", "finish_reason": "length"}], "usage": 4}'
+    )
+    with pytest.raises(SourceError, match=r"the \(non-streamed\) answer: \$\.usage is 4, expected a JSON object"):
+        stream_completion(hostile.url, {"prompt": "x", "max_tokens": 2}, 5.0)
+    hostile.canned["/v1/completions"] = H.answer(
+        b'{"choices": [{"text": "ok", "finish_reason": "length"}], "usage": {"prompt_tokens": 3, "completion_tokens": 2}}'
+    )
+    r = stream_completion(hostile.url, {"prompt": "x", "max_tokens": 2}, 5.0)
+    assert (r.prompt_tokens, r.completion_tokens, r.finish_reason, r.events) == (3, 2, "length", 0)
