@@ -332,17 +332,22 @@ def campaign_energy(
         per_rr.setdefault(rid, []).append((pid, run))
     rrs = {rr.id: rr for rr in camp.results_runs}
     engine = {a.run: a for a in audits or [] if a.kind == "results run"}
+    name, name_from = gpu_name(camp)
+    acc = limits_mod.find_accelerator(name)
+    limit = (acc.max_power_W, f"an {acc.name} ({name_from})") if acc is not None and acc.max_power_W else (None, "")
     for r in with_samples:
         runs = per_rr.get(r.id, [])
         if not runs or r.id not in rrs:
             notes.append(f"{r.id}: power samples but no results run to take a window from: not measured")
             continue
         if (r.path / GPU_SAMPLES_FILE).is_file():
-            samples = read_gpu_csv(_own(camp, r.path / GPU_SAMPLES_FILE, "GPU sample file"))
+            source = _own(camp, r.path / GPU_SAMPLES_FILE, "GPU sample file")
+            samples = read_gpu_csv(source)
         else:  # init's layout: the samples of the run's server process (nvidia-smi CSV or GPU telemetry)
             from benchbook.ingest.gpu_runs import gpu_frame
 
             samples = gpu_frame(camp, of_process[r.id])
+            source = of_process[r.id].file
         for pid, run in runs:
             win = energy_window(rrs[r.id], run)
             if win is None:
@@ -364,7 +369,18 @@ def campaign_energy(
             idle, _n = energy_mod.idle_power(energy_mod.idle_samples(samples, t0), t0)
             out.append(
                 energy_mod.window_energy(
-                    samples, pid, t0, t1, output_tokens=toks, requests=reqs, idle_w=idle, run=r.id, arm=r.arm
+                    samples,
+                    pid,
+                    t0,
+                    t1,
+                    output_tokens=toks,
+                    requests=reqs,
+                    idle_w=idle,
+                    run=r.id,
+                    arm=r.arm,
+                    source=str(source),
+                    max_power_w=limit[0],
+                    limit_from=limit[1],
                 )
             )
     return out, notes

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbook.analysis import baseline, stats
+from benchbook.analysis import baseline, copies, stats
+from benchbook.analysis.engine_gauges import EngineGauges, engine_gauges
 from benchbook.analysis.memory import MemorySummary, fmt_gib, memory_delta
 from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, check_rule, decide, point, typed_fields
 from benchbook.errors import InputError
@@ -301,6 +302,7 @@ class CampaignAnalysis:
     # the phase cells' yardstick where an arm ran its phases in two or more server processes
     # (baseline.phase_noise); None otherwise (the phase comparisons then use ``noise``)
     phase_noise: baseline.Noise | None = None
+    copies: list[copies.Copy] = field(default_factory=list)  # runs read twice: counted once, listed
     _views: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -375,6 +377,13 @@ class CampaignAnalysis:
         gpu, _host, markers = self.camp.memory
         return self._memo(("load_ramp", run), lambda: load_ramp(gpu, markers, run))
 
+    def load_ramps(self, runs: list[str], budget: int) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+        """The memory ramps of ``runs`` inside one chart's row budget (:func:`memory.load_ramps`)."""
+        from benchbook.analysis.memory import load_ramps
+
+        gpu, _host, markers = self.camp.memory
+        return self._memo(("load_ramps", tuple(runs), budget), lambda: load_ramps(gpu, markers, list(runs), budget))
+
     def ladder_table(self) -> pl.DataFrame:
         """The request ladder of the requests runs, one row per (run, concurrency) (:func:`ladder.ladder_table`);
         an empty frame without requests runs."""
@@ -432,6 +441,7 @@ class CampaignAnalysis:
         """Every sample left out, once each, in the order found (PD exclusions included)."""
         seen, out = set(), []
         items = [e.as_dict() for e in self.camp.exclusions]
+        items += [{"file": c.file, "sample": f"run {c.run}", "reason": c.text()} for c in self.copies]
         if self.pd is not None:
             items += list(self.pd.exclusions)
         for e in items:
@@ -532,6 +542,7 @@ class CampaignAnalysis:
                         "results-ladder",
                     )
                 )
+        unjudged += [(line, "exclusions") for line in copies.lines(self.copies)]
         excluded = [e for e in camp.exclusions if "warm-up" not in e.reason]
         if excluded:
             unjudged.append(
@@ -607,6 +618,7 @@ class CampaignAnalysis:
             },
             "audit": None if self.audit is None else self.audit.as_dict(),
             "exclusions": self.exclusions(),
+            "copies": [c.as_dict() for c in self.copies],
             "findings": {k: f.as_dict() for k, f in self.findings.items()},
             "todo": list(self.camp.manifest.get("todo", [])),
         }
@@ -690,6 +702,7 @@ def _analyse(
         checks=baseline.checks(camp),
         phase_noise=baseline.phase_noise(camp, pc),
         link_gb_s=link_gb_s,
+        copies=copies.campaign_copies(camp),
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
@@ -755,74 +768,6 @@ def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) ->
         au.checks += short_count_checks(an.results_inputs)
     an.checks = an.checks + au.all_checks()
     return au
-
-
-@dataclass
-class EngineGauges:
-    """Running/waiting requests, KV-cache usage and token rates over each run's window, fetched from the
-    campaign's Prometheus source (``promsource.fetch_gauges``); empty for capture-file campaigns."""
-
-    frame: pl.DataFrame | None  # run, quantity, t, s (seconds since the run's first window), value
-    spans: list[dict[str, Any]]  # run, t0, t1
-    notes: list[str]  # runs the server holds no gauge series for, with the reason
-    sources: list[str]  # the servers' public URLs
-
-    def series(self) -> list[dict[str, Any]]:
-        """Per run and quantity: points, min, max, mean."""
-        if self.frame is None:
-            return []
-        return [
-            {
-                "run": k[0],
-                "quantity": k[1],
-                "points": g.height,
-                "min": g["value"].min(),
-                "max": g["value"].max(),
-                "mean": g["value"].mean(),
-            }
-            for k, g in sorted(self.frame.group_by(["run", "quantity"]), key=lambda kg: kg[0])
-        ]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"spans": self.spans, "series": self.series(), "notes": self.notes}
-
-
-def engine_gauges(camp: Campaign, arms: list[str] | None = None) -> EngineGauges:
-    """The engine's gauges over the windows of the runs of ``arms`` (default: every arm), fetched once
-    per campaign object and arm set."""
-    wanted = tuple(sorted(camp.arms if arms is None else arms))
-    return camp.derived(("engine_gauges", wanted), lambda: _engine_gauges(camp, wanted))
-
-
-def _engine_gauges(camp: Campaign, arms: tuple[str, ...]) -> EngineGauges:
-    import polars as pl
-
-    from benchbook.metrics import promsource
-
-    frames, notes, spans, sources = [], [], [], set()
-    for r in camp.runs:
-        windows = camp.prometheus_windows(r) if r.arm in arms else []
-        if not windows:
-            continue
-        src = camp.prometheus_source(r)
-        t0, t1 = min(w[0] for w in windows), max(w[1] for w in windows)
-        try:
-            g = promsource.fetch_gauges(
-                src["url"],
-                t0,
-                t1,
-                src["matchers"],
-                camp.profile,
-                step=src.get("step_s"),
-                timeout=src.get("timeout_s", promsource.DEFAULT_TIMEOUT_S),
-            )
-        except InputError as e:  # the server has none of these gauges for the run: say so, chart nothing
-            notes.append(f"{r.id}: no gauge series on the server for this run ({e.reason})")
-            continue
-        spans.append({"run": r.id, "t0": t0, "t1": t1})
-        sources.add(promsource._public_url(src["url"]))
-        frames.append(g.with_columns(pl.lit(r.id).alias("run"), (pl.col("t") - t0).alias("s")))
-    return EngineGauges(pl.concat(frames) if frames else None, spans, notes, sorted(sources))
 
 
 def _memory_processes(camp: Campaign, markers: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:

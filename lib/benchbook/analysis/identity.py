@@ -112,7 +112,7 @@ class Field:
     label: str
     value: Any
     shown: str
-    source: str = "file"  # "file" | "measured" | "user"
+    source: str = "file"  # "file" | "measured" | "user" | "campaign" (the arm campaign.json names)
 
     def agrees(self, other: Field) -> bool:
         if self.source == "measured" or other.source == "measured":
@@ -336,6 +336,9 @@ def read_identity(run: BenchmarkRun, user: Mapping[str, Any] | None = None) -> I
             group = str(v)
         elif key == "label":
             put("user_label", "deployment", "label (user)", clean_text(str(v)), source="user")
+        elif key == "campaign_arm":  # the arm campaign.json gives the run: it names the configuration too
+            if "user_label" not in f:  # a user's own label (--label, benchbook-compare.yml) comes first
+                put("user_label", "deployment", "arm (campaign.json)", clean_text(str(v)), source="campaign")
         elif key in USER_FIELDS:
             grp = next(g for g, keys in _USER_GROUPS.items() if key in keys)
             value = model_key(v) if key == "model" else _clean(v)

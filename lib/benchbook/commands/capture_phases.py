@@ -37,6 +37,7 @@ from benchbook.analysis import enginemetrics
 from benchbook.commands import openai_answers
 from benchbook.commands.capture_folder import RunFolder, dump_json, utc
 from benchbook.commands.capture_memory import MemorySampling
+from benchbook.commands.capture_progress import Progress
 from benchbook.commands.capture_prompts import (
     capture_header,
     default_prompts,
@@ -281,6 +282,7 @@ def capture_phases(
         f"{len(prompts)} prompt classes x {warmup + repeats} rounds ({warmup} warm-up) -> {folder.path}"
     )
     total = (warmup + repeats) * len(prompts)
+    progress = Progress(total, "samples")  # each line: how far, and about how long is left
     stopped = None
     try:
         for rnd in range(warmup + repeats):
@@ -351,7 +353,7 @@ def capture_phases(
                 folder.save()
                 fe = "-" if res.first_event_s is None else f"{res.first_event_s:.4f}"
                 log(
-                    f"  {name} #{rnd}{' (warm-up)' if rnd < warmup else ''}: client {res.client_total_s:.4f} s, "
+                    f"  {progress.advance()} {name} #{rnd}{' (warm-up)' if rnd < warmup else ''}: client {res.client_total_s:.4f} s, "
                     f"first event {fe} s, {res.prompt_tokens} prompt + {res.completion_tokens} completion tokens "
                     f"({res.finish_reason}); {attribution(b_snap, a_snap, profile)}"
                 )

@@ -144,7 +144,7 @@ def capture_run(
     out: str,
     command: list[str],
     arguments: dict[str, Any],
-    every_s: float = 5.0,
+    every_s: float = 0.5,
     results: list[str] | None = None,
     time_limit_s: float | None = None,
     scrape_timeout_s: float = 10.0,
@@ -212,7 +212,9 @@ def capture_run(
     folder.save()
     log(
         f"capture run: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}), "
-        f"every {every_s:g} s -> {folder.path}"
+        f"every {every_s:g} s -> {folder.path}; "
+        # no ETA of its own: the command's output (shown) has its progress, --time-limit the bound
+        + (f"stops the command after at most {time_limit_s:g} s" if time_limit_s else "runs until the command ends")
     )
     stopped: str | None = None
     interrupted = False

@@ -56,6 +56,12 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--title", default=None, help="campaign title (default: made from the models and tools)")
     p.add_argument("--question", default=None, help="the question the campaign answers (default: a TODO)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print what validate found in every file (one line per file and load point)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="print only problems")
 
 
@@ -524,7 +530,7 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
         "date": date,
         "provenance": "measured",
         "scope": {
-            "measured": [f"{len(entries)} run(s) brought in by benchbook init from {', '.join(dict.fromkeys(tools))}"],
+            "measured": [],  # filled below, counted in the one vocabulary (manifest.counts_text)
             "outside": ["TODO: what these runs do not cover (hardware, other loads, other models)"],
         },
     }
@@ -568,6 +574,11 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
     if arms:  # none when every results run holds several configurations: the page makes them from identity
         manifest["arms"] = arms
     manifest["runs"] = entries
+    from benchbook.ingest.manifest import counts_text
+
+    manifest["scope"]["measured"] = [
+        f"{counts_text(manifest)}, brought in by benchbook init from {', '.join(dict.fromkeys(tools))}"
+    ]
     if lay is not None and lay.comparisons and only_layout:
         manifest["comparisons"] = lay.comparisons
     notes = [f"date: {date_from}"]
@@ -800,6 +811,8 @@ def run(args) -> int:
     from benchbook.commands.validate import validate_campaign
 
     out = (lambda *_a, **_k: None) if args.quiet else print
+    # what validate found in each file: a line per file and load point (120 for 8 processes), behind -v
+    detail = print if getattr(args, "verbose", False) and not args.quiet else (lambda *_a, **_k: None)
     d: Path = args.dir
     if d.is_symlink():  # a dangling one too (exists() is False for it; mkdir failed, exit 1)
         raise InputError(d, "-", "is a symlink; init writes a new campaign folder (give a new DIR, not a link)")
@@ -815,10 +828,12 @@ def run(args) -> int:
     runs, todo = plan(list(args.inputs))
     _check_names(runs)
     manifest = _build_whole(d, runs, todo, args.title, args.question)
-    out(f"benchbook init: wrote {d / 'campaign.json'}: {len(runs)} run(s), {len(manifest.get('arms', {}))} arm(s)")
+    from benchbook.ingest.manifest import counts_text
+
+    out(f"benchbook init: wrote {d / 'campaign.json'}: {counts_text(manifest)}")
     for t in manifest["todo"]:
         out(f"  todo: {t}")
-    errors = validate_campaign(d, out)
+    errors = validate_campaign(d, detail)
     for e in errors:
         print(str(e), file=sys.stderr)
     if errors:
@@ -827,7 +842,11 @@ def run(args) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    out(f"benchbook init: {d} is valid; render it with: benchbook render {d} --out reports/{d.name}")
+    out(
+        f"benchbook init: {d} is valid"
+        + ("" if getattr(args, "verbose", False) else " (-v lists what was read from each file)")
+        + f"; render it with: benchbook render {d} --out reports/{d.name}"
+    )
     return 0
 
 

@@ -103,6 +103,16 @@ AIPERF_FIELDS: dict[str, tuple[str, float]] = {
 _AIPERF_KEYS = {"timestamp_ns", "gpu_index", "telemetry_data"}
 
 
+def _sample(v: float, path: Any, where: str) -> float:
+    """A telemetry value as ``gpu_samples``' CSV reader takes one: finite and not negative (a power,
+    an energy counter, memory, a rate, a clock or a temperature), else bad input naming it."""
+    import math
+
+    if not math.isfinite(v) or v < 0:
+        raise InputError(path, where, f"{v!r} is not a possible sample value (negative or not finite)")
+    return v
+
+
 def _frame(cols: dict[str, list[Any]]):
     import polars as pl
 
@@ -155,7 +165,7 @@ def read_aiperf_telemetry(path: str | Path):
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise InputError(p, f"{where}.telemetry_data.{key}", f"expected a number, found {v!r}")
-            row[col] = float(v) * factor
+            row[col] = _sample(float(v), p, f"{where}.telemetry_data.{key}") * factor
         for c in TELEMETRY_COLUMNS:
             cols[c].append(row[c])
         n += 1
@@ -194,7 +204,7 @@ def read_dcgm_text(text: str, source: str | Path = "<metrics>", t: float | None 
                 raise InputError(
                     source, name, f"two series for GPU {gpu} (labels {labels}): one scrape per file, one host per file"
                 )
-            row[col] = value * factor
+            row[col] = _sample(value, source, f"{name}{{gpu={gpu}}}") * factor
             found = True
     if not found:
         raise InputError(

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook import __version__
+from benchbook.metrics import source_allow
 from benchbook.pages.display import PACKAGES
 
 KEY_SUFFIX = ".key"
@@ -528,6 +529,7 @@ def plan_campaign(
     if digest is None or digest.startswith("unreadable: "):
         digest = folder_digest(campaign)  # raises what made it unreadable, for this campaign alone
     code = code_fingerprint()
+    allowed = source_allow.key()  # a page made without its Prometheus source is not current once it is allowed
     applies = page_plan.pages_for(manifest, campaign)
     wanted = [p for p in applies if only is None or p in only]
     if not applies:
@@ -543,7 +545,7 @@ def plan_campaign(
         overrides_page = dict(params_all.get(page) or {})
         target = Path(out_dir) / f"{page}.html"
         nb_hash = hashlib.sha256(nb.read_bytes()).hexdigest()
-        key = render_key("page", page, str(campaign), digest, nb_hash, overrides_page, code)
+        key = render_key("page", page, str(campaign), digest, nb_hash, overrides_page, code, allowed)
         if not force and is_current(target, key):
             plan.unchanged.append(page)
             continue
@@ -560,7 +562,7 @@ def plan_campaign(
             )
         )
     head = Path(out_dir) / HEADLINE
-    hkey = render_key("headline", digest, code)
+    hkey = render_key("headline", digest, code, allowed)
     if force or not is_current(head, hkey):
         plan.jobs.append(Job(campaign.name, str(campaign), str(writes.fixed_name(head)), hkey))
     return plan
@@ -598,7 +600,16 @@ def tree_inputs(
             digests[str(c)] = "unreadable: " + str(e)
     nbs = sorted((p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in nbdir.glob("*.ipynb") if p.is_file())
     params_hash = None if params is None else hashlib.sha256(params).hexdigest()
-    key = render_key("tree", sorted(digests.items()), str(nbdir.resolve()), nbs, code_fingerprint(), params_hash, only)
+    key = render_key(
+        "tree",
+        sorted(digests.items()),
+        str(nbdir.resolve()),
+        nbs,
+        code_fingerprint(),
+        params_hash,
+        only,
+        source_allow.key(),
+    )
     return TreeInputs(key, digests)
 
 
