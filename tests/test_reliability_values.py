@@ -401,7 +401,7 @@ def test_the_gauge_chart_of_many_runs_is_binned_into_the_budget(capsys):
     import polars as pl
 
     from benchbook.analysis.engine_gauges import EngineGauges
-    from benchbook.pages import charts, memory_section
+    from benchbook.pages import baseline_page, charts
 
     qs = ["running", "waiting", "kv_cache_usage", "prompt_tokens_rate", "generation_tokens_rate"]
     frame = pl.DataFrame(
@@ -416,7 +416,7 @@ def test_the_gauge_chart_of_many_runs_is_binned_into_the_budget(capsys):
         frame, [{"run": f"run-{k}", "t0": 1e9, "t1": 1e9 + 1499} for k in range(12)], [], ["http://p:9090"]
     )
     page = SimpleNamespace(arms=["a"], analysis=SimpleNamespace(engine_gauges=lambda arms: eg))
-    html = str(memory_section.engine_gauges(page))
+    html = str(baseline_page.engine_gauges(page))
     out = capsys.readouterr().out
     import re
 

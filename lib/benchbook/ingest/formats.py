@@ -415,10 +415,12 @@ def load(path: str | Path) -> Loaded:
     result with per-request arrays) is parsed member by member, without holding the file
     (``jsonfile.stream_object``); its arrays of number lists are kept as polars Series."""
     from benchbook import jsonfile
-    from benchbook.jsonfile import MAX_FILE_BYTES, check_duplicate_keys, check_json_limits, load_yaml, read_bytes
+    from benchbook.jsonfile import MAX_LLMD_YAML_BYTES, check_duplicate_keys, check_json_limits, load_yaml, read_bytes
 
     p = Path(path)
     suffix = p.suffix.lower()
+    if suffix in (".yaml", ".yml"):  # no aliases, no duplicate keys, nesting limited; YAML's own size limit
+        return Loaded(p, "yaml", load_yaml(p, MAX_LLMD_YAML_BYTES))
     if suffix not in (".yaml", ".yml", ".csv", ".jsonl"):
         import os
 
@@ -436,8 +438,6 @@ def load(path: str | Path) -> Loaded:
             else:
                 return Loaded(p, "json", doc)
     data = read_bytes(p, "result file")  # the size limit holds
-    if suffix in (".yaml", ".yml"):  # no aliases, no duplicate keys, nesting limited
-        return Loaded(p, "yaml", load_yaml(p, MAX_FILE_BYTES))
     text_head = data[:4096].lstrip()
     if suffix == ".csv" or (text_head[:1] not in (b"{", b"[") and b"," in text_head.split(b"\n", 1)[0]):
         try:

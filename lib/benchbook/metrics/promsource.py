@@ -233,7 +233,7 @@ class PromClient:
             raise
         try:
             body = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what the parser follows
             body = None
         # An answer's text is never quoted (it goes onto pages and the index): a source may be a
         # service that is not Prometheus, and what it answers is not ours to publish.

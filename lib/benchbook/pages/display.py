@@ -28,7 +28,7 @@ from typing import Any
 
 from markupsafe import Markup
 
-from benchbook.jsonfile import sha256_file
+from benchbook.jsonfile import sha256_file, walk_files
 from benchbook.numfmt import fmt_num
 
 VALUES_MIME = "application/vnd.benchbook.values+json"
@@ -595,7 +595,7 @@ def file_hashes(inputs: Iterable[str | Path], root: Path | None = None) -> list[
         if p.is_dir():
             files.update(
                 f
-                for f in p.rglob("*")
+                for f in walk_files(p)
                 if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
             )
         elif p.is_file():
