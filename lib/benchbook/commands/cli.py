@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from benchbook import __version__
-from benchbook.errors import EXIT_INTERNAL, BenchbookError
+from benchbook.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BenchbookError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -72,6 +72,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchbook {name}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - last resort: one line, not a traceback
+        import errno
+
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):  # the machine's, not a bug
+            where = e.filename if e.filename is not None else "-"
+            print(
+                f"benchbook {name}: {where}: -: cannot write: no space left on device (the disk or quota is full)",
+                file=sys.stderr,
+            )
+            return EXIT_BAD_INPUT
         print(
             f"benchbook {name}: internal error: {type(e).__name__}: {e} "
             "(a bug in benchbook; rerun with BENCHBOOK_DEBUG=1 for the traceback)",

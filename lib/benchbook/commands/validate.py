@@ -45,6 +45,9 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
     camp: Campaign | None = _collect(lambda: load_campaign(root), errors)
     if camp is None:
         return errors
+    from benchbook.analysis.audit import check_text_files
+
+    _collect(lambda: check_text_files(camp), errors)  # nvidia_smi_q.txt, *.log: as the audit reads them
     pd_runs = {}
     if camp.runs_of("pd"):
         from benchbook.ingest.pd_runs import load_pd_campaign
@@ -107,6 +110,13 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
             if tabs is not None:
                 gpu, host, _ = tabs
                 out(f"{r.file}: {host.height} memory samples, {gpu['rank'].n_unique()} ranks")
+        elif r.harness == "gpu":  # its GPU (and host) samples and events, read as the memory page reads them
+            tabs = _collect(lambda: single.memory, errors)
+            if tabs is not None:
+                gpu, host, _ = tabs
+                out(
+                    f"{r.file}: {gpu.height} GPU samples of {gpu['rank'].n_unique()} GPU(s), {host.height} host samples"
+                )
         elif r.harness == "results":
             read["results"] += _validate_results_run(camp, r, errors, out)
         elif r.harness == "pd" and r.id in pd_runs:
@@ -149,12 +159,11 @@ def check_folder_files(root: Path) -> None:
     import os
     import stat as st
 
-    from benchbook.jsonfile import special_kind
+    from benchbook.jsonfile import special_kind, walk
 
     found: list[InputError] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
+    for dirpath, _dirnames, filenames in walk(root):  # depth-bounded: a folder 1,000 deep is bad input
+        for name in filenames:
             p = os.path.join(dirpath, name)
             try:
                 mode = os.lstat(p).st_mode
@@ -236,6 +245,7 @@ def _validate_results_run(camp, r, errors: list, out) -> list:
             read += [(r.id, f, b) for b in got]
             for line in formats.describe(got):
                 out(f"{f}: {line}")
+    _check_compare_yml(rr.files, errors)
     if rr.metrics_before is not None:
         for p in (rr.metrics_before, rr.metrics_after):
             _collect(lambda p=p: prometheus.read(p), errors)
@@ -401,7 +411,19 @@ def validate_file(path: Path, out=print) -> list[InputError]:
     if runs is not None:
         for line in formats.describe(runs):
             out(f"{path}: {line}")
+        _check_compare_yml([path], errors)
     return errors
+
+
+def _check_compare_yml(files, errors: list) -> None:
+    """``benchbook-compare.yml`` beside result files, read as the compare page and a campaign's
+    results read it (``identity.load_overrides``): what render would refuse, validate refuses. Each
+    problem is listed once, however many runs share the folder."""
+    from benchbook.analysis.identity import load_overrides
+
+    found: list = []
+    _collect(lambda: load_overrides(list(files)), found)
+    errors.extend(e for e in found if str(e) not in {str(x) for x in errors})
 
 
 def _engine_line(snap) -> str:

@@ -44,7 +44,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from benchbook.errors import InputError, LockedError
-from benchbook.jsonfile import sha256_file
+from benchbook.jsonfile import read_bytes, sha256_file
 
 GENERATIONS = ".pages"  # the older layout's folder of page generations (converted, then removed)
 FOLDER_LOCK = ".benchbook-write.lock"  # held while publishing into / cleaning one output folder
@@ -106,7 +106,7 @@ def set_path(out: Path, stem: str) -> Path:
 
 def _read_set(out: Path, stem: str) -> dict[str, dict[str, str]]:
     try:
-        doc = json.loads(set_path(out, stem).read_text(encoding="utf-8"))
+        doc = json.loads(read_own(set_path(out, stem)))
     except (OSError, ValueError):
         return {}
     files = doc.get("files") if isinstance(doc, dict) else None
@@ -116,8 +116,23 @@ def _read_set(out: Path, stem: str) -> dict[str, dict[str, str]]:
 def _sha256(path: Path) -> str | None:
     try:
         return sha256_file(path)
-    except OSError:
+    except (OSError, InputError):  # missing, or not a regular file (never opened for reading)
         return None
+
+
+OWN_LIMIT = 256 * 2**20  # a file benchbook wrote into an output folder (a page with its charts: a few MB)
+
+
+def read_own(path: str | Path, limit: int = OWN_LIMIT) -> bytes:
+    """A file benchbook wrote into an output folder (a key, a values file, a page manifest, the
+    index), read only when it is a regular file of at most ``limit`` bytes — a FIFO planted there
+    would block a render holding the folder's lock, a device would never end. Anything else is an
+    OSError, which every reader of these files takes as "not there" (the render writes it anew,
+    replacing what was there)."""
+    try:
+        return read_bytes(path, "output file", limit)
+    except InputError as e:
+        raise OSError(errno.EINVAL, f"{e.file}: {e.reason}") from None
 
 
 def publish(out: Path, stem: str, files: Mapping[str, bytes]) -> None:
