@@ -12,8 +12,9 @@ import json
 import shutil
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+from realdata import realdata
+
+H200 = realdata("vllm_h200_llama8b")
 
 
 def _iso(t: float) -> str:

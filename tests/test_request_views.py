@@ -9,10 +9,11 @@ import pytest
 
 from benchbook.commands.cli import main
 from benchbook.pipeline.offline import scan
+from realdata import realdata
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "realdata"
-REAL = ROOT / ".." / "shared" / "realdata"
+REAL = realdata()
 TABLES = ["bb-request-outcomes", "bb-request-saturation", "bb-request-percentiles", "bb-request-definitions"]
 
 
