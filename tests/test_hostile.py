@@ -19,8 +19,6 @@ import pytest
 
 from benchbook.commands.cli import main
 
-pytestmark = pytest.mark.slow
-
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "fixtures" / "mini"
 PD = ROOT / "data" / "pd-prefill-cap"
@@ -231,7 +229,6 @@ def _inner_text(browser, path: Path) -> str:
         ctx.close()
 
 
-@pytest.mark.browser
 @pytest.mark.parametrize("page", list(PAGES))
 def test_hostile_text_is_inert_and_visible(rendered, page, open_page, chromium):
     html = rendered / PAGES[page]

@@ -24,8 +24,6 @@ from benchbook.commands.cli import main
 from benchbook.ingest.campaign import load_campaign
 from benchbook.pipeline.campaigns import render_campaign
 
-pytestmark = pytest.mark.prometheus_server
-
 if not promserver.available():
     pytest.skip(promserver.MISSING, allow_module_level=True)
 

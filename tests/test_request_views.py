@@ -5,8 +5,6 @@ vLLM benchmark_serving arrays, GuideLLM samples)."""
 import json
 from pathlib import Path
 
-import pytest
-
 from benchbook.commands.cli import main
 from benchbook.pipeline.offline import scan
 from realdata import realdata
@@ -25,7 +23,6 @@ def _render(tmp_path, files, name="compare"):
     return html, json.loads((out / "compare.values.json").read_text())
 
 
-@pytest.mark.slow
 def test_realdata_per_request_views_in_chromium(tmp_path, open_page):
     files = [
         FIX / "aiperf_genai_perf" / "aiperf_run1_profile_export.jsonl",
