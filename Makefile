@@ -66,7 +66,7 @@ test: $(STAMP) lint browser-deps prometheus-deps engine ## run the whole test su
 	$(BIN)/python -m pytest $(PYTEST_DIST) $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## the quick loop: unit and analysis tests, no engine, Chromium, notebook or Prometheus (< 1 min)
-	$(BIN)/python -m pytest -m '$(FAST)' $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_DIST) -m '$(FAST)' $(PYTEST_ARGS)
 
 # Jupyter refuses to start as root without --allow-root (containers, CI boxes): pass it only then
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)

@@ -59,10 +59,10 @@ def pytest_collection_modifyitems(config, items):
     worker, every other file on one worker like ``--dist loadfile``) and order the run: the engine tests
     first (by engine kind), then the files that execute notebooks, then the rest."""
     kinds = {f"{k}_engine": i for i, k in enumerate(eng.KIND_ORDER)}
-    info = []  # (item, file, rank, engine kind)
+    info = []  # (item, file, rank, engine kind: len(kinds) for a test that starts engines of its own)
     for item in items:
         got = marks.derived_marks(item)
-        for m in sorted(got):
+        for m in sorted(got - {m.name for m in item.iter_markers()}):
             item.add_marker(m)
         path = item.nodeid.split("::", 1)[0]
         if "engine" in got:
@@ -71,12 +71,17 @@ def pytest_collection_modifyitems(config, items):
         else:
             item.add_marker(pytest.mark.xdist_group(path))
             info.append((item, path, 1 if got else 2, 0))
-    # a file stays together (its module fixtures set up once); engine files in the order of the first kind they use
+    # the pool's tests first, a file together (its module fixtures once) in the order of the first kind it uses,
+    # then the engine tests that start engines of their own (the pool stopped before them: _own_engines)
     start, first_kind = {}, {}
-    for i, (_, path, _, kind) in enumerate(info):
+    for i, (_, path, rank, kind) in enumerate(info):
         start.setdefault(path, i)
-        first_kind[path] = min(first_kind.get(path, kind), kind)
-    keys = {it: (rank, first_kind[path], start[path], kind, i) for i, (it, path, rank, kind) in enumerate(info)}
+        if rank == 0:
+            first_kind[path] = min(first_kind.get(path, kind), kind)
+    keys = {
+        it: (rank, kind == len(kinds) if rank == 0 else 0, first_kind.get(path, 0), start[path], kind, i)
+        for i, (it, path, rank, kind) in enumerate(info)
+    }
     items.sort(key=keys.__getitem__)
 
 
@@ -88,6 +93,14 @@ def engine_pool(tmp_path_factory):
     pool = eng.EnginePool(tmp_path_factory.mktemp("engines"))
     yield pool
     pool.close()
+
+
+@pytest.fixture(autouse=True)
+def _own_engines(request):
+    """An engine test that starts engines of its own (scripts/measure-campaign) runs with the pool's stopped."""
+    node = request.node
+    if node.get_closest_marker("engine") and not set(request.fixturenames) & {f"{k}_engine" for k in eng.KINDS}:
+        request.getfixturevalue("engine_pool").close()
 
 
 @pytest.fixture(scope="session")

@@ -127,11 +127,12 @@ def derived_marks(item) -> set[str]:
         got.add("engine")
     if used & BROWSER_FIXTURES:
         got.add("browser")
-    if used & NOTEBOOK_FIXTURES:
+    info = getattr(item, "_fixtureinfo", None)
+    own = set(info.argnames) if info else set()  # warm_kernel is in every closure (conftest's autouse renders)
+    if (used - {"warm_kernel"}) & NOTEBOOK_FIXTURES or "warm_kernel" in own:
         got.add("slow")
     else:
         fixture_funcs = []
-        info = getattr(item, "_fixtureinfo", None)
         for name in used:
             for fd in info.name2fixturedefs.get(name, ()) if info else ():
                 if getattr(fd.func, "__module__", None) != "conftest":  # conftest's are in the tables above

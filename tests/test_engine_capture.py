@@ -216,7 +216,7 @@ CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"  # the t
 
 
 def _measure(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
-    env = {**eng.engine_env(), **LAYOUT_ENV}
+    env = {**eng.engine_env(), **eng.SHARED_ENV}  # the engines it starts run like the shared ones
     return subprocess.run(
         [sys.executable, str(MEASURE), *args], capture_output=True, text=True, timeout=timeout, env=env
     )
