@@ -129,7 +129,7 @@ class WarmKernel:
 
     def __init__(self):
         self.kernel = None
-        self.base: dict[str, str] = {}
+        self.known: set[str] = set()  # every variable this process had at the kernel's start or sent since
 
     def get(self):
         from benchbook.pipeline.kernels import WorkerKernel
@@ -138,13 +138,15 @@ class WarmKernel:
             self.kernel.close()
             self.kernel = None
         if self.kernel is None:
-            self.base = dict(os.environ)
+            self.known = set(os.environ)
             self.kernel = WorkerKernel(ROOT / "notebooks")
         now = dict(os.environ)  # what a fresh kernel would inherit: the test's SOURCE_DATE_EPOCH, …
-        gone = sorted(set(self.base) - set(now))
+        gone = sorted(self.known - set(now))
+        self.known |= set(now)
+        # and out of the last notebook's folder, which its test may have removed (IPython's reset reads the cwd)
         self.kernel._silent(
-            f"__import__('os').environ.update({now!r})\n"
-            f"[__import__('os').environ.pop(k, None) for k in {gone!r}]\n__import__('time').tzset()"
+            f"import os as _o, time as _t\n_o.environ.update({now!r})\n[_o.environ.pop(k, None) for k in {gone!r}]\n"
+            f"_t.tzset()\n_o.chdir({str(ROOT)!r})"
         )
         return self.kernel
 

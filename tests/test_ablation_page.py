@@ -35,7 +35,9 @@ def pages(tmp_path_factory, bundled_reports):
     baseline_arm="tuned" page, rendered through the campaign renderer."""
     out = tmp_path_factory.mktemp("ablation")
     html = bundled_reports / CAMPAIGN.name / "ablation.html"
-    default = SimpleNamespace(html=html, values=json.loads(html.with_suffix(".values.json").read_text()))
+    default = SimpleNamespace(
+        html=html, values=json.loads(html.with_suffix(".values.json").read_text()), bytes=html.stat().st_size
+    )
     tuned = render_campaign(
         CAMPAIGN, out / "tuned", pages=["ablation"], overrides={"ablation": {"baseline_arm": "tuned"}}
     ).rendered[0]
