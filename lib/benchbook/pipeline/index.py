@@ -23,7 +23,7 @@ def page_findings(html: Path) -> dict[str, Any]:
     """What a page's findings box counted (``findings_box``) and its one-line ``headline`` ("3 results
     (1 regression), 2 failed checks"), read from the ``<page>.values.json`` beside it; {} if none."""
     try:
-        values = json.loads(html.with_suffix(".values.json").read_text(encoding="utf-8"))
+        values = json.loads(writes.read_own(html.with_suffix(".values.json")))
     except (OSError, ValueError):
         return {}
     if not isinstance(values, dict) or not isinstance(values.get("headline"), str):
@@ -105,7 +105,7 @@ def index_findings(rows: list[dict[str, Any]], reports: Path) -> str:
     lines = []
     for i, c in enumerate(rows, 1):
         if c.get("error"):
-            lines.append(bd.Finding("fail", f"{c['name']}: not rendered — {c['error']}", f"campaign-{i}"))
+            lines.append(bd.BoxLine("fail", f"{c['name']}: not rendered — {c['error']}", f"campaign-{i}"))
         for link in c["links"]:
             f = page_findings(reports / link["href"]) if link.get("href") else {}
             for k in totals:
@@ -113,13 +113,13 @@ def index_findings(rows: list[dict[str, Any]], reports: Path) -> str:
             where = f"campaign-{i}"
             name = f"{c['name']} / {link['label']}"
             if link["status"] == "failed":
-                lines.append(bd.Finding("fail", f"{name}: this render failed — {link['reason']}", where))
+                lines.append(bd.BoxLine("fail", f"{name}: this render failed — {link['reason']}", where))
             elif f.get("regressions"):
-                lines.append(bd.Finding("regression", f"{name}: {f['headline']}", where))
+                lines.append(bd.BoxLine("regression", f"{name}: {f['headline']}", where))
             elif f.get("failed_checks"):
-                lines.append(bd.Finding("fail", f"{name}: {f['headline']}", where))
+                lines.append(bd.BoxLine("fail", f"{name}: {f['headline']}", where))
             elif f.get("unjudged"):
-                lines.append(bd.Finding("unjudged", f"{name}: {f['headline']}", where))
+                lines.append(bd.BoxLine("unjudged", f"{name}: {f['headline']}", where))
     order = {k: i for i, k in enumerate(bd.FINDING_ORDER)}
     lines.sort(key=lambda f: order[f.kind])
     head = f"{len(rows)} campaign{'s' * (len(rows) != 1)}: " + headline(
@@ -135,9 +135,8 @@ def write_index(outcomes: list[CampaignOutcome], reports: Path) -> tuple[Path, b
     index = Path(reports) / "index.html"
     data = index_html(outcomes, reports).encode("utf-8")
     try:
-        with open(index, "rb") as fh:
-            if fh.read(len(data) + 1) == data:
-                return index, False
+        if writes.read_own(index, len(data) + 1) == data:  # a FIFO planted as index.html is never opened to read
+            return index, False
     except OSError:
         pass  # no index yet (or unreadable): write it
     try:
