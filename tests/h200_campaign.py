@@ -14,6 +14,7 @@ from pathlib import Path
 
 from realdata import realdata
 
+ROOT = Path(__file__).resolve().parents[1]
 H200 = realdata("vllm_h200_llama8b")
 
 
