@@ -613,12 +613,23 @@ class SwitchAblation:
     rows: list[dict[str, Any]] = field(default_factory=list)
     interactions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # arm -> where its server ran otherwise than the baseline's (analysis.what_ran, capacity included)
+    what_ran: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)  # arm -> its settings as table cells
+
+    def differs(self, arm: str) -> str:
+        """What ``arm``'s server ran otherwise than the baseline's, as one phrase ("" when nothing)."""
+        from benchbook.analysis import what_ran
+
+        return what_ran.text([what_ran.Difference(**_diff_args(d)) for d in self.what_ran.get(arm, [])])
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "baseline_arm": self.baseline_arm,
             "arms": list(self.arms),
             "switches": self.switches,
+            "what_ran": self.what_ran,
+            "settings": self.settings,
             "spread": self.spread,
             "spread_from": self.spread_from,
             "rule": self.rule,
@@ -626,6 +637,10 @@ class SwitchAblation:
             "interactions": self.interactions,
             "notes": list(self.notes),
         }
+
+
+def _diff_args(d: dict[str, Any]) -> dict[str, Any]:
+    return {"name": d["setting"], "a": d["a"], "b": d["b"], "unit": d["unit"], "kind": d["kind"]}
 
 
 NO_SPREAD = (
@@ -671,6 +686,10 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
         else "none: no arm was run twice"
     )
     out = SwitchAblation(base, arms, sw, spread, spread_from, rule, notes=notes)
+    from benchbook.analysis import what_ran
+
+    out.what_ran = {a: [d.as_dict() for d in what_ran.arm_differences(camp, a, base)] for a in arms}
+    out.settings = {a: what_ran.columns(what_ran.arm_settings(camp, a)) for a in [base, *arms]}
 
     def values(arm: str) -> dict[tuple[str, str], tuple[list[float], bool, str]]:
         vals: dict[tuple[str, str], tuple[list[float], bool, str]] = {}
@@ -707,7 +726,10 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
             c = stats.cell(cv)
             row = {
                 "arm": a,
-                "switches": " + ".join(f"{k}={v}" for k, v in sw[a].items()) or "nothing beyond the baseline",
+                "switches": " + ".join(f"{k}={v}" for k, v in sw[a].items())
+                or out.differs(a)
+                or "nothing beyond the baseline",
+                "what_ran": out.differs(a),
                 "metric": key[0],
                 "context": key[1],
                 "unit": unit,

@@ -48,7 +48,9 @@ def config_of(rf: run_layout.RunFolder) -> server_config.ServerConfig:
     """What the process ran (its captures, logs and server_info files)."""
     from benchbook.analysis.clamps import parse_startup_line
 
-    return server_config.read_server_config(rf.captures, rf.logs, rf.infos, startup_parser=parse_startup_line)
+    return server_config.read_server_config(
+        rf.captures, rf.logs, rf.infos, startup_parser=parse_startup_line, versions=rf.versions
+    )
 
 
 def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: Callable) -> LayoutResult:
@@ -198,20 +200,39 @@ def _capture_facts(out: LayoutResult, folder: Path, tool: str | None) -> dict[st
     return cap
 
 
+def _stated(cfg: server_config.ServerConfig) -> dict[str, Any]:
+    """The switches and the other settings a person sets, as the process's files state them."""
+    return {**server_config.switches(cfg), **server_config.knobs(cfg)}
+
+
 def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
-    """Arms from what their processes ran; a role baseline arm (no switch requested) and ablation arms
-    (same batch mode, other switches); todo lines where arms do not differ or runs of one arm do."""
+    """Arms from what their processes ran; a role baseline arm (nothing requested beyond what every
+    batched arm requested) and ablation arms (same batch mode, other settings); todo lines where arms
+    do not differ, where runs of one arm do, and what each ablation arm changes against the baseline
+    (``analysis.what_ran``: the settings in their own units, the KV cache's capacity included)."""
+    from benchbook.analysis import what_ran
+
     sw_of: dict[str, dict[str, Any]] = {}
+    set_of: dict[str, dict[str, Any]] = {}
     for arm, procs in configs.items():
         first_rf, first = procs[0]
-        sw = server_config.switches(first)
+        sw = _stated(first)
         for rf, cfg in procs[1:]:
-            other = server_config.switches(cfg)
-            diff = [k for k in sorted(set(sw) | set(other)) if sw.get(k) != other.get(k)]
+            other = _stated(cfg)
+            diff = [
+                f"{k} {sw.get(k, 'not stated')} vs {other.get(k, 'not stated')}"
+                for k in sorted(set(sw) | set(other))
+                if sw.get(k) != other.get(k)
+            ]
+            diff += [
+                d.text()
+                for d in what_ran.differences(server_config.settings(first), server_config.settings(cfg))
+                if d.kind == "size"
+            ]
             if diff:
                 out.todo.append(
                     f"arm {arm}: runs {first_rf.process} and {rf.process} differ in what ran ("
-                    + "; ".join(f"{k} {sw.get(k, 'not stated')} vs {other.get(k, 'not stated')}" for k in diff)
+                    + "; ".join(diff)
                     + "): they are not repeats — split them into two arms (give each run folder to init as its own "
                     "arm folder)"
                 )
@@ -224,45 +245,71 @@ def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
             for c in server_config.clamps(cfg, _max_concurrency(conc)):
                 out.todo.append(f"arm {arm}, run {rf.process}: clamped — {c}")
         sw_of[arm] = sw
+        set_of[arm] = server_config.settings(first)
         serial = sw.get("max_num_seqs") == 1
-        requested = {k for _rf, c in procs for k in server_config.requested_switches(c)}
+        requested = {k for _rf, c in procs for k in _asked(c)}
         out.arms[arm] = {
             "label": arm,
             "mode": "serial" if serial else "batch",
             "environment": arm,
             "server_args": {k: v for k, v in sw.items()},
             "description": f"{len(procs)} server process(es); "
-            + (", ".join(f"{k} {v}" for k, v in sw.items()) or "no configuration stated")
+            + (", ".join(f"{k} {v}" for k, v in server_config.switches(first).items()) or "no configuration stated")
+            + (f"; {what_ran.summary(set_of[arm])}" if what_ran.summary(set_of[arm]) else "")
             + (f" (requested on the command line: {', '.join(sorted(requested))})" if requested else ""),
         }
         out.environments[arm] = {
-            "description": "the server switches as the engine stated them (benchbook init)",
+            "description": "the server settings as the engine stated them (benchbook init)",
             "variables": {k: str(v) for k, v in sw.items()},
         }
     names = list(out.arms)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            if sw_of[a] == sw_of[b] and sw_of[a]:
+            sizes = [d for d in what_ran.differences(set_of[a], set_of[b]) if d.kind == "size"]
+            if sw_of[a] == sw_of[b] and sw_of[a] and not sizes:
                 out.todo.append(
                     f"arms {a} and {b} do not differ in what ran ({', '.join(f'{k} {v}' for k, v in sw_of[a].items())}):"
                     " a comparison between them measures run-to-run noise, not a switch"
                 )
-    # the ablation: the batched arm nothing was requested for is the baseline; batched arms that
-    # requested other switches are ablation arms (a serial arm is the baseline page's, not a switch)
-    plain = [a for a in names if out.arms[a]["mode"] == "batch" and not _requested(configs[a])]
+            elif sw_of[a] == sw_of[b] and sw_of[a]:
+                out.todo.append(
+                    f"arms {a} and {b} state the same settings but the engine sized them differently ("
+                    + what_ran.text(sizes)
+                    + "): no stated setting explains it (another GPU, or memory held by another process?)"
+                )
+    # the ablation: the batched arm that requested nothing beyond what every batched arm requested is
+    # the baseline; the other batched arms are ablation arms (a serial arm is the baseline page's)
+    batched = [a for a in names if out.arms[a]["mode"] == "batch"]
+    asked = {a: {k: str(v) for _rf, c in configs[a] for k, v in _asked(c).items()} for a in batched}
+    common = set.intersection(*(set(v.items()) for v in asked.values())) if asked else set()
+    plain = [a for a in batched if not set(asked[a].items()) - common]
     if plain:
         base = plain[0]
-        others = [a for a in names if a != base and out.arms[a]["mode"] == "batch"]
+        others = [a for a in batched if a != base]
         if others:
             out.arms[base]["role"] = "baseline"
             for a in others:
                 out.arms[a]["role"] = "ablation"
+                diffs = what_ran.differences(set_of[a], set_of[base])
+                sw_diff = [
+                    f"{k} {sw_of[a].get(k, 'not stated')} vs {sw_of[base].get(k, 'not stated')}"
+                    for k in server_config.SWITCHES
+                    if sw_of[a].get(k) != sw_of[base].get(k)
+                ]
+                shown = "; ".join(
+                    [*(d.text() for d in what_ran.shown(diffs) if d.name not in server_config.SWITCHES), *sw_diff]
+                )
+                if shown:
+                    out.todo.append(
+                        f"arm {a} vs the baseline {base}: {shown} — the ablation judges this difference; check it is "
+                        "the one you meant to vary"
+                    )
     # serial arms first (the seeds' order: batching is judged against serving one at a time)
     out.arms = dict(sorted(out.arms.items(), key=lambda kv: kv[1]["mode"] != "serial"))
-    out.comparisons = _pairs(out.arms)
+    out.comparisons = _pairs(out.arms, set_of)
 
 
-def _pairs(arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
+def _pairs(arms: dict[str, dict[str, Any]], settings: dict[str, dict[str, Any]] | None = None) -> list[dict[str, str]]:
     """The arm pairs the baseline page judges, written into the manifest's ``comparisons`` (each arm has
     an environment of its own holding its switches, so the page's default pairing — arms that differ in
     environment *or* configuration, not both — would find none): every serial arm against the batched
@@ -277,18 +324,26 @@ def _pairs(arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
         for a, v in arms.items()
         if v["mode"] == "serial"
     ]
+    from benchbook.analysis import what_ran
+
     for a, v in arms.items():
         if v.get("role") == "ablation":
             sb, sa = arms[base]["server_args"], v["server_args"]
             diff = ", ".join(
                 f"{k} {sa.get(k, 'not stated')}" for k in sorted(set(sb) | set(sa)) if sb.get(k) != sa.get(k)
             )
+            sizes = [
+                d for d in what_ran.differences((settings or {}).get(a), (settings or {}).get(base)) if d.kind == "size"
+            ]
+            diff = "; ".join(x for x in (diff, what_ran.text(sizes)) if x)
             out.append({"baseline": base, "candidate": a, "why": f"{base} with {diff or 'the switches it requested'}"})
     return out
 
 
-def _requested(procs) -> bool:
-    return any(server_config.requested_switches(c) for _rf, c in procs)
+def _asked(cfg: server_config.ServerConfig) -> dict[str, Any]:
+    """What the command line asked for among the switches and the settings a person sets."""
+    names = set(server_config.SWITCHES) | {k for k, (_u, kind) in server_config.SETTINGS.items() if kind == "knob"}
+    return {k: v for k, v in cfg.requested.items() if k in names}
 
 
 def _max_concurrency(points: list[str]) -> int | None:

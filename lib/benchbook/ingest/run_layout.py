@@ -32,6 +32,7 @@ from benchbook.jsonfile import load_json, read_text
 CAPTURE_SUFFIXES = (".prom", ".metrics", ".txt")
 LOG_NAMES = ("server.log", "server_log.txt", "vllm.log", "sglang.log")
 INFO_NAMES = ("server_info.json", "get_server_info.json")
+VERSION_NAMES = ("version.json",)  # the server's GET /version answer
 PROCESS_MARKERS = ("gpu_samples.csv", "host_samples.csv", "events.jsonl")
 RUN_MARKERS = (*PROCESS_MARKERS, *LOG_NAMES)
 _SKIP_DIRS = {"scripts", "__pycache__"}
@@ -66,6 +67,7 @@ class RunFolder:
     events: Path | None = None
     logs: list[Path] = field(default_factory=list)
     infos: list[Path] = field(default_factory=list)
+    versions: list[Path] = field(default_factory=list)  # saved GET /version answers
     captures: list[Path] = field(default_factory=list)  # every .prom of the process (server config)
 
     @property
@@ -238,6 +240,8 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
             rf.logs.append(p)
         elif p.name in INFO_NAMES:
             rf.infos.append(p)
+        elif p.name in VERSION_NAMES:
+            rf.versions.append(p)
         elif p.suffix.lower() == ".csv":
             header = read_text(p).split("\n", 1)[0]
             cols = [c.strip() for c in header.split(",")]
@@ -264,6 +268,7 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
         rf.captures += [c for c in sorted(pf.rglob("*")) if _is_capture(c)]
         rf.logs += [pf / n for n in LOG_NAMES if (pf / n).is_file()]
         rf.infos += [pf / n for n in INFO_NAMES if (pf / n).is_file()]
+        rf.versions += [pf / n for n in VERSION_NAMES if (pf / n).is_file()]
     return rf
 
 
