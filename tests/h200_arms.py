@@ -48,6 +48,20 @@ def _edit_labels(text: str, labels: dict[str, str]) -> str:
     return re.sub(r"^vllm:cache_config_info\{.*$", fix, text, flags=re.M)
 
 
+def _tokens(folder: Path) -> int:
+    m = re.search(r'kv_cache_size_tokens="(\d+)"', (folder / "metrics").glob("*_after.prom").__next__().read_text())
+    return int(m.group(1))
+
+
+def _usage(text: str, scale: float) -> str:
+    return re.sub(
+        r"^(vllm:kv_cache_usage_perc\{[^}]*\}) ([0-9.e+-]+)$",
+        lambda m: f"{m.group(1)} {min(1.0, float(m.group(2)) * scale)}",
+        text,
+        flags=re.M,
+    )
+
+
 def starve(
     folder: Path,
     *,
@@ -58,6 +72,7 @@ def starve(
     slow: dict[str, float] | None = None,
 ) -> Path:
     """Edit ``folder`` (a copy made by :func:`arm`) into a KV-starved server's files (module docstring)."""
+    scale_from = _tokens(folder)
     blocks = tokens // block_size
     labels = {
         "gpu_memory_utilization": f"{util:g}",
@@ -72,10 +87,11 @@ def starve(
     log.write_text(text)
     for p in sorted((folder / "metrics").glob("*.prom")):
         p.write_text(_edit_labels(p.read_text(), labels))
+    scale = scale_from / tokens  # the same requests fill a smaller cache that much more
     for p in sorted((folder / "metrics").glob("*_scrapes.jsonl")):
         lines = [json.loads(x) for x in p.read_text().splitlines() if x.strip()]
         for rec in lines:
-            rec["text"] = _edit_labels(rec["text"], labels)
+            rec["text"] = _usage(_edit_labels(rec["text"], labels), scale)
         p.write_text("".join(json.dumps(r) + "\n" for r in lines))
     for point, n in (preemptions or {}).items():
         after = folder / "metrics" / f"{point}_after.prom"

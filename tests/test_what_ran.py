@@ -114,3 +114,47 @@ def test_the_ablation_names_the_setting_and_the_capacity(starved):
     assert all(r["what_ran"] == "KV cache 8,752 vs 930,192 tokens; gpu_memory_utilization 0.115 vs 0.92" for r in rows)
     assert sa["settings"]["kvlimited"]["KV cache (tokens)"] == "8,752"
     assert sa["settings"]["batch"]["weights (GiB)"] == "13.91"
+
+
+def test_every_regression_carries_its_evidence(starved):
+    """The starved arm's concurrency-64 row: its 0.25× with the capacity, the 44 preemptions its counter
+    recorded and its KV cache full, the baseline's figures beside them."""
+    _dest, _m, s = starved
+    rows = {(r["arm"], r["metric"], r["context"]): r for r in s["switch_ablation"]["rows"]}
+    r = rows[("kvlimited", "output tok/s", "concurrency 64")]
+    assert round(r["ratio"], 2) == 0.25
+    assert r["evidence"].startswith("KV cache 8,752 vs 930,192 tokens; gpu_memory_utilization 0.115 vs 0.92; ")
+    assert "44 preemptions (batch 0)" in r["evidence"] and "KV cache usage peak 100 %" in r["evidence"]
+    assert r["evidence_figures"]["candidate"]["preemptions"] == 44
+    assert r["evidence_figures"]["candidate"]["kv_usage_max"] == 1.0
+    quiet = rows[("kvlimited", "output tok/s", "concurrency 1")]
+    assert "0 preemptions (batch 0)" in quiet["evidence"]
+    # the compare page's verdict rows carry the same figures
+    v = [x for x in s["results"]["verdicts"] if x["candidate"] == "kvlimited" and x["load"].endswith(" 64")]
+    assert v and all("44 preemptions" in x["evidence"] for x in v)
+
+
+def test_the_ablation_page_shows_setting_capacity_and_preemptions(starved, tmp_path):
+    from benchbook.pipeline import plan as render
+    from benchbook.pipeline.execute import render_page
+
+    dest, _m, _s = starved
+    render_page(
+        render.notebook_for("ablation"),
+        {"campaign": str(dest)},
+        tmp_path / "ablation.html",
+        title="kv",
+        page="ablation",
+        cwd=h200_arms.ROOT / "notebooks",
+    )
+    values = json.loads((tmp_path / "ablation.values.json").read_text())
+    (row,) = [
+        r
+        for r in values["ablation_rows"]
+        if r["arm"] == "kvlimited" and r["context"] == "concurrency 64" and r["metric"] == "output tok/s"
+    ]
+    assert "44 preemptions" in row["evidence"]
+    html = (tmp_path / "ablation.html").read_text()
+    assert "nothing beyond the baseline" not in html
+    assert "KV cache 8,752 vs 930,192 tokens" in html and "44 preemptions (batch 0)" in html
+    assert 'id="settings"' in html or "bb-settings" in html

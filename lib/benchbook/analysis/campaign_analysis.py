@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbook.analysis import baseline, stats
+from benchbook.analysis import baseline, evidence, stats
+from benchbook.analysis.engine_gauges import EngineGauges, engine_gauges
 from benchbook.analysis.memory import MemorySummary, fmt_gib, memory_delta
 from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, check_rule, decide, point, typed_fields
 from benchbook.errors import InputError
@@ -518,7 +519,8 @@ class CampaignAnalysis:
                 (
                     c["direction"],
                     c["speedup"],
-                    f"{c['candidate']} vs {c['baseline']}, output tok/s at concurrency {c['concurrency']}: {c['ratio']:.2f}x",
+                    f"{c['candidate']} vs {c['baseline']}, output tok/s at concurrency {c['concurrency']}: {c['ratio']:.2f}x"
+                    + (f"; {c['evidence']}" if c.get("evidence") else ""),
                     "results-ladder",
                 )
                 for c in rcomps
@@ -732,6 +734,7 @@ def _analyse(
         # runs counted once (a duplicate set's kept copy): their Benchmark Reports' PD deployments
         out.pd_deployment = pd_report.campaign_reports(((e.id, e.run) for e in out.results.entries), link_gb_s)
     out.audit = _audit(out, cached_prefill, allow_preemption)
+    evidence.attach(out)  # every comparison row with the engine's figures beside it
     return out
 
 
@@ -755,74 +758,6 @@ def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) ->
         au.checks += short_count_checks(an.results_inputs)
     an.checks = an.checks + au.all_checks()
     return au
-
-
-@dataclass
-class EngineGauges:
-    """Running/waiting requests, KV-cache usage and token rates over each run's window, fetched from the
-    campaign's Prometheus source (``promsource.fetch_gauges``); empty for capture-file campaigns."""
-
-    frame: pl.DataFrame | None  # run, quantity, t, s (seconds since the run's first window), value
-    spans: list[dict[str, Any]]  # run, t0, t1
-    notes: list[str]  # runs the server holds no gauge series for, with the reason
-    sources: list[str]  # the servers' public URLs
-
-    def series(self) -> list[dict[str, Any]]:
-        """Per run and quantity: points, min, max, mean."""
-        if self.frame is None:
-            return []
-        return [
-            {
-                "run": k[0],
-                "quantity": k[1],
-                "points": g.height,
-                "min": g["value"].min(),
-                "max": g["value"].max(),
-                "mean": g["value"].mean(),
-            }
-            for k, g in sorted(self.frame.group_by(["run", "quantity"]), key=lambda kg: kg[0])
-        ]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"spans": self.spans, "series": self.series(), "notes": self.notes}
-
-
-def engine_gauges(camp: Campaign, arms: list[str] | None = None) -> EngineGauges:
-    """The engine's gauges over the windows of the runs of ``arms`` (default: every arm), fetched once
-    per campaign object and arm set."""
-    wanted = tuple(sorted(camp.arms if arms is None else arms))
-    return camp.derived(("engine_gauges", wanted), lambda: _engine_gauges(camp, wanted))
-
-
-def _engine_gauges(camp: Campaign, arms: tuple[str, ...]) -> EngineGauges:
-    import polars as pl
-
-    from benchbook.metrics import promsource
-
-    frames, notes, spans, sources = [], [], [], set()
-    for r in camp.runs:
-        windows = camp.prometheus_windows(r) if r.arm in arms else []
-        if not windows:
-            continue
-        src = camp.prometheus_source(r)
-        t0, t1 = min(w[0] for w in windows), max(w[1] for w in windows)
-        try:
-            g = promsource.fetch_gauges(
-                src["url"],
-                t0,
-                t1,
-                src["matchers"],
-                camp.profile,
-                step=src.get("step_s"),
-                timeout=src.get("timeout_s", promsource.DEFAULT_TIMEOUT_S),
-            )
-        except InputError as e:  # the server has none of these gauges for the run: say so, chart nothing
-            notes.append(f"{r.id}: no gauge series on the server for this run ({e.reason})")
-            continue
-        spans.append({"run": r.id, "t0": t0, "t1": t1})
-        sources.add(promsource._public_url(src["url"]))
-        frames.append(g.with_columns(pl.lit(r.id).alias("run"), (pl.col("t") - t0).alias("s")))
-    return EngineGauges(pl.concat(frames) if frames else None, spans, notes, sorted(sources))
 
 
 def _memory_processes(camp: Campaign, markers: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:

@@ -54,6 +54,8 @@ AUDIT_QUANTITIES = (
     "queue",
     "e2e",
     "waiting",
+    "running",
+    "kv_cache_usage",
     "estimated_flops",
     "estimated_read_bytes",
 )
@@ -147,6 +149,8 @@ class WindowAudit:
     waiting_mean: float | None = None
     waiting_max: float | None = None
     waiting_points: int = 0
+    kv_usage_max: float | None = None  # the KV cache usage gauge's peak over the scrapes (fraction 0–1)
+    running_max: float | None = None
     estimated_flops: float | None = None  # vLLM's own estimate, where exported and non-zero
     estimated_read_bytes: float | None = None
     client: Mapping[str, Any] = field(default_factory=dict)  # prompt_tokens, received, requested, short
@@ -195,6 +199,8 @@ class WindowAudit:
             "waiting_mean": self.waiting_mean,
             "waiting_max": self.waiting_max,
             "waiting_points": self.waiting_points,
+            "kv_usage_max": self.kv_usage_max,
+            "running_max": self.running_max,
             "generation_tokens": self.generation_tokens,
             "estimated_flops": self.estimated_flops,
             "estimated_read_bytes": self.estimated_read_bytes,
@@ -238,6 +244,8 @@ def audit(
     q_sum, _ = histogram_sums(before, after, profile, "queue", labels)
     e_sum, e_count = histogram_sums(before, after, profile, "e2e", labels)
     waiting = gauge_series(scrapes, profile, "waiting", labels)
+    kv_usage = gauge_series(scrapes, profile, "kv_cache_usage", labels)
+    running = gauge_series(scrapes, profile, "running", labels)
     flops, _ = counter_sum(before, after, profile, "estimated_flops", labels)
     rbytes, _ = counter_sum(before, after, profile, "estimated_read_bytes", labels)
     return WindowAudit(
@@ -257,6 +265,8 @@ def audit(
         waiting_mean=sum(waiting) / len(waiting) if waiting else None,
         waiting_max=max(waiting) if waiting else None,
         waiting_points=len(waiting),
+        kv_usage_max=max(kv_usage) if kv_usage else None,
+        running_max=max(running) if running else None,
         estimated_flops=flops or None,  # vLLM exports 0 unless its cost estimate is enabled
         estimated_read_bytes=rbytes or None,
         client=dict(client or {}),
@@ -401,7 +411,6 @@ def results_audits(camp: Campaign, inputs: Any) -> tuple[list[WindowAudit], list
     snapshots as the waiting series, the client's counts from its requests; and, per window that could
     not be audited, why."""
     from benchbook.analysis.results import pick_series
-    from benchbook.metrics import prometheus
 
     out: list[WindowAudit] = []
     notes: list[str] = []
@@ -419,7 +428,7 @@ def results_audits(camp: Campaign, inputs: Any) -> tuple[list[WindowAudit], list
             notes.append(f"{rid}: not audited — {model.detail}")
             continue
         w = ew.window
-        scrapes = [prometheus.parse(prometheus.read_capture(p), p, audit_names(w.profile)) for p, _t in ew.snapshots]
+        scrapes = [snap for _t, snap in ew.scrapes(audit_names(w.profile), untimed=True)]
         out.append(
             audit(
                 w.before,

@@ -57,6 +57,13 @@ class EngineWindow:
     labels_key: str  # the campaign.json key that sets ``labels``
     sources: list[str]
     snapshots: list[tuple[Path, float | None]] = field(default_factory=list)  # periodic, (file, unix_s)
+    series: list[Path] = field(default_factory=list)  # JSON Lines scrape series taken during the run
+
+    def scrapes(self, names: list[str], *, untimed: bool = False) -> list[tuple[float | None, Any]]:
+        """The scrapes taken during the run (``results_runs.timed_scrapes``), parsed for ``names``."""
+        from benchbook.ingest.results_runs import timed_scrapes
+
+        return timed_scrapes(self.snapshots, self.series, names, untimed=untimed)
 
 
 @dataclass
@@ -195,7 +202,7 @@ def reconcile_run(run: BenchmarkRun, ew: EngineWindow) -> list[Check]:
         why = "not comparable: " + model.detail.split(": ", 1)[-1] if model.status == "fail" else model.detail
         return [model, *(Check(name, "warn", f"not checked ({why})") for name in RECONCILE_CHECKS)]
     out = [model, *reconcile(run, ew.window.engine(key))]
-    if ew.snapshots:
+    if ew.snapshots or ew.series:
         out.append(littles_law(run, ew, key))
     return out
 
@@ -206,17 +213,13 @@ def engine_in_flight(ew: EngineWindow, key: tuple) -> tuple[float, int, float, f
     span in seconds, largest gap in seconds); None with fewer than two timed snapshots. A
     concurrency measured by the engine, independent of the client."""
     from benchbook.analysis import engine_concurrency
-    from benchbook.metrics import prometheus
 
     prof = ew.window.profile
     if not (prof.has("running") and prof.has("waiting")):
         return None
     names = prof.sample_names(["running", "waiting"])
     pts = []
-    for path, t in ew.snapshots:
-        if t is None:
-            continue
-        snap = prometheus.read(path, names)
+    for t, snap in ew.scrapes(names):
         n = sum(enginemetrics.values(snap, prof, q).get(key, 0.0) for q in ("running", "waiting"))
         pts.append((float(t), n))
     pts.sort()
@@ -273,7 +276,7 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
         profile = camp.profile if camp.manifest.get("engine") else detect_profile(after)
         w = enginemetrics.window(before, after, profile)
         return EngineWindow(
-            rr.id, w, rr.labels, rr.labels_key, [str(rr.metrics_before), str(rr.metrics_after)], rr.snapshots
+            rr.id, w, rr.labels, rr.labels_key, [str(rr.metrics_before), str(rr.metrics_after)], rr.snapshots, rr.series
         )
     if rr.window is not None:
         from benchbook.metrics import promsource
@@ -300,7 +303,7 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
         )
         w = enginemetrics.window(pw.before, pw.after, profile)
         where = f"{src['url']} [{rr.window[0]:.0f}, {rr.window[1]:.0f}]"
-        return EngineWindow(rr.id, w, rr.labels, rr.labels_key, [where], rr.snapshots)
+        return EngineWindow(rr.id, w, rr.labels, rr.labels_key, [where], rr.snapshots, rr.series)
     return None
 
 

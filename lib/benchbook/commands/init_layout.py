@@ -90,6 +90,9 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
             doc: dict[str, Any] = {"format": "benchbook.results/1", "run": rid, "files": [f"../../{rel(pt.result)}"]}
             if pt.before is not None and pt.after is not None:
                 doc["metrics_before"], doc["metrics_after"] = f"../../{rel(pt.before)}", f"../../{rel(pt.after)}"
+                series = [p for p in pt.extra if run_layout.is_scrape_series(p)]
+                if series:
+                    doc["scrape_series"] = [{"file": f"../../{rel(p)}"} for p in series]
             else:
                 out.todo.append(f"run {rid}: no /metrics before and after {pt.result.name}; nothing is reconciled")
             out.docs.append((f"{where}/results.json", doc))

@@ -110,6 +110,16 @@ def _is_result(p: Path) -> bool:
     return True
 
 
+def is_scrape_series(p: Path) -> bool:
+    """A JSON Lines series of the engine's timed /metrics scrapes (``{"t_start", "t_end", "text"}`` per
+    line, the runner's ``<point>_scrapes.jsonl``), told by its first line."""
+    if p.suffix.lower() != ".jsonl" or not p.is_file():
+        return False
+    with open(p, "rb") as f:
+        head = f.read(4096)
+    return head.lstrip()[:1] == b"{" and b'"text"' in head and (b'"t_start"' in head or b'"t"' in head)
+
+
 def _subdirs(d: Path) -> list[Path]:
     return sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
 

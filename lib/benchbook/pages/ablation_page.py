@@ -109,7 +109,8 @@ def _switch_findings(page: SwitchPage) -> bd.Block:
         (
             r["direction"],
             r["speedup"],
-            f"{r['arm']} ({r['switches']}) vs {sa.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x",
+            f"{r['arm']} ({r['switches']}) vs {sa.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x"
+            + (f"; {r['evidence']}" if r.get("evidence") else ""),
             "ablation",
         )
         for r in sa.rows
@@ -206,6 +207,7 @@ def _switch_table(page: SwitchPage) -> bd.Block:
             "Arm value": f"{r['candidate_median']:.2f}",
             "Ratio": f"{r['ratio']:.2f}x",
             "Verdict": r["verdict"],
+            "Evidence (engine)": r.get("evidence") or "—",
         }
         for r in sa.rows
     ]

@@ -1066,6 +1066,7 @@ def results_ladder(page: Page) -> bd.Block:
                         "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
                         "verdict": c["verdict"],
                         "why": c["reason"],
+                        "evidence (engine)": c.get("evidence") or "—",
                     }
                     for c in rl["comparisons"]
                 ],

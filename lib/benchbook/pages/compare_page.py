@@ -478,6 +478,7 @@ def verdicts(page: Page) -> bd.Block:
                 },
                 "Verdict": bd.mark("cannot"),
                 "Why": "; ".join(dict.fromkeys(rs.short_why(v.judgement) for v in vs)),
+                "Evidence (engine)": vs[0].evidence or "—",
             }
             for (b, c, ld), vs in cannot.items()
         ]
@@ -502,6 +503,7 @@ def verdicts(page: Page) -> bd.Block:
             "Ratio": f"{v.judgement.ratio:.3f}x",
             "Verdict": bd.mark(STATE_MARK[v.judgement.state], STATE_TEXT[v.judgement.state]),
             "Why": v.judgement.why,
+            "Evidence (engine)": v.evidence or "—",
         }
         for k, vs in pairs.items()
         if k not in cannot
