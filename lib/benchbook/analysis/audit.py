@@ -49,6 +49,12 @@ class CampaignAudit:
     energy_comparisons: list[dict[str, Any]] = field(default_factory=list)
     energy_notes: list[str] = field(default_factory=list)
 
+    def energy_of(self, name: str) -> energy_mod.WindowEnergy | None:
+        """The energy of one window, by its name (a page run id) or its results run id."""
+        return next((e for e in self.energy if e.window == name), None) or next(
+            (e for e in self.energy if e.run == name), None
+        )
+
     def limit_checks(self) -> list[dict[str, Any]]:
         return [lim.check().as_dict() for lim in self.limits]
 
@@ -94,13 +100,37 @@ def campaign_audit(
     out.limits, out.limit_notes = campaign_limits(camp, phase_cells, results_inputs)
     out.limits += estimate_limits(camp, out.windows)
     out.energy, out.energy_notes = campaign_energy(camp, results_inputs, out.windows)
-    per_arm: dict[str, list[float]] = {}
-    for e in out.energy:
+    out.energy_comparisons = energy_comparisons(camp, out.energy, spread=spread, rule=rule)
+    return out
+
+
+def energy_comparisons(
+    camp: Campaign, energy: list[energy_mod.WindowEnergy], *, spread: float | None, rule: str
+) -> list[dict[str, Any]]:
+    """J per output token between arms at matched load: per load point of init's layout (the manifest's
+    ``point``: conc8 against conc8), else over each arm's windows; the pairs the campaign compares
+    (its ``comparisons``), else every arm against the role-baseline arm (or the first with figures).
+    One row per (point, pair)."""
+    point = {e.get("id"): e.get("point") for e in camp.manifest.get("runs", []) if isinstance(e, dict)}
+    groups: dict[str | None, dict[str, list[float]]] = {}
+    for e in energy:
         if e.j_per_token is not None and e.arm is not None:
-            per_arm.setdefault(e.arm, []).append(e.j_per_token)
-    if len(per_arm) > 1:
-        base = next(iter(per_arm))
-        out.energy_comparisons = energy_mod.compare_arms(per_arm, base, spread=spread, rule=rule)
+            groups.setdefault(point.get(e.run), {}).setdefault(e.arm, []).append(e.j_per_token)
+    pairs = [
+        (c["baseline"], c["candidate"])
+        for c in camp.manifest.get("comparisons") or []
+        if isinstance(c, dict) and c.get("baseline") and c.get("candidate")
+    ]
+    role = next((a for a, v in camp.arms.items() if v.get("role") == "baseline"), None)
+    out = []
+    for pt, per_arm in groups.items():
+        todo = [(b, c) for b, c in pairs if b in per_arm and c in per_arm]
+        if not pairs and len(per_arm) > 1:
+            base = role if role in per_arm else next(iter(per_arm))
+            todo = [(base, a) for a in per_arm if a != base]
+        for b, c in todo:
+            for row in energy_mod.compare_arms({b: per_arm[b], c: per_arm[c]}, b, spread=spread, rule=rule):
+                out.append({**row, "point": pt})
     return out
 
 
@@ -242,33 +272,35 @@ def estimate_limits(camp: Campaign, windows: list[checks_mod.WindowAudit]) -> li
 
 # ---- energy -------------------------------------------------------------------------------------------
 def _unix(text: Any) -> float | None:
-    import datetime as dt
+    from benchbook.ingest.windows import unix
 
-    if not isinstance(text, str):
-        return None
-    try:
-        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)).timestamp()
+    return unix(text)
 
 
 def energy_window(rr: Any, run: Any) -> tuple[float, float, str] | None:
-    """(t0, t1, what) of a results run in Unix seconds: the results file's ``started_at``/``ended_at``
-    (the capture's span), else its requests' span when their start times are Unix time (vllm bench
-    serve records ``time.perf_counter()``, which is not)."""
+    """(t0, t1, where it came from) of a results run in Unix seconds: the results file's
+    ``started_at``/``ended_at`` (init writes them from the runner's markers, the capture's own times or
+    the result file's date; ``window_source`` says which), else its requests' span when their start
+    times are Unix time (vllm bench serve records ``time.perf_counter()``, which is not), else the result
+    file's ``date`` less its ``duration`` (``ingest.windows.result_window``)."""
     import polars as pl
+
+    from benchbook.ingest.windows import result_window
 
     t0, t1 = _unix(rr.doc.get("started_at")), _unix(rr.doc.get("ended_at"))
     if t0 is not None and t1 is not None and t1 > t0:
-        return t0, t1, "results.json started_at → ended_at"
+        return t0, t1, str(rr.doc.get("window_source") or "results.json started_at → ended_at")
     df = run.requests
-    if df is None or df.height == 0:
-        return None
-    ok = df.filter(pl.col("success") & pl.col("start_s").is_not_null())
-    if ok.height == 0 or float(ok["start_s"].min()) < 1e9:
-        return None
-    return float(ok["start_s"].min()), float((ok["start_s"] + ok["e2e_s"]).max()), "first request start → last end"
+    if df is not None and df.height:
+        ok = df.filter(pl.col("success") & pl.col("start_s").is_not_null())
+        if ok.height and float(ok["start_s"].min()) >= 1e9:
+            return (
+                float(ok["start_s"].min()),
+                float((ok["start_s"] + ok["e2e_s"]).max()),
+                "first request start → last end",
+            )
+    w = result_window(run.config.get("date"), run.summary.get("duration_s"), Path(str(run.source)).name)
+    return None if w is None else (w.t0, w.t1, w.source)
 
 
 def _process_gpu_runs(camp: Campaign) -> dict[str, Any]:
@@ -317,11 +349,11 @@ def campaign_energy(
             win = energy_window(rrs[r.id], run)
             if win is None:
                 notes.append(
-                    f"{pid}: not measured — no window in Unix time (no started_at/ended_at in results.json and "
-                    "the request start times are not Unix time)"
+                    f"{pid}: not measured — no window in Unix time (no marker in events.jsonl, no started_at/ended_at "
+                    "in results.json, no date in the result file, and the request start times are not Unix time)"
                 )
                 continue
-            t0, t1, _what = win
+            t0, t1, what = win
             a = engine.get(r.id) if len(runs) == 1 else None
             if a is not None and a.generation_tokens:
                 toks, reqs = a.generation_tokens, a.requests
@@ -334,7 +366,16 @@ def campaign_energy(
             idle, _n = energy_mod.idle_power(energy_mod.idle_samples(samples, t0), t0)
             out.append(
                 energy_mod.window_energy(
-                    samples, pid, t0, t1, output_tokens=toks, requests=reqs, idle_w=idle, run=r.id, arm=r.arm
+                    samples,
+                    pid,
+                    t0,
+                    t1,
+                    output_tokens=toks,
+                    requests=reqs,
+                    idle_w=idle,
+                    run=r.id,
+                    arm=r.arm,
+                    window_source=what,
                 )
             )
     return out, notes

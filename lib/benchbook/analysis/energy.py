@@ -20,6 +20,7 @@ Arms are compared with the project's noise rules (:func:`benchbook.analysis.verd
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -88,7 +89,6 @@ def _per_gpu(samples: pl.DataFrame) -> dict[int, tuple[list[float], list[float]]
 
 def idle_power(samples: pl.DataFrame, before: float, after: float | None = None) -> tuple[float | None, int]:
     """(Σ over GPUs of the median power of the samples in ``[after, before)``, samples used)."""
-    import statistics
 
     total, n = 0.0, 0
     for _g, (ts, ps) in _per_gpu(samples).items():
@@ -131,6 +131,26 @@ class WindowEnergy:
     why_not: str = ""
     methods: Mapping[int, str] = field(default_factory=dict)  # per GPU: "counter" | "power"
     notes: tuple[str, ...] = ()
+    interval_s: float | None = None  # the median gap between the samples used
+    window_source: str = ""  # where [t0, t1] came from (events.jsonl marker, capture times, result date)
+
+    @property
+    def method(self) -> str:
+        """How the joules were measured, in words, with the sampling interval ("not measured" without)."""
+        every = f", sampled every {self.interval_s:.2f} s" if self.interval_s else ""
+        kinds = set(self.methods.values())
+        if kinds == {"counter"}:
+            return "the GPU's cumulative energy counter, its rise over the window (interpolated at the ends)" + every
+        if kinds == {"power"}:
+            return "the trapezoid integral of power.draw over the window" + every
+        if kinds:
+            return "the energy counter where the GPU has one, else the integral of power.draw" + every
+        return "not measured"
+
+    @property
+    def how(self) -> str:
+        """:attr:`method` and where the window came from."""
+        return self.method + (f"; window: {self.window_source}" if self.window_source else "")
 
     @property
     def seconds(self) -> float:
@@ -192,6 +212,10 @@ class WindowEnergy:
             "why_not": self.why_not or None,
             "methods": {str(k): v for k, v in self.methods.items()},
             "notes": list(self.notes),
+            "interval_s": self.interval_s,
+            "window_source": self.window_source or None,
+            "method": self.method,
+            "how": self.how,
             "text": self.describe(),
         }
 
@@ -207,10 +231,12 @@ def window_energy(
     idle_w: float | None = None,
     run: str | None = None,
     arm: str | None = None,
+    window_source: str = "",
 ) -> WindowEnergy:
     """The energy of ``[t0, t1]`` summed over the GPUs of ``samples`` (module docstring): the GPU's
     energy counter where the samples carry one, else the trapezoid integral of its power."""
     per, methods, notes, n, why = {}, {}, [], 0, ""
+    gaps: list[float] = []
     gpus = _per_gpu(samples)
     counters = _counters(samples)
     if not gpus and not counters:
@@ -220,6 +246,7 @@ def window_energy(
             j, k, w = gpu_counter_joules(*counters[g], t0, t1)
             if j is not None:
                 per[g], methods[g], n = j, "counter", n + k
+                gaps += _gaps(counters[g][0], t0, t1)
                 continue
             notes.append(f"GPU {g}: {w}")
         if g not in gpus:
@@ -230,6 +257,7 @@ def window_energy(
             why = f"GPU {g}: {w}"
             break
         per[g], methods[g], n = j, "power", n + k
+        gaps += _gaps(gpus[g][0], t0, t1)
     total = sum(per.values()) if per and not why else None
     return WindowEnergy(
         window,
@@ -246,7 +274,16 @@ def window_energy(
         why,
         methods if total is not None else {},
         tuple(notes),
+        statistics.median(gaps) if gaps and total is not None else None,
+        window_source,
     )
+
+
+def _gaps(ts: list[float], t0: float, t1: float) -> list[float]:
+    """The gaps between one GPU's samples from the last before ``t0`` to the first after ``t1``."""
+    lo = max([i for i, t in enumerate(ts) if t <= t0], default=0)
+    hi = min([i for i, t in enumerate(ts) if t >= t1], default=len(ts) - 1)
+    return [b - a for a, b in zip(ts[lo:hi], ts[lo + 1 : hi + 1])]
 
 
 def compare_arms(

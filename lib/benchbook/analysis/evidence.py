@@ -191,6 +191,13 @@ def attach(an: Any) -> None:
             row["evidence"] = row_evidence(row.get("what_ran", ""), cand, base, sa.baseline_arm)
             row["evidence_figures"] = {"candidate": _d(cand), "baseline": _d(base)}
     rl = an.results_ladder
+    if rl and an.audit is not None:
+        for p in rl.get("points", []):  # J per output token and per request of each load point
+            e = an.audit.energy_of(p["run"])
+            p["j_per_token"] = None if e is None else e.j_per_token
+            p["j_per_request"] = None if e is None else e.j_per_request
+            p["energy"] = "not measured" if e is None else e.how if e.joules is not None else e.describe()
+            p["energy_method"] = None if e is None or e.joules is None else e.method
     if rl:
         for row in rl.get("comparisons", []):
             cand, base = idx.at(row["candidate"], row["concurrency"]), idx.at(row["baseline"], row["concurrency"])

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import InputError
-from benchbook.ingest import run_layout, server_config
+from benchbook.ingest import formats, run_layout, server_config, windows
 
 
 @dataclass
@@ -84,10 +84,20 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
             taken.add(out_id)
             return out_id
 
+        events = windows.event_windows(rf.events) if rf.events is not None else {}
         for pt in rf.points:
             rid = unique(f"{stem}-{_slug(pt.name)}")
             where = f"{base}/benchbook/{_slug(pt.name)}"
             doc: dict[str, Any] = {"format": "benchbook.results/1", "run": rid, "files": [f"../../{rel(pt.result)}"]}
+            _window(
+                doc,
+                windows.point_window(
+                    (pt.name, pt.result.stem),
+                    events=events,
+                    series=[p for p in pt.extra if run_layout.is_scrape_series(p)],
+                    results=lambda pt=pt: formats.read(pt.result),
+                ),
+            )
             if pt.before is not None and pt.after is not None:
                 doc["metrics_before"], doc["metrics_after"] = f"../../{rel(pt.before)}", f"../../{rel(pt.after)}"
                 series = [p for p in pt.extra if run_layout.is_scrape_series(p)]
@@ -104,6 +114,17 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
             rid = unique(f"{stem}-{_slug(pf.name)}")
             where = f"{base}/benchbook/{_slug(pf.name)}"
             doc = {"format": "benchbook.results/1", "run": rid, "files": [f"../../{rel(f)}" for f in files]}
+            cap_file = pf / "capture.json"
+            _window(
+                doc,
+                windows.point_window(
+                    (pf.name, *(f.stem for f in files)),
+                    events=events,
+                    capture=run_layout.load_json(cap_file) if cap_file.is_file() else None,
+                    capture_where=f"{pf.name}/capture.json",
+                    results=lambda files=files: [b for f in files for b in formats.read(f)],
+                ),
+            )
             if before is not None and after is not None:
                 doc["metrics_before"], doc["metrics_after"] = f"../../{rel(before)}", f"../../{rel(after)}"
             if snaps:
@@ -164,6 +185,13 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
             )
     _arms(out, configs)
     return out
+
+
+def _window(doc: dict[str, Any], w: windows.Window | None) -> None:
+    """A load point's window in Unix time into its results.json (``started_at``/``ended_at`` and where
+    they came from: ``ingest.windows``), read by energy and the physical-limit rates."""
+    if w is not None:
+        doc["started_at"], doc["ended_at"], doc["window_source"] = w.started_at, w.ended_at, w.source
 
 
 def _engine_of(cfg: server_config.ServerConfig) -> tuple[dict[str, str], str] | None:

@@ -1028,11 +1028,22 @@ def results_ladder(page: Page) -> bd.Block:
             "worst latency s": None if p["worst_latency_s"] is None else round(p["worst_latency_s"], 3),
             "median TTFT ms": None if p["median_ttft_ms"] is None else round(p["median_ttft_ms"], 1),
             "median TPOT ms": None if p["median_tpot_ms"] is None else round(p["median_tpot_ms"], 2),
+            "J / output token": "not measured" if p.get("j_per_token") is None else f"{p['j_per_token']:.3f}",
+            "J / request": "not measured" if p.get("j_per_request") is None else f"{p['j_per_request']:.1f}",
         }
         for p in rl["points"]
         if p["arm"] in page.arms or not page.arms
     ]
-    parts.append(bd.table(rows, id="results-ladder-points"))
+    hows = dict.fromkeys(p["energy_method"] for p in rl["points"] if p.get("energy_method"))
+    parts.append(
+        bd.table(
+            rows,
+            id="results-ladder-points",
+            note=("Energy: " + "; ".join(hows) + " (per point's window: the audit section's energy table).")
+            if hows
+            else None,
+        )
+    )
     items = [
         f"<li>{bd.mark('pass' if s['flat'] else 'note', 'flat' if s['flat'] else 'not flat')} "
         f"{bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])} "

@@ -365,6 +365,7 @@ def runs_table(page: Page) -> bd.Block:
                 "In tokens": s.get("total_input_tokens") or "—",
                 "Out tokens": s.get("total_output_tokens") or "—",
                 **{lab: _n(s.get(k)) for k, lab in THROUGHPUT},
+                **_energy_cells(page, e.id),
             }
         )
     bd.record(
@@ -392,6 +393,19 @@ def runs_table(page: Page) -> bd.Block:
             "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset)."
         ),
     )
+
+
+def _energy_cells(page: Page, run: str) -> dict[str, str]:
+    """J per output token and per request of a run where the campaign's audit measured any energy."""
+    if page.audit is None or not any(x.joules is not None for x in page.audit.energy):
+        return {}
+    e = page.audit.energy_of(run)
+    if e is None or e.joules is None:
+        return {"J / output token": "not measured", "J / request": "not measured"}
+    return {
+        "J / output token": _n(e.j_per_token, 3),
+        "J / request": _n(e.j_per_request, 1),
+    }
 
 
 def latency_table(page: Page) -> bd.Block:
