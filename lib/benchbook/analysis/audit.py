@@ -99,6 +99,13 @@ def campaign_audit(
     out.checks = checks_mod.run_checks(out.windows, allow_preemption=allow_preemption, distinct=distinct)
     out.limits, out.limit_notes = campaign_limits(camp, phase_cells, results_inputs)
     out.limits += estimate_limits(camp, out.windows)
+    if out.limits:  # every limit says which file named the GPU it was drawn for
+        import dataclasses
+
+        name, where = gpu_name(camp)
+        out.limits = [
+            dataclasses.replace(lim, inputs={**lim.inputs, "gpu": name, "gpu_source": where}) for lim in out.limits
+        ]
     out.energy, out.energy_notes = campaign_energy(camp, results_inputs, out.windows)
     out.energy_comparisons = energy_comparisons(camp, out.energy, spread=spread, rule=rule)
     return out
@@ -136,19 +143,62 @@ def energy_comparisons(
 
 # ---- limits -------------------------------------------------------------------------------------------
 def gpu_name(camp: Campaign) -> tuple[str | None, str]:
-    """(the GPU's name, where it came from): ``nvidia-smi -q`` in the campaign or a run folder, else the
-    manifest's ``host.GPU``."""
-    for folder in [camp.root, *sorted({r.path for r in camp.runs})]:
+    """(the GPU's name, where it came from), from the first source that names it: ``nvidia-smi -q``
+    (``Product Name``) in the campaign or a run folder; the manifest's ``host.GPU`` (or the GPUs init
+    read from a capture's host facts); a GPU sample file's ``name`` column, GPU telemetry (DCGM
+    ``modelName``, AIPerf ``gpu_model_name``); a ``capture.json``'s own GPU facts; an engine log line
+    naming its device (:mod:`benchbook.ingest.gpu_names`)."""
+    return camp.derived(("gpu_name",), lambda: _gpu_name(camp))
+
+
+def _gpu_name(camp: Campaign) -> tuple[str | None, str]:
+    from benchbook.ingest import gpu_names, telemetry
+
+    folders = [camp.root, *sorted({r.path for r in camp.runs})]
+    for folder in folders:
         p = folder / SMI_Q_FILE
         if p.is_file():
             name = limits_mod.gpu_from_smi_q(_own(camp, p, "nvidia-smi -q output").read_text("utf-8", errors="replace"))
             if name:
                 return name, f"{p.relative_to(camp.root)}: Product Name"
     host = camp.manifest.get("host") or {}
-    for key in ("GPU", "gpu", "accelerator"):
-        if isinstance(host.get(key), str):
+    for key in ("GPU", "gpu", "accelerator", "gpu_memory"):
+        if isinstance(host.get(key), str) and host[key].strip():
             return host[key], f"campaign.json $.host.{key}"
-    return None, "no nvidia_smi_q.txt and no host.GPU in campaign.json"
+    # the run folders' own files: init copies each process's folder whole, so look up to the process
+    procs = sorted({p for f in folders[1:] for p in (f, f.parent, f.parent.parent) if p.is_relative_to(camp.root)})
+    procs = [p for p in procs if p != camp.root]
+    for folder in procs:
+        for p in (
+            sorted(folder.glob("*.csv"))
+            + telemetry.telemetry_files(folder)
+            + telemetry.telemetry_files(folder / "metrics")
+        ):
+            names = (
+                gpu_names.from_smi_csv(_own(camp, p, "GPU sample file"))
+                if p.suffix.lower() == ".csv"
+                else gpu_names.from_telemetry(_own(camp, p, "GPU telemetry"))
+            )
+            if names:
+                return names[0], f"{p.relative_to(camp.root)}: " + (
+                    "name column" if p.suffix.lower() == ".csv" else "the telemetry's GPU model"
+                )
+    for folder in procs:
+        for p in sorted(folder.glob("*/capture.json")) + sorted(folder.glob("capture.json")):
+            from benchbook.jsonfile import load_json
+
+            names = gpu_names.from_capture(load_json(_own(camp, p, "capture.json")))
+            if names:
+                return names[0], f"{p.relative_to(camp.root)}: host.gpu_memory.gpus[0].name"
+    for folder in procs:
+        for p in sorted(folder.glob("*.log")):
+            names = gpu_names.from_log(_own(camp, p, "engine log").read_text("utf-8", errors="replace"))
+            if names:
+                return names[0], f"{p.relative_to(camp.root)}: the engine's device line"
+    return None, (
+        "no file names the GPU (nvidia_smi_q.txt, host.GPU in campaign.json, a name column in the GPU samples, "
+        "DCGM/AIPerf telemetry, a capture.json's GPU facts or an engine log's device line)"
+    )
 
 
 def _arm_dtype(camp: Campaign, arm: str) -> tuple[str, str]:
@@ -162,7 +212,16 @@ def _arm_dtype(camp: Campaign, arm: str) -> tuple[str, str]:
 def _arm_weights(camp: Campaign, arm: str) -> limits_mod.Weights | None:
     """The weights one GPU holds, from the engine's load line in a log of one of the arm's runs: its
     ``server.log``, else any ``*.log`` in the run folder (a vLLM log has no benchbook startup line, so
-    a campaign may keep it under another name)."""
+    a campaign may keep it under another name); in init's arm/run layout, the process's settings
+    (``server_config.settings.weights_gib``, read from its log at init)."""
+    from benchbook.analysis.what_ran import arm_settings
+
+    w = arm_settings(camp, arm).get("weights_gib")
+    if isinstance(w, dict) and isinstance(w.get("value"), (int, float)):
+        return limits_mod.Weights(
+            float(w["value"]) * limits_mod.GIB,
+            f"{w.get('source', 'server log')}: 'Model loading took {w['value']} GiB'",
+        )
     for r in camp.runs:
         if r.arm != arm:
             continue

@@ -147,8 +147,11 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
             if lim.inputs.get("weights_source") or lim.inputs.get("parameters_source")
         )
         src = limits[0].inputs
-        note = f"{src['accelerator']}: {src['accelerator_source']}." + (
-            f" Weights: {'; '.join(sources)}." if sources else ""
+        named = f"GPU {src['gpu']!r} named by {src['gpu_source']}. " if src.get("gpu_source") else ""
+        note = (
+            named
+            + f"{src['accelerator']}: {src['accelerator_source']}."
+            + (f" Weights: {'; '.join(sources)}." if sources else "")
         )
         out.append(
             str(bd.heading("Distance to the physical limit", 3, id="audit-limits"))
