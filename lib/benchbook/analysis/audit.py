@@ -95,8 +95,16 @@ def campaign_audit(
     if results_inputs is not None:
         res, out.window_notes = checks_mod.results_audits(camp, results_inputs)
         out.windows += res
+    from benchbook.analysis import cache_cause
+
     distinct = {r.id: camp._phases_doc(r).get("distinct_prompts") for r in camp.runs_of("phases")}
-    out.checks = checks_mod.run_checks(out.windows, allow_preemption=allow_preemption, distinct=distinct)
+    out.checks = checks_mod.run_checks(
+        out.windows,
+        allow_preemption=allow_preemption,
+        distinct=distinct,
+        causes=cache_cause.causes(camp, results_inputs, out.windows),
+        caching={r.id: cache_cause.caching(camp, r.id) for r in camp.runs_of("phases")},
+    )
     out.limits, out.limit_notes = campaign_limits(camp, phase_cells, results_inputs)
     out.limits += estimate_limits(camp, out.windows)
     if out.limits:  # every limit says which file named the GPU it was drawn for

@@ -63,10 +63,6 @@ SAME_PROMPT_WHY = (
     "the phase harness sends the same prompt text every round, so with prefix caching on every round after "
     "the first finds its prompt in the cache"
 )
-SAME_SEED_WHY = (
-    "a sweep that passes one --seed to every point sends the same random prompts again, so a later point on "
-    "a prefix-caching server finds earlier points' prompts in the cache"
-)
 
 
 def audit_names(profile: EngineProfile) -> list[str]:
@@ -464,7 +460,12 @@ def _results_client(run: Any) -> dict[str, Any]:
     }
 
 
-def _why_cached(kind: str, cached_any: bool, distinct: bool | None) -> str:
+def _why_cached(
+    kind: str, cached_any: bool, distinct: bool | None, caching: tuple[bool | None, str] = (None, "")
+) -> str:
+    """Why a phases run's rounds were (or were not) served from the cache; ``caching``: whether the
+    engine states prefix caching on, and where (``cache_cause.caching``) — a hint never contradicts it."""
+    on, src = caching
     if kind == "phase sample":
         if distinct:
             return (
@@ -473,20 +474,33 @@ def _why_cached(kind: str, cached_any: bool, distinct: bool | None) -> str:
                 if cached_any
                 else "each round's prompt was distinct: nothing to reuse"
             )
-        return SAME_PROMPT_WHY if cached_any else "no round found its prompt in the cache (prefix caching off?)"
+        if cached_any:
+            return SAME_PROMPT_WHY
+        if on is False:
+            return f"prefix caching is off ({src} states enable_prefix_caching False)"
+        if on:
+            return f"no round found its prompt in the cache, with prefix caching on ({src})"
+        return "no round found its prompt in the cache (the files do not state whether prefix caching was on)"
     if cached_any:
-        return "these prompts (or their prefixes) reached this server before: " + SAME_SEED_WHY
+        return "these prompts (or their prefixes) reached this server before"
     return "no prompt of this run was found in the cache"
 
 
 def run_checks(
-    audits: Sequence[WindowAudit], *, allow_preemption: bool = False, distinct: Mapping[str, bool | None] | None = None
+    audits: Sequence[WindowAudit],
+    *,
+    allow_preemption: bool = False,
+    distinct: Mapping[str, bool | None] | None = None,
+    causes: Mapping[str, str] | None = None,
+    caching: Mapping[str, tuple[bool | None, str]] | None = None,
 ) -> list[dict[str, Any]]:
     """The checks of a campaign's windows, one per (run, what): the prefix cache (warn when any prompt
     token came from it, with the share and why), preemption (fail when > 0 unless allowed), queueing
     (warn from :data:`QUEUE_SHARE_WARN` of E2E) and token accounting (fail on a short count or an engine
     that counted fewer tokens than the client received, naming the windows). ``distinct``: per run,
-    whether its phase prompts were distinct per round (what ``capture phases`` records)."""
+    whether its phase prompts were distinct per round (what ``capture phases`` records); ``causes``: per
+    results run, why its prompts were cached (``cache_cause.causes``); ``caching``: per run, whether the
+    engine states prefix caching on (``cache_cause.caching``)."""
     groups: dict[tuple[str, str], list[WindowAudit]] = {}
     for a in audits:
         groups.setdefault((a.run or a.window, a.kind), []).append(a)
@@ -496,7 +510,9 @@ def run_checks(
         measured = [a for a in g if a.cached_tokens is not None]
         if measured:
             hit = [a for a in measured if a.cached_tokens]
-            why = _why_cached(kind, bool(hit), (distinct or {}).get(run))
+            why = (causes or {}).get(run) or _why_cached(
+                kind, bool(hit), (distinct or {}).get(run), (caching or {}).get(run, (None, ""))
+            )
             tot_c = sum(a.cached_tokens or 0 for a in measured)
             tot_p = sum(a.prompt_tokens or 0 for a in measured)
             share = tot_c / tot_p if tot_p else None
