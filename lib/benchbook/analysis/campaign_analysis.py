@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbook.analysis import baseline, evidence, stats
+from benchbook.analysis import baseline, evidence, interleave, stats
 from benchbook.analysis.engine_gauges import EngineGauges, engine_gauges
 from benchbook.analysis.memory import MemorySummary, fmt_gib, memory_delta
 from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, check_rule, decide, point, typed_fields
@@ -498,6 +498,7 @@ class CampaignAnalysis:
             (f"{len(cs)} comparison{'s' * (len(cs) != 1)} without a verdict: {reason}", "comparisons")
             for reason, cs in why_not.items()
         ]
+        unjudged += [(n, "comparisons") for n in interleave.not_measured(camp, chosen)]
         failed = [(f"{c['name']}: {c['detail']}", "checks") for c in checks if c["status"] == "fail"]
         failed += [
             (
