@@ -98,7 +98,7 @@ def test_init_says_what_the_starved_arm_changed(starved):
         in todo
     )
     assert m["arms"]["batch"]["role"] == "baseline" and m["arms"]["kvlimited"]["role"] == "ablation"
-    assert m["arms"]["kvlimited"]["server_args"]["gpu_memory_utilization"] == 0.115
+    assert m["environments"]["kvlimited"]["variables"]["gpu_memory_utilization"] == "0.115"
     (pair,) = [c for c in m["comparisons"] if c["candidate"] == "kvlimited"]
     assert "KV cache 8,752 vs 930,192 tokens" in pair["why"]
     cfg = s["server_configs"]["kvlimited/1"]

@@ -210,10 +210,15 @@ def _gpu_name(camp: Campaign) -> tuple[str | None, str]:
 
 
 def _arm_dtype(camp: Campaign, arm: str) -> tuple[str, str]:
+    from benchbook.analysis.what_ran import arm_settings
+
     args = camp.arms.get(arm, {}).get("server_args", {}) or {}
     for k in ("dtype", "--dtype"):
         if isinstance(args, dict) and args.get(k):
             return str(args[k]), f"server argument dtype={args[k]}"
+    st = arm_settings(camp, arm).get("dtype")
+    if isinstance(st, dict) and st.get("value"):
+        return str(st["value"]), f"dtype {st['value']} ({st.get('source', 'the server config')})"
     return "bfloat16", "assumed bfloat16 (2 bytes per parameter): no dtype among the server arguments"
 
 
@@ -373,8 +378,15 @@ def energy_window(rr: Any, run: Any) -> tuple[float, float, str] | None:
 def _process_gpu_runs(camp: Campaign) -> dict[str, Any]:
     """Results run id -> the ``gpu`` run of the same server process (init's arm/run layout: the
     manifest's ``process``), for the runs whose process was sampled."""
+    from benchbook.ingest.gpu_runs import has_gpu_samples
+    from benchbook.jsonfile import load_json
+
     procs = {e.get("id"): e.get("process") for e in camp.manifest.get("runs", []) if isinstance(e, dict)}
-    gpu = {procs[r.id]: r for r in camp.runs if r.harness == "gpu" and procs.get(r.id)}
+    gpu = {
+        procs[r.id]: r
+        for r in camp.runs
+        if r.harness == "gpu" and procs.get(r.id) and has_gpu_samples(load_json(r.file))
+    }
     return {r.id: gpu[procs[r.id]] for r in camp.runs if r.harness == "results" and procs.get(r.id) in gpu}
 
 

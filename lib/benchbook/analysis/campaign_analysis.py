@@ -279,6 +279,7 @@ class CampaignAnalysis:
     checks: list[dict[str, Any]]
     memory: dict[str, MemorySummary] = field(default_factory=dict)
     memory_deltas: list[MemoryDeltaResult] = field(default_factory=list)
+    host_memory: dict[str, Any] = field(default_factory=dict)  # run -> memory.HostMemorySummary (no GPU sampled)
     clamps: list[ClampResult] = field(default_factory=list)
     interval_rates: list[IntervalRateResult] = field(default_factory=list)
     references: list[ReferenceResult] = field(default_factory=list)
@@ -583,6 +584,7 @@ class CampaignAnalysis:
             "checks": self.checks + (pd.checks if pd else []),
             "memory": [{"run": run, **s.figures(), "notes": list(s.notes)} for run, s in sorted(self.memory.items())],
             "memory_deltas": [d.as_dict() for d in self.memory_deltas],
+            "host_memory": {r: s.figures() for r, s in self.host_memory.items()},
             "memory_processes": self.memory_processes,
             "clamps": [c.as_dict() for c in self.clamps],
             "interval_rates": [r.as_dict() for r in self.interval_rates],
@@ -696,9 +698,10 @@ def _analyse(
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
-        from benchbook.analysis.memory import memory_summaries
+        from benchbook.analysis.memory import host_memory_summaries, memory_summaries
 
         out.memory = memory_summaries(gpu, host, markers)
+        out.host_memory = host_memory_summaries(gpu, host, markers)
         out.memory_deltas = _memory_deltas(camp, out.memory, out.spread)
         out.memory_processes = _memory_processes(camp, markers)
     if any(r.get("process") for r in camp.manifest.get("runs", []) if r.get("harness") == "results"):

@@ -5,7 +5,8 @@ per load point, a phases.json in benchbook's format, a gpu.json naming the sampl
 copy stays byte-for-byte what the process wrote.
 
 The arm's configuration is what its processes' engine stated (``ingest.server_config``): carried per
-run as ``server_config``, per arm as ``server_args`` (the switches) and as the variables of the arm's
+run as ``server_config``, per arm as ``server_args`` (the switches) and, with the other settings a
+person sets (``server_config.knobs``), as the variables of the arm's
 environment (so the ablation reads each switch as it reads an environment variable). Two arms that
 do not differ in what ran, and two runs of one arm that do, go into ``todo``.
 """
@@ -163,9 +164,9 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
             cap = _capture_facts(out, lf, "capture ladder")
             if cap.get("complete") is False:
                 out.todo.append(f"run {rid}: its capture did not complete ({cap.get('stopped') or 'no reason given'})")
-        if rf.gpu is not None:
+        if rf.gpu is not None or rf.host is not None:  # host samples alone: the host's figures, GPU not measured
             rid = unique(f"{stem}-gpu")
-            doc = {"gpu_samples": f"../../{rel(rf.gpu)}"}
+            doc = {"gpu_samples": f"../../{rel(rf.gpu)}"} if rf.gpu is not None else {}
             if rf.host is not None:
                 doc["host_samples"] = f"../../{rel(rf.host)}"
             if rf.events is not None:
@@ -283,7 +284,7 @@ def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
             "label": arm,
             "mode": "serial" if serial else "batch",
             "environment": arm,
-            "server_args": {k: v for k, v in sw.items()},
+            "server_args": server_config.switches(first),  # the switches; the knobs are the environment's
             "description": f"{len(procs)} server process(es); "
             + (", ".join(f"{k} {v}" for k, v in server_config.switches(first).items()) or "no configuration stated")
             + (f"; {what_ran.summary(set_of[arm])}" if what_ran.summary(set_of[arm]) else "")
@@ -363,10 +364,12 @@ def _pairs(arms: dict[str, dict[str, Any]], settings: dict[str, dict[str, Any]] 
             diff = ", ".join(
                 f"{k} {sa.get(k, 'not stated')}" for k in sorted(set(sb) | set(sa)) if sb.get(k) != sa.get(k)
             )
-            sizes = [
-                d for d in what_ran.differences((settings or {}).get(a), (settings or {}).get(base)) if d.kind == "size"
+            rest = [
+                d
+                for d in what_ran.differences((settings or {}).get(a), (settings or {}).get(base))
+                if d.name not in server_config.SWITCHES
             ]
-            diff = "; ".join(x for x in (diff, what_ran.text(sizes)) if x)
+            diff = "; ".join(x for x in (diff, what_ran.text(rest)) if x)
             out.append({"baseline": base, "candidate": a, "why": f"{base} with {diff or 'the switches it requested'}"})
     return out
 
