@@ -125,3 +125,32 @@ def test_host_memory_on_its_own_when_no_gpu_was_sampled(tmp_path):
     html = (tmp_path / "baseline.html").read_text()
     assert 'id="sec-memory"' in html and "not measured (no GPU samples)" in html
     assert "Host memory per process" in html  # each server process's Pss and Rss
+
+
+def test_littles_law_from_the_engines_own_time_where_the_scrapes_are_too_coarse(tmp_path):
+    """The H200 runner scraped once a second; at concurrency 1 a request takes 0.66 s, so the gauges can
+    miss whole requests. L then comes from the engine's own E2E histogram — Δ sum of its requests'
+    latencies over the window — and the check says the engine finished 18 requests (the tool's two
+    warm-ups) where the client's file counts 16."""
+    from argparse import Namespace
+
+    import h200_arms
+    from benchbook.commands import init as init_cmd
+    from benchbook.commands.summary import build
+    from benchbook.metrics import prometheus
+
+    a = h200_arms.arm(tmp_path, "batch", ("conc1", "conc8"))
+    dest = tmp_path / "camp"
+    assert init_cmd.run(Namespace(dir=dest, inputs=[a], title=None, question=None, quiet=True)) == 0
+    s = build(dest)
+    checks = {c["run"]: c for c in s["results"]["checks"] if c["name"].startswith("Little's law")}
+    c1 = checks["batch-conc1"]
+    assert "the engine's own time in flight" in c1["detail"] and "longer than W" in c1["detail"]
+    assert "the engine finished 18 requests in the window, the client's file 16" in c1["detail"]
+
+    def e2e_sum(p):
+        snap = prometheus.read(p, ["vllm:e2e_request_latency_seconds"])
+        return sum(snap.series("vllm:e2e_request_latency_seconds_sum").values())
+
+    delta = e2e_sum(a / "metrics" / "conc1_after.prom") - e2e_sum(a / "metrics" / "conc1_before.prom")
+    assert f"Δ vllm:e2e_request_latency_seconds_sum {delta:.4g} s over 18 requests" in c1["detail"]
