@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -234,6 +235,109 @@ def test_init_reads_the_capture_layout_and_the_baseline_page_shows_serial_and_ba
     rows = {line.split("\t")[0].strip(): line.split("\t") for line in rep.texts[ladder_sel].splitlines()}
     assert {"serial-p1-ladder", "serial-p2-ladder", "batch-ladder"} <= set(rows), rows
     assert f"{rates['batch-ladder'][4]:.3f}" in rows["batch-ladder"][5], rows["batch-ladder"]
+
+
+# ---- issue 37: scripts/measure-campaign, the script that measured the H200 campaign, on the CPU engine ----
+# Before the module's own engine starts (the script starts and stops its servers one at a time).
+MEASURE = eng.ROOT / "scripts" / "measure-campaign"
+CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"  # the tiny model has none
+
+
+def _measure(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
+    env = {**eng.engine_env(), **LAYOUT_ENV}
+    return subprocess.run(
+        [sys.executable, str(MEASURE), *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def test_measure_campaign_runs_each_arm_and_process_and_ends_with_init(tmp_path):
+    """Two arms (serial: --max-num-seqs 1; batch), one process each, phases + ladder + a two-point sweep of
+    `vllm bench serve --backend openai-chat`, each server started and stopped by the script, then `--init`."""
+    why = eng.unavailable()
+    if why:
+        eng.skip_or_fail(why)
+    model = eng.build_model()
+    (tmp_path / "chat.jinja").write_text(CHAT_TEMPLATE)
+    out, camp = tmp_path / "runs", tmp_path / "camp"
+    server = "--max-model-len 2048 --dtype float32 --optimization-level 0 --uvicorn-log-level warning"
+    args = [
+        "--out", str(out), "--model-dir", str(model), "--served-model-name", eng.MODEL_NAME, "--vllm", str(eng.VLLM),
+        "--server-args", f"{server} --chat-template {tmp_path / 'chat.jinja'}",
+        "--arm", "serial:--max-num-seqs 1", "--arm", "batch:--max-num-seqs 16",
+        "--concurrency", "1,4", "--num-prompts", "8", "--ladder", "1,2", "--phase-repeats", "1",
+        "--input-len", "64", "--output-len", "16", "--max-tokens", "16",
+    ]  # fmt: skip
+    r = _measure(*args, "--init", str(camp))
+    print(f"\nmeasure-campaign:\n{r.stdout[-3000:]}", file=sys.stderr)
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-5000:]
+    progress = [ln for ln in r.stdout.splitlines() if re.match(r"^\[ *\d+\.\d+s\] ", ln)]
+    assert any("serial/p1: ready in" in ln for ln in progress) and any("batch/p1: ready in" in ln for ln in progress)
+    assert any("init: exit 0" in ln for ln in progress), progress[-5:]
+
+    order = ["server_start", "server_pid", "ready"]
+    order += [f"capture_{e}/{c}" for c in ("phases", "ladder", "sweep") for e in ("start", "end")]
+    order += ["server_stop", "server_stopped", "run_done"]
+    for arm, seqs in (("serial", 1), ("batch", 16)):
+        run = out / arm / "p1"
+        evs = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+        for e in evs:
+            if e["event"].startswith("capture_"):
+                e["event"] += "/" + e["capture"]
+        t = {e["event"]: e for e in evs}
+        assert [e["event"] for e in evs if e["event"] in order] == order  # each once, in this order
+        assert [t[k]["t"] for k in order] == sorted(t[k]["t"] for k in order)
+        for point in ("conc1", "conc4"):  # the sweep's own markers, inside the script's sweep window
+            b = t[f"bench_{point}"]
+            assert t["capture_start/sweep"]["t"] <= b["t_start"] < b["t_end"] <= t["capture_end/sweep"]["t"]
+        assert any(e["event"].startswith("bench_phases/") for e in evs)
+        pid = t["server_pid"]["pid"]
+        assert f"'max_num_seqs': {seqs}" in (run / "server.log").read_text()  # its log says what ran
+        # one sampler at a time: one header, the clock never going back, samples before the server started,
+        # of its process tree while it ran, and after it stopped
+        lines = (run / "host_samples.csv").read_text().splitlines()
+        assert lines[0].startswith("t,MemTotal_kB") and sum(ln.startswith("t,") for ln in lines) == 1
+        rows = [ln.split(",") for ln in lines[1:]]
+        assert all(len(x) == 9 for x in rows)
+        ts = [float(x[0]) for x in rows]
+        assert ts == sorted(ts)
+        assert ts[0] < t["server_start"]["t"] and ts[-1] > t["server_stopped"]["t"]
+        assert any(x[5] == str(pid) for x in rows if t["ready"]["t"] < float(x[0]) < t["server_stop"]["t"])
+        sweep = json.loads((run / "sweep.json").read_text())
+        assert [
+            (p["point"], p["status"], p["summary"]["completed"], p["summary"]["failed"]) for p in sweep["points"]
+        ] == [
+            ("conc1", "done", 8, 0),
+            ("conc4", "done", 8, 0),
+        ]
+        assert eng._gone(pid)  # the server's process group is gone
+        assert list((run / "conc4").rglob("*.prom.gz")) and not list(run.rglob("*.prom"))  # --compress
+    assert not (out / ".server.pgid").exists()
+
+    manifest = json.loads((camp / "campaign.json").read_text())
+    assert list(manifest["arms"]) == ["serial", "batch"]
+    assert {a: v["mode"] for a, v in manifest["arms"].items()} == {"serial": "serial", "batch": "batch"}
+    runs = {(e["process"], e["harness"]) for e in manifest["runs"]}
+    for p in ("serial/p1", "batch/p1"):
+        assert {(p, "requests"), (p, "phases"), (p, "results")} <= runs, runs
+    points = sorted((e["process"], e["point"]) for e in manifest["runs"] if e["harness"] == "results")
+    assert points == [("batch/p1", "conc1"), ("batch/p1", "conc4"), ("serial/p1", "conc1"), ("serial/p1", "conc4")]
+    s = _bb("summary", str(camp), "--json")
+    assert s.returncode == 0, s.stderr[-3000:]
+    assert json.loads(s.stdout)["cells"]
+
+    # run again: every run is measured already, so nothing starts; an unknown run is refused before anything
+    again = _measure(*args, timeout=120)
+    assert again.returncode == 0, again.stderr + again.stdout
+    assert again.stdout.count("measured already") == 2 and "starting" not in again.stdout
+    plan = _measure(*args, "--processes", "batch=2", "--plan", timeout=60)
+    assert plan.returncode == 0 and [ln.split(";")[0] for ln in plan.stdout.splitlines() if not ln[0].isspace()] == [
+        "serial/p1: done",
+        "batch/p1: done",
+        "batch/p2: new",
+    ]
+    assert not (out / "batch" / "p2").exists()
+    bad = _measure(*args, "--only", "batch/p2", timeout=60)
+    assert bad.returncode == 2 and "arm batch has runs p1" in bad.stderr
 
 
 @pytest.fixture(scope="module")

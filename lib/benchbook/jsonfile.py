@@ -127,7 +127,93 @@ def read_bytes(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYTES
             raise InputError(path, "-", f"cannot read: {e.strerror or e}") from None
     if len(data) > limit:  # it grew while being read
         raise InputError(path, "-", f"file is above the {limit}-byte limit for this input")
+    if is_gzip_name(path):
+        return gunzip(data, path, limit)
     return data
+
+
+# --------------------------------------------------------------------------- gzip-compressed inputs
+# A file whose name ends in .gz (``before.prom.gz``, ``conc8_scrapes.jsonl.gz``: what ``benchbook capture
+# --compress`` writes) is read as its decompressed bytes everywhere :func:`read_bytes` is used, held to
+# the same limit as the plain file (the limit bounds the decompressed size: a gzip bomb costs at most
+# the limit), its name read without the .gz (``plain_suffix``).
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def is_gzip_name(path: str | Path) -> bool:
+    return Path(path).name.lower().endswith(".gz")
+
+
+def plain_name(path: str | Path) -> str:
+    """The file's name without a trailing ``.gz`` (``before.prom.gz`` -> ``before.prom``)."""
+    name = Path(path).name
+    return name[:-3] if name.lower().endswith(".gz") else name
+
+
+def plain_suffix(path: str | Path) -> str:
+    """The suffix the file's content has, lower case: ``.prom`` for ``before.prom`` and ``before.prom.gz``."""
+    return Path(plain_name(path)).suffix.lower()
+
+
+def gunzip(raw: bytes, path: str | Path, limit: int = MAX_FILE_BYTES, *, head: bool = False) -> bytes:
+    """``raw`` (gzip, one or more members) decompressed, at most ``limit`` bytes; bad input naming
+    ``path`` when it is not gzip, is truncated, has trailing bytes or decompresses beyond ``limit``.
+    ``head``: the first ``limit`` bytes only (a file's beginning, to recognise it), no bomb or
+    truncation check."""
+    import zlib
+
+    path = Path(path)
+    if raw[:2] != GZIP_MAGIC:
+        raise InputError(path, "-", "named .gz but not gzip data (no gzip header)")
+    out = bytearray()
+    data = raw
+    while True:
+        d = zlib.decompressobj(wbits=31)
+        try:
+            out += d.decompress(data, limit + 1 - len(out))
+        except zlib.error as e:
+            raise InputError(path, "-", f"not valid gzip data: {e}") from None
+        if len(out) > limit or d.unconsumed_tail:
+            if head:
+                return bytes(out[:limit])
+            raise InputError(
+                path, "-", f"decompresses to more than the {limit}-byte limit for this input (docs/bad-input.md)"
+            )
+        if not d.eof:
+            if head:
+                return bytes(out)
+            raise InputError(path, "-", f"truncated gzip data: the stream ends after {len(raw)} bytes, unfinished")
+        data = d.unused_data
+        if not data:
+            return bytes(out)
+        if data[:2] != GZIP_MAGIC:
+            if head:
+                return bytes(out)
+            raise InputError(path, "-", f"{len(data)} bytes after the end of the gzip data that are not gzip")
+
+
+def read_head(path: str | Path, n: int, what: str = "file") -> bytes:
+    """The first ``n`` bytes of a file's content (decompressed for a ``.gz`` name), to recognise a
+    file by what it holds; a FIFO or device is refused unread (:func:`open_regular`); a ``.gz`` that is
+    not gzip, or whose beginning is corrupt, is bad input naming the file."""
+    with open_regular(path, what, 2**62) as fh:
+        if not is_gzip_name(path):
+            return fh.read(n)
+        raw = b""
+        while True:
+            more = fh.read(1 << 20)
+            raw += more
+            out = gunzip(raw, path, n, head=True)
+            if len(out) >= n or not more:
+                return out
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    """Deterministic gzip: the same bytes for the same data (header mtime 0, no file name)."""
+    import gzip
+
+    return gzip.compress(data, compresslevel=6, mtime=0)
 
 
 def read_text(path: str | Path, what: str = "text file", limit: int = MAX_FILE_BYTES) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 from benchbook.commands.capture_folder import RunFolder, utc
 from benchbook.commands.capture_memory import MemorySampling
-from benchbook.commands.scrape import MetricsEndpoint, Scrape
+from benchbook.commands.scrape import SETTLE_TIMEOUT_S, MetricsEndpoint, Scrape, settle_note, settled_after
 from benchbook.errors import BenchbookError, InputError
 from benchbook.jsonfile import sha256_file
 
@@ -44,12 +44,31 @@ def result_dirs_from_command(cmd: list[str]) -> list[str]:
     return out
 
 
-def _new_files(place: Path, since_unix: float) -> list[Path]:
+def _listing(places: list[str]) -> dict[Path, tuple[int, int]]:
+    """``{file: (mtime_ns, size)}`` of every file under the result places, taken before the command starts."""
+    out: dict[Path, tuple[int, int]] = {}
+    for place in places:
+        p = Path(place)
+        for f in [p] if p.is_file() else sorted(p.rglob("*")) if p.is_dir() else []:
+            if f.is_file():
+                st = f.stat()
+                out[f] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _new_files(place: Path, before: dict[Path, tuple[int, int]]) -> list[Path]:
+    """The files under ``place`` created or changed since :func:`_listing` (a sweep writing every point's
+    result into one folder: each point copies its own file, not the points' before it)."""
+
+    def changed(f: Path) -> bool:
+        st = f.stat()
+        return before.get(f) != (st.st_mtime_ns, st.st_size)
+
     if place.is_file():
-        return [place] if place.stat().st_mtime >= since_unix - 1 else []
+        return [place] if changed(place) else []
     if not place.is_dir():
         return []
-    return sorted(p for p in place.rglob("*") if p.is_file() and p.stat().st_mtime >= since_unix - 1)
+    return sorted(p for p in place.rglob("*") if p.is_file() and changed(p))
 
 
 class _Tee(threading.Thread):
@@ -112,6 +131,9 @@ def capture_run(
     run: str | None = None,
     point: str | None = None,
     server_pid: int | None = None,
+    compress: bool = False,
+    expect_requests: int | None = None,
+    settle_s: float = SETTLE_TIMEOUT_S,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     if not command:
@@ -124,8 +146,8 @@ def capture_run(
     if exe is None:
         raise InputError("command", command[0], "not found on PATH")
     endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
-    first, _snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
-    folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point)
+    first, first_snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before the folder
+    folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point, compress=compress)
     places = list(results) if results else result_dirs_from_command(command)
     doc = folder.doc
     doc.update(
@@ -149,7 +171,7 @@ def capture_run(
             "result_places": places,
             "result_files": [],
             "files": {
-                "snapshots": "metrics/before.prom, metrics/during-NNNN.prom, metrics/after.prom",
+                "snapshots": f"metrics/before{folder.prom}, metrics/during-NNNN{folder.prom}, metrics/after{folder.prom}",
                 "command_log": "command.log",
                 "results": "results/ (copies of the files the command wrote)",
             },
@@ -157,7 +179,7 @@ def capture_run(
     )
 
     def keep(s: Scrape, name: str, phase: str) -> None:
-        rel = folder.write(f"metrics/{name}.prom", s.text)
+        rel = folder.write_metrics(f"metrics/{name}", s.text)
         doc["snapshots"].append({"file": rel, "phase": phase, "at": utc(s.unix_s), "unix_s": round(s.unix_s, 6)})
 
     keep(first, "before", "before")
@@ -171,6 +193,7 @@ def capture_run(
     interrupted = False
     proc = None
     start = time.time()
+    existing = _listing(places)
     try:
         doc["command"]["started_at"] = utc(start)
         proc = subprocess.Popen(
@@ -221,9 +244,17 @@ def capture_run(
                 cmd["signal"] = signal.Signals(-rc).name
             if rc and stopped is None:
                 stopped = f"the command failed (exit status {rc}); see command.log"
-        _collect(folder, places, start)
+        if proc is not None:
+            folder.mark(folder.point_name, start, end, kind="run", exit_status=cmd["exit_status"])
+        _collect(folder, places, existing)
         try:
-            keep(endpoint.check_fetch(), "after", "after")
+            # a command that ran to the end: wait (bounded) until the engine counted its requests
+            wait = expect_requests if cmd.get("exit_status") == 0 and not interrupted else None
+            after, _a, settle = settled_after(endpoint, first_snap, profile, wait, settle_s)
+            doc["settle"] = settle
+            if settle_note("the command", settle):
+                log(settle_note("the command", settle))
+            keep(after, "after", "after")
         except BenchbookError as e:
             doc["scrape_errors"].append({"at": utc(time.time()), "error": f"after scrape: {e}"})
             stopped = stopped or f"the scrape after the command failed: {e}"
@@ -240,11 +271,11 @@ def capture_run(
     return folder
 
 
-def _collect(folder: RunFolder, places: list[str], since_unix: float) -> None:
+def _collect(folder: RunFolder, places: list[str], existing: dict[Path, tuple[int, int]]) -> None:
     doc = folder.doc
     for place in places:
         p = Path(place)
-        for f in _new_files(p, since_unix):
+        for f in _new_files(p, existing):
             rel = Path("results") / (f.relative_to(p) if p.is_dir() else f.name)
             if any(r["file"] == str(rel) for r in doc["result_files"]):
                 continue

@@ -91,12 +91,12 @@ def _unique(base: str, taken: set[str]) -> str:
 
 
 def _is_capture(p: Path) -> bool:
-    if p.suffix.lower() not in CAPTURE_SUFFIXES:
-        return False
-    from benchbook.jsonfile import open_regular
+    """A ``/metrics`` capture, plain or gzip-compressed (``before.prom.gz``: kept compressed in the copy)."""
+    from benchbook.jsonfile import plain_suffix, read_head
 
-    with open_regular(p, "/metrics capture", 2**62) as f:  # a FIFO is refused, never opened to block
-        head = f.read(64).lstrip()
+    if plain_suffix(p) not in CAPTURE_SUFFIXES:
+        return False
+    head = read_head(p, 64, "/metrics capture").lstrip()  # a FIFO is refused, never opened to block
     return head[:1] not in (b"{", b"[")
 
 
@@ -317,7 +317,11 @@ def _engine(runs: list[PlannedRun]) -> tuple[dict[str, str] | None, str | None]:
         cap = r.capture or {}
         snap_path = r.after or next((p for p, _ in r.snapshots), None)
         if r.harness == "phases":
-            prom = sorted((r.source / "metrics").glob("*.prom")) if (r.source / "metrics").is_dir() else []
+            prom = (
+                sorted(p for p in (r.source / "metrics").iterdir() if _is_capture(p))
+                if (r.source / "metrics").is_dir()
+                else []
+            )
             snap_path = prom[-1] if prom else None
         if snap_path is None:
             continue

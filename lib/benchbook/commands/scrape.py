@@ -19,6 +19,8 @@ from benchbook.errors import InputError, SourceError
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, detect_profile
 
+SETTLE_TIMEOUT_S = 5.0  # --settle-timeout: the longest wait for the engine to count a step's requests
+SETTLE_POLL_S = 0.1  # between the after scrapes of that wait
 RETRIES = 3  # attempts per scrape
 BACKOFF_S = 0.5  # sleep before the 2nd attempt, doubled for each further one
 TIMEOUT_S = 10.0  # connect + whole body, per attempt
@@ -134,3 +136,69 @@ class MetricsEndpoint:
             return s, snap, detect_profile(snap), None
         except InputError as e:
             return s, snap, None, e.reason
+
+
+def finished_requests(snap: prometheus.Snapshot, profile: EngineProfile | None) -> float | None:
+    """The engine's own finished-request count (vLLM ``vllm:request_success_total`` summed over its
+    labels, SGLang ``sglang:num_requests_total``, … — the profile's ``requests_success``), or None
+    when the profile has none."""
+    from benchbook.analysis import enginemetrics
+
+    if profile is None or not profile.has("requests_success"):
+        return None
+    return sum(enginemetrics.values(snap, profile, "requests_success").values())
+
+
+def settled_after(
+    endpoint: MetricsEndpoint,
+    before: prometheus.Snapshot,
+    profile: EngineProfile | None,
+    expected: int | None,
+    timeout_s: float = SETTLE_TIMEOUT_S,
+    poll_s: float = SETTLE_POLL_S,
+) -> tuple[Scrape, prometheus.Snapshot, dict]:
+    """A step's *after* scrape, taken once the engine has counted the step's ``expected`` requests:
+    an engine counts a finished request a moment after the stream's last byte (vLLM records its stats
+    after handing the output to the HTTP layer; on a busy host much later), and a count that lands
+    after the scrape belongs to the wrong window. /metrics is scraped every ``poll_s`` until the
+    finished-request counter has grown by ``expected`` since ``before``, for at most ``timeout_s``;
+    then the last scrape is taken as it is. Without a counter (no profile, or none with one) or a
+    known count, one scrape. Returns (scrape, snapshot, what happened: ``expected``, ``counted``,
+    ``waited_s``, ``scrapes``, ``timed_out``, ``timeout_s``) — a time-out is said, never fatal."""
+    t0 = time.monotonic()
+    want = finished_requests(before, profile) if expected else None
+    scrapes = 0
+    while True:
+        scrapes += 1
+        s = endpoint.fetch()
+        snap = endpoint.check(s)
+        counted = None if want is None else (finished_requests(snap, profile) or 0.0) - want
+        done = counted is None or counted >= expected
+        late = time.monotonic() - t0 >= timeout_s
+        if done or late:
+            info = {
+                "expected": expected,
+                "counted": counted,
+                "waited_s": round(s.mono_s - t0, 3) if scrapes > 1 else 0.0,
+                "scrapes": scrapes,
+                "timed_out": not done,
+                "timeout_s": timeout_s,
+            }
+            if want is None:
+                info["note"] = (
+                    "no wait: the number of requests is not known"
+                    if not expected
+                    else "no wait: the engine profile has no finished-request counter"
+                )
+            return s, snap, info
+        time.sleep(poll_s)
+
+
+def settle_note(step: str, info: dict) -> str | None:
+    """The console line of a settle wait that timed out (None when it did not)."""
+    if not info.get("timed_out"):
+        return None
+    return (
+        f"  {step}: the engine counted {info['counted']:g} of {info['expected']} requests within "
+        f"{info['timeout_s']:g} s (--settle-timeout); the after scrape was taken anyway (capture.json: settle)"
+    )

@@ -293,7 +293,9 @@ def validate_file(path: Path, out=print) -> list[InputError]:
 
     if _collect(lambda: open_regular(path, limit=2**62).close(), errors) is None and errors:
         return errors  # a FIFO, a device, a socket: refused before anything is read
-    suffix = path.suffix.lower()
+    from benchbook.jsonfile import plain_suffix
+
+    suffix = plain_suffix(path)  # before.prom.gz is read as the /metrics text it holds
     from benchbook.ingest import telemetry  # GPU telemetry: AIPerf export, DCGM-exporter scrape
 
     line = _collect(lambda: telemetry.validate_line(path), errors)
@@ -394,11 +396,9 @@ def _engine_line(snap) -> str:
 
 
 def _looks_json(path: Path) -> bool:
-    from benchbook.jsonfile import open_regular
+    from benchbook.jsonfile import read_head
 
-    with open_regular(path, "file", 2**62) as f:
-        head = f.read(64).lstrip()
-    return head[:1] in (b"{", b"[")
+    return read_head(path, 64).lstrip()[:1] in (b"{", b"[")
 
 
 def _progress(line: str) -> None:

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import InputError
-from benchbook.jsonfile import load_json, read_text
+from benchbook.jsonfile import load_json, plain_suffix, read_head, read_text
 
 CAPTURE_SUFFIXES = (".prom", ".metrics", ".txt")
 LOG_NAMES = ("server.log", "server_log.txt", "vllm.log", "sglang.log")
@@ -76,10 +76,10 @@ class RunFolder:
 
 
 def _is_capture(p: Path) -> bool:
-    if p.suffix.lower() not in CAPTURE_SUFFIXES or not p.is_file():
+    """A ``/metrics`` capture: ``.prom``/``.metrics``/``.txt``, or the same gzip-compressed (``.prom.gz``)."""
+    if plain_suffix(p) not in CAPTURE_SUFFIXES or not p.is_file():
         return False
-    with open(p, "rb") as f:
-        head = f.read(64).lstrip()
+    head = read_head(p, 64).lstrip()
     if head[:1] in (b"{", b"["):
         return False
     from benchbook.ingest import telemetry
@@ -208,7 +208,7 @@ def _pair(results: list[Path], captures: list[Path]) -> list[Point]:
                 rest = base[len(s) :] if base.startswith(s) else None
                 if rest is None or (rest and rest[0] not in "_-."):
                     continue
-                word = re.sub(r"\.(prom|metrics|txt|jsonl)$", "", rest).strip("_-.")
+                word = re.sub(r"\.(prom|metrics|txt|jsonl)(\.gz)?$", "", rest).strip("_-.")
                 if word == "before":
                     pt.before = c
                 elif word == "after":
@@ -272,7 +272,7 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
     metrics = d / "metrics"
     caps = sorted(p for p in metrics.iterdir() if p.is_file()) if metrics.is_dir() else []
     caps += [p for p in sorted(d.iterdir()) if _is_capture(p)]
-    rf.points = _pair(results, [c for c in caps if _is_capture(c) or c.suffix == ".jsonl"])
+    rf.points = _pair(results, [c for c in caps if _is_capture(c) or plain_suffix(c) == ".jsonl"])
     rf.captures = [c for c in caps if _is_capture(c)]
     for pf in rf.point_folders + rf.phases_folders + rf.ladder_folders:
         rf.captures += [c for c in sorted(pf.rglob("*")) if _is_capture(c)]

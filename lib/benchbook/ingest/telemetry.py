@@ -52,6 +52,7 @@ from typing import Any
 
 from benchbook.errors import InputError
 from benchbook.ingest.gpu_samples import GPU_COLUMNS
+from benchbook.jsonfile import MAX_METRICS_BYTES, plain_suffix, read_bytes, read_head
 
 __all__ = [
     "DCGM_FIELDS",
@@ -248,13 +249,14 @@ def validate_line(path: str | Path) -> str | None:
     """The validate line of a GPU telemetry file, or None when ``path`` is not one (InputError when it
     is one with bad content)."""
     p = Path(path)
-    with open(p, "rb") as f:
-        head = f.read(4096)
+    head = _head(p, 4096)
     if head.lstrip()[:1] == b"{" and b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
         return describe(read_aiperf_telemetry(p), AIPERF_LAYOUT)
     if kind_of(p) == "dcgm-series":
         return describe(read_dcgm_series(p), DCGM_SERIES_LAYOUT)
-    if b"DCGM_FI_DEV_" in head or (p.suffix in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in p.read_bytes()):
+    if b"DCGM_FI_DEV_" in head or (
+        plain_suffix(p) in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in read_bytes(p, limit=MAX_METRICS_BYTES)
+    ):
         return describe(read_dcgm(p), DCGM_LAYOUT)
     return None
 
@@ -265,8 +267,7 @@ _SCRAPE_TIME = re.compile(r"(?<![0-9])(1[0-9]{9}(?:\.[0-9]+)?)(?![0-9])")  # Uni
 
 
 def _head(p: Path, n: int = 65536) -> bytes:
-    with open(p, "rb") as f:
-        return f.read(n)
+    return read_head(p, n)  # decompressed for a .gz name (benchbook capture --compress)
 
 
 def kind_of(path: str | Path) -> str | None:
@@ -277,7 +278,7 @@ def kind_of(path: str | Path) -> str | None:
     if not p.is_file() or p.is_symlink():
         return None
     head = _head(p)
-    suffix = p.suffix.lower()
+    suffix = plain_suffix(p)  # conc8_scrapes.jsonl.gz is a .jsonl
     if suffix == ".jsonl" or head.lstrip()[:1] == b"{":
         if b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
             return "aiperf"

@@ -431,7 +431,9 @@ _NAME_START = re.compile(r"[a-zA-Z_:]")  # a metric name's first character
 
 
 def read_capture(path: str | Path) -> str:
-    """A `/metrics` capture file's text: not empty, not gzip (a compressed scrape saved as-is), UTF-8."""
+    """A `/metrics` capture file's text: not empty, UTF-8; a ``.gz`` name (``before.prom.gz``) is read
+    decompressed, within the same limit (jsonfile.read_bytes); gzip data under a plain name (a compressed
+    scrape saved as-is) is refused."""
     from benchbook.jsonfile import MAX_METRICS_BYTES, read_bytes
 
     path = Path(path)
