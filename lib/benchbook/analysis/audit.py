@@ -95,15 +95,23 @@ def campaign_audit(
     if results_inputs is not None:
         res, out.window_notes = checks_mod.results_audits(camp, results_inputs)
         out.windows += res
+    if camp.runs_of("requests"):  # each capture ladder step against its own scrapes (analysis.step_audits)
+        from benchbook.analysis.step_audits import ladder_audits, ladder_distinct
+
+        steps, step_notes = ladder_audits(camp)
+        out.windows += steps
+        out.window_notes += step_notes
     from benchbook.analysis import cache_cause
 
     distinct = {r.id: camp._phases_doc(r).get("distinct_prompts") for r in camp.runs_of("phases")}
+    if camp.runs_of("requests"):
+        distinct.update(ladder_distinct(camp))
     out.checks = checks_mod.run_checks(
         out.windows,
         allow_preemption=allow_preemption,
         distinct=distinct,
         causes=cache_cause.causes(camp, results_inputs, out.windows),
-        caching={r.id: cache_cause.caching(camp, r.id) for r in camp.runs_of("phases")},
+        caching={r.id: cache_cause.caching(camp, r.id) for r in camp.runs_of("phases") + camp.runs_of("requests")},
     )
     out.limits, out.limit_notes = campaign_limits(camp, phase_cells, results_inputs)
     out.limits += estimate_limits(camp, out.windows)

@@ -19,6 +19,9 @@ cause is the first of these the figures support:
 * **a shared prefix** — less than half a prompt: the part every request shares (chat template, system
   prompt).
 
+A point whose server process the campaign does not name (a hand-made manifest without ``process``)
+gets no cause beyond the warm-up: which points its server ran before is not in the files.
+
 A window with no cached token says whether prefix caching was on as the engine stated it
 (``vllm:cache_config_info`` / the engine-config line, in the run's ``server_config``) — never a guess
 that contradicts it. :func:`causes` returns one sentence per results run; ``checks.run_checks`` puts it
@@ -146,6 +149,12 @@ def cause(point: Point, cached: float, earlier: Sequence[Point]) -> str:
                 f"prompts repeated across points: {cached:,.0f} cached tokens ({_k(k)} prompts) — point {e.run} ran "
                 f"earlier on this server with {how}, so its prompts were in the cache"
             )
+    if point.process is None:
+        return (
+            f"prompts this server had seen: {cached:,.0f} cached tokens ({_k(k)} prompts), beyond a warm-up — the "
+            "campaign does not say which server process ran this point, so whether an earlier point of the same "
+            "server sent them, or the run repeated its own, is not found"
+        )
     why = "no earlier point on this server" if not earlier else "every earlier point on this server sent other prompts"
     return (
         f"repeats inside the run: {cached:,.0f} cached tokens ({_k(k)} prompts), beyond a warm-up, and {why} — "

@@ -487,9 +487,13 @@ class CampaignAnalysis:
         chosen = list(arms) if arms else baseline.main_arms(camp)
         comps = [c for c in self.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
         checks = [c for c in self.checks if c.get("run") is None or camp.run(c["run"]).arm in chosen]
+        # an arm whose engine did not generate the tokens its client reports: its figures are not measured
+        unmeasured = {camp.run(c["run"]).arm for c in checks if c.get("run") and _miscounted(c)}
         results, why_not = [], {}
         for c in comps:
-            if c["is_result"]:
+            if c["is_result"] and {c["baseline"], c["candidate"]} & unmeasured:
+                why_not.setdefault(UNRECONCILED, []).append(c)
+            elif c["is_result"]:
                 name = f"{c['candidate']} vs {c['baseline']}, {baseline.METRIC_NAMES.get(c['metric'], c['metric'])}"
                 text = f"{name} ({c['context']}): {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)"
                 results.append((c["state"], c["speedup"], text, "comparisons"))
@@ -615,6 +619,16 @@ class CampaignAnalysis:
             "findings": {k: f.as_dict() for k, f in self.findings.items()},
             "todo": list(self.camp.manifest.get("todo", [])),
         }
+
+
+UNRECONCILED = (
+    "the engine did not generate the tokens the client's usage reports (token accounting failed), so figures "
+    "made from the client's counts are not measured"
+)
+
+
+def _miscounted(c: dict[str, Any]) -> bool:
+    return c["status"] == "fail" and c["name"].startswith("token accounting")
 
 
 def results_findings(rs: ResultSet, audit: CampaignAudit | None = None) -> Findings:

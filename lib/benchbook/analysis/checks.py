@@ -275,9 +275,24 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
+TOKEN_TOLERANCE = 0.10  # a phase sample or ladder step: engine and client counts within 10 % of each other
+OWN_WINDOWS = ("phase sample", "ladder step")  # windows holding only the harness's own requests
+
+
+def _apart(a: float, b: float) -> float:
+    return abs(a - b) / max(a, b) if max(a, b) > 0 else 0.0
+
+
+def _times(hi: float, lo: float) -> str:
+    return f"{hi / lo:,.1f}× as many" if lo > 0 else "the other counted none"
+
+
 def token_check(a: WindowAudit) -> Check | None:
-    """Engine Δ tokens against the client's counts; fails on a short count (named) or an engine that
-    counted fewer generated tokens than the client received. None without client counts."""
+    """Engine Δ tokens against the client's counts (the server's ``usage``); fails on a short count
+    (named), on a client that received more tokens than the engine generated (a server whose usage
+    over-reports: every figure made from the client's counts is then not measured), and — in a window
+    of the harness's own requests (:data:`OWN_WINDOWS`) — on engine and client generation or prompt
+    counts more than :data:`TOKEN_TOLERANCE` apart. None without client counts."""
     c = a.client
     if not c:
         return None
@@ -303,17 +318,31 @@ def token_check(a: WindowAudit) -> Check | None:
     if rec is not None and req is not None:
         notes.append(f"client received {rec:g} of {req:g} requested completion tokens")
     gen = a.generation_tokens
+    own = a.kind in OWN_WINDOWS  # the window holds the harness's own requests and nothing else
     if gen is not None and rec is not None:
         if gen < rec:
             problems.append(
-                f"the engine counted {gen:g} generated tokens, fewer than the {rec:g} the client received: "
-                "the scrapes do not enclose this window"
+                f"the client's usage reports {rec:g} completion tokens, the engine generated {gen:g} between the "
+                f"window's scrapes ({_times(rec, gen)}): the server's usage does not state what the engine did, or "
+                "the scrapes do not enclose this window — figures made from the client's counts are not measured"
+            )
+        elif own and _apart(gen, rec) > TOKEN_TOLERANCE:
+            problems.append(
+                f"the engine generated {gen:g} tokens between the window's scrapes, the client's usage reports "
+                f"{rec:g} ({_times(gen, rec)}, tolerance {_pct(TOKEN_TOLERANCE)}): another client's requests in "
+                "the window, or a server whose usage under-reports"
             )
         else:
             notes.append(f"engine generated {gen:g}")
     cp, ep = c.get("prompt_tokens"), a.prompt_tokens
     if cp is not None and ep is not None:
-        notes.append(f"engine prompt tokens {ep:g} against the client's {cp:g}")
+        if own and _apart(ep, cp) > TOKEN_TOLERANCE:
+            problems.append(
+                f"the engine counted {ep:g} prompt tokens, the client's usage {cp:g} ({_times(max(ep, cp), min(ep, cp))}, "
+                f"tolerance {_pct(TOKEN_TOLERANCE)}): the two do not describe the same requests"
+            )
+        else:
+            notes.append(f"engine prompt tokens {ep:g} against the client's {cp:g}")
     status = "fail" if problems else "pass"
     return Check(f"token accounting: {a.window}", status, "; ".join(problems + notes) or "no counts to compare", fig)
 
@@ -466,7 +495,7 @@ def _why_cached(
     """Why a phases run's rounds were (or were not) served from the cache; ``caching``: whether the
     engine states prefix caching on, and where (``cache_cause.caching``) — a hint never contradicts it."""
     on, src = caching
-    if kind == "phase sample":
+    if kind in OWN_WINDOWS:
         if distinct:
             return (
                 "each round's prompt was distinct, so the hits are the part every prompt shares (chat template, "
@@ -475,7 +504,7 @@ def _why_cached(
                 else "each round's prompt was distinct: nothing to reuse"
             )
         if cached_any:
-            return SAME_PROMPT_WHY
+            return SAME_PROMPT_WHY if kind == "phase sample" else "the same prompt text was sent again (--same-prompt)"
         if on is False:
             return f"prefix caching is off ({src} states enable_prefix_caching False)"
         if on:

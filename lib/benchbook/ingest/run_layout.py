@@ -348,8 +348,15 @@ def harness_phases(path: Path, prefix: str) -> tuple[dict[str, Any], dict[str, d
         }
         # the harness's first_event_s is its first *content* event (a token), not the role chunk
         # benchbook's first_event_s means (data/README.md): left out, as capture phases does
-        samples.append(out)
         usage = s.get("usage") if isinstance(s.get("usage"), dict) else {}
+        # the client's counts (the server's usage), reconciled with the engine's Δ tokens by the audit
+        for key in ("prompt_tokens", "completion_tokens"):
+            if isinstance(usage.get(key), int):
+                out[key] = usage[key]
+        for key in ("max_tokens", "finish_reason"):
+            if s.get(key) is not None:
+                out[key] = s[key]
+        samples.append(out)
         tok = usage.get("prompt_tokens")
         if isinstance(tok, int) and tok >= 1:
             c = classes.setdefault(out["prompt_class"], {"tokens": tok})
