@@ -145,7 +145,11 @@ def prioritized(increment: int = -10):
 
 @contextlib.contextmanager
 def serving(
-    log_dir: Path, max_num_seqs: int = 16, env: dict[str, str] | None = None, preexec_fn=None
+    log_dir: Path,
+    max_num_seqs: int = 16,
+    env: dict[str, str] | None = None,
+    preexec_fn=None,
+    extra_args: tuple[str, ...] = (),
 ) -> Iterator[Engine]:
     """Start ``vllm serve`` on the tiny model on a free loopback port; yield it; always stop it.
 
@@ -153,10 +157,10 @@ def serving(
     model (``--served-model-name tiny-llama``, see docs/capture.md) instead: quicker when iterating
     (only for the default ``max_num_seqs`` and environment: another configuration always starts its own
     engine). ``env`` adds to :data:`ENV` for this engine; ``preexec_fn`` runs in its process (e.g.
-    :func:`prioritized`)."""
+    :func:`prioritized`); ``extra_args`` go on ``vllm serve``'s command line (``--num-gpu-blocks-override 8``)."""
     model_dir = build_model()
     own = os.environ.get("BENCHBOOK_TEST_ENGINE")
-    if own and max_num_seqs == 16 and not env and preexec_fn is None:
+    if own and max_num_seqs == 16 and not env and preexec_fn is None and not extra_args:
         yield Engine(own.rstrip("/"), 0, MODEL_NAME, model_dir, log_dir / "not-started.log", 0.0)
         return
     port = free_port()
@@ -181,6 +185,7 @@ def serving(
         "0",  # no torch.compile: it would add minutes of C++ builds to start-up
         "--uvicorn-log-level",
         "warning",
+        *extra_args,
     ]
     t0 = time.monotonic()
     with log.open("wb") as out:

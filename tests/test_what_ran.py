@@ -158,3 +158,9 @@ def test_the_ablation_page_shows_setting_capacity_and_preemptions(starved, tmp_p
     assert "nothing beyond the baseline" not in html
     assert "KV cache 8,752 vs 930,192 tokens" in html and "44 preemptions (batch 0)" in html
     assert 'id="settings"' in html or "bb-settings" in html
+
+
+def test_an_override_one_side_sets():
+    a = {"num_gpu_blocks_override": {"value": 17}, "num_gpu_blocks": {"value": 17}}
+    b = {"num_gpu_blocks": {"value": 4096}}
+    assert "num_gpu_blocks_override 17 blocks vs not set" in what_ran.text(what_ran.differences(a, b))

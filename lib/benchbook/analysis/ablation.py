@@ -701,6 +701,16 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
                 tp = [v for v in gn["median_tpot_ms"].to_list() if v is not None]
                 if tp:
                     vals[("median TPOT", f"concurrency {n}")] = (tp, False, "ms")
+        if camp.runs_of("requests", arm):  # capture ladder runs: the aggregate rate per step, a value per process
+            wc = bl.whole_request_cells(camp)
+            for metric, name in (("single_tok_s", "ladder output tok/s"), ("ladder_tok_s", "ladder output tok/s")):
+                g = wc.filter((pl.col("arm") == arm) & (pl.col("metric") == metric))
+                for n in sorted(set(g["concurrency"].drop_nulls().to_list())):
+                    vals[(name, f"concurrency {n}")] = (
+                        g.filter(pl.col("concurrency") == n)["median"].to_list(),
+                        True,
+                        "tok/s",
+                    )
         if camp.runs_of("phases", arm):
             cells = bl.phase_cells(camp, [arm])
             for m in DEFAULT_METRICS:

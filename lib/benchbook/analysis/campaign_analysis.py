@@ -722,6 +722,7 @@ def _analyse(
         from benchbook.analysis.ladder import results_ladder_analysis
 
         out.results_ladder = results_ladder_analysis(camp, rule=rule, spread_override=spread_override)
+    if any(r.get("process") for r in camp.manifest.get("runs", [])):  # init's arm/run layout: its ablation
         from benchbook.analysis.ablation import switch_ablation
 
         out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override)

@@ -150,7 +150,9 @@ class WindowAudit:
     estimated_flops: float | None = None  # vLLM's own estimate, where exported and non-zero
     estimated_read_bytes: float | None = None
     client: Mapping[str, Any] = field(default_factory=dict)  # prompt_tokens, received, requested, short
-    sample: tuple[str, str, int] | None = None  # a phase sample's (run, prompt class, repeat)
+    sample: tuple[str, str, int] | None = (
+        None  # a phase sample's (run, prompt class, repeat); a ladder step's (run, step, n)
+    )
 
     @property
     def cached_share(self) -> float | None:

@@ -129,11 +129,23 @@ class _Index:
         ws = list(au.windows) if au is not None else []
         self.by_run: dict[str, list[Any]] = {}
         self.phase: dict[str, list[Any]] = {}
+        self.steps: dict[tuple[str, int], list[Any]] = {}  # (arm, n) -> capture ladder steps at n
         for w in ws:
             if w.kind == "results run" and w.run:
                 self.by_run.setdefault(w.run, []).append(w)
             elif w.kind == "phase sample" and w.arm:
                 self.phase.setdefault(w.arm, []).append(w)
+            elif w.kind == "ladder step" and w.arm:
+                step = w.window.rsplit(": ", 1)[-1]
+                n = (
+                    1
+                    if step == "single"
+                    else int(step[7:])
+                    if step.startswith("ladder-") and step[7:].isdigit()
+                    else None
+                )
+                if n is not None:
+                    self.steps.setdefault((w.arm, n), []).append(w)
         self.point: dict[tuple[str, int], list[str]] = {}
         rl = an.results_ladder or {}
         for p in rl.get("points", []):
@@ -144,7 +156,7 @@ class _Index:
         if concurrency is None:
             return None
         runs = self.point.get((arm, concurrency), [])
-        ws = [w for r in runs for w in self.by_run.get(r, [])]
+        ws = [w for r in runs for w in self.by_run.get(r, [])] + self.steps.get((arm, concurrency), [])
         return gather(ws, _clamps(self.camp, arm, concurrency)) if ws else None
 
     def of_runs(self, runs: Iterable[str], arm: str | None) -> Evidence | None:

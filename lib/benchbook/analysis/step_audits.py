@@ -72,6 +72,7 @@ def ladder_audits(camp: Campaign) -> tuple[list[WindowAudit], list[str]]:
                     arm=r.arm,
                     labels=labels,
                     client=client,
+                    sample=(r.id, name, n),  # the step's name and its number of requests
                 )
             )
     return out, notes

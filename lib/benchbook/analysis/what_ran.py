@@ -60,9 +60,11 @@ class Difference:
 
     def text(self) -> str:
         unit = f" {self.unit}" if self.unit and self.unit != "of GPU memory" else ""
-        a = "not set" if self.a is None else fmt(self.a)
-        b = "not set" if self.b is None else fmt(self.b)
-        return f"{self.label} {a} vs {b}{unit}"
+        if self.a is None or self.b is None:  # "num_gpu_blocks_override 17 blocks vs not set"
+            a = "not set" if self.a is None else fmt(self.a) + unit
+            b = "not set" if self.b is None else fmt(self.b) + unit
+            return f"{self.label} {a} vs {b}"
+        return f"{self.label} {fmt(self.a)} vs {fmt(self.b)}{unit}"
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -50,7 +50,7 @@ _CUDAGRAPH = re.compile(r"'cudagraph_mode':\s*<CUDAGraphMode\.(\w+)")
 _LOG_FACTS = {
     "weights_gib": re.compile(r"Model loading took ([0-9.]+) ?GiB"),
     "kv_cache_gib": re.compile(r"Available KV cache memory: ([0-9.]+) ?GiB"),
-    "kv_cache_tokens": re.compile(r"GPU KV cache size: ([0-9,]+) tokens"),
+    "kv_cache_tokens": re.compile(r"KV cache size: ([0-9,]+) tokens"),  # GPU …, CPU … (the CPU build)
     "max_model_len": re.compile(r"Using max model len (\d+)"),
     "max_num_batched_tokens": re.compile(r"max_num_batched_tokens=(\d+)"),
     "kv_cache_max_concurrency": re.compile(r"Maximum concurrency for [0-9,]+ tokens per request: ([0-9.]+)x"),
