@@ -491,8 +491,9 @@ def verdicts(page: Page) -> bd.Block:
                     for v in vs
                 },
                 "Verdict": bd.mark("cannot"),
-                "Why": "; ".join(dict.fromkeys(rs.short_why(v.judgement) for v in vs)),
-                "Evidence (engine)": vs[0].evidence or "—",
+                # the engine's figures go under the reason: a column more would not fit the page's width
+                "Why": "; ".join(dict.fromkeys(rs.short_why(v.judgement) for v in vs))
+                + (f" — engine: {vs[0].evidence}" if vs[0].evidence else ""),
             }
             for (b, c, ld), vs in cannot.items()
         ]
