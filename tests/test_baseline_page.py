@@ -60,7 +60,7 @@ def test_dsv_page_records_the_seed_verdicts(dsv_page):
     }
     sentences = " ".join(v["verdict_sentences"])
     assert "7.5%" in sentences and "serial, serial2, tuned, tuned2, batch, serial-ccb339d" in sentences
-    assert "batched vs serial" in sentences and "1.62x" in sentences
+    assert "batched-forward vs serial" in sentences and "1.62x" in sentences
     assert {r["run"] for r in v["memory"]} == {
         "memory-default",
         "memory-tuned",

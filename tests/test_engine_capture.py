@@ -228,7 +228,7 @@ def test_init_reads_the_capture_layout_and_the_baseline_page_shows_serial_and_ba
     assert rep.ok, rep.problems()
     # the verdict names the processes judged flat (served one at a time), in the analysis' order, and no other
     flat = [c["run"] for c in s["checks"] if c.get("kind") == "serialization" and c.get("flat")]
-    sentence = f"Throughput is flat across the ladder in {len(flat)} run(s) ({', '.join(flat)})"
+    sentence = f"Throughput is flat across the ladder in {len(flat)} server process(es) ({', '.join(flat)})"
     assert (sentence in rep.texts["body"]) if flat else ("Throughput is flat" not in rep.texts["body"])
     assert "bb-checks" in rep.tables  # every check's row (the passed ones folded)
     # the ladder table: a row per process, the batched one with its rate at n=4 as the summary has it

@@ -93,7 +93,12 @@ def _hostile_mini(dest: Path) -> None:
         r["arm"] = arm_of[r["arm"]]
         r["id"] = ids[r["id"]]
     shutil.copytree(dest / "runs" / "phases-serial", dest / "runs" / "phases-ablate")
-    shutil.copytree(dest / "runs" / "req-serial", dest / "runs" / "req-serial2")  # a measured spread
+    shutil.copytree(dest / "runs" / "req-serial", dest / "runs" / "req-serial2")  # a measured spread:
+    rq = dest / "runs" / "req-serial2" / "requests.json"  # every time 3 % later (a copy is no repeat)
+    doc = json.loads(rq.read_text())
+    for q in doc["requests"]:
+        q["start"], q["end"] = q["start"] * 1.03, q["end"] * 1.03
+    rq.write_text(json.dumps(doc))
     ids["phases-ablate"], ids["req-serial2"] = h("phases-ablate"), h("req-serial2")
     m["runs"].append(
         {

@@ -68,9 +68,8 @@ PAGES = {
     "compare-bundled": "er0080-opt125m/compare.html",
     "baseline-phases-only": "phases-only/baseline.html",
     "index": "index.html",
+    "history": "history.html",
 }
-# not yet here: history.html (its contents miss the Provenance section and a chart label falls
-# outside its chart; pages/history_page.py)
 
 
 def _values(html: Path) -> dict:

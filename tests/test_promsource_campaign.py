@@ -246,6 +246,16 @@ def _write_campaign(root: Path, prometheus: dict | None) -> Path:
     return root
 
 
+@pytest.fixture(scope="module", autouse=True)
+def allowed():
+    """These campaigns name the test's own servers: allowed for this module (a campaign's source is
+    queried only where the run allows it, tests/test_reliability_sources.py)."""
+    from benchbook.metrics.source_allow import allowing
+
+    with allowing(["*"]):
+        yield
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     with promserver.running(tmp_path_factory.mktemp("prometheus"), _openmetrics()) as url:

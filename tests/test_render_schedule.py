@@ -121,6 +121,7 @@ def test_history_page_in_chromium(rendered, open_page):
         text_of=["#bb-what-changed", "#bb-findings"],
     )
     assert rep.ok, rep.problems()
+    assert rep.layout.problems() == []  # charts of several campaigns: no label outside its chart
     assert rep.charts >= 5
     # three campaigns: consecutive changes are judged; too few for step detection, and it says so
     assert "nightly-2026-11-03" in rep.texts["#bb-what-changed"]

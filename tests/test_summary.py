@@ -159,7 +159,7 @@ def test_dsv4_summary_carries_the_seed_figures(capsys):
     assert round(mem[("default", "tuned", "peak")]["delta_gib"], 1) == 7.4
     assert round(mem[("default", "tuned", "steady")]["delta_gib"], 2) == 1.86
     # seed: "Widening the scheduler from 1 to 8 costs about 1.6 GiB per rank"
-    assert round(mem[("serial", "batched", "peak")]["delta_gib"], 1) == 1.6
+    assert round(mem[("serial", "batched-forward", "peak")]["delta_gib"], 1) == 1.6
     assert mem[("default", "tuned", "peak")]["verdict"] == "result (more memory)"
     assert all(d["verdict"] for d in mem.values())
     rate = next(r for r in s["interval_rates"] if r["arm"] == "tuned")

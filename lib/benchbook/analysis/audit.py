@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from benchbook.analysis import checks as checks_mod
 from benchbook.analysis import energy as energy_mod
 from benchbook.analysis import limits as limits_mod
-from benchbook.errors import InputError
+from benchbook.errors import InputError, InputErrors
+from benchbook.jsonfile import MAX_LOG_BYTES, MAX_SMI_Q_BYTES, open_regular, read_bytes
 
 if TYPE_CHECKING:
     import polars as pl
@@ -28,6 +29,35 @@ if TYPE_CHECKING:
 
 GPU_SAMPLES_FILE = "gpu_samples.csv"  # nvidia-smi --query-gpu CSV beside a run's file
 SMI_Q_FILE = "nvidia_smi_q.txt"  # nvidia-smi -q, in the campaign folder or a run's folder
+
+
+def _text(path: Path, limit: int) -> str:
+    """A text file the audit reads, within its kind's size limit (checked before reading: a 2 GB log
+    is bad input, not 4 GB of memory) and as a regular file; bytes that are not UTF-8 are replaced."""
+    return read_bytes(path, "text file", limit).decode("utf-8", errors="replace")
+
+
+def text_files(camp: Campaign) -> list[tuple[Path, int]]:
+    """The text files the audit finds by name, each with its size limit: ``nvidia_smi_q.txt`` in the
+    campaign folder and each run folder, every ``*.log`` of a run folder."""
+    out = [(f / SMI_Q_FILE, MAX_SMI_Q_BYTES) for f in [camp.root, *sorted({r.path for r in camp.runs})]]
+    out = [(p, n) for p, n in out if p.exists()]
+    for folder in sorted({r.path for r in camp.runs}):
+        out += [(p, MAX_LOG_BYTES) for p in sorted(folder.glob("*.log"))]
+    return out
+
+
+def check_text_files(camp: Campaign) -> None:
+    """``validate``'s check of :func:`text_files`: each inside the campaign, a regular file, within its
+    limit — what the audit (``summary``, ``render``) would refuse, found without reading a byte."""
+    errors = []
+    for p, limit in text_files(camp):
+        try:
+            open_regular(_own(camp, p, "text file"), limit=limit).close()
+        except InputError as e:
+            errors.append(e)
+    if errors:
+        raise errors[0] if len(errors) == 1 else InputErrors(errors)
 
 
 def _own(camp: Campaign, path: Path, what: str) -> Path:
@@ -174,7 +204,7 @@ def _gpu_name(camp: Campaign) -> tuple[str | None, str]:
     for folder in folders:
         p = folder / SMI_Q_FILE
         if p.is_file():
-            name = limits_mod.gpu_from_smi_q(_own(camp, p, "nvidia-smi -q output").read_text("utf-8", errors="replace"))
+            name = limits_mod.gpu_from_smi_q(_text(_own(camp, p, "nvidia-smi -q output"), MAX_SMI_Q_BYTES))
             if name:
                 return name, f"{p.relative_to(camp.root)}: Product Name"
     host = camp.manifest.get("host") or {}
@@ -208,7 +238,7 @@ def _gpu_name(camp: Campaign) -> tuple[str | None, str]:
                 return names[0], f"{p.relative_to(camp.root)}: host.gpu_memory.gpus[0].name"
     for folder in procs:
         for p in sorted(folder.glob("*.log")):
-            names = gpu_names.from_log(_own(camp, p, "engine log").read_text("utf-8", errors="replace"))
+            names = gpu_names.from_log(_text(_own(camp, p, "engine log"), MAX_LOG_BYTES))
             if names:
                 return names[0], f"{p.relative_to(camp.root)}: the engine's device line"
     return None, (
@@ -249,7 +279,7 @@ def _arm_weights(camp: Campaign, arm: str) -> limits_mod.Weights | None:
         logs = [r.server_log] if r.server_log.is_file() else []
         logs += [p for p in sorted(r.path.glob("*.log")) if p != r.server_log]
         for p in logs:
-            text = _own(camp, p, "engine log").read_text("utf-8", errors="replace")
+            text = _text(_own(camp, p, "engine log"), MAX_LOG_BYTES)
             w = limits_mod.weights_from_log(text, f"{r.id}/{p.name}")
             if w is not None:
                 return w
@@ -421,17 +451,22 @@ def campaign_energy(
         per_rr.setdefault(rid, []).append((pid, run))
     rrs = {rr.id: rr for rr in camp.results_runs}
     engine = {a.run: a for a in audits or [] if a.kind == "results run"}
+    name, name_from = gpu_name(camp)
+    acc = limits_mod.find_accelerator(name)
+    limit = (acc.max_power_W, f"an {acc.name} ({name_from})") if acc is not None and acc.max_power_W else (None, "")
     for r in with_samples:
         runs = per_rr.get(r.id, [])
         if not runs or r.id not in rrs:
             notes.append(f"{r.id}: power samples but no results run to take a window from: not measured")
             continue
         if (r.path / GPU_SAMPLES_FILE).is_file():
-            samples = read_gpu_csv(_own(camp, r.path / GPU_SAMPLES_FILE, "GPU sample file"))
+            source = _own(camp, r.path / GPU_SAMPLES_FILE, "GPU sample file")
+            samples = read_gpu_csv(source)
         else:  # init's layout: the samples of the run's server process (nvidia-smi CSV or GPU telemetry)
             from benchbook.ingest.gpu_runs import gpu_frame
 
             samples = gpu_frame(camp, of_process[r.id])
+            source = of_process[r.id].file
         for pid, run in runs:
             win = energy_window(rrs[r.id], run)
             if win is None:
@@ -463,6 +498,9 @@ def campaign_energy(
                     run=r.id,
                     arm=r.arm,
                     window_source=what,
+                    source=str(source),
+                    max_power_w=limit[0],
+                    limit_from=limit[1],
                 )
             )
     return out, notes

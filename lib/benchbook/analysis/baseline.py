@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import stats
-from benchbook.analysis.verdict import Evidence, compare, decide, typed_fields
+from benchbook.analysis.copies import copied_runs
+from benchbook.analysis.verdict import ZERO_SPREAD, Evidence, compare, decide, typed_fields
 from benchbook.errors import InputError
 from benchbook.findings import Check, Exclusion
 
@@ -137,6 +138,9 @@ def _phase_cells(
     import polars as pl
 
     df = camp.phase_samples
+    copies = copied_runs(camp, "phases")  # a copy is counted once, never as a repeat
+    if copies:
+        df = df.filter(~pl.col("run").is_in(sorted(copies)))
     rows: list[dict[str, Any]] = []
     for arm in keep:
         sub = df.filter(pl.col("arm") == arm)
@@ -250,6 +254,9 @@ def _whole_request_cells(camp: Campaign) -> pl.DataFrame:
     from benchbook.analysis.ladder import ladder_table
 
     req = camp.requests
+    copies = copied_runs(camp, "requests")  # a copy is counted once, never as a repeat
+    if copies:
+        req = req.filter(~pl.col("run").is_in(sorted(copies)))
     if req.height == 0:
         return pl.DataFrame(schema={**_CELL_SCHEMA(), "concurrency": pl.Int64})
     table = ladder_table(req)
@@ -525,9 +532,13 @@ def comparisons(
     def emit(base, cand, metric, context, b, c, hib, prompt_class=None, concurrency=None, spread=spread, from_=from_):
         if b is None or c is None:
             return
-        if spread is None:
-            why = "no arm was run twice, so there is no measured spread; no difference can be called a result"
-            typed = decide(Evidence(b, c, hib, rule, None, no_spread=why))
+        if not spread:  # none measured, or 0 (identical repeats): no yardstick, no verdict
+            why = (
+                "no arm was run twice, so there is no measured spread; no difference can be called a result"
+                if spread is None
+                else ZERO_SPREAD
+            )
+            typed = decide(Evidence(b, c, hib, rule, spread, from_, no_spread=why))
             out.append(
                 _row(base, cand, metric, context, b, c, None, "no verdict", why, "?", prompt_class, concurrency, typed)
             )
@@ -638,7 +649,7 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     nz = noise(camp)
     # Without repeated runs there is no measured spread; fall back to the strict rule's 2 % floor.
-    spread = nz.spread if nz else 0.02
+    spread = nz.spread if nz and nz.spread > 0 else 0.02  # a zero spread (identical runs) is no yardstick
     wc = whole_request_cells(camp)
     req = camp.requests
     for run in camp.runs_of("requests"):

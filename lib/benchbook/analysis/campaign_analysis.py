@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbook.analysis import baseline, evidence, interleave, stats
+from benchbook.analysis import baseline, copies, evidence, interleave, stats
 from benchbook.analysis.engine_gauges import EngineGauges, engine_gauges
 from benchbook.analysis.memory import MemorySummary, fmt_gib, memory_delta
 from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, check_rule, decide, point, typed_fields
@@ -303,6 +303,7 @@ class CampaignAnalysis:
     # the phase cells' yardstick where an arm ran its phases in two or more server processes
     # (baseline.phase_noise); None otherwise (the phase comparisons then use ``noise``)
     phase_noise: baseline.Noise | None = None
+    copies: list[copies.Copy] = field(default_factory=list)  # runs read twice: counted once, listed
     _views: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -377,6 +378,13 @@ class CampaignAnalysis:
         gpu, _host, markers = self.camp.memory
         return self._memo(("load_ramp", run), lambda: load_ramp(gpu, markers, run))
 
+    def load_ramps(self, runs: list[str], budget: int) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+        """The memory ramps of ``runs`` inside one chart's row budget (:func:`memory.load_ramps`)."""
+        from benchbook.analysis.memory import load_ramps
+
+        gpu, _host, markers = self.camp.memory
+        return self._memo(("load_ramps", tuple(runs), budget), lambda: load_ramps(gpu, markers, list(runs), budget))
+
     def ladder_table(self) -> pl.DataFrame:
         """The request ladder of the requests runs, one row per (run, concurrency) (:func:`ladder.ladder_table`);
         an empty frame without requests runs."""
@@ -434,6 +442,7 @@ class CampaignAnalysis:
         """Every sample left out, once each, in the order found (PD exclusions included)."""
         seen, out = set(), []
         items = [e.as_dict() for e in self.camp.exclusions]
+        items += [{"file": c.file, "sample": f"run {c.run}", "reason": c.text()} for c in self.copies]
         if self.pd is not None:
             items += list(self.pd.exclusions)
         for e in items:
@@ -540,6 +549,7 @@ class CampaignAnalysis:
                         "results-ladder",
                     )
                 )
+        unjudged += [(line, "exclusions") for line in copies.lines(self.copies)]
         excluded = [e for e in camp.exclusions if "warm-up" not in e.reason]
         if excluded:
             unjudged.append(
@@ -616,6 +626,7 @@ class CampaignAnalysis:
             },
             "audit": None if self.audit is None else self.audit.as_dict(),
             "exclusions": self.exclusions(),
+            "copies": [c.as_dict() for c in self.copies],
             "findings": {k: f.as_dict() for k, f in self.findings.items()},
             "todo": list(self.camp.manifest.get("todo", [])),
         }
@@ -709,6 +720,7 @@ def _analyse(
         checks=baseline.checks(camp),
         phase_noise=baseline.phase_noise(camp, pc),
         link_gb_s=link_gb_s,
+        copies=copies.campaign_copies(camp),
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory

@@ -361,6 +361,7 @@ def phase_audits(camp: Campaign) -> list[WindowAudit]:
     audited from the window's snapshots, which hold only what the split fetched)."""
     from benchbook.errors import InputError
     from benchbook.ingest.results_runs import metrics_labels
+    from benchbook.metrics.phases import Excluded
 
     out: list[WindowAudit] = []
     profile = camp.profile
@@ -376,7 +377,7 @@ def phase_audits(camp: Campaign) -> list[WindowAudit]:
                         camp.snapshot_path(r, s["metrics_before"], f"$.samples[{i}].metrics_before"), profile
                     )
                     after = _read(camp.snapshot_path(r, s["metrics_after"], f"$.samples[{i}].metrics_after"), profile)
-            except InputError:  # the phase split already excluded and listed this sample
+            except (InputError, Excluded):  # the phase split already excluded and listed this sample
                 continue
             out.append(
                 audit(

@@ -28,6 +28,7 @@ from benchbook.errors import InputError
 from benchbook.findings import Check, Exclusion, Findings
 from benchbook.ingest.campaign import Campaign
 from benchbook.ingest.pd_runs import PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
+from benchbook.numfmt import fmt_num
 
 MIN_WINDOW_S = 60.0
 UNREPLICATED = "unreplicated — spread not measured"
@@ -654,7 +655,8 @@ def _consistency(r: PDRun, w: Window, rep: PDReport) -> None:
         Check(
             f"throughput = tokens / duration: {r.id} {w.name}",
             status,
-            f"{n} tokens / {d:.3f} s = {expect:.4f} token/s vs recorded {t:.4f} (gap {gap * 100:.3f} %)",
+            f"{n} tokens / {d:.3f} s = {fmt_num(expect, 4, sig=7, trim=True)} token/s vs recorded "
+            f"{fmt_num(t, 4, sig=7, trim=True)} (gap {fmt_num(gap * 100, 3)} %)",
         ).as_dict()
     )
 

@@ -30,6 +30,15 @@ if TYPE_CHECKING:
 
 MIN_SAMPLES = 2  # power samples inside a window, besides the interpolated ends
 MAX_GAP_S = 5.0  # a window with a larger gap between power samples is not measured
+#: an energy counter and the power samples of the same GPU and window that differ by more than this
+#: (relative to the larger, and by more than COUNTER_SLACK_J) disagree: the counter is not used
+COUNTER_TOLERANCE = 0.25
+COUNTER_SLACK_J = 5.0
+#: a GPU's mean power over a window may exceed its board limit by this much (limits are enforced over
+#: about a second; a sample average can sit a little above) before the reading is refused
+POWER_MARGIN = 0.10
+#: without a known accelerator: no GPU draws more than this (a counter jump or ×1e300 is refused)
+MAX_ANY_GPU_W = 3000.0
 
 
 def _interp(ts: list[float], ps: list[float], t: float) -> float:
@@ -63,6 +72,28 @@ def gpu_counter_joules(ts: list[float], es: list[float], t0: float, t1: float) -
     if any(b < a for a, b in zip(span, span[1:])):
         return None, len(used), "the energy counter fell (reset) in the window: integrated power instead"
     return _interp(ts, es, t1) - _interp(ts, es, t0), len(used), ""
+
+
+def power_estimate(ts: list[float], ps: list[float], t0: float, t1: float) -> float | None:
+    """The trapezoid integral of the power over ``[t0, t1]`` whatever the samples inside (the counter's
+    cross-check: a window too short for :func:`gpu_joules` still has an estimate); None uncovered."""
+    if not ts or ts[0] > t0 or ts[-1] < t1:
+        return None
+    pts = [(t0, _interp(ts, ps, t0)), *[(t, p) for t, p in zip(ts, ps) if t0 < t < t1], (t1, _interp(ts, ps, t1))]
+    return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(pts, pts[1:]))
+
+
+def counter_disagrees(counter_j: float, power_j: float) -> str | None:
+    """Why an energy counter's rise and the power samples' integral over one window cannot both be
+    right (:data:`COUNTER_TOLERANCE`), else None: a counter stuck while the GPU draws 490 W, a counter
+    jump of megajoules."""
+    gap = abs(counter_j - power_j)
+    if gap <= COUNTER_SLACK_J or gap <= COUNTER_TOLERANCE * max(abs(counter_j), abs(power_j)):
+        return None
+    return (
+        f"the energy counter rose {counter_j:.6g} J, the power samples integrate to {power_j:.6g} J: they differ "
+        f"by more than {COUNTER_TOLERANCE:.0%}, so the counter is not used"
+    )
 
 
 def _counters(samples: pl.DataFrame) -> dict[int, tuple[list[float], list[float]]]:
@@ -232,9 +263,15 @@ def window_energy(
     run: str | None = None,
     arm: str | None = None,
     window_source: str = "",
+    source: str | None = None,
+    max_power_w: float | None = None,
+    limit_from: str = "",
 ) -> WindowEnergy:
     """The energy of ``[t0, t1]`` summed over the GPUs of ``samples`` (module docstring): the GPU's
-    energy counter where the samples carry one, else the trapezoid integral of its power."""
+    energy counter where the samples carry one and the power samples do not contradict it
+    (:func:`counter_disagrees`), else the trapezoid integral of its power. A GPU whose mean power over
+    the window is above ``max_power_w`` (its board limit, :data:`POWER_MARGIN` allowed; without one,
+    :data:`MAX_ANY_GPU_W`) is bad input: InputError naming ``source``, the GPU and the window."""
     per, methods, notes, n, why = {}, {}, [], 0, ""
     gaps: list[float] = []
     gpus = _per_gpu(samples)
@@ -244,7 +281,9 @@ def window_energy(
     for g in sorted(set(gpus) | set(counters)):
         if g in counters:
             j, k, w = gpu_counter_joules(*counters[g], t0, t1)
-            if j is not None:
+            est = power_estimate(*gpus[g], t0, t1) if j is not None and g in gpus else None
+            w = counter_disagrees(j, est) if est is not None else w
+            if j is not None and (est is None or w is None):
                 per[g], methods[g], n = j, "counter", n + k
                 gaps += _gaps(counters[g][0], t0, t1)
                 continue
@@ -259,6 +298,8 @@ def window_energy(
         per[g], methods[g], n = j, "power", n + k
         gaps += _gaps(gpus[g][0], t0, t1)
     total = sum(per.values()) if per and not why else None
+    if total is not None and t1 > t0:
+        _check_power(per, methods, t0, t1, source, max_power_w, limit_from)
     return WindowEnergy(
         window,
         t0,
@@ -284,6 +325,23 @@ def _gaps(ts: list[float], t0: float, t1: float) -> list[float]:
     lo = max([i for i, t in enumerate(ts) if t <= t0], default=0)
     hi = min([i for i, t in enumerate(ts) if t >= t1], default=len(ts) - 1)
     return [b - a for a, b in zip(ts[lo:hi], ts[lo + 1 : hi + 1])]
+
+
+def _check_power(per, methods, t0, t1, source, max_power_w, limit_from) -> None:
+    from benchbook.errors import InputError
+
+    limit = max_power_w or MAX_ANY_GPU_W
+    name = limit_from or ("any accelerator" if not max_power_w else "the GPU")
+    for g, j in sorted(per.items()):
+        mean = j / (t1 - t0)
+        if mean > limit * (1 + POWER_MARGIN):
+            how = "its energy counter" if methods.get(g) == "counter" else "its power samples"
+            raise InputError(
+                source or "<GPU samples>",
+                f"GPU {g} [{t0:.3f}, {t1:.3f}]",
+                f"mean power {mean:.6g} W from {how} is above the {limit:g} W that {name} can draw "
+                f"({POWER_MARGIN:.0%} allowed): not a reading of one GPU",
+            )
 
 
 def compare_arms(

@@ -1,7 +1,5 @@
-"""The engine's gauges over each run's window, fetched from the campaign's Prometheus source: running and
-waiting requests, KV-cache usage, token rates (``promsource.fetch_gauges``); empty for capture-file
-campaigns. Held by :class:`benchbook.analysis.campaign_analysis.CampaignAnalysis` (``engine_gauges``).
-"""
+"""The engine's gauges (running/waiting requests, KV-cache usage, token rates) over each run's window,
+fetched from a campaign's Prometheus source: what the baseline page charts beside its figures."""
 
 from __future__ import annotations
 
@@ -56,7 +54,7 @@ def engine_gauges(camp: Campaign, arms: list[str] | None = None) -> EngineGauges
 def _engine_gauges(camp: Campaign, arms: tuple[str, ...]) -> EngineGauges:
     import polars as pl
 
-    from benchbook.metrics import promsource
+    from benchbook.metrics import promsource, source_allow
 
     frames, notes, spans, sources = [], [], [], set()
     for r in camp.runs:
@@ -64,6 +62,10 @@ def _engine_gauges(camp: Campaign, arms: tuple[str, ...]) -> EngineGauges:
         if not windows:
             continue
         src = camp.prometheus_source(r)
+        refused = source_allow.refusal(src["url"])
+        if refused:  # not allowed in this run: no chart, and the section says why
+            notes.append(f"{r.id}: {refused}")
+            continue
         t0, t1 = min(w[0] for w in windows), max(w[1] for w in windows)
         try:
             g = promsource.fetch_gauges(
@@ -79,6 +81,6 @@ def _engine_gauges(camp: Campaign, arms: tuple[str, ...]) -> EngineGauges:
             notes.append(f"{r.id}: no gauge series on the server for this run ({e.reason})")
             continue
         spans.append({"run": r.id, "t0": t0, "t1": t1})
-        sources.add(promsource._public_url(src["url"]))
+        sources.add(source_allow.public_url(src["url"]))
         frames.append(g.with_columns(pl.lit(r.id).alias("run"), (pl.col("t") - t0).alias("s")))
     return EngineGauges(pl.concat(frames) if frames else None, spans, notes, sorted(sources))

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from benchbook.errors import InputError
 from benchbook.findings import Check
+from benchbook.numfmt import fmt_num
 
 TOLERANCE = 0.02  # the summary's L is λW up to rounding: 2 % is generous
 FAIL_TOLERANCE = 0.10
@@ -150,7 +151,8 @@ def check(
     if not 0 <= tolerance <= fail_tolerance:
         raise ValueError("need 0 <= tolerance <= fail_tolerance")
     lw = implied_concurrency(completion_rate, mean_e2e_s)
-    parts = [f"λ × W = {completion_rate:.4f} req/s × {mean_e2e_s:.4f} s = {lw:.3f}"]
+    rate, e2e = fmt_num(completion_rate, 4, sig=7, trim=True), fmt_num(mean_e2e_s, 4, sig=7, trim=True)
+    parts = [f"λ × W = {rate} req/s × {e2e} s = {lw:.3f}"]  # the inputs as recorded: 32.764, not 32.7640
     status = "pass"
     gap = None
     if concurrency is not None:

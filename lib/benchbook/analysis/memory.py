@@ -280,8 +280,8 @@ def load_ramp(gpu: pl.DataFrame, markers: pl.DataFrame, run: str, max_points: in
     g = g.with_columns((pl.col("t") - t0).alias("t_s"), (pl.col("gpu_used_mib") / MIB_PER_GIB).alias("gib"))
     if per_rank > max_points and span > 0:
         width = span / max_points
-        g = (
-            g.with_columns(((pl.col("t_s") / width).floor() * width).alias("t_s"))
+        g = (  # at most max_points bins per rank: the last sample joins the last bin
+            g.with_columns(((pl.col("t_s") / width).floor().clip(0, max_points - 1) * width).alias("t_s"))
             .group_by(["t_s", "rank"])
             .agg(pl.col("gib").max())
         )
@@ -293,6 +293,42 @@ def load_ramp(gpu: pl.DataFrame, markers: pl.DataFrame, run: str, max_points: in
         .sort("t_s")
     )
     return samples, m
+
+
+RAMP_MIN_POINTS = 10  # a rank's line needs a few points to show a ramp at all
+
+
+def load_ramps(
+    gpu: pl.DataFrame, markers: pl.DataFrame, runs: list[str], budget: int
+) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+    """:func:`load_ramp` of every run in ``runs`` inside one row budget: the ``budget`` rows (less the
+    markers) shared equally by every (run, rank) line, at most :data:`RAMP_MAX_POINTS` each. Where even
+    :data:`RAMP_MIN_POINTS` per line would not fit (16 GPUs in 25 runs), each run's ranks are drawn as
+    two lines, the largest and the smallest rank at each time (``rank`` says so), so every peak stays."""
+    import polars as pl
+
+    g = gpu.filter(pl.col("run").is_in(runs))
+    ranks = dict(g.group_by("run").agg(pl.col("rank").n_unique()).iter_rows())
+    marks = markers.filter(pl.col("run").is_in(runs) & (pl.col("event") != "request_end")).height
+    room = max(0, budget - marks)
+    series = sum(ranks.get(r, 0) for r in runs)
+    collapse = series * RAMP_MIN_POINTS > room
+    if collapse:
+        series = 2 * sum(1 for r in runs if ranks.get(r))
+    k = max(2, min(RAMP_MAX_POINTS, room // max(1, series)))
+    out = {}
+    for r in runs:
+        rg = g.filter(pl.col("run") == r)
+        if collapse and rg.height:
+            n = ranks[r]
+            rg = pl.concat(
+                [
+                    rg.group_by("t").agg(pl.col("gpu_used_mib").max(), pl.lit(f"largest of {n} GPUs").alias("rank")),
+                    rg.group_by("t").agg(pl.col("gpu_used_mib").min(), pl.lit(f"smallest of {n} GPUs").alias("rank")),
+                ]
+            ).with_columns(pl.lit(r).alias("run"))
+        out[r] = load_ramp(rg if collapse else gpu, markers, r, k)
+    return out
 
 
 def process_footprints(host: pl.DataFrame, load_end: float, stop: float) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from benchbook.analysis import enginemetrics
 from benchbook.analysis.reconcile import figure_check as Check  # the one check model, with its figures
 from benchbook.analysis.reconcile import reconcile
 from benchbook.errors import InputError
+from benchbook.findings import Exclusion
 from benchbook.ingest.formats import BenchmarkRun
 from benchbook.ingest.results_runs import ResultsRun
 
@@ -315,10 +316,14 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
             rr.id, w, rr.labels, rr.labels_key, [str(rr.metrics_before), str(rr.metrics_after)], rr.snapshots, rr.series
         )
     if rr.window is not None:
-        from benchbook.metrics import promsource
+        from benchbook.metrics import promsource, source_allow
         from benchbook.metrics.promsource import DEFAULT_TIMEOUT_S
 
         src = camp.prometheus_source(camp.run(rr.id))
+        refused = source_allow.refusal(src["url"])
+        if refused:  # not allowed in this run: no engine window, and the run says why
+            camp.exclusions.append(Exclusion(str(rr.file), "engine window", refused))
+            return None
         if not camp.manifest.get("engine"):
             raise InputError(
                 camp.root / "campaign.json",
@@ -343,10 +348,17 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
     return None
 
 
+def benchmark_runs(camp: Campaign, rr: ResultsRun) -> list[tuple[Path, BenchmarkRun]]:
+    """``(file, BenchmarkRun)`` for every benchmark run in a results run's files, read once per
+    campaign (the ladder, the copy check and the compare section read the same objects)."""
+    from benchbook.ingest import formats
+
+    return camp.derived(("benchmark_runs", rr.id), lambda: [(f, b) for f in rr.files for b in formats.read(f)])
+
+
 def campaign_inputs(path: str | Path | Campaign) -> CampaignInputs:
     """Every results run of a campaign (a folder, or the loaded campaign: not loaded twice), read:
     benchmark runs, engine windows, provenance inputs."""
-    from benchbook.ingest import formats
     from benchbook.ingest.campaign import Campaign, load_campaign
 
     camp = path if isinstance(path, Campaign) else load_campaign(path)
@@ -360,7 +372,7 @@ def campaign_inputs(path: str | Path | Campaign) -> CampaignInputs:
     configs: dict[str, str] = {}
     named = {r["id"] for r in camp.manifest["runs"] if "arm" in r}
     for rr in rruns:
-        got = [(f, r) for f in rr.files for r in formats.read(f)]
+        got = benchmark_runs(camp, rr)  # read once per campaign (the results ladder reads the same)
         for f, r in got:
             pid = rr.id
             if len(got) > 1:

@@ -326,8 +326,8 @@ def build(
         user = {}
         for j in [i] + [k for d in dup_sets if d.kept == i for k in d.members if k != i]:
             user = {**overrides.for_file(raw[j][1].source), **user}
-        if arms and rid in arms:
-            user = {"label": arms[rid], **user}
+        if arms and rid in arms:  # the campaign's arm (campaign.json, often init's): not the user's label
+            user = {"campaign_arm": arms[rid], **user}
         e = Entry(rid, r, carried[i], ident.read_identity(r, user))
         e.gpus = ident.gpu_count(r, e.identity)
         e.gates = gates(r, **gate_args)

@@ -28,7 +28,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     ph = sub.add_parser(
         "phases",
-        help="the phase harness: one streamed request at a time, /metrics around each",
+        help="the phase harness: one streamed request at a time, /metrics around each (prefill and decode apart)",
         description="One streamed /v1/completions request at a time against an OpenAI-compatible "
         "server, /metrics scraped before and after each: writes a phases run.",
     )
@@ -41,10 +41,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     ld = sub.add_parser(
         "ladder",
-        help="the concurrency harness: a single request, k at once for each k, the long/short interleave",
-        description="The seeds' concurrency harness against an OpenAI-compatible server: a single streamed "
-        "request, then k streamed requests at once for each k of --concurrency, then (--interleave) a long "
-        "and a short request together; /metrics before and after each step. Writes a requests run.",
+        help="the concurrency ladder: a single request, k at once for each k, the long/short interleave",
+        description="The concurrency ladder against an OpenAI-compatible server: a single streamed "
+        "request, then k streamed requests at once for each k of --concurrency (is the aggregate rate flat — "
+        "one request at a time — or does it grow with k?), then (--interleave) a long and a short request "
+        "together; /metrics before and after each step. Writes a requests run (the baseline page's ladder).",
     )
     _requests(ld)
     ld.add_argument(
@@ -75,7 +76,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--metrics", required=True, help="the engine's /metrics URL (http://HOST:PORT is completed with /metrics)"
     )
     rn.add_argument(
-        "--every", type=float, default=5.0, metavar="S", help="seconds between snapshots during the run (default 5)"
+        "--every",
+        type=float,
+        default=0.5,
+        metavar="S",
+        help="seconds between snapshots during the run (default 0.5: well inside a request's latency, so "
+        "Little's law can be judged from them; more for a benchmark of many minutes)",
     )
     rn.add_argument(
         "--results",
@@ -126,7 +132,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="requests per point, e.g. '4*concurrency' or 'max(32, 4*concurrency)': {num_prompts} in the command",
     )
     sw.add_argument(
-        "--every", type=float, default=5.0, metavar="S", help="seconds between snapshots during each point (default 5)"
+        "--every",
+        type=float,
+        default=0.5,
+        metavar="S",
+        help="seconds between snapshots during each point (default 0.5, as capture run)",
     )
     sw.add_argument(
         "--results",
@@ -166,8 +176,9 @@ def _requests(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--same-prompt",
         action="store_true",
-        help="send each class's text unchanged every time (the seeds' harness); default: every request's "
-        "prompt starts with a prefix of its own, so none is served from the engine's prefix cache",
+        help="send each class's text unchanged every time (on a prefix-caching server the later requests are "
+        "then served mostly from its cache); default: every request's prompt starts with a prefix of its own, "
+        "so none is served from the engine's prefix cache",
     )
     p.add_argument("--metrics", help="the /metrics URL when it is not URL/metrics")
     p.add_argument("--request-timeout", type=float, default=300.0, help="time limit per request, seconds (default 300)")

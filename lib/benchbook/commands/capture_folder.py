@@ -8,7 +8,9 @@ with the reason, until the last step sets ``"complete": true``. docs/capture.md 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
 import json
 import os
 import platform
@@ -34,14 +36,39 @@ def utc(unix_s: float) -> str:
     )
 
 
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFull(InputError):
+    """A write that found the disk (or quota) full: exit 2 naming the file, never "internal error";
+    it stops the capture (not a scrape error to note and go on from)."""
+
+    def __init__(self, path: Path | str):
+        super().__init__(
+            path,
+            "-",
+            "cannot write: no space left on device (the disk or quota is full); the capture stopped, the files "
+            "written before are whole (free space and capture again)",
+        )
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """``data`` as ``path``: a temporary file beside it, then a rename. A full disk leaves no half
+    temporary file behind and is :class:`DiskFull`."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if e.errno in DISK_FULL:
+            raise DiskFull(path) from None
+        raise
 
 
 EVENTS_FILE = "events.jsonl"

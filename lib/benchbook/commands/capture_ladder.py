@@ -29,6 +29,7 @@ import httpx
 from benchbook.commands.capture_folder import RunFolder, dump_json, utc
 from benchbook.commands.capture_memory import MemorySampling
 from benchbook.commands.capture_phases import REQUEST_TIMEOUT_S, StreamResult, stream_completion
+from benchbook.commands.capture_progress import Progress
 from benchbook.commands.capture_prompts import capture_header, distinct, fit_prompts, new_nonce, prompts_note
 from benchbook.commands.scrape import SETTLE_TIMEOUT_S, MetricsEndpoint, settle_note, settled_after
 from benchbook.errors import InputError
@@ -148,6 +149,7 @@ def capture_ladder(
         f"steps {', '.join(s[0] for s in plan)} -> {folder.path}"
     )
     t0_mono = first.mono_s
+    progress = Progress(sum(len(c) for _n, _s, c in plan), "requests")  # how far, about how long is left
     stopped = None
     try:
         for name, scenario, classes in plan:
@@ -228,7 +230,7 @@ def capture_ladder(
             wall = max(r["end"] for r, _ in step_recs) - min(r["start"] for r, _ in step_recs)
             toks = sum(r["completion_tokens"] for r, _ in step_recs)
             log(
-                f"  {name}: {n} request{'s' * (n > 1)}, wall {wall:.3f} s, {toks} tokens, "
+                f"  {progress.advance(n)} {name}: {n} request{'s' * (n > 1)}, wall {wall:.3f} s, {toks} tokens, "
                 f"{toks / wall if wall > 0 else float('nan'):.1f} tok/s; latencies "
                 + ", ".join(f"{r['end'] - r['start']:.3f}" for r, _ in step_recs)
             )

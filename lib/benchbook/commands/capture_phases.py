@@ -34,8 +34,10 @@ import httpx
 
 from benchbook import httpread
 from benchbook.analysis import enginemetrics
+from benchbook.commands import openai_answers
 from benchbook.commands.capture_folder import RunFolder, dump_json, utc
 from benchbook.commands.capture_memory import MemorySampling
+from benchbook.commands.capture_progress import Progress
 from benchbook.commands.capture_prompts import (
     capture_header,
     default_prompts,
@@ -131,32 +133,22 @@ def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float, ste
                 if data == "[DONE]":
                     break
                 events += 1
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    raise SourceError(url, f"stream event is not JSON: {data[:120]!r}") from None
-                if not isinstance(chunk, dict):
-                    raise SourceError(url, f"stream event is not a JSON object: {data[:120]!r}")
-                if chunk.get("usage"):
-                    usage = chunk["usage"]
-                for ch in chunk.get("choices") or []:
-                    if ch.get("text") or (ch.get("delta") or {}).get("content"):
-                        if events == 1:
-                            first_has_text = True
-                        if first_text is None:
-                            first_text = now
-                    if ch.get("finish_reason"):
-                        finish = ch["finish_reason"]
-            if events == 0 and plain:
-                try:
-                    whole = json.loads("\n".join(plain))
-                except ValueError:
-                    whole = None
-                if isinstance(whole, dict):
-                    usage = whole.get("usage") if isinstance(whole.get("usage"), dict) else {}
-                    for ch in whole.get("choices") or []:
-                        if isinstance(ch, dict) and ch.get("finish_reason"):
-                            finish = ch["finish_reason"]
+                ev = openai_answers.stream_event(data, url, events)  # checked: exit 4 naming the place
+                if ev.has_usage:
+                    usage = {"prompt_tokens": ev.prompt_tokens, "completion_tokens": ev.completion_tokens}
+                if ev.has_text:
+                    if events == 1:
+                        first_has_text = True
+                    if first_text is None:
+                        first_text = now
+                finish = ev.finish_reason or finish
+            if events == 0 and plain:  # not JSON: no usage to read; JSON: checked like an event
+                where = "the (non-streamed) answer"
+                whole = openai_answers.loads_if_json("\n".join(plain), url, where)
+                if whole is not None:
+                    ev = openai_answers.completion(whole, url, where)
+                    usage = {"prompt_tokens": ev.prompt_tokens, "completion_tokens": ev.completion_tokens}
+                    finish = ev.finish_reason
     except httpread.HTTPReadError as e:
         if e.kind == "timeout":
             raise SourceError(
@@ -290,6 +282,7 @@ def capture_phases(
         f"{len(prompts)} prompt classes x {warmup + repeats} rounds ({warmup} warm-up) -> {folder.path}"
     )
     total = (warmup + repeats) * len(prompts)
+    progress = Progress(total, "samples")  # each line: how far, and about how long is left
     stopped = None
     try:
         for rnd in range(warmup + repeats):
@@ -360,7 +353,7 @@ def capture_phases(
                 folder.save()
                 fe = "-" if res.first_event_s is None else f"{res.first_event_s:.4f}"
                 log(
-                    f"  {name} #{rnd}{' (warm-up)' if rnd < warmup else ''}: client {res.client_total_s:.4f} s, "
+                    f"  {progress.advance()} {name} #{rnd}{' (warm-up)' if rnd < warmup else ''}: client {res.client_total_s:.4f} s, "
                     f"first event {fe} s, {res.prompt_tokens} prompt + {res.completion_tokens} completion tokens "
                     f"({res.finish_reason}); {attribution(b_snap, a_snap, profile)}"
                 )

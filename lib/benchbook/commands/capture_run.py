@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchbook.commands.capture_folder import RunFolder, utc
+from benchbook.commands.capture_folder import DiskFull, RunFolder, layout, utc
 from benchbook.commands.capture_memory import MemorySampling
 from benchbook.commands.scrape import SETTLE_TIMEOUT_S, MetricsEndpoint, Scrape, settle_note, settled_after
 from benchbook.errors import BenchbookError, InputError
@@ -42,6 +42,23 @@ def result_dirs_from_command(cmd: list[str]) -> list[str]:
             elif a.startswith(opt + "="):
                 out.append(a.split("=", 1)[1])
     return out
+
+
+def check_places(places: list[str], folder: Path, given_by: str) -> None:
+    """No result folder holds the capture folder, or lies inside it: the files the capture is still
+    writing would be copied as the benchmark's results (or the results copied into themselves).
+    Checked before anything runs (symlinks followed)."""
+    mine = Path(folder).resolve()
+    for place in places:
+        p = Path(place).resolve()
+        if p == mine or mine.is_relative_to(p) or p.is_relative_to(mine):
+            where = "holds" if p != mine and mine.is_relative_to(p) else "is" if p == mine else "lies inside"
+            raise InputError(
+                "--results" if given_by == "--results" else "command",
+                place,
+                f"this result folder ({given_by}) {where} the capture folder {folder}: the capture would copy "
+                "its own files as results; give a result folder outside the capture folder, and --out outside it",
+            )
 
 
 def _listing(places: list[str]) -> dict[Path, tuple[int, int]]:
@@ -78,11 +95,17 @@ class _Tee(threading.Thread):
         super().__init__(daemon=True)
         self.stream, self.log_path, self.echo = stream, log_path, echo
 
+    error: str | None = None  # why command.log stopped being written (a full disk): the output is still drained
+
     def run(self) -> None:
         with open(self.log_path, "ab") as log:
             for line in iter(self.stream.readline, b""):
-                log.write(line)
-                log.flush()
+                if self.error is None:
+                    try:
+                        log.write(line)
+                        log.flush()
+                    except OSError as e:  # keep reading: a child whose pipe fills would block forever
+                        self.error = f"command.log not written on from here: {e.strerror or e}"
                 if self.echo:
                     sys.stdout.buffer.write(line)
                     sys.stdout.flush()
@@ -121,7 +144,7 @@ def capture_run(
     out: str,
     command: list[str],
     arguments: dict[str, Any],
-    every_s: float = 5.0,
+    every_s: float = 0.5,
     results: list[str] | None = None,
     time_limit_s: float | None = None,
     scrape_timeout_s: float = 10.0,
@@ -145,10 +168,12 @@ def capture_run(
     exe = shutil.which(command[0])
     if exe is None:
         raise InputError("command", command[0], "not found on PATH")
+    places = list(results) if results else result_dirs_from_command(command)
+    given_by = "--results" if results else "the command's result-folder option"
+    check_places(places, layout(out, "run", arm, run, point)[0], given_by)
     endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
     first, first_snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before the folder
     folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point, compress=compress)
-    places = list(results) if results else result_dirs_from_command(command)
     doc = folder.doc
     doc.update(
         {
@@ -187,7 +212,9 @@ def capture_run(
     folder.save()
     log(
         f"capture run: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}), "
-        f"every {every_s:g} s -> {folder.path}"
+        f"every {every_s:g} s -> {folder.path}; "
+        # no ETA of its own: the command's output (shown) has its progress, --time-limit the bound
+        + (f"stops the command after at most {time_limit_s:g} s" if time_limit_s else "runs until the command ends")
     )
     stopped: str | None = None
     interrupted = False
@@ -221,12 +248,17 @@ def capture_run(
             n += 1
             try:
                 s = endpoint.fetch()
-                endpoint.check(s)
+                endpoint.check_light(s)  # cheap: a huge /metrics is not parsed at every interval
                 keep(s, f"during-{n:04d}", "during")
+            except DiskFull as e:  # not a scrape to note and go on from: the capture stops, exit 2
+                stopped = str(e)
+                raise
             except BenchbookError as e:
                 doc["scrape_errors"].append({"at": utc(time.time()), "error": str(e)})
+            n = _skip_missed(doc, n, t0, every_s, log)
             folder.save()
         tee.join(timeout=5)
+        stopped = stopped or tee.error
     except KeyboardInterrupt:
         stopped = "interrupted (Ctrl-C): the command was stopped before it finished"
         interrupted = True
@@ -269,6 +301,19 @@ def capture_run(
         f"{len(doc['result_files'])} result files{'; ' + stopped if stopped else ''}"
     )
     return folder
+
+
+def _skip_missed(doc: dict[str, Any], n: int, t0: float, every_s: float, log: Callable[[str], None]) -> int:
+    """After scrape ``n``: the intervals that passed while it ran (a slow server, a huge /metrics) are
+    skipped, not scraped back to back, and said in capture.json's ``scrape_errors``."""
+    due = int((time.monotonic() - t0) / every_s)
+    if due <= n:
+        return n
+    missed = due - n
+    msg = f"missed {missed} interval(s) of {every_s:g} s after scrape {n}: the scrape took longer than --every"
+    doc["scrape_errors"].append({"at": utc(time.time()), "error": msg})
+    log(f"capture run: {msg}")
+    return due
 
 
 def _collect(folder: RunFolder, places: list[str], existing: dict[Path, tuple[int, int]]) -> None:

@@ -197,7 +197,7 @@ def capture_sweep(
     arguments: dict[str, Any],
     point_prefix: str | None = None,
     num_prompts_expr: str | None = None,
-    every_s: float = 5.0,
+    every_s: float = 0.5,
     results: list[str] | None = None,
     time_limit_s: float | None = None,
     scrape_timeout_s: float = 10.0,

@@ -54,6 +54,19 @@ def config_of(rf: run_layout.RunFolder) -> server_config.ServerConfig:
     )
 
 
+def _stated_models(rf: run_layout.RunFolder, point_files: Callable) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The run folder's result files and the models its capture folders' capture.json name."""
+    results = [pt.result for pt in rf.points] + [f for pf in rf.point_folders for f in point_files(pf)[0]]
+    named = []
+    for folder in [*rf.point_folders, *rf.phases_folders, *rf.ladder_folders]:
+        cap = folder / "capture.json"
+        doc = run_layout.load_json(cap) if cap.is_file() else None
+        server = doc.get("server") if isinstance(doc, dict) else None
+        if isinstance(server, dict) and isinstance(server.get("model"), str):
+            named.append((cap, server["model"]))
+    return results, named
+
+
 def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: Callable) -> LayoutResult:
     """Manifest entries, derived documents and arm facts for every run folder. ``point_files(folder)``
     (the caller's, ``init.point_files``) says what a load-point folder holds: result files, before/after
@@ -70,6 +83,7 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
         single = sum(1 for x in rfs if x.arm == rf.arm) == 1
         stem = arm if single else f"{arm}-{_slug(rf.run)}"
         cfg = config_of(rf)
+        server_config.check_one_server(rf.captures, *_stated_models(rf, point_files))  # one process, not two
         configs.setdefault(arm, []).append((rf, cfg))
         if out.engine is None:
             out.engine = _engine_of(cfg)
@@ -279,12 +293,15 @@ def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
         sw_of[arm] = sw
         set_of[arm] = server_config.settings(first)
         serial = sw.get("max_num_seqs") == 1
-        requested = {k for _rf, c in procs for k in _asked(c)}
+        asked = {k: v for _rf, c in procs for k, v in _asked(c).items()}
+        requested = set(asked)
         out.arms[arm] = {
             "label": arm,
             "mode": "serial" if serial else "batch",
             "environment": arm,
             "server_args": server_config.switches(first),  # the switches; the knobs are the environment's
+            # what the command line asked for (the log's non-default args), apart from what ran
+            "requested": {k: asked[k] for k in server_config.SWITCHES if k in asked},
             "description": f"{len(procs)} server process(es); "
             + (", ".join(f"{k} {v}" for k, v in server_config.switches(first).items()) or "no configuration stated")
             + (f"; {what_ran.summary(set_of[arm])}" if what_ran.summary(set_of[arm]) else "")

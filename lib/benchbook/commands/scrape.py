@@ -9,6 +9,7 @@ something that is not Prometheus text exposition (an HTML page, JSON, an empty b
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -25,6 +26,8 @@ RETRIES = 3  # attempts per scrape
 BACKOFF_S = 0.5  # sleep before the 2nd attempt, doubled for each further one
 TIMEOUT_S = 10.0  # connect + whole body, per attempt
 MAX_SCRAPE_BYTES = 256 * 2**20  # one /metrics answer, decoded (the capture-file limit, jsonfile.MAX_METRICS_BYTES)
+_FIRST_SAMPLE = re.compile(r"^[ \t]*([^#\s])", re.M)  # the first line that is not blank or a comment
+_NAME_START = re.compile(r"[a-zA-Z_:]")  # a metric name's first character
 
 
 @dataclass(frozen=True)
@@ -87,8 +90,10 @@ class MetricsEndpoint:
                     headers={"Accept": "text/plain;version=0.0.4"},
                 )
             except httpread.HTTPReadError as e:
-                if e.kind in ("timeout", "connect"):
-                    last = f"no answer within {self.timeout_s:g} s" if e.kind == "timeout" else f"cannot connect ({e})"
+                if e.kind in ("timeout", "connect", "truncated"):
+                    last = {"timeout": f"no answer within {self.timeout_s:g} s", "truncated": str(e)}.get(
+                        e.kind, f"cannot connect ({e})"
+                    )
                     continue
                 raise SourceError(self.url, e.reason) from None  # too big, a redirect elsewhere: retrying won't help
             t1 = time.monotonic()
@@ -101,7 +106,8 @@ class MetricsEndpoint:
             # later than it was read, shortening busy stretches; the midpoint halves that error
             mid = (t1 - t0) / 2
             return Scrape(r.text(), time.time() - mid, t1 - mid, t1 - t0, attempt)
-        raise SourceError(self.url, f"{last} after {self.retries} attempt{'s' * (self.retries > 1)}; is the server up?")
+        hint = "" if last.startswith(("answer cut short", "gzip", "deflate")) else "; is the server up?"
+        raise SourceError(self.url, f"{last} after {self.retries} attempt{'s' * (self.retries > 1)}{hint}")
 
     def check(self, scrape: Scrape) -> prometheus.Snapshot:
         """Parse the whole text with benchbook's reader (prometheus_client + its checks)."""
@@ -120,6 +126,30 @@ class MetricsEndpoint:
         if not snap.values:
             raise InputError(self.url, "-", "Prometheus text without a single sample")
         return snap
+
+    def check_light(self, scrape: Scrape) -> None:
+        """The cheap check of a periodic scrape (``capture run --every``): it looks like Prometheus
+        text at its start (not empty, not an HTML page or JSON, a first sample line that starts like a
+        metric name) and ends with a line feed (not cut off) — reading its first 4 KB and last byte,
+        not parsing it: a 44 MB /metrics parsed at every interval took minutes and a gigabyte. The
+        scrapes that bracket the window are parsed whole (:meth:`check`); ``validate`` parses the rest."""
+        text = scrape.text
+        head = text[:4096].lstrip()
+        if not head:
+            raise InputError(self.url, "-", "empty answer: not Prometheus text exposition (no samples)")
+        if head[:1] in ("<", "{", "["):
+            kind = "HTML" if head[:1] == "<" else "JSON"
+            raise InputError(
+                self.url, "-", f"answered {kind}, not Prometheus text exposition: is this the /metrics endpoint?"
+            )
+        first = _FIRST_SAMPLE.search(text)
+        if first is None:
+            raise InputError(self.url, "-", "Prometheus text without a single sample")
+        if not _NAME_START.match(first.group(1)):
+            shown = text[first.start(1) : first.start(1) + 40]
+            raise InputError(self.url, "-", f"not Prometheus text exposition: its first sample line starts {shown!r}")
+        if not text.endswith("\n"):
+            raise InputError(self.url, "-", "the answer's last line has no line feed: cut off?")
 
     def check_fetch(self) -> Scrape:
         """A scrape whose text passed :meth:`check`."""

@@ -593,7 +593,7 @@ def _fetch_window(camp: Campaign, run: Run, sample: dict[str, Any], where: str, 
     unreachable server raises SourceError (exit 4); a query that returns nothing raises InputError
     (exit 2).
     """
-    from benchbook.metrics import promsource
+    from benchbook.metrics import promsource, source_allow
     from benchbook.metrics.promsource import DEFAULT_TIMEOUT_S
 
     src = camp.prometheus_source(run)
@@ -606,6 +606,9 @@ def _fetch_window(camp: Campaign, run: Run, sample: dict[str, Any], where: str, 
     w = sample["window"]
     if not w["t1"] > w["t0"]:
         raise InputError(run.file, where, f"t1 {w['t1']} is not after t0 {w['t0']}")
+    refused = source_allow.refusal(src["url"])
+    if refused:  # a campaign file does not choose what this machine queries: the sample is listed
+        raise phases_mod.Excluded(refused)
     return promsource.fetch_window(
         src["url"], w["t0"], w["t1"], src["matchers"], profile, timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S)
     )

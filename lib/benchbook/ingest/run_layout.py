@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import InputError
-from benchbook.jsonfile import load_json, plain_suffix, read_head, read_text
+from benchbook.jsonfile import load_json, plain_suffix, read_head, read_text, walk_files
 
 CAPTURE_SUFFIXES = (".prom", ".metrics", ".txt")
 LOG_NAMES = ("server.log", "server_log.txt", "vllm.log", "sglang.log")
@@ -121,7 +121,21 @@ def is_scrape_series(p: Path) -> bool:
 
 
 def _subdirs(d: Path) -> list[Path]:
-    return sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+    """The folders in ``d`` (hidden ones left out). A symlink to a folder is refused, as a file
+    symlink is: leaving it out would drop a run folder without a word."""
+    out = []
+    for p in sorted(d.iterdir()):
+        if p.name.startswith(".") or not p.is_dir():
+            continue
+        if p.is_symlink():
+            raise InputError(
+                p,
+                "-",
+                "is a symlink to a folder; init copies regular files and folders only "
+                "(copy the folder itself in, or give its real path)",
+            )
+        out.append(p)
+    return out
 
 
 def point_kind(d: Path) -> str | None:
@@ -275,7 +289,7 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
     rf.points = _pair(results, [c for c in caps if _is_capture(c) or plain_suffix(c) == ".jsonl"])
     rf.captures = [c for c in caps if _is_capture(c)]
     for pf in rf.point_folders + rf.phases_folders + rf.ladder_folders:
-        rf.captures += [c for c in sorted(pf.rglob("*")) if _is_capture(c)]
+        rf.captures += [c for c in walk_files(pf) if _is_capture(c)]
         rf.logs += [pf / n for n in LOG_NAMES if (pf / n).is_file()]
         rf.infos += [pf / n for n in INFO_NAMES if (pf / n).is_file()]
         rf.versions += [pf / n for n in VERSION_NAMES if (pf / n).is_file()]

@@ -238,6 +238,79 @@ def _balanced(text: str, start: int) -> str:
     return text[start:].strip()
 
 
+START_FAMILY = "process_start_time_seconds"
+_MODEL_LABEL = re.compile(r'\bmodel_name="((?:[^"\\]|\\.)*)"')
+START_TOLERANCE_S = 1.0  # one process states one start time (a collector recomputes it per scrape)
+
+
+def _capture_facts(p: Path) -> tuple[dict[str, str] | None, float | None, frozenset[str]]:
+    """(cache config labels, process start time, served model names) one capture states."""
+    from benchbook.metrics import prometheus
+
+    text = prometheus.read_capture(p)
+    start = prometheus.parse(text, p, [START_FAMILY]).series(START_FAMILY)
+    models = frozenset(m.group(1) for m in _MODEL_LABEL.finditer(text))
+    return cache_config_info(p), (next(iter(start.values())) if len(start) == 1 else None), models
+
+
+def _two_servers(p: Path, other: str, what: str) -> InputError:
+    return InputError(
+        p,
+        "-",
+        f"{what} than {other}: these files come from two server processes; put each process's files in "
+        "its own run folder",
+    )
+
+
+def check_one_server(captures: list[Path], results: list[Path] = (), named: list[tuple[Path, str]] = ()) -> None:
+    """The files of one run folder come from one server process: every capture states the same process
+    start time (``process_start_time_seconds``) and serves the same model (``model_name`` labels), and
+    the result files (``results``: a tool's output) and capture folders (``named``: ``(capture.json,
+    model)``) name one model. Otherwise InputError naming both files: the ladder would mix two servers
+    whose cache configuration may well agree."""
+    first_start: tuple[float, Path] | None = None
+    first_models: tuple[frozenset[str], Path] | None = None
+    for p in sorted(captures):
+        try:
+            _info, start, models = _capture_facts(p)
+        except InputError:
+            continue  # a capture that does not parse is the run reader's to report
+        if start is not None:
+            if first_start is None:
+                first_start = (start, p)
+            elif abs(start - first_start[0]) > START_TOLERANCE_S:
+                raise _two_servers(
+                    p,
+                    str(first_start[1]),
+                    f"states {START_FAMILY} {start:.3f}, another process start ({first_start[0]:.3f})",
+                )
+        if models:
+            if first_models is None:
+                first_models = (models, p)
+            elif models != first_models[0]:
+                raise _two_servers(
+                    p,
+                    str(first_models[1]),
+                    f"serves model {', '.join(sorted(models))!r}, another model "
+                    f"({', '.join(sorted(first_models[0]))!r})",
+                )
+    from benchbook.ingest import formats
+
+    seen: tuple[str, str, Path] | None = None
+    pairs = list(named)
+    for f in results:
+        try:
+            pairs += [(f, str(b.config.get("model"))) for b in formats.read(f) if b.config.get("model")]
+        except InputError:
+            continue  # the results run's reader reports it
+    for f, model in pairs:
+        key = model.rstrip("/").rsplit("/", 1)[-1].lower()  # a served name and a path to it agree
+        if seen is None:
+            seen = (key, model, f)
+        elif key != seen[0]:
+            raise _two_servers(f, str(seen[2]), f"names model {model!r}, another model ({seen[1]!r})")
+
+
 def read_server_config(
     captures: list[Path], logs: list[Path], infos: list[Path] = (), startup_parser=None, versions: list[Path] = ()
 ) -> ServerConfig:
@@ -245,7 +318,7 @@ def read_server_config(
     ``/version`` answers.
 
     Raises InputError naming both files when two captures state different cache configs (two
-    servers' files in one run folder)."""
+    servers' files in one run folder; :func:`check_one_server` checks start times and models)."""
     from benchbook.jsonfile import load_json, read_text
 
     cfg = ServerConfig()

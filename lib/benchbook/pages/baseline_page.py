@@ -14,9 +14,11 @@ from typing import Any
 from benchbook.analysis.baseline import METRIC_NAMES, PHASE_METRICS, WHOLE_METRICS
 from benchbook.analysis.verdict import RULE_TEXT
 from benchbook.errors import InputError
-from benchbook.numfmt import fmt_pct
+from benchbook.numfmt import fmt_num, fmt_pct
+from benchbook.pages import charts, sections
 from benchbook.pages import display as bd
-from benchbook.pages import sections
+from benchbook.pages.memory_section import memory, memory_deltas, memory_processes, memory_ramp  # noqa: F401
+from benchbook.pages.results_ladder_section import results_ladder  # noqa: F401  (notebook: bp.results_ladder)
 
 
 @dataclass
@@ -141,8 +143,8 @@ def how_to_read(page: Page) -> bd.Block:
                 if ns
                 else "no phase-split cells. "
             )
-            + "Whole-request figures are one run each (n=1); runs of the same arm are separate rows. Runs, not "
-            "requests, are the unit of replication."
+            + "Whole-request figures are one server process each (n=1); the processes of one arm are separate "
+            "rows. Server processes, not requests, are the unit of replication."
         ),
         warmup=(
             f"{'/'.join(map(str, disc)) or 'no'} warm-up round(s) per cell discarded before statistics "
@@ -184,9 +186,9 @@ def configuration(page: Page) -> bd.Block:
             "Label": c.arm_label(a),
             "Mode": c.arms[a]["mode"],
             "Environment": c.arm_environment(a),
-            "Server args (requested)": " ".join(
-                f"--{k.replace('_', '-')} {v}" for k, v in c.arms[a].get("server_args", {}).items()
-            ),
+            # what was asked for on the command line: init's arms say it as `requested` (their server_args
+            # are what ran); a hand-written arm's server_args are what it requested
+            "Server args (requested)": _cli_flags(c.arms[a].get("requested", c.arms[a].get("server_args", {}))),
             "Commit": c.arms[a].get("commit", "—"),
             "Series": c.arms[a].get("series", "—"),
         }
@@ -218,7 +220,11 @@ def configuration(page: Page) -> bd.Block:
             )
         )
         + "<h3>Arms</h3>"
-        + str(bd.table(arms, id="arms", caption="Each arm is one configuration; each run one server process."))
+        + str(
+            bd.table(
+                arms, id="arms", caption="Each arm is one server configuration; its server processes are the repeats."
+            )
+        )
         + "<h3>Environment</h3>"
         + str(
             bd.collapsed(
@@ -231,6 +237,14 @@ def configuration(page: Page) -> bd.Block:
             )
         )
     )
+
+
+def _mode(page: Page, arm: str) -> str:
+    return sections.arm_mode(page.camp.arms[arm])
+
+
+def _cli_flags(args: dict[str, Any]) -> str:
+    return sections.cli_flags(args)
 
 
 # ---- whole request -----------------------------------------------------------------------------
@@ -260,14 +274,15 @@ def whole_request(page: Page) -> bd.Block:
             )
         for cmp_row in _ratio_rows(page, sr):
             table.append(cmp_row)
-        commit = page.camp.arms[sr[0]["arm"]].get("commit") or page.camp.manifest["engine"].get("commit", "unrecorded")
+        commit = page.camp.arms[sr[0]["arm"]].get("commit") or page.camp.manifest["engine"].get("commit")
+        commit = f"engine commit {commit}" if commit else "engine commit not recorded (campaign.json engine.commit)"
         out.append(
             str(
                 bd.table(
                     table,
                     id=f"whole-request-{sections.slug(series)}",
                     caption=(
-                        f"{_series_prefix(series)}commit {commit}. Each row is one server process; {_ctx(page)}; the "
+                        f"{_series_prefix(series)}{commit}. Each row is one server process; {_ctx(page)}; the "
                         "interleave "
                         "figure is the latency of a short request started while a long one is in flight. Ladder columns are "
                         "aggregate rates n × tokens / wall (output tok/s)."
@@ -276,15 +291,6 @@ def whole_request(page: Page) -> bd.Block:
             )
         )
     return bd.Block("".join(out))
-
-
-def _mode(page: Page, arm: str) -> str:
-    a = page.camp.arms[arm]
-    sa = a.get("server_args", {})
-    s = f"{a['mode']}, mbs={sa.get('max_batch_size', '?')}"
-    if sa.get("prefill_token_budget"):
-        s += f", budget {sa['prefill_token_budget']}"
-    return s
 
 
 def _s(v):
@@ -392,9 +398,11 @@ def phase_split(page: Page) -> bd.Block:
         "<h2>Prefill and decode separately</h2>",
         str(
             bd.text(
-                "Each cell is the median after the warm-up discard, with [min–max] of the samples; ptok is the "
-                "prompt token count the engine counted, ctok the generated count. prefill_s = Δ TTFT sum; decode "
-                "tokens = Δ generation tokens − 1; decode_s = Δ duration sum − prefill_s. Decode rates are floors."
+                "Each cell is the median after the warm-up discard, with [min–max] of the samples; the prompt "
+                "and generated token counts are the engine's. Prefill time = the change of the engine's "
+                "time-to-first-token sum; decode tokens = the change of its generated-token count − 1; decode "
+                "time = the change of its request-duration sum − prefill time. Decode rates are floors (the "
+                "duration runs to the end of the response)."
             )
         ),
     ]
@@ -413,10 +421,10 @@ def phase_split(page: Page) -> bd.Block:
                         "Arm": a,
                         "Env": page.camp.arm_environment(a),
                         "Prompt": pclass,
-                        "ptok": int(f["prompt_tokens"]),
+                        "Prompt tokens": int(f["prompt_tokens"]),
                         "Prefill": f"{pt.median:.3f} s",
                         "Prefill tok/s": pts.fmt(1),
-                        "ctok": int(f["generated_tokens"]),
+                        "Generated tokens": int(f["generated_tokens"]),
                         "Decode tok/s": dt.fmt(3),
                         "Total": f"{tot.median:.3f} s",
                         "n": pt.n,
@@ -460,7 +468,8 @@ def _interval_rates(page: Page) -> str:
         ],
         id="interval-rates",
         caption=(
-            f"(ptok₂ − ptok₁) / (prefill₂ − prefill₁) between the two prompt classes: an {label}. The interval "
+            f"(prompt tokens₂ − prompt tokens₁) / (prefill time₂ − prefill time₁) between the two prompt classes: "
+            f"an {label}. The interval "
             "contains the fixed per-request cost; it is not a prefill throughput, and no curve is fitted through "
             "two points."
         ),
@@ -510,14 +519,20 @@ def _references(page: Page) -> str:
     )
 
 
+PHASE_CHART_TITLES = {"prefill_tok_s": "prefill tok/s", "decode_tok_s": "decode tok/s (a floor)"}
+
+
 def phase_chart(page: Page) -> bd.Block:
     import altair as alt
     import polars as pl
 
     if not page.camp.runs_of("phases"):
         return bd.Block("")
-    cells = page.analysis.phase_cells_of(page.arms).filter(pl.col("metric").is_in(["prefill_tok_s", "decode_tok_s"]))
-    d = cells.select("arm", "prompt_class", "metric", "median", "min", "max")
+    cells = page.analysis.phase_cells_of(page.arms).filter(pl.col("metric").is_in(list(PHASE_CHART_TITLES)))
+    # panels titled in words, not by the metric's variable name
+    d = cells.select("arm", "prompt_class", "metric", "median", "min", "max").with_columns(
+        pl.col("metric").replace_strict(PHASE_CHART_TITLES)
+    )
     base = alt.Chart(d)
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("median:Q", title="tok/s (median, min–max)", scale=alt.Scale(zero=False)),
@@ -530,8 +545,10 @@ def phase_chart(page: Page) -> bd.Block:
     ch = (
         alt.layer(rng, pts)
         .properties(width=230, height=22 * max(1, len(page.arms)))
-        .facet(column=alt.Column("metric:N", title=None))
+        .facet(column=alt.Column("metric:N", title=None, sort=list(PHASE_CHART_TITLES.values())))
         .resolve_scale(x="independent")
+        # room at the left for arm names: the browser's font may be wider than the one vl-convert measured
+        .properties(padding={"left": 24, "top": 5, "right": 40, "bottom": 5})
     )
     return bd.chart(
         ch,
@@ -568,6 +585,14 @@ def engine_gauges(page: Page) -> bd.Block:
     out = ["<h2>Engine state over each run</h2>"]
     if d is not None:
         d = d.with_columns(pl.col("quantity").replace_strict(GAUGE_TITLES, default=pl.col("quantity")).alias("gauge"))
+        binned = d.height > charts.ROW_BUDGET  # many runs or long windows: one budget for every line
+        if binned:
+            lines = d.select("run", "gauge").unique().height
+            k = max(2, charts.ROW_BUDGET // max(1, lines))
+            d = charts.bin_series(d, x="s", y="value", by=["run", "gauge"], bins=k).select(
+                "run", "gauge", pl.col("x").alias("s"), pl.col("hi").alias("value")
+            )
+        bd.record("engine_gauges_rows", d.height)
         ch = (
             alt.Chart(d.select("run", "gauge", "s", "value"))
             .mark_line(interpolate="step-after")
@@ -589,6 +614,7 @@ def engine_gauges(page: Page) -> bd.Block:
                     caption=(
                         f"Gauges and token rates from the Prometheus server ({', '.join(src_names)}) over each run's span, first "
                         "sample window to last. Rates are rate() over several scrape intervals: interval rates, not throughput."
+                        + (" Binned to fit the chart: each point is the largest value of its bin." if binned else "")
                     ),
                 )
             )
@@ -727,7 +753,8 @@ def forest_chart(page: Page) -> bd.Block:
 def _cell_txt(c, side):
     med, lo, hi, n = (c[f"{side}_{k}"] for k in ("median", "min", "max", "n"))
     d = 1 if "prefill_tok" in c["metric"] else 3
-    return f"{med:.{d}f}" if n == 1 else f"{med:.{d}f} [{lo:.{d}f}–{hi:.{d}f}]"
+    f = lambda v: fmt_num(v, d)  # noqa: E731 - the seeds' decimals, no more digits than the figure carries
+    return f(med) if n == 1 else f"{f(med)} [{f(lo)}–{f(hi)}]"
 
 
 def amortization(page: Page) -> bd.Block:
@@ -769,176 +796,7 @@ def audit(page: Page) -> bd.Block:
     return audit_section.section(page.analysis.audit, runs=runs)
 
 
-# ---- memory and clamps --------------------------------------------------------------------------
-def memory(page: Page) -> bd.Block:
-    runs = [r for r in page.camp.runs_of("memory") + page.camp.runs_of("gpu") if r.arm in page.arms]
-    if not runs:
-        return bd.Block("")
-    summ = page.analysis.memory
-    t = page.analysis.memory_table()
-    bd.record("memory", t)
-    rows = []
-    for r in runs:
-        if r.id in page.analysis.host_memory:  # host samples only: the GPU not measured
-            rows.append(_host_only_row(page, r, page.analysis.host_memory[r.id]))
-            continue
-        s = summ[r.id]
-        rows.append(
-            {
-                "Run": r.id,
-                "Env": page.camp.arm_environment(r.arm),
-                "Mode": _mode(page, r.arm),
-                "Peak GPU per rank": f"{s.peak_max_gib:.2f} GiB",
-                "Steady GPU per rank": f"{s.steady_max_gib:.2f} GiB",
-                "Host (Shmem)": "—" if s.shmem_loaded_gib is None else f"{s.shmem_loaded_gib:.1f} GiB",
-                "MemAvailable fall": "—" if s.mem_available_fall_gib is None else f"{s.mem_available_fall_gib:.1f} GiB",
-                "Summed Pss (not a footprint)": "—" if s.pss_sum_gib is None else f"{s.pss_sum_gib:.0f} GiB",
-            }
-        )
-    notes = sorted({n for s in [*summ.values(), *page.analysis.host_memory.values()] for n in s.notes})
-    return bd.Block(
-        "<h2>Memory</h2>"
-        + str(
-            bd.table(
-                rows,
-                id="memory",
-                caption=(
-                    "GPU columns are per rank (the largest rank); steady is the median over the second half of the loaded samples. "
-                    "Host footprint is Shmem while loaded and the fall of MemAvailable from idle; summed Pss counts shared "
-                    "page cache once per process and is not a footprint."
-                ),
-            )
-        )
-        + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes)
-        + _memory_delta_table(page)
-        + str(memory_ramp(page))
-        + str(memory_processes(page))
-    )
-
-
-def _host_only_row(page: Page, r: Any, h: Any) -> dict[str, str]:
-    """A memory-table row of a process sampled on the host only (no nvidia-smi on that host)."""
-
-    def gib(v: float | None, d: int = 1) -> str:
-        return "—" if v is None else f"{v:.{d}f} GiB"
-
-    return {
-        "Run": r.id,
-        "Env": page.camp.arm_environment(r.arm),
-        "Mode": _mode(page, r.arm),
-        "Peak GPU per rank": "not measured (no GPU samples)",
-        "Steady GPU per rank": "not measured",
-        "Host (Shmem)": gib(h.shmem_loaded_gib),
-        "MemAvailable fall": gib(h.mem_available_fall_gib),
-        "Summed Pss (not a footprint)": "—"
-        if h.pss_sum_gib is None
-        else f"{h.pss_sum_gib:.2f} GiB (peak {h.pss_sum_peak_gib:.2f})",
-    }
-
-
-def memory_processes(page: Page) -> bd.Block:
-    """Each sampled process of a gpu run while loaded (median Pss and Rss, peak Rss), from the analysis."""
-    procs = {r: v for r, v in page.analysis.memory_processes.items() if page.camp.run(r).arm in page.arms}
-    bd.record("memory_processes", procs)
-    if not procs:
-        return bd.Block("")
-
-    def gib(v):
-        return "—" if v is None else f"{v:.2f} GiB"
-
-    rows = [
-        {
-            "Run": run,
-            "Process": f"{p['comm']} (pid {p['pid']})",
-            "Pss while loaded (median)": gib(p["pss_gib"]),
-            "Rss while loaded (median)": gib(p["rss_gib"]),
-            "Peak Rss": gib(p["peak_rss_gib"]),
-            "Loaded samples": p["loaded_samples"],
-        }
-        for run, ps in procs.items()
-        for p in ps
-    ]
-    return bd.collapsed(
-        "Host memory per process (Pss, Rss)",
-        bd.table(
-            rows,
-            id="memory-processes",
-            caption="Each process the server started, from the host sampler; a process with no loaded samples ran "
-            "only during start-up. Pss shares shared pages between processes: their sum is not a footprint.",
-        ),
-    )
-
-
-def memory_ramp(page: Page) -> bd.Block:
-    """GPU memory over time of each sampled server process (``gpu`` runs: nvidia-smi samples), with the
-    run's events as markers: the load ramp (weights, KV cache, graphs) and each load point."""
-    import altair as alt
-
-    runs = [r for r in page.camp.runs_of("gpu") if r.arm in page.arms and r.id not in page.analysis.host_memory]
-    if not runs:
-        return bd.Block("")
-    charts, recorded = [], {}
-    for r in runs:
-        samples, marks = page.analysis.load_ramp(r.id)
-        recorded[r.id] = {"points": samples.height, "markers": marks.height, "peak_gib": float(samples["gib"].max())}
-        line = (
-            alt.Chart(samples, title=f"{r.id} ({r.arm})")
-            .mark_line()
-            .encode(
-                x=alt.X("t_s:Q", title="seconds from the first sample"),
-                y=alt.Y("gib:Q", title="GPU memory used (GiB)"),
-                color=alt.Color("rank:N", title="GPU"),
-            )
-        )
-        rules = (
-            alt.Chart(marks)
-            .mark_rule(strokeDash=[3, 3], opacity=0.6)
-            .encode(x="t_s:Q", stroke=alt.Stroke("event:N", title="event"))
-        )
-        charts.append(alt.layer(line, rules).resolve_scale(color="independent").properties(width=520, height=180))
-    bd.record("memory_ramp", recorded)
-    return bd.Block(
-        str(bd.heading("Memory over time (the load ramp)", 3, id="memory-ramp"))
-        + str(
-            bd.chart(
-                alt.vconcat(*charts),
-                caption="nvidia-smi memory.used per GPU; dashed lines: the run's events (load start, ready = load "
-                "end, each load point's start, stop). Bins keep the largest sample, so no peak is averaged away.",
-            )
-        )
-    )
-
-
-def _memory_deltas(page: Page) -> list:
-    return [d for d in page.analysis.memory_deltas if d.baseline in page.arms and d.candidate in page.arms]
-
-
-def _memory_delta_table(page: Page) -> str:
-    deltas = _memory_deltas(page)
-    bd.record("memory_deltas", [d.as_dict() for d in deltas])
-    if not deltas:
-        return ""
-    pairs: dict[tuple[str, str], dict[str, Any]] = {}
-    for d in deltas:  # one row per compared pair: peak and steady side by side
-        row = pairs.setdefault((d.candidate, d.baseline), {"Candidate vs baseline": f"{d.candidate} vs {d.baseline}"})
-        row[f"{d.quantity.capitalize()} GPU per rank (baseline → candidate, delta)"] = bd.Block(
-            f"{d.baseline_gib:.2f} → {d.candidate_gib:.2f} GiB, <b>{d.delta_gib:+.2f} GiB</b><br>"
-            f"{bd.mark('result' if d.is_result else 'noise', d.verdict)}"
-            f"<details><summary>why</summary>{bd.esc(d.reason)}</details>"
-        )
-    rows = list(pairs.values())
-    return "<h3>Memory deltas between compared arms</h3>" + str(
-        bd.table(
-            rows,
-            id="memory-deltas",
-            caption=(
-                "Candidate − baseline per rank (the largest rank), one memory run per arm. No memory spread is "
-                "measured, so the campaign's run-to-run spread, applied to the baseline's figure, is the threshold."
-            ),
-        )
-    )
-
-
+# ---- memory and clamps (memory: pages/memory_section.py) ------------------------------------
 def _clamp_findings(page: Page) -> list[dict[str, Any]]:
     """The analysis's clamp results for this page's arms (requested vs what the startup line says ran)."""
     return [c.as_dict() for c in page.analysis.clamps if c.arm in page.arms]
@@ -980,7 +838,7 @@ def verdict(page: Page) -> bd.Block:
     flats = [c for c in page.checks if c.get("kind") == "serialization" and c.get("flat")]
     if flats:
         lines.append(
-            f"Throughput is flat across the ladder in {len(flats)} run(s) "
+            f"Throughput is flat across the ladder in {len(flats)} server process(es) "
             f"({', '.join(c['run'] for c in flats)}): requests are served one at a time."
         )
     by_pair: dict[tuple[str, str], list[dict]] = {}
@@ -1007,7 +865,7 @@ def verdict(page: Page) -> bd.Block:
     for c in page.checks:
         if c.get("kind") == "batching amortization":
             lines.append(c["detail"])
-    lines += [d.describe() for d in _memory_deltas(page)]
+    lines += [d.describe() for d in memory_deltas(page)]
     bd.record("verdict_sentences", lines)
     if not lines:  # nothing to conclude: no empty heading
         return bd.Block("")
@@ -1020,129 +878,3 @@ def exclusions(page: Page) -> bd.Block:
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
     return sections.provenance(page.camp.input_files(), parameters, root=page.camp.root)
-
-
-# ---- the ladder from results runs (benchbook init's arm/run layout) -------------------------------
-def results_ladder(page: Page) -> bd.Block:
-    """The seeds' ladder questions for a campaign whose ladder comes from benchmark-tool runs (one
-    result file per load point of a server process): aggregate output rate per concurrency, the
-    serialization and pure-queueing checks, rate verdicts between arms, amortization — as
-    :func:`benchbook.analysis.ladder.results_ladder_analysis` decided them; and what each arm's
-    server ran, as its engine stated it."""
-    rl = page.analysis.results_ladder if page.analysis is not None else None
-    bd.record("results_ladder", rl)
-    if not rl or not rl["points"]:
-        return bd.Block("")
-    parts = [bd.heading("Concurrency ladder from result files", 2, id="results-ladder")]
-    parts.append(
-        bd.text(
-            "Aggregate output rate = output tokens ÷ wall time of each run (the tool's duration); one row per "
-            "load point of a server process ({n} load points).",
-            n=len(rl["points"]),
-        )
-    )
-    rows = [
-        {
-            "arm": p["arm"],
-            "process": p["process"],
-            "point": p["point"],
-            "concurrency": p["concurrency"],
-            "requests": p["requests"],
-            "output tok/s": round(p["rate_tok_s"], 1),
-            "mean latency s": None if p["mean_latency_s"] is None else round(p["mean_latency_s"], 3),
-            "worst latency s": None if p["worst_latency_s"] is None else round(p["worst_latency_s"], 3),
-            "median TTFT ms": None if p["median_ttft_ms"] is None else round(p["median_ttft_ms"], 1),
-            "median TPOT ms": None if p["median_tpot_ms"] is None else round(p["median_tpot_ms"], 2),
-            "J / output token": "not measured" if p.get("j_per_token") is None else f"{p['j_per_token']:.3f}",
-            "J / request": "not measured" if p.get("j_per_request") is None else f"{p['j_per_request']:.1f}",
-        }
-        for p in rl["points"]
-        if p["arm"] in page.arms or not page.arms
-    ]
-    hows = dict.fromkeys(p["energy_method"] for p in rl["points"] if p.get("energy_method"))
-    parts.append(
-        bd.table(
-            rows,
-            id="results-ladder-points",
-            note=("Energy: " + "; ".join(hows) + " (per point's window: the audit section's energy table).")
-            if hows
-            else None,
-        )
-    )
-    items = [
-        f"<li>{bd.mark('pass' if s['flat'] else 'note', 'flat' if s['flat'] else 'not flat')} "
-        f"{bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])} "
-        f"(tolerance: {bd.esc(s['tolerance_from'])})</li>"
-        for s in rl["serialization"]
-    ]
-    parts.append(bd.Block("<h3>Serialization: is the aggregate rate flat?</h3><ul>" + "".join(items) + "</ul>"))
-    items = [
-        f"<li>{bd.esc(q['arm'])} ({bd.esc(q['process'])}) n={q['concurrency']}: {bd.esc(q['reason'])}</li>"
-        for q in rl["queueing"]
-    ]
-    if items:
-        parts.append(
-            bd.collapsed(
-                "Pure queueing: completions at k × the single-request time?",
-                bd.Block("<ul>" + "".join(items) + "</ul>"),
-                open=True,
-            )
-        )
-    if rl["comparisons"]:
-        parts.append(bd.heading("Output rate between arms", 3))
-        parts.append(
-            bd.table(
-                [
-                    {
-                        "candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
-                        "concurrency": c["concurrency"],
-                        "baseline tok/s": round(c["baseline_median"], 1),
-                        "candidate tok/s": round(c["candidate_median"], 1),
-                        "ratio": f"{c['ratio']:.2f}×",
-                        "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
-                        "verdict": c["verdict"],
-                        "why": c["reason"],
-                        "evidence (engine)": c.get("evidence") or "—",
-                    }
-                    for c in rl["comparisons"]
-                ],
-                id="results-ladder-verdicts",
-            )
-        )
-    if rl["amortization"]:
-        items = [
-            f"<li>{bd.esc(a['batched_arm'])} vs {bd.esc(a['serial_arm'])}: {bd.esc(a['explanation'])}"
-            + (f" Speedup of the output rate: {a['speedup']:.2f}×." if a["speedup"] else "")
-            + "</li>"
-            for a in rl["amortization"]
-        ]
-        parts.append(
-            bd.Block(
-                "<h3>Batching amortization (mean request latency at n against one request alone)</h3><ul>"
-                + "".join(items)
-                + "</ul>"
-            )
-        )
-    configs = {
-        r["process"]: r["server_config"]
-        for r in page.camp.manifest.get("runs", [])
-        if r.get("process") and isinstance(r.get("server_config"), dict)
-    }
-    if configs:
-        parts.append(
-            bd.collapsed(
-                "What each server process ran (as its engine stated it)",
-                bd.table(
-                    [
-                        {
-                            "process": p,
-                            **{k: str(v) for k, v in c.get("switches", {}).items()},
-                            "from": "; ".join(c.get("sources", [])),
-                        }
-                        for p, c in configs.items()
-                    ],
-                    id="results-ladder-configs",
-                ),
-            )
-        )
-    return bd.Block("".join(str(p) for p in parts))

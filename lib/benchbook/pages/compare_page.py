@@ -280,7 +280,7 @@ def configurations(page: Page) -> bd.Block:
             {
                 "Configuration": c.label + (" (reference)" if c.label == rs.baseline else ""),
                 "Runs": ", ".join(e.id for e in c.entries),
-                "Loads (n)": ", ".join(f"{p.shown} ({len(p.entries)})" for p in c.points),
+                "Loads (n)": _loads_text(c.points),
                 "Why grouped": c.why,
                 "Spread between repeats": ", ".join(f"{k} {fmt_pct(v)}" for k, v in c.spreads.items()) or "—",
                 "Identity": "; ".join(
@@ -300,6 +300,24 @@ def configurations(page: Page) -> bd.Block:
     return _section(
         "compare-configurations", "Configurations", str(bd.table(rows, id="compare-configurations", caption=cap))
     )
+
+
+def _loads_text(points) -> str:
+    """``concurrency 1, 2, 4, 8 (n=2 each)``: a configuration's loads in a few words (one load kind named
+    once, one n said once), ``concurrency 1 (2), rate 4 (1)`` where they differ."""
+    if not points:
+        return "—"
+    kinds = {p.shown.rsplit(" ", 1)[0] for p in points if " " in p.shown}
+    ns = {len(p.entries) for p in points}
+    if len(kinds) == 1 and all(" " in p.shown for p in points):
+        values = ", ".join(p.shown.rsplit(" ", 1)[1] for p in points)
+        text = f"{next(iter(kinds))} {values}"
+    else:
+        text = ", ".join(p.shown for p in points)
+    if len(ns) == 1:
+        n = next(iter(ns))
+        return f"{text} (n={n}{' each' if len(points) > 1 else ''})"
+    return ", ".join(f"{p.shown} ({len(p.entries)})" for p in points)
 
 
 def duplicates(page: Page) -> bd.Block:
@@ -480,7 +498,9 @@ def verdicts(page: Page) -> bd.Block:
         pairs.setdefault((v.baseline, v.candidate, v.load), []).append(v)
     cannot = {k: vs for k, vs in pairs.items() if all(v.judgement.state == "cannot" for v in vs)}
     if cannot:
-        # one row per pair: the ratios, and the pair's reason
+        # one row per pair: the ratios; every row's verdict is "cannot tell", and its reason is said once
+        # below for the rows it applies to (a verdict and a prose column per row pushed the table past
+        # its frame)
         rows = [
             {
                 "Reference": b,
@@ -490,22 +510,34 @@ def verdicts(page: Page) -> bd.Block:
                     METRIC_NAME.get(v.metric, v.metric): f"{v.candidate_cell.fmt(2)} ({v.judgement.ratio:.3f}x)"
                     for v in vs
                 },
-                "Verdict": bd.mark("cannot"),
-                # the engine's figures go under the reason: a column more would not fit the page's width
-                "Why": "; ".join(dict.fromkeys(rs.short_why(v.judgement) for v in vs))
-                + (f" — engine: {vs[0].evidence}" if vs[0].evidence else ""),
             }
             for (b, c, ld), vs in cannot.items()
         ]
+        why: dict[str, list[str]] = {}
+        for (b, c, ld), vs in cannot.items():
+            reason = "; ".join(dict.fromkeys(rs.short_why(v.judgement) for v in vs))
+            why.setdefault(reason, []).append(f"{c} vs {b} at {ld}")
         out.append(
             str(
                 bd.table(
                     rows,
                     id="compare-cannot-tell",
-                    caption="Cannot tell, for the reason given per row. Each cell is the configuration's median with "
-                    "its ratio to the reference.",
+                    caption="Cannot tell — no verdict for these rows, for the reasons listed below the table. Each "
+                    "cell is the configuration's median with its ratio to the reference.",
                 )
             )
+            + "<ul>"
+            + "".join(
+                f"<li>{bd.mark('cannot')} {bd.esc('; '.join(where))}: {bd.esc(reason)}</li>"
+                for reason, where in why.items()
+            )
+            + "</ul>"
+            # the engine's figures beside each row (analysis.evidence), listed: a column would not fit
+            + "".join(
+                f"<li>{bd.esc(f'{c} vs {b} at {ld}')} — engine: {bd.esc(vs[0].evidence)}</li>"
+                for (b, c, ld), vs in cannot.items()
+                if vs[0].evidence
+            ).join(("<ul>", "</ul>") if any(vs[0].evidence for vs in cannot.values()) else ("", ""))
         )
     rows = [
         {

@@ -26,6 +26,7 @@ from benchbook.analysis.pd_report import PDReport as PDDeployment
 from benchbook.analysis.verdict import State
 from benchbook.errors import InputError
 from benchbook.ingest.pd_runs import PDCampaign
+from benchbook.numfmt import fmt_num
 from benchbook.pages import display as bd
 from benchbook.pages import sections
 from benchbook.pages.pd_report_section import block as pd_report_section_block
@@ -130,11 +131,18 @@ def _src(page: Page, run: str, window: str, key: str) -> str | None:
     return None if c is None else c["source"]
 
 
+def pd_num(v: float) -> str:
+    """A PD figure as it was recorded: up to 4 decimals (the seed prints 2.5975 × 42.9285), never more
+    digits than the source had (166.24, not 166.2400; an approximate 23, not 23.0000; numfmt.fmt_num)."""
+    return fmt_num(v, 4, sig=7, trim=True)
+
+
 def _num(v: float | None, fmt: str, src: str | None = None) -> Any:
-    """A number with its source mark when it is not a recorded value."""
+    """A number with its source mark when it is not a recorded value (``fmt``: a format string, ``{pd}``
+    for :func:`pd_num`)."""
     if v is None:
         return None
-    s = fmt.format(v)
+    s = fmt.replace("{pd}", pd_num(v)) if "{pd}" in fmt else fmt.format(v)
     if src and src != "recorded":
         kind, label = SOURCE_MARK[src]
         return bd.Block(f"{bd.esc(s)} {bd.mark(kind, label)}")
@@ -372,9 +380,9 @@ def lifecycle(page: Page) -> bd.Block:
             "Run": x["run"],
             "Window": x["window"],
             "Load": x["load"],
-            "Mean TTFT": _num(x["mean_ttft_s"], "{:.4f} s", x["source"]),
-            "Time generating (E2E − TTFT)": _num(x["generating_s"], "{:.4f} s", x["source"]),
-            "Mean E2E": _num(x["mean_e2e_s"], "{:.4f} s"),
+            "Mean TTFT": _num(x["mean_ttft_s"], "{pd} s", x["source"]),
+            "Time generating (E2E − TTFT)": _num(x["generating_s"], "{pd} s", x["source"]),
+            "Mean E2E": _num(x["mean_e2e_s"], "{pd} s"),
             "TTFT share of E2E": _num(x["ttft_share"], "{:.2%}", x["source"]),
             "Mean TPOT": _num(x["tpot_ms"], "{:.1f} ms"),
         }
@@ -477,7 +485,7 @@ def throughput(page: Page) -> bd.Block:
             "Window": x["window"],
             "System output": _num(x["system"], "{:.2f} token/s", x["source"]),
             "Cards": x["cards"],
-            "Per card": _num(x["per_card"], "{:.4f} token/s/card", x["source"]),
+            "Per card": _num(x["per_card"], "{pd} token/s/card", x["source"]),
         }
         for x in rows
     ]
@@ -485,8 +493,8 @@ def throughput(page: Page) -> bd.Block:
         {
             "Candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
             "Window and load": c["context"],
-            "Baseline": f"{c['baseline_value']:.4f}",
-            "Candidate": f"{c['candidate_value']:.4f}",
+            "Baseline": pd_num(c["baseline_value"]),
+            "Candidate": pd_num(c["candidate_value"]),
             "Gain": f"{c['change_pct']:+.2f} %",
             "Verdict": bd.mark(_STATE_MARK[State(c["state"])], c["verdict"]),
             "Why": c["reason"],
@@ -585,8 +593,8 @@ def comparisons(page: Page) -> bd.Block:
         {
             "Figure": c["metric"],
             "Context": c["context"],
-            "Baseline": f"{c['baseline_value']:.4f}",
-            "Candidate": f"{c['candidate_value']:.4f}",
+            "Baseline": pd_num(c["baseline_value"]),
+            "Candidate": pd_num(c["candidate_value"]),
             "Change": f"{c['change_pct']:+.2f} %",
             "Source": c["source"],
             "Verdict": c["verdict"],
@@ -640,8 +648,8 @@ def littles_law(page: Page) -> bd.Block:
         {
             "Run": x["run"],
             "Window": x["window"],
-            "λ (completion rate)": f"{x['completion_rate']:.4f} req/s",
-            "W (mean E2E)": f"{x['mean_e2e_s']:.4f} s",
+            "λ (completion rate)": f"{pd_num(x['completion_rate'])} req/s",
+            "W (mean E2E)": f"{pd_num(x['mean_e2e_s'])} s",
             "λ × W": f"{x['lambda_w']:.3f}",
             "L (mean concurrency)": "not recorded" if x["mean_concurrency"] is None else f"{x['mean_concurrency']:.3f}",
             "Status": _status_mark(x["status"]),
@@ -710,7 +718,7 @@ def acceptance(page: Page) -> bd.Block:
             "Output tokens": x["output_tokens"],
             "Verify calls": x["verify_calls"],
             "Verify width": x["verify_width"],
-            "Acceptance length": "—" if x["acceptance_length"] is None else f"{x['acceptance_length']:.4f}",
+            "Acceptance length": "—" if x["acceptance_length"] is None else pd_num(x["acceptance_length"]),
             "Check": _status_mark(x["status"]) if x["status"] else "—",
         }
         for x in rows
