@@ -73,8 +73,19 @@ def caching(camp: Any, run_id: str) -> tuple[bool | None, str]:
     return (v, src) if isinstance(v, bool) else (None, "")
 
 
+def _start(rr: Any, run: Any) -> float | None:
+    """When a point started, in Unix seconds: its results.json's ``started_at`` (init writes it from the
+    runner's markers), else its result file's ``date`` less ``duration`` (``ingest.windows``)."""
+    from benchbook.ingest.windows import result_window, unix
+
+    t = unix(rr.doc.get("started_at"))
+    if t is not None:
+        return t
+    w = result_window(run.config.get("date"), run.summary.get("duration_s"), str(run.source))
+    return None if w is None else w.t0
+
+
 def _points(camp: Any, inputs: Any) -> dict[str, Point]:
-    from benchbook.analysis.audit import energy_window
 
     procs = {r.get("id"): r.get("process") for r in camp.manifest.get("runs", []) if isinstance(r, dict)}
     rrs = {rr.id: rr for rr in camp.results_runs}
@@ -92,11 +103,10 @@ def _points(camp: Any, inputs: Any) -> dict[str, Point]:
             prompts = tuple(int(x) for x in df["prompt_tokens"].to_list() if x is not None)
         params = run.config.get("params") if isinstance(run.config.get("params"), Mapping) else {}
         seed = run.config.get("seed", params.get("seed"))
-        win = energy_window(rrs[rid], run)
         out[rid] = Point(
             rid,
             procs.get(rid),
-            None if win is None else win[0],
+            _start(rrs[rid], run),
             prompts,
             seed,
             run.config.get("dataset_name", params.get("dataset_name")),

@@ -350,7 +350,8 @@ def token_check(a: WindowAudit) -> Check | None:
 
 
 # ---- campaign windows -----------------------------------------------------------------------------
-def _read(path, profile: EngineProfile) -> Snapshot:
+def read_snapshot(path, profile: EngineProfile) -> Snapshot:
+    """A window's /metrics capture, parsed for what :func:`audit` reads."""
     from benchbook.metrics import prometheus
 
     return prometheus.parse(prometheus.read_capture(path), path, audit_names(profile))
@@ -373,10 +374,12 @@ def phase_audits(camp: Campaign) -> list[WindowAudit]:
                 if "window" in s:
                     before, after, _w, _r = camp.sample_snapshots(r, i)
                 else:
-                    before = _read(
+                    before = read_snapshot(
                         camp.snapshot_path(r, s["metrics_before"], f"$.samples[{i}].metrics_before"), profile
                     )
-                    after = _read(camp.snapshot_path(r, s["metrics_after"], f"$.samples[{i}].metrics_after"), profile)
+                    after = read_snapshot(
+                        camp.snapshot_path(r, s["metrics_after"], f"$.samples[{i}].metrics_after"), profile
+                    )
             except (InputError, Excluded):  # the phase split already excluded and listed this sample
                 continue
             out.append(

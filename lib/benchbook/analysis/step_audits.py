@@ -44,11 +44,11 @@ def ladder_audits(camp: Campaign) -> tuple[list[WindowAudit], list[str]]:
             recs, i = records[i : i + n], i + n
             name = str(step.get("step", f"step {k}"))
             try:
-                before = checks._read(
+                before = checks.read_snapshot(
                     camp.snapshot_path(r, step["metrics_before"], f"capture.json $.steps[{k}].metrics_before"),
                     camp.profile,
                 )
-                after = checks._read(
+                after = checks.read_snapshot(
                     camp.snapshot_path(r, step["metrics_after"], f"capture.json $.steps[{k}].metrics_after"),
                     camp.profile,
                 )
