@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.analysis.campaign_analysis import analyse, interpolate, memory_verdict
+from benchbook.analysis.campaign_analysis import analyse
+from benchbook.analysis.memory import memory_verdict
+from benchbook.analysis.references import interpolate
 from benchbook.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,7 +19,7 @@ from benchbook.analysis.disaggregation import (
     window_validity,
 )
 from benchbook.errors import InputError
-from benchbook.ingest.pd_runs import Window, load_pd_campaign, parse_prefill_log, summary_table
+from benchbook.ingest.pd_runs import SummaryWindow, load_pd_campaign, parse_prefill_log, summary_table
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "pd-prefill-cap"
 
@@ -123,6 +123,18 @@ def test_reported_batch_counts_are_labelled(seed):
     assert (bc["reports"], bc["multi_request_batches"], bc["single_request_tail_batches"]) == (458, 217, 0)
 
 
+def test_caveats_are_decided_by_the_analysis(seed):
+    """The PD page's "Caveats from the inputs" come from the analysis (disaggregation.caveats), one
+    sentence per thing the bundled inputs lack or state loosely."""
+    cav = seed.caveats
+    assert cav[0] == "Provenance is 'transcribed': the figures were not measured by this tool."
+    assert "Prefill batch counts are reported counts, no log lines: cap2-n320: 458 reports, 217 multi-request." in cav
+    assert "One run per arm and load: every gain is unreplicated and the run-to-run spread is unmeasured." in cav
+    assert [c for c in cav if c.startswith("cap2-n320's native window fails the window rule")]
+    assert sum("passes only on a published lower bound" in c for c in cav) == 2
+    assert "10 figure(s) are derived and 2 approximate" in " ".join(cav)
+
+
 def test_admission_table(seed):
     rows = {(r["requests"], r["max_requests"]): r for r in seed.admission}
     assert rows[(320, 1)]["batches"] == 960 and rows[(320, 1)]["arms"] == "cap1"
@@ -152,7 +164,7 @@ def _w(duration_ms=None, n=None, **kw):
         common["Benchmark Duration"] = duration_ms
     if n is not None:
         common["Success Requests"] = n
-    return Window("native", {}, common, **kw)
+    return SummaryWindow("native", {}, common, **kw)
 
 
 def test_window_validity_thresholds():

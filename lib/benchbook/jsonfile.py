@@ -94,20 +94,6 @@ def open_regular(path: str | Path, what: str = "file", limit: int = MAX_FILE_BYT
         raise
 
 
-def check_size(path: Path, limit: int = MAX_FILE_BYTES) -> None:
-    """A file above ``limit`` bytes is bad input (checked before it is read)."""
-    _size_check(Path(path), limit)
-
-
-def _size_check(path: Path, limit: int) -> None:
-    try:
-        size = path.stat().st_size
-    except OSError:
-        return  # reading it says why
-    if size > limit:
-        raise InputError(path, "-", f"file is {size} bytes, above the {limit}-byte limit for this input")
-
-
 def walk(root: str | Path, limit: int = MAX_FOLDER_DEPTH):
     """``(dirpath, dirnames, filenames)`` for ``root`` and every folder below it, top-down and sorted,
     like ``os.walk`` (symlinks are listed, never followed; an unreadable folder is skipped) but with

@@ -133,7 +133,7 @@ def campaign_audit(
         out.window_notes += step_notes
     from benchbook.analysis import cache_cause
 
-    distinct = {r.id: camp._phases_doc(r).get("distinct_prompts") for r in camp.runs_of("phases")}
+    distinct = {r.id: camp.phases_doc(r).get("distinct_prompts") for r in camp.runs_of("phases")}
     if camp.runs_of("requests"):
         distinct.update(ladder_distinct(camp))
     out.checks = checks_mod.run_checks(

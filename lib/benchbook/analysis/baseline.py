@@ -385,23 +385,6 @@ def noise(camp: Campaign) -> Noise | None:
     return None
 
 
-def per_metric_spreads(camp: Campaign) -> pl.DataFrame:
-    """Run-to-run spread of every whole-request figure, per arm with repeated runs (for display)."""
-    import polars as pl
-
-    cells = whole_request_cells(camp)
-    frame = cells.select(
-        "arm",
-        "run",
-        (
-            pl.col("metric")
-            + pl.col("concurrency").cast(pl.String).map_elements(lambda n: f" n={n}", return_dtype=pl.String)
-        ).alias("metric"),
-        pl.col("median").alias("value"),
-    )
-    return stats.spreads(frame).filter(pl.col("spread").is_not_null())
-
-
 # ---- server processes as the repeats of the phase cells (benchbook init's arm/run layout) ------------
 def run_processes(camp: Campaign) -> dict[str, str]:
     """Run id -> its server process (``process`` in campaign.json, init's arm/run layout)."""

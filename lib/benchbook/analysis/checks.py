@@ -367,7 +367,7 @@ def phase_audits(camp: Campaign) -> list[WindowAudit]:
     out: list[WindowAudit] = []
     profile = camp.profile
     for r in camp.runs_of("phases"):
-        doc = camp._phases_doc(r)
+        doc = camp.phases_doc(r)
         labels, _ = metrics_labels(camp.manifest, r.id)
         for i, s in enumerate(doc["samples"]):
             try:

@@ -167,7 +167,7 @@ class _Index:
         """The arm's measured phase samples (warm-up rounds left out, as the phase cells leave them)."""
         warm = set()
         for r in self.camp.runs_of("phases", arm):
-            for s in self.camp._phases_doc(r).get("samples", []):
+            for s in self.camp.phases_doc(r).get("samples", []):
                 if s.get("warmup"):
                     warm.add((r.id, s.get("prompt_class"), s.get("repeat")))
         ws = [w for w in self.phase.get(arm, []) if w.sample not in warm]

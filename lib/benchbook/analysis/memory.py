@@ -23,10 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from benchbook.analysis import stats
+from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, Verdict, decide, point, typed_fields
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from benchbook.ingest.campaign import Campaign
 
 MIB_PER_GIB = 1024.0
 KIB_PER_GIB = 1024.0 * 1024.0
@@ -366,6 +370,136 @@ def process_footprints(host: pl.DataFrame, load_end: float, stop: float) -> list
         }
         for r in out.iter_rows(named=True)
     ]
+
+
+# ---- memory deltas between arms, judged (the campaign analysis's memory comparisons) -----------------
+@dataclass(frozen=True)
+class MemoryDeltaResult:
+    """Candidate − baseline memory per rank (GiB, the largest rank) for one compared arm pair."""
+
+    baseline: str
+    candidate: str
+    baseline_run: str
+    candidate_run: str
+    quantity: str  # "peak" | "steady"
+    baseline_gib: float
+    candidate_gib: float
+    delta_gib: float
+    threshold_gib: float | None  # the spread applied to the smaller of the two figures
+    verdict: str
+    is_result: bool
+    reason: str
+    typed: Verdict | None = None
+
+    def describe(self) -> str:
+        return (
+            f"{self.candidate} vs {self.baseline}: {fmt_gib(self.delta_gib, 2, signed=True)} per rank at "
+            f"{self.quantity} ({self.candidate_gib:.2f} against {self.baseline_gib:.2f} GiB, one memory run each) — "
+            f"{self.verdict}"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "baseline_run": self.baseline_run,
+            "candidate_run": self.candidate_run,
+            "quantity": self.quantity,
+            "metric": f"memory_{self.quantity}_gib",
+            "baseline_gib": self.baseline_gib,
+            "candidate_gib": self.candidate_gib,
+            "delta_gib": self.delta_gib,
+            "threshold_gib": self.threshold_gib,
+            "verdict": self.verdict,
+            "is_result": self.is_result,
+            "reason": self.reason,
+            **typed_fields(self.typed),
+            "text": self.describe(),
+        }
+
+
+def memory_decision(base_gib: float, cand_gib: float, spread: float | None) -> Verdict:
+    """The typed verdict on a memory delta between two single memory runs (n=1 each).
+
+    A memory run is one process sampled once, so no memory spread is measured; the campaign's
+    run-to-run spread (the noise yardstick) is the threshold on the symmetric difference
+    max/min − 1 — equivalently |Δ| against the spread × the *smaller* figure, so swapping the arms
+    never changes the verdict. Less memory is the better direction. Without a measured spread
+    nothing is called a result."""
+    ev = Evidence(
+        point(base_gib),
+        point(cand_gib),
+        higher_is_better=False,
+        rule="seed",
+        spread=spread,
+        spread_from="the campaign's run-to-run spread (noise yardstick); n=1 memory run per arm",
+        no_spread="no arm was run twice, so there is no measured spread",
+    )
+    return decide(ev)
+
+
+def memory_verdict(base_gib: float, cand_gib: float, spread: float | None) -> tuple[float | None, str, bool, str]:
+    """(threshold GiB, verdict words, is_result, reason) of :func:`memory_decision` (kept for callers)."""
+    v = memory_decision(base_gib, cand_gib, spread)
+    return _memory_words(v, base_gib, cand_gib)
+
+
+def _memory_words(v: Verdict, base_gib: float, cand_gib: float) -> tuple[float | None, str, bool, str]:
+    spread = v.evidence.spread
+    if spread is None:
+        return None, "no verdict", False, v.reason
+    delta = cand_gib - base_gib
+    thr = spread * min(base_gib, cand_gib)
+    where = (
+        f"the {stats.fmt_pct(spread)} run-to-run spread of the smaller figure "
+        f"{min(base_gib, cand_gib):.2f} GiB ({thr:.2f} GiB); n=1 memory run per arm"
+    )
+    if v.is_result:
+        word = "more memory" if delta > 0 else "less memory"
+        return thr, f"result ({word})", True, f"|{delta:.2f}| GiB exceeds {where}"
+    return thr, NOT_A_RESULT, False, f"|{delta:.2f}| GiB is inside {where}"
+
+
+def memory_processes(camp: Campaign, markers: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """Each gpu run's sampled processes (host sampler rows) while loaded, from its markers."""
+    import polars as pl
+
+    from benchbook.ingest.gpu_runs import host_processes
+
+    out = {}
+    for r in camp.runs_of("gpu"):
+        host = host_processes(camp, r)
+        if host is None:
+            continue
+        m = markers.filter(pl.col("run") == r.id)
+        _start, load_end, stop = loaded_window(list(zip(m["t"].to_list(), m["event"].to_list())), f"run {r.id}")
+        out[r.id] = process_footprints(host, load_end, stop)
+    return out
+
+
+def memory_deltas(camp: Campaign, summ: dict[str, MemorySummary], spread: float | None) -> list[MemoryDeltaResult]:
+    """Candidate − baseline peak and steady memory for each compared arm pair with a memory run each,
+    judged by :func:`memory_decision`."""
+    from benchbook.analysis import baseline
+
+    out = []
+    for base, cand in baseline.comparison_pairs(camp):
+        rb, rc = camp.runs_of("memory", base), camp.runs_of("memory", cand)
+        if not rb or not rc:
+            continue
+        sb, sc = summ[rb[0].id], summ[rc[0].id]
+        d = memory_delta(sb, sc)
+        for quantity, b, c, dv in (
+            ("peak", sb.peak_max_gib, sc.peak_max_gib, d.peak_gib),
+            ("steady", sb.steady_max_gib, sc.steady_max_gib, d.steady_gib),
+        ):
+            v = memory_decision(b, c, spread)
+            thr, verdict, is_result, reason = _memory_words(v, b, c)
+            out.append(
+                MemoryDeltaResult(
+                    base, cand, rb[0].id, rc[0].id, quantity, b, c, dv, thr, verdict, is_result, reason, v
+                )
+            )
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ class EngineWindow:
     """A results run's engine window and how to pick its series."""
 
     run_id: str
-    window: enginemetrics.Window
+    window: enginemetrics.MetricsWindow
     labels: dict[str, str]
     labels_key: str  # the campaign.json key that sets ``labels``
     sources: list[str]
@@ -396,13 +396,3 @@ def campaign_inputs(path: str | Path | Campaign) -> CampaignInputs:
         incomplete=[rr.id for rr in rruns if not rr.complete],
         configs=configs,
     )
-
-
-def describe_inputs(inputs: CampaignInputs) -> dict[str, Any]:
-    """What ``summary``/tests read: run ids per results run and which have an engine window."""
-    return {
-        "runs": [pid for pid, _, _ in inputs.runs],
-        "windows": sorted(inputs.windows),
-        "todo": inputs.todo,
-        "incomplete": inputs.incomplete,
-    }

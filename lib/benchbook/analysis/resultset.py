@@ -114,7 +114,7 @@ class VerdictRow:
 
 
 @dataclass
-class Finding:
+class CompareFinding:
     kind: str  # "fail" | "result" | "cannot" | "not comparable" | "saturation" | "slo" | "duplicate" | "noise"
     text: str
     anchor: str  # the page section that shows it
@@ -137,7 +137,7 @@ class ResultSet:
     slo_highest: list[tuple[str, slo_mod.HighestLoad]]
     gate_params: dict[str, Any]
     overrides: list[str]
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[CompareFinding] = field(default_factory=list)
     headlines: list[dict[str, Any]] = field(default_factory=list)  # across configurations at matched load
     preset: str = ""  # "smoke": gates lowered, every result labelled smoke
 
@@ -724,15 +724,15 @@ def gate_lines(rs: ResultSet) -> list[str]:
     return out
 
 
-def _findings(rs: ResultSet) -> list[Finding]:
-    out: list[Finding] = [Finding("fail", line, "compare-checks") for line in gate_lines(rs)]
+def _findings(rs: ResultSet) -> list[CompareFinding]:
+    out: list[CompareFinding] = [CompareFinding("fail", line, "compare-checks") for line in gate_lines(rs)]
     for h in rs.headlines:
-        out.append(Finding("headline", h["text"], "compare-verdicts"))
+        out.append(CompareFinding("headline", h["text"], "compare-verdicts"))
     results = [v for v in rs.verdicts if v.judgement.state == "result"]
     results.sort(key=lambda v: (v.judgement.direction != "regression", -abs(math.log(v.judgement.ratio))))
     for v in results:
         out.append(
-            Finding(
+            CompareFinding(
                 "result",
                 f"{v.candidate} vs {v.baseline}: {v.metric} {v.judgement.ratio:.3g}x, a result "
                 f"({v.judgement.direction})",
@@ -744,27 +744,31 @@ def _findings(rs: ResultSet) -> list[Finding]:
         if v.judgement.state == "cannot":
             cannot.setdefault((v.candidate, v.baseline), []).append(short_why(v.judgement))
     for (c, b), whys in cannot.items():
-        out.append(Finding("cannot", f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts"))
+        out.append(
+            CompareFinding("cannot", f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts")
+        )
     for p in rs.pairings:
         if p.kind == "not comparable":
-            out.append(Finding("not comparable", f"{p.other} vs {p.reference}: {p.reason}", "compare-pairings"))
+            out.append(CompareFinding("not comparable", f"{p.other} vs {p.reference}: {p.reason}", "compare-pairings"))
         elif p.kind == "no verdict":
-            out.append(Finding("cannot", f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings"))
+            out.append(
+                CompareFinding("cannot", f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings")
+            )
     for sw in rs.sweeps:
         if sw.saturation is not None:
             pts = ", ".join(p.load_shown for p in sw.points if p.saturated)
             out.append(
-                Finding(
+                CompareFinding(
                     "saturation",
                     f"curve {sw.series}: saturated at {sw.axis} {sw.saturation} (saturated points: {pts})",
                     "compare-sweeps",
                 )
             )
         elif sw.notes:
-            out.append(Finding("cannot", f"curve {sw.series}: {'; '.join(sw.notes)}", "compare-sweeps"))
+            out.append(CompareFinding("cannot", f"curve {sw.series}: {'; '.join(sw.notes)}", "compare-sweeps"))
     for series, h in rs.slo_highest:
         out.append(
-            Finding(
+            CompareFinding(
                 "slo",
                 f"curve {series}: highest load meeting the SLO ({rs.slo.describe() if rs.slo else ''}): {h.text}",
                 "compare-slo",
@@ -772,14 +776,14 @@ def _findings(rs: ResultSet) -> list[Finding]:
         )
     for d in rs.duplicates:
         out.append(
-            Finding(
+            CompareFinding(
                 "duplicate",
                 f"one run read {len(d['files'])} times, counted once: {', '.join(d['files'])}",
                 "compare-duplicates",
             )
         )
     if rs.preset == "smoke":  # a smoke run checks the set-up: nothing on it is a measurement to publish
-        out = [Finding(f.kind, f"smoke: {f.text}", f.anchor) for f in out]
+        out = [CompareFinding(f.kind, f"smoke: {f.text}", f.anchor) for f in out]
     return out
 
 

@@ -424,10 +424,13 @@ def load(path: str | Path) -> Loaded:
     if suffix not in (".yaml", ".yml", ".csv", ".jsonl"):
         import os
 
-        with jsonfile.open_regular(p, "result file") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            head = fh.read(4096).lstrip()
-        if size > jsonfile.STREAM_BYTES and head[:1] == b"{":
+        try:
+            size = os.stat(p).st_size  # a FIFO or a device has none: read_bytes below refuses it, naming it
+        except OSError:
+            size = 0  # read_bytes says why
+        big = size > jsonfile.STREAM_BYTES and not jsonfile.is_gzip_name(p)  # a .gz is read whole, decompressed
+        head = jsonfile.read_head(p, 4096, "result file").lstrip() if big else b""
+        if head[:1] == b"{":
             try:
                 doc = jsonfile.stream_object(p, loads=_json_loads, batch_hook=_compact, join=_join)
             except jsonfile.NotOneObject:
@@ -704,9 +707,11 @@ def detect(path: str | Path) -> str:
 
 
 def read(path: str | Path) -> list[BenchmarkRun]:
-    """Read every run in ``path``; InputError (file, location, reason) on bad input."""
+    """Read every run in ``path``; InputError (file, location, reason) on bad input. Read once per
+    analysis (:mod:`benchbook.reads`): the runs are shared, never changed after reading."""
+    from benchbook.reads import cached
 
-    return read_loaded(load(path))
+    return cached("result file", path, lambda: read_loaded(load(path)))
 
 
 def read_loaded(ld: Loaded) -> list[BenchmarkRun]:

@@ -216,7 +216,13 @@ def read_gpu_csv(path: str | Path, tz_offset_s: float = 0.0):
 
 def read_host_csv(path: str | Path):
     """The host sampler's CSV (``t, MemTotal_kB, MemAvailable_kB, Shmem_kB, Cached_kB, pid, comm,
-    rss_kB, pss_kB``) as a frame; columns it lacks are null."""
+    rss_kB, pss_kB``) as a frame; columns it lacks are null. Read once per analysis (:mod:`benchbook.reads`)."""
+    from benchbook.reads import cached
+
+    return cached("host samples", path, lambda: _read_host_csv(path))
+
+
+def _read_host_csv(path: str | Path):
     import polars as pl
 
     path = Path(path)

@@ -429,7 +429,14 @@ def _telemetry_file(p: Path):
 def read_gpu_samples(path: str | Path):
     """GPU samples from whatever a ``gpu`` run names: an nvidia-smi CSV, an AIPerf export, a DCGM scrape
     series or .prom scrape, or a folder of telemetry files (all of them, as one frame sorted by time).
-    The frame has :data:`TELEMETRY_COLUMNS` (``energy_j`` null where the source has no counter)."""
+    The frame has :data:`TELEMETRY_COLUMNS` (``energy_j`` null where the source has no counter). Read
+    once per analysis (:mod:`benchbook.reads`)."""
+    from benchbook.reads import cached
+
+    return cached("gpu samples", path, lambda: _read_gpu_samples(path))
+
+
+def _read_gpu_samples(path: str | Path):
     import polars as pl
 
     p = Path(path)

@@ -4,7 +4,7 @@ Given a server's base URL, a time window [t0, t1] (Unix seconds), equality label
 ``instance``, ``model`` …) and an engine profile, this module returns what the capture-file path
 returns, so the analyses do not care where the numbers came from:
 
-* :func:`fetch_window` → :class:`Window` whose ``before``/``after`` are
+* :func:`fetch_window` → :class:`PromWindow` whose ``before``/``after`` are
   :class:`benchbook.metrics.prometheus.Snapshot` objects (the counter and histogram ``_sum``/``_count``/
   ``_bucket`` values at t0 and at t1, from instant queries). ``benchbook.metrics.phases.split`` and
   ``benchbook.metrics.prometheus.delta`` work on them unchanged. Labels pinned by the matchers are dropped
@@ -23,7 +23,7 @@ when the engine restarted inside the window the edge delta is wrong — negative
 lower, and *plausible but wrong* if it climbed past its old value again. Edge values cannot tell.
 The server can: :func:`fetch_window` also asks, per counter, ``resets(x[R])`` (how many times the
 counter went down in the window) and ``increase(x[R])`` (which adds the pre-reset value back). A
-series with a reset is listed in ``Window.resets`` and :meth:`Window.split` excludes the sample,
+series with a reset is listed in ``PromWindow.resets`` and :meth:`PromWindow.split` excludes the sample,
 naming the series and quoting ``increase()``. ``increase()`` is not used as the delta itself: it
 extrapolates to the range edges, so even without a reset it differs from the edge delta by up to
 about one scrape interval's worth of growth; the edge delta is exact, ``increase()`` is an estimate.
@@ -353,7 +353,7 @@ class Reset:
 
 
 @dataclass
-class Window:
+class PromWindow:
     """Engine counters of one time window, shaped like two capture files."""
 
     source: str
@@ -426,7 +426,7 @@ def fetch_window(
     quantities: Iterable[str] = tuple(phases_mod.NEEDED),
     timeout: float = DEFAULT_TIMEOUT_S,
     client: PromClient | None = None,
-) -> Window:
+) -> PromWindow:
     """Counter and histogram values of ``quantities`` at t0 and t1, as two Snapshots.
 
     Every series of every needed sample name must exist at both edges; a query that returns
@@ -447,11 +447,11 @@ def fetch_window(
 
 def _fetch_window(
     client: PromClient, t0: float, t1: float, matchers: dict[str, str], profile: EngineProfile, quantities: list[str]
-) -> Window:
+) -> PromWindow:
     first = len(client.queries)
     before = Snapshot(source=f"{client.name} @ {_fmt_t(t0)}")
     after = Snapshot(source=f"{client.name} @ {_fmt_t(t1)}")
-    win = Window(client.name, matchers, t0, t1, before, after)
+    win = PromWindow(client.name, matchers, t0, t1, before, after)
     hint = (
         f"no series named so with labels {matchers} had a sample in the 5 minutes up to that time; "
         "check the job/instance/model matchers and that the server scraped the engine then"
@@ -670,7 +670,7 @@ def to_exposition(snap: Snapshot) -> str:
     return generate_latest(reg).decode("utf-8")
 
 
-def write_captures(win: Window, before_path, after_path) -> None:
+def write_captures(win: PromWindow, before_path, after_path) -> None:
     """Write ``win.before``/``win.after`` as capture files (atomically: temp file, then rename)."""
     import os
     from pathlib import Path

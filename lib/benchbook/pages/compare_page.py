@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.analysis.resultset import Entry, Finding, ResultSet
+from benchbook.analysis.resultset import CompareFinding, Entry, ResultSet
 from benchbook.analysis.stats import MIN_N_FOR_TEST
 from benchbook.analysis.verdict import RULE_TEXT, STATE_TEXT
 from benchbook.errors import InputError
@@ -910,13 +910,13 @@ def checks(page: Page) -> bd.Block:
     )
 
 
-def _audit_failures(page: Page) -> list[Finding]:
+def _audit_failures(page: Page) -> list[CompareFinding]:
     """The audit's failed checks (preemption, token accounting, a figure beyond its limit) as findings."""
     from benchbook.pages import audit_section
 
     if page.audit is None:
         return []
-    return [Finding("fail", t, "sec-" + s) for t, s in audit_section.failed_lines(page.audit)]
+    return [CompareFinding("fail", t, "sec-" + s) for t, s in audit_section.failed_lines(page.audit)]
 
 
 def audit(page: Page) -> bd.Block:

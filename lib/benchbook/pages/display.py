@@ -46,7 +46,7 @@ __all__ = [
     "text",
     "chart",
     "collapsed",
-    "Finding",
+    "BoxLine",
     "findings_box",
     "render_timestamp",
 ]
@@ -461,24 +461,25 @@ FINDING_ORDER = tuple(FINDING_KINDS)
 TOC_PLACEHOLDER = '<nav class="bb-toc" id="bb-toc" aria-label="Contents"></nav>'
 
 
-class Finding:
-    """One line of the findings box: its kind (``FINDING_KINDS``), the sentence with its figure, and
+class BoxLine:
+    """One line of the findings box as the page draws it (a :class:`benchbook.findings.Finding`, whose
+    section is checked as an id here): its kind (``FINDING_KINDS``), the sentence with its figure, and
     the section (an id given to :func:`heading`) that holds the detail."""
 
     __slots__ = ("kind", "text", "section")
 
     def __init__(self, kind: str, text: str, section: str):
         if kind not in FINDING_KINDS:
-            raise ValueError(f"Finding: unknown kind {kind!r}; choose from {', '.join(FINDING_KINDS)}")
+            raise ValueError(f"BoxLine: unknown kind {kind!r}; choose from {', '.join(FINDING_KINDS)}")
         if not _ID_OK.match(section):
-            raise ValueError(f"Finding: section {section!r} must match [a-z][a-z0-9-]*")
+            raise ValueError(f"BoxLine: section {section!r} must match [a-z][a-z0-9-]*")
         self.kind, self.text, self.section = kind, text, section
 
     def as_dict(self) -> dict[str, str]:
         return {"kind": self.kind, "text": self.text, "section": self.section}
 
 
-def findings_box(findings: Iterable[Finding], *, headline: str, empty: str = "Nothing to report.") -> Block:
+def findings_box(findings: Iterable[BoxLine], *, headline: str, empty: str = "Nothing to report.") -> Block:
     """The box every page opens with, right after its title and question: ``headline`` (the counts),
     one linked line per finding in the given order, then the table of contents (filled from the
     page's headings at export, see :mod:`benchbook.pipeline.outline`)."""

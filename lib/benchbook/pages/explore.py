@@ -120,7 +120,7 @@ def metric_deltas(camp: Any) -> Any:
     names = phases.needed_names(camp.profile) if runs else ()  # no phases runs: maybe no engine named
     rows = []
     for r in runs:
-        for i, s in enumerate(camp._phases_doc(r)["samples"]):
+        for i, s in enumerate(camp.phases_doc(r)["samples"]):
             try:
                 before, after, _win, _restart = camp.sample_snapshots(r, i)  # capture files or a Prometheus window
             except phases.Excluded:  # a window not queried (its server not allowed): listed by the split

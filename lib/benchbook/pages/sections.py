@@ -7,7 +7,7 @@ A page module passes its campaign root and what it excluded; the section records
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -110,28 +110,7 @@ def findings_box(box: _findings.Findings) -> bd.Block:
     ``headline``, which the index reads."""
     bd.record("headline", box.headline)
     bd.record("findings_box", {k: v for k, v in box.as_dict().items() if k != "headline"})
-    return bd.findings_box([bd.Finding(f.kind, f.text, f.section) for f in box.lines], headline=box.headline)
-
-
-def comparison_findings(
-    comparisons: Iterable[Mapping[str, Any]], name: Callable[[Mapping[str, Any]], str], section: str
-) -> tuple[list[tuple[str, float, str, str]], list[tuple[str, str]]]:
-    """Results and unjudged lines from comparison rows (``is_result``, ``verdict``, ``speedup``,
-    ``change_pct``, ``reason``, as :func:`benchbook.analysis.baseline.comparisons` returns them)."""
-    results, why_not = [], {}
-    for c in comparisons:
-        if c["is_result"]:
-            direction = c["direction"]  # typed by the analysis; never read back out of the verdict's words
-            results.append(
-                (direction, c["speedup"], f"{name(c)}: {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)", section)
-            )
-        elif c.get("speedup") is None:  # no verdict possible (e.g. no measured spread): one line per reason
-            why_not.setdefault(c["reason"], []).append(c)
-    unjudged = [
-        (f"{len(cs)} comparison{'s' * (len(cs) != 1)} without a verdict: {reason}", section)
-        for reason, cs in why_not.items()
-    ]
-    return results, unjudged
+    return bd.findings_box([bd.BoxLine(f.kind, f.text, f.section) for f in box.lines], headline=box.headline)
 
 
 def checks_table(

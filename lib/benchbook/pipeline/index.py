@@ -105,7 +105,7 @@ def index_findings(rows: list[dict[str, Any]], reports: Path) -> str:
     lines = []
     for i, c in enumerate(rows, 1):
         if c.get("error"):
-            lines.append(bd.Finding("fail", f"{c['name']}: not rendered — {c['error']}", f"campaign-{i}"))
+            lines.append(bd.BoxLine("fail", f"{c['name']}: not rendered — {c['error']}", f"campaign-{i}"))
         for link in c["links"]:
             f = page_findings(reports / link["href"]) if link.get("href") else {}
             for k in totals:
@@ -113,13 +113,13 @@ def index_findings(rows: list[dict[str, Any]], reports: Path) -> str:
             where = f"campaign-{i}"
             name = f"{c['name']} / {link['label']}"
             if link["status"] == "failed":
-                lines.append(bd.Finding("fail", f"{name}: this render failed — {link['reason']}", where))
+                lines.append(bd.BoxLine("fail", f"{name}: this render failed — {link['reason']}", where))
             elif f.get("regressions"):
-                lines.append(bd.Finding("regression", f"{name}: {f['headline']}", where))
+                lines.append(bd.BoxLine("regression", f"{name}: {f['headline']}", where))
             elif f.get("failed_checks"):
-                lines.append(bd.Finding("fail", f"{name}: {f['headline']}", where))
+                lines.append(bd.BoxLine("fail", f"{name}: {f['headline']}", where))
             elif f.get("unjudged"):
-                lines.append(bd.Finding("unjudged", f"{name}: {f['headline']}", where))
+                lines.append(bd.BoxLine("unjudged", f"{name}: {f['headline']}", where))
     order = {k: i for i, k in enumerate(bd.FINDING_ORDER)}
     lines.sort(key=lambda f: order[f.kind])
     head = f"{len(rows)} campaign{'s' * (len(rows) != 1)}: " + headline(

@@ -400,14 +400,6 @@ class Pool:
         self.close()
 
 
-def run_jobs(
-    jobs: list[Job], workers: int, notebooks: Path, on_done: Callable[[Done], None] | None = None
-) -> list[Done]:
-    """Run ``jobs`` on a :class:`Pool` of ``workers`` (1: in this process). Results in job order."""
-    with Pool(1 if len(jobs) == 1 else workers, notebooks) as pool:
-        return pool.run(jobs, on_done)
-
-
 def default_workers() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
