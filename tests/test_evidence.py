@@ -33,12 +33,12 @@ def test_not_measured_is_left_out_never_zero():
 
 
 def test_the_phrase_puts_the_baseline_beside_each_figure():
-    cand = evidence.Evidence(windows=1, preemptions=44, cached_share=0.5, queue_share=0.004, kv_usage_max=1.0)
-    base = evidence.Evidence(windows=1, preemptions=0, cached_share=0.5, queue_share=0.002, kv_usage_max=0.078)
+    cand = evidence.RowEvidence(windows=1, preemptions=44, cached_share=0.5, queue_share=0.004, kv_usage_max=1.0)
+    base = evidence.RowEvidence(windows=1, preemptions=0, cached_share=0.5, queue_share=0.002, kv_usage_max=0.078)
     text = evidence.row_evidence("KV cache 8,752 vs 930,192 tokens", cand, base, "batch")
     assert text == (
         "KV cache 8,752 vs 930,192 tokens; 44 preemptions (batch 0); KV cache usage peak 100 % (batch 7.8 %); "
         "prefix cache 50 % of prompt tokens (batch 50 %)"
     )  # both queue shares under 1 %: not worth a word
-    one = evidence.Evidence(windows=1, preemptions=1)
+    one = evidence.RowEvidence(windows=1, preemptions=1)
     assert evidence.phrase(one, None, "batch") == ["1 preemption"]

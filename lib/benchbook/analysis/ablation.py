@@ -720,7 +720,7 @@ class SwitchAblation:
         """What ``arm``'s server ran otherwise than the baseline's, as one phrase ("" when nothing)."""
         from benchbook.analysis import what_ran
 
-        return what_ran.text([what_ran.Difference(**_diff_args(d)) for d in self.what_ran.get(arm, [])])
+        return what_ran.text([what_ran.SettingDifference(**_diff_args(d)) for d in self.what_ran.get(arm, [])])
 
     def as_dict(self) -> dict[str, Any]:
         return {

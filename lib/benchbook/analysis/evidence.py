@@ -27,7 +27,7 @@ CACHE_SHOWN = 0.01
 
 
 @dataclass(frozen=True)
-class Evidence:
+class RowEvidence:
     """The engine's figures over a set of windows (one arm at one load, or its phase samples)."""
 
     windows: int = 0
@@ -50,8 +50,8 @@ class Evidence:
         }
 
 
-def gather(windows: Iterable[Any], clamps: Sequence[str] = ()) -> Evidence:
-    """:class:`Evidence` over audit windows (``checks.WindowAudit``): preemptions summed, the cache share
+def gather(windows: Iterable[Any], clamps: Sequence[str] = ()) -> RowEvidence:
+    """:class:`RowEvidence` over audit windows (``checks.WindowAudit``): preemptions summed, the cache share
     over all their prompt tokens, the largest queue share, KV usage and waiting count."""
     ws = list(windows)
     pre = [w.preemptions for w in ws if w.preemptions is not None]
@@ -59,7 +59,7 @@ def gather(windows: Iterable[Any], clamps: Sequence[str] = ()) -> Evidence:
     queue = [w.queue_share for w in ws if w.queue_share is not None]
     kv = [w.kv_usage_max for w in ws if getattr(w, "kv_usage_max", None) is not None]
     wait = [w.waiting_max for w in ws if w.waiting_max is not None]
-    return Evidence(
+    return RowEvidence(
         windows=len(ws),
         preemptions=sum(pre) if pre else None,
         cached_share=sum(c for c, _ in cached) / sum(p for _, p in cached) if cached else None,
@@ -74,7 +74,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.0f} %" if x >= 0.1 else f"{100 * x:.1f} %"
 
 
-def phrase(c: Evidence, b: Evidence | None, base: str) -> list[str]:
+def phrase(c: RowEvidence, b: RowEvidence | None, base: str) -> list[str]:
     """The candidate's figures, each with the baseline's beside it where measured: preemptions always
     (0 is evidence too), the cache and queue shares and the KV peak where they are worth a word."""
     out: list[str] = []
@@ -97,7 +97,7 @@ def phrase(c: Evidence, b: Evidence | None, base: str) -> list[str]:
     return out
 
 
-def row_evidence(what_ran_text: str, cand: Evidence | None, base: Evidence | None, base_name: str) -> str:
+def row_evidence(what_ran_text: str, cand: RowEvidence | None, base: RowEvidence | None, base_name: str) -> str:
     parts = [what_ran_text] if what_ran_text else []
     if cand is not None and cand.windows:
         parts += phrase(cand, base if base is not None and base.windows else None, base_name)
@@ -152,18 +152,18 @@ class _Index:
             if p.get("concurrency") is not None and p.get("request_rate") in (None, float("inf"), "inf"):
                 self.point.setdefault((p["arm"], int(p["concurrency"])), []).append(p["run"])
 
-    def at(self, arm: str, concurrency: int | None) -> Evidence | None:
+    def at(self, arm: str, concurrency: int | None) -> RowEvidence | None:
         if concurrency is None:
             return None
         runs = self.point.get((arm, concurrency), [])
         ws = [w for r in runs for w in self.by_run.get(r, [])] + self.steps.get((arm, concurrency), [])
         return gather(ws, _clamps(self.camp, arm, concurrency)) if ws else None
 
-    def of_runs(self, runs: Iterable[str], arm: str | None) -> Evidence | None:
+    def of_runs(self, runs: Iterable[str], arm: str | None) -> RowEvidence | None:
         ws = [w for r in runs for w in self.by_run.get(r, [])]
         return gather(ws, _clamps(self.camp, arm, None) if arm else ()) if ws else None
 
-    def phases(self, arm: str) -> Evidence | None:
+    def phases(self, arm: str) -> RowEvidence | None:
         """The arm's measured phase samples (warm-up rounds left out, as the phase cells leave them)."""
         warm = set()
         for r in self.camp.runs_of("phases", arm):
@@ -235,5 +235,5 @@ def attach(an: Any) -> None:
             v.evidence = row_evidence(wr, cand, base, v.baseline)
 
 
-def _d(e: Evidence | None) -> dict[str, Any] | None:
+def _d(e: RowEvidence | None) -> dict[str, Any] | None:
     return None if e is None else e.as_dict()

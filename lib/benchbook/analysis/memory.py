@@ -500,6 +500,7 @@ def memory_deltas(camp: Campaign, summ: dict[str, MemorySummary], spread: float 
                     base, cand, rb[0].id, rc[0].id, quantity, b, c, dv, thr, verdict, is_result, reason, v
                 )
             )
+    return out
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ differs by more than :data:`SIZE_TOLERANCE` — an engine sizes its KV cache fro
 the weights and its CUDA graphs, so two arms of one configuration differ by a few hundred tokens
 (930,192 vs 930,672 on the H200 with and without CUDA graphs), and a starved one by 100×.
 
-:func:`differences` lists them as :class:`Difference` values ("KV cache 8,752 vs 930,192 tokens;
+:func:`differences` lists them as :class:`SettingDifference` values ("KV cache 8,752 vs 930,192 tokens;
 gpu_memory_utilization 0.115 vs 0.92"); init's todo, the ablation page's rows and its switches
 table read them from here.
 """
@@ -47,7 +47,7 @@ def fmt(v: Any) -> str:
 
 
 @dataclass(frozen=True)
-class Difference:
+class SettingDifference:
     name: str
     a: Any  # the first process's value (None: not set)
     b: Any
@@ -81,20 +81,20 @@ def _values(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     return {k: (v.get("value") if isinstance(v, Mapping) else v) for k, v in (settings or {}).items()}
 
 
-def differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[Difference]:
+def differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[SettingDifference]:
     """Where two processes' settings (``server_config.settings`` dicts) differ, in :data:`SETTINGS`
     order, sizes first: a knob both state with two values (an override one states while the other's
     info series has none: "not set"), a size both state that differs by more than
     :data:`SIZE_TOLERANCE`. A setting only one side states is not a difference — its files are silent."""
     va, vb = _values(a), _values(b)
-    out: list[Difference] = []
+    out: list[SettingDifference] = []
     for name, (unit, kind) in SETTINGS.items():
         x, y = va.get(name), vb.get(name)
         if x is None and y is None:
             continue
         if x is None or y is None:
             if name in OVERRIDES and "num_gpu_blocks" in va and "num_gpu_blocks" in vb:
-                out.append(Difference(name, x, y, unit, kind))
+                out.append(SettingDifference(name, x, y, unit, kind))
             continue
         if kind == "size" and isinstance(x, (int, float)) and isinstance(y, (int, float)):
             lo = min(abs(x), abs(y))
@@ -104,7 +104,7 @@ def differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> lis
                 continue
         elif x == y or str(x) == str(y):
             continue
-        out.append(Difference(name, x, y, unit, kind))
+        out.append(SettingDifference(name, x, y, unit, kind))
     return sorted(out, key=lambda d: d.kind != "size")
 
 
@@ -112,14 +112,14 @@ def differences(a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> lis
 IMPLIED = {"kv_cache_tokens": ("num_gpu_blocks", "kv_cache_gib", "kv_cache_max_concurrency")}
 
 
-def shown(diffs: list[Difference]) -> list[Difference]:
+def shown(diffs: list[SettingDifference]) -> list[SettingDifference]:
     """The differences a sentence names: the KV cache in tokens stands for its blocks, memory and room."""
     names = {d.name for d in diffs}
     drop = {x for k, xs in IMPLIED.items() if k in names for x in xs}
     return [d for d in diffs if d.name not in drop]
 
 
-def text(diffs: list[Difference]) -> str:
+def text(diffs: list[SettingDifference]) -> str:
     """The differences as one phrase ("KV cache 8,752 vs 930,192 tokens; gpu_memory_utilization 0.115
     vs 0.92")."""
     return "; ".join(d.text() for d in shown(diffs))
@@ -190,6 +190,6 @@ def arm_settings(camp: Any, arm: str) -> dict[str, Any]:
     return {}
 
 
-def arm_differences(camp: Any, arm: str, base: str) -> list[Difference]:
+def arm_differences(camp: Any, arm: str, base: str) -> list[SettingDifference]:
     """Where ``arm``'s server ran otherwise than ``base``'s (``arm``'s value first)."""
     return differences(arm_settings(camp, arm), arm_settings(camp, base))
