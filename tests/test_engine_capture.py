@@ -788,7 +788,7 @@ def _starved_ladder(e: eng.Engine, root: Path, arm: str) -> None:
         shutil.copyfile(e.log, root / arm / "p1" / "server.log")
 
 
-def test_a_kv_starved_servers_setting_and_preemptions_are_on_the_ablation_page(engine, tmp_path):
+def test_a_kv_starved_servers_setting_and_preemptions_are_on_the_ablation_page(batched_engine, tmp_path):
     """The module's engine (the default 1 GiB of KV cache) and one started with
     `--num-gpu-blocks-override 17`, each measured with `capture ladder`: init says what the starved arm
     changed, and the ablation page's row for its n=8 step carries the setting, the capacity the engine
@@ -800,7 +800,7 @@ def test_a_kv_starved_servers_setting_and_preemptions_are_on_the_ablation_page(e
     from benchbook.pipeline.execute import render_page
 
     root = tmp_path / "caps"
-    _starved_ladder(engine, root, "batch")
+    _starved_ladder(batched_engine, root, "batch")
     extra = ("--num-gpu-blocks-override", str(STARVED_BLOCKS))
     (tmp_path / "vllm-starved").mkdir()
     with eng.serving(tmp_path / "vllm-starved", args=extra, preexec_fn=eng.prioritized()) as e:
