@@ -8,7 +8,7 @@ DATA ?= data
 REPORTS ?= reports
 
 .DEFAULT_GOAL := help
-.PHONY: help setup report test lint lab notebook-filter bench check-offline clean browser-deps prometheus-deps engine fixtures
+.PHONY: help setup report test test-fast lint lab notebook-filter bench check-offline clean browser-deps prometheus-deps engine fixtures
 
 help: ## list the targets
 	@echo "benchbook — make targets:"
@@ -64,8 +64,16 @@ lint: $(STAMP) ## ruff: lint and format check (part of make test)
 	$(BIN)/ruff check lib tests bench
 	$(BIN)/ruff format --check lib tests bench
 
+# loadgroup: conftest puts the engine tests in one group (one worker, scheduled first) and every other file in a
+# group of its own (as --dist loadfile); --no-loadscope-reorder keeps conftest's order (docs/testing.md)
+PYTEST_DIST := -n 2 --dist loadgroup --no-loadscope-reorder
+FAST := not engine and not browser and not slow and not prometheus_server
+
 test: $(STAMP) lint browser-deps prometheus-deps engine ## run the whole test suite (ruff first; the engine tests too)
-	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_DIST) $(PYTEST_ARGS)
+
+test-fast: $(STAMP) ## the quick loop: unit and analysis tests, no engine, Chromium, notebook or Prometheus (< 1 min)
+	$(BIN)/python -m pytest $(PYTEST_DIST) -m '$(FAST)' $(PYTEST_ARGS)
 
 # Jupyter refuses to start as root without --allow-root (containers, CI boxes): pass it only then
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)

@@ -13,7 +13,7 @@ import threading
 import time
 import zlib
 
-LIFETIME_S = 20.0
+LIFETIME_S = 20.0  # a client that is not bounded by its own deadline waits this long (tests compare with it)
 
 
 class Hostile:

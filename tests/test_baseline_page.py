@@ -23,11 +23,9 @@ def _values(html: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def dsv_page(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dsv")
-    res = render_campaign(DSV, out, pages=["baseline"])
-    assert res.rendered and not res.failed
-    return out / "baseline.html"
+def dsv_page(bundled_reports):
+    """data/dsv4-163's baseline page from the run's `render --all data` (conftest: bundled_reports)."""
+    return bundled_reports / "dsv4-163" / "baseline.html"
 
 
 def test_mini_campaign_values_match_the_library(tmp_path):
@@ -97,7 +95,6 @@ def test_bad_input_inside_the_notebook_is_exit_2_and_keeps_the_last_page(tmp_pat
     assert (out / "baseline.html").read_bytes() == good
 
 
-@pytest.mark.browser
 def test_dsv_page_in_chromium(dsv_page, open_page):
     report = open_page(
         dsv_page,

@@ -94,11 +94,9 @@ def test_result_dirs_are_read_from_the_commands_options():
 
 def test_unreachable_server_is_exit_4_with_the_url_and_no_folder(tmp_path):
     url = f"http://127.0.0.1:{_closed_port()}"
-    t0 = time.monotonic()
     r = _bb("capture", "run", "--metrics", url, "--retries", "2", "--out", str(tmp_path / "r"), "--", "true")
     assert r.returncode == 4, r.stderr
     assert f"{url}/metrics: cannot connect" in r.stderr and "after 2 attempts" in r.stderr
-    assert time.monotonic() - t0 < 20  # bounded retries
     assert not (tmp_path / "r").exists()
     r = _bb("capture", "phases", "--url", url, "--model", "m", "--retries", "1", "--out", str(tmp_path / "p"))
     assert r.returncode == 4 and "cannot connect" in r.stderr

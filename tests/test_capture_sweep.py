@@ -208,29 +208,26 @@ def test_bad_sweeps_are_refused_before_anything_is_sent(tmp_path):
 # ---- against the real vLLM CPU engine: `vllm bench serve` at each point (tests/engine.py) ----
 
 
-@pytest.mark.engine
-def test_sweep_around_vllm_bench_serve_on_the_cpu_engine(tmp_path):
+def test_sweep_around_vllm_bench_serve_on_the_cpu_engine(tmp_path, batched_engine):
+    """`capture sweep` run by the engine venv's Python around `vllm bench serve` on the run's batched engine."""
     import engine as eng
 
-    why = eng.unavailable()
-    if why:
-        eng.skip_or_fail(why)
     root, res = tmp_path / "caps", tmp_path / "res"
-    with eng.serving(tmp_path) as e:
-        env = {**eng.engine_env(), "PYTHONPATH": str(eng.ROOT / "lib")}
-        r = subprocess.run(
-            [
-                str(eng.PYTHON), "-m", "benchbook", "capture", "sweep", "--url", e.url, "--arm", "default",
-                "--run", "p1", "--out", str(root), "--every", "0.5", "--concurrency", "1,2",
-                "--num-prompts-per-point", "2*concurrency", "--server-pid", str(e.pid or 1), "--",
-                "vllm", "bench", "serve", "--backend", "vllm", "--base-url", "{url}", "--model", e.model,
-                "--tokenizer", str(e.model_dir), "--dataset-name", "random", "--random-input-len", "16",
-                "--random-output-len", "4", "--ignore-eos", "--num-prompts", "{num_prompts}",
-                "--max-concurrency", "{concurrency}", "--seed", "{index}", "--save-result",
-                "--result-dir", str(res), "--result-filename", "bench_conc{concurrency}.json",
-            ],
-            capture_output=True, text=True, timeout=1500, env=env,
-        )  # fmt: skip
+    e = batched_engine
+    env = {**eng.engine_env(), "PYTHONPATH": str(eng.ROOT / "lib")}
+    r = subprocess.run(
+        [
+            str(eng.PYTHON), "-m", "benchbook", "capture", "sweep", "--url", e.url, "--arm", "default",
+            "--run", "p1", "--out", str(root), "--every", "0.5", "--concurrency", "1,2",
+            "--num-prompts-per-point", "2*concurrency", "--server-pid", str(e.pid or 1), "--",
+            "vllm", "bench", "serve", "--backend", "vllm", "--base-url", "{url}", "--model", e.model,
+            "--tokenizer", str(e.model_dir), "--dataset-name", "random", "--random-input-len", "16",
+            "--random-output-len", "4", "--ignore-eos", "--num-prompts", "{num_prompts}",
+            "--max-concurrency", "{concurrency}", "--seed", "{index}", "--save-result",
+            "--result-dir", str(res), "--result-filename", "bench_conc{concurrency}.json",
+        ],
+        capture_output=True, text=True, timeout=1500, env=env,
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
     run = root / "default" / "p1"
     sweep = json.loads((run / "sweep.json").read_text())

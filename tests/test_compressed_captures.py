@@ -24,9 +24,9 @@ from benchbook.errors import InputError
 from benchbook.ingest import run_layout
 from benchbook.jsonfile import gzip_bytes, json_lines, read_bytes, read_head, validate
 from benchbook.metrics import prometheus
+from realdata import realdata
 
-REPO = Path(__file__).resolve().parents[1]
-H200 = REPO.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 POINTS = ("conc1", "conc8")
 BENCH = str(Path(__file__).with_name("sweep_bench.py"))  # a stand-in for vllm bench serve
 

@@ -137,12 +137,9 @@ CASES = [
 ]
 
 
-EXECUTES = {"render-ok", "render-cell-raises", "render-prometheus-unreachable"}  # start a kernel
-
-
 @pytest.mark.parametrize(
     "argv,code,says",
-    [pytest.param(*c[1:], id=c[0], marks=[pytest.mark.slow] if c[0] in EXECUTES else []) for c in CASES],
+    [pytest.param(*c[1:], id=c[0]) for c in CASES],
 )
 def test_exit_code(ws, argv, code, says, capsys):
     argv = [a.format(w=ws) for a in argv]

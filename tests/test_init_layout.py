@@ -13,9 +13,10 @@ import pytest
 
 from benchbook.commands import init as init_cmd
 from benchbook.errors import InputError
+from realdata import realdata
 
 REPO = Path(__file__).resolve().parents[1]
-H200 = REPO.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 ARMS = ("serial", "batch", "eager", "noprefix")
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.pipeline.campaigns import render_campaign
 from benchbook.pipeline.offline import scan_html
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,11 +15,9 @@ PD = ROOT / "data" / "pd-prefill-cap"
 
 
 @pytest.fixture(scope="module")
-def pd_page(tmp_path_factory):
-    out = tmp_path_factory.mktemp("pd")
-    res = render_campaign(PD, out, pages=["pd"])
-    assert res.rendered and not res.failed
-    return out / "pd.html"
+def pd_page(bundled_reports):
+    """data/pd-prefill-cap's PD page from the run's `render --all data` (conftest: bundled_reports)."""
+    return bundled_reports / PD.name / "pd.html"
 
 
 @pytest.fixture(scope="module")

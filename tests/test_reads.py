@@ -23,8 +23,9 @@ from benchbook import jsonfile
 from benchbook.commands import init as init_cmd
 from benchbook.errors import InputError
 from benchbook.reads import ReadCache, cached, current
+from realdata import realdata
 
-H200 = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 ARMS = ("serial", "batch", "eager", "noprefix")
 
 

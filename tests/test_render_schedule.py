@@ -15,8 +15,6 @@ import pytest
 from benchbook.commands import synth
 from benchbook.commands.cli import main
 
-pytestmark = pytest.mark.slow
-
 EPOCH = "1790000000"
 SHA = "0" * 40
 
@@ -101,6 +99,7 @@ def test_j1_output_is_byte_identical_to_j2(rendered, tmp_path, monkeypatch):
     assert _tree(out1) == tree
 
 
+@pytest.mark.fresh_kernel  # `render CAMPAIGN` in a kernel of its own, as outside the tests
 def test_reused_kernel_gives_the_bytes_of_a_fresh_kernel(rendered, tmp_path, monkeypatch):
     """``render CAMPAIGN`` starts a kernel for the page; ``render --all`` reused a worker's kernel."""
     data, out, _, tree = rendered

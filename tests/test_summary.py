@@ -18,9 +18,8 @@ import pytest
 
 from benchbook.commands.cli import main
 from benchbook.commands.summary import build
-from benchbook.pipeline.campaigns import render_campaign
-
-pytestmark = pytest.mark.slow
+from benchbook.pipeline.campaigns import CampaignOutcome
+from benchbook.pipeline.plan import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGNS = ["h200-llama8b", "dsv4-163", "pd-prefill-cap", "er0080-opt125m"]
@@ -81,16 +80,19 @@ def _found(v: dict, pool: list[dict]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory):
-    return tmp_path_factory.mktemp("reports")
+def reports(bundled_reports):
+    return bundled_reports
 
 
 @pytest.fixture(scope="module", params=CAMPAIGNS)
 def rendered_outcome(request, reports):
+    """A bundled campaign's pages as the run's `render --all data` wrote them (conftest: bundled_reports),
+    its summary, and its outcome as the index reads it."""
     camp = ROOT / "data" / request.param
-    res = render_campaign(camp, reports / request.param)
-    pages = {r.html.stem: json.loads(r.values_path.read_text()) for r in res.rendered}
-    return request.param, pages, build(camp), res
+    htmls = sorted((reports / request.param).glob("*.html"))
+    pages = {h.stem: json.loads(h.with_suffix(".values.json").read_text()) for h in htmls}
+    outcome = CampaignOutcome(request.param, read_manifest(camp), rendered_pages=sorted(pages))
+    return request.param, pages, build(camp), outcome
 
 
 @pytest.fixture(scope="module")

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import json
 from argparse import Namespace
-from pathlib import Path
 
 import pytest
 
 from benchbook.commands import init as init_cmd
 from benchbook.pages import ablation_page, display, switch_ablation_page
+from realdata import realdata
 
-H200 = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 
 
 @pytest.fixture(scope="module")

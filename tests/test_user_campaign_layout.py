@@ -19,8 +19,6 @@ import pytest
 
 from benchbook.commands.cli import main
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
 
 @pytest.fixture(scope="module")
 def reports(tmp_path_factory) -> Path:

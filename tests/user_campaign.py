@@ -25,8 +25,9 @@ import shutil
 import zlib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+from realdata import realdata
+
+H200 = realdata("vllm_h200_llama8b")
 POINTS = ("conc1", "conc2", "conc4", "conc8")  # the ladder both arms ran
 _POINT = re.compile(r"(?:bench_)?((?:conc|rate)\d+)")
 _SUM = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*_seconds_sum(?:\{[^}]*\})?) (\S+)(.*)$")

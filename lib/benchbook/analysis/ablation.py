@@ -712,12 +712,23 @@ class SwitchAblation:
     rows: list[dict[str, Any]] = field(default_factory=list)
     interactions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # arm -> where its server ran otherwise than the baseline's (analysis.what_ran, capacity included)
+    what_ran: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)  # arm -> its settings as table cells
+
+    def differs(self, arm: str) -> str:
+        """What ``arm``'s server ran otherwise than the baseline's, as one phrase ("" when nothing)."""
+        from benchbook.analysis import what_ran
+
+        return what_ran.text([what_ran.SettingDifference(**_diff_args(d)) for d in self.what_ran.get(arm, [])])
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "baseline_arm": self.baseline_arm,
             "arms": list(self.arms),
             "switches": self.switches,
+            "what_ran": self.what_ran,
+            "settings": self.settings,
             "spread": self.spread,
             "spread_from": self.spread_from,
             "rule": self.rule,
@@ -733,7 +744,8 @@ class SwitchAblation:
             (
                 r["direction"],
                 r["speedup"],
-                f"{r['arm']} ({r['switches']}) vs {self.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x",
+                f"{r['arm']} ({r['switches']}) vs {self.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x"
+                + (f"; {r['evidence']}" if r.get("evidence") else ""),
                 "ablation",
             )
             for r in self.rows
@@ -744,6 +756,10 @@ class SwitchAblation:
             unjudged.append((f"no verdicts: {NO_SPREAD}", "ablation"))
         unjudged += [(i["finding"], "interactions") for i in self.interactions if not i["measured"]]
         return Findings.build(results=results, unjudged=unjudged, results_section="ablation")
+
+
+def _diff_args(d: dict[str, Any]) -> dict[str, Any]:
+    return {"name": d["setting"], "a": d["a"], "b": d["b"], "unit": d["unit"], "kind": d["kind"]}
 
 
 NO_SPREAD = (
@@ -789,6 +805,10 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
         else "none: no arm was run twice"
     )
     out = SwitchAblation(base, arms, sw, spread, spread_from, rule, notes=notes)
+    from benchbook.analysis import what_ran
+
+    out.what_ran = {a: [d.as_dict() for d in what_ran.arm_differences(camp, a, base)] for a in arms}
+    out.settings = {a: what_ran.columns(what_ran.arm_settings(camp, a)) for a in [base, *arms]}
 
     def values(arm: str) -> dict[tuple[str, str], tuple[list[float], bool, str]]:
         vals: dict[tuple[str, str], tuple[list[float], bool, str]] = {}
@@ -800,6 +820,16 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
                 tp = [v for v in gn["median_tpot_ms"].to_list() if v is not None]
                 if tp:
                     vals[("median TPOT", f"concurrency {n}")] = (tp, False, "ms")
+        if camp.runs_of("requests", arm):  # capture ladder runs: the aggregate rate per step, a value per process
+            wc = bl.whole_request_cells(camp)
+            for metric, name in (("single_tok_s", "ladder output tok/s"), ("ladder_tok_s", "ladder output tok/s")):
+                g = wc.filter((pl.col("arm") == arm) & (pl.col("metric") == metric))
+                for n in sorted(set(g["concurrency"].drop_nulls().to_list())):
+                    vals[(name, f"concurrency {n}")] = (
+                        g.filter(pl.col("concurrency") == n)["median"].to_list(),
+                        True,
+                        "tok/s",
+                    )
         if camp.runs_of("phases", arm):
             cells = bl.phase_cells(camp, [arm])
             for m in DEFAULT_METRICS:
@@ -808,8 +838,12 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
                     if c is not None:
                         name = PHASE_NAME.get(m, m)
                         pr = camp.prompt_classes[pc].get("tokens", "?")
+                        # several processes: a value per process (its median over rounds), as the ladder's
+                        per_run = cells.filter(
+                            (pl.col("arm") == arm) & (pl.col("prompt_class") == pc) & (pl.col("metric") == m)
+                        )["median"].to_list()
                         vals[(f"{name} tok/s", f"{pc} prompt ({pr} tokens), {camp.generation_tokens} generated")] = (
-                            [c.min, c.median, c.max] if c.n >= 3 else [c.median],
+                            per_run if len(per_run) > 1 else [c.min, c.median, c.max] if c.n >= 3 else [c.median],
                             bl.PHASE_METRICS[m][1],
                             "tok/s",
                         )
@@ -825,7 +859,10 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
             c = stats.cell(cv)
             row = {
                 "arm": a,
-                "switches": " + ".join(f"{k}={v}" for k, v in sw[a].items()) or "nothing beyond the baseline",
+                "switches": " + ".join(f"{k}={v}" for k, v in sw[a].items())
+                or out.differs(a)
+                or "nothing beyond the baseline",
+                "what_ran": out.differs(a),
                 "metric": key[0],
                 "context": key[1],
                 "unit": unit,

@@ -250,6 +250,7 @@ def whole_request_cells(camp: Campaign) -> pl.DataFrame:
 def _whole_request_cells(camp: Campaign) -> pl.DataFrame:
     import polars as pl
 
+    from benchbook.analysis import interleave
     from benchbook.analysis.ladder import ladder_table
 
     req = camp.requests
@@ -316,7 +317,9 @@ def _whole_request_cells(camp: Campaign) -> pl.DataFrame:
             add_cell(r, "ladder_wall_s", "wall_s", n)
             add_cell(r, "mean_latency_s", "mean_latency_s", n)
             add_cell(r, "worst_latency_s", "worst_latency_s", n)
-    inter = req.filter((pl.col("scenario") == "interleave") & (pl.col("prompt_class") == "short"))
+    # only short requests that started while a long one was in flight (analysis.interleave): a round
+    # whose long request had ended first measured a short request alone, not an interleave
+    inter = interleave.overlapping(req)
     if "round" in inter.columns and inter.select(pl.col("round").n_unique()).item() > 1:
         for r in over_rounds(inter, ["arm", "run", "n"], ["latency"]).iter_rows(named=True):
             add_cell(r, "interleave_short_latency_s", "latency", r["n"])

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbook.analysis import baseline, copies, stats
+from benchbook.analysis import baseline, copies, evidence, interleave, stats
 from benchbook.analysis.clamps import ClampResult
 from benchbook.analysis.engine_gauges import EngineGauges, engine_gauges
 from benchbook.analysis.memory import MemoryDeltaResult, MemorySummary
@@ -58,6 +58,7 @@ class CampaignAnalysis:
     checks: list[dict[str, Any]]
     memory: dict[str, MemorySummary] = field(default_factory=dict)
     memory_deltas: list[MemoryDeltaResult] = field(default_factory=list)
+    host_memory: dict[str, Any] = field(default_factory=dict)  # run -> memory.HostMemorySummary (no GPU sampled)
     clamps: list[ClampResult] = field(default_factory=list)
     interval_rates: list[IntervalRateResult] = field(default_factory=list)
     references: list[ReferenceResult] = field(default_factory=list)
@@ -276,9 +277,13 @@ class CampaignAnalysis:
         chosen = list(arms) if arms else baseline.main_arms(camp)
         comps = [c for c in self.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
         checks = [c for c in self.checks if c.get("run") is None or camp.run(c["run"]).arm in chosen]
+        # an arm whose engine did not generate the tokens its client reports: its figures are not measured
+        unmeasured = {camp.run(c["run"]).arm for c in checks if c.get("run") and _miscounted(c)}
         results, why_not = [], {}
         for c in comps:
-            if c["is_result"]:
+            if c["is_result"] and {c["baseline"], c["candidate"]} & unmeasured:
+                why_not.setdefault(UNRECONCILED, []).append(c)
+            elif c["is_result"]:
                 name = f"{c['candidate']} vs {c['baseline']}, {baseline.METRIC_NAMES.get(c['metric'], c['metric'])}"
                 text = f"{name} ({c['context']}): {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)"
                 results.append((c["state"], c["speedup"], text, "comparisons"))
@@ -288,6 +293,7 @@ class CampaignAnalysis:
             (f"{len(cs)} comparison{'s' * (len(cs) != 1)} without a verdict: {reason}", "comparisons")
             for reason, cs in why_not.items()
         ]
+        unjudged += [(n, "comparisons") for n in interleave.not_measured(camp, chosen)]
         failed = [(f"{c['name']}: {c['detail']}", "checks") for c in checks if c["status"] == "fail"]
         failed += [
             (
@@ -309,7 +315,8 @@ class CampaignAnalysis:
                 (
                     c["direction"],
                     c["speedup"],
-                    f"{c['candidate']} vs {c['baseline']}, output tok/s at concurrency {c['concurrency']}: {c['ratio']:.2f}x",
+                    f"{c['candidate']} vs {c['baseline']}, output tok/s at concurrency {c['concurrency']}: {c['ratio']:.2f}x"
+                    + (f"; {c['evidence']}" if c.get("evidence") else ""),
                     "results-ladder",
                 )
                 for c in rcomps
@@ -372,6 +379,7 @@ class CampaignAnalysis:
             "checks": self.checks + (pd.checks if pd else []),
             "memory": [{"run": run, **s.figures(), "notes": list(s.notes)} for run, s in sorted(self.memory.items())],
             "memory_deltas": [d.as_dict() for d in self.memory_deltas],
+            "host_memory": {r: s.figures() for r, s in self.host_memory.items()},
             "memory_processes": self.memory_processes,
             "clamps": [c.as_dict() for c in self.clamps],
             "interval_rates": [r.as_dict() for r in self.interval_rates],
@@ -401,6 +409,16 @@ class CampaignAnalysis:
             "findings": {k: f.as_dict() for k, f in self.findings.items()},
             "todo": list(self.camp.manifest.get("todo", [])),
         }
+
+
+UNRECONCILED = (
+    "the engine did not generate the tokens the client's usage reports (token accounting failed), so figures "
+    "made from the client's counts are not measured"
+)
+
+
+def _miscounted(c: dict[str, Any]) -> bool:
+    return c["status"] == "fail" and c["name"].startswith("token accounting")
 
 
 def results_findings(rs: ResultSet, audit: CampaignAudit | None = None) -> Findings:
@@ -505,15 +523,17 @@ def _analyse(
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
-        from benchbook.analysis.memory import memory_deltas, memory_processes, memory_summaries
+        from benchbook.analysis.memory import host_memory_summaries, memory_deltas, memory_processes, memory_summaries
 
         out.memory = memory_summaries(gpu, host, markers)
+        out.host_memory = host_memory_summaries(gpu, host, markers)
         out.memory_deltas = memory_deltas(camp, out.memory, out.spread)
         out.memory_processes = memory_processes(camp, markers)
     if any(r.get("process") for r in camp.manifest.get("runs", []) if r.get("harness") == "results"):
         from benchbook.analysis.ladder import results_ladder_analysis
 
         out.results_ladder = results_ladder_analysis(camp, rule=rule, spread_override=spread_override)
+    if any(r.get("process") for r in camp.manifest.get("runs", [])):  # init's arm/run layout: its ablation
         from benchbook.analysis.ablation import switch_ablation
 
         out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override)
@@ -547,6 +567,7 @@ def _analyse(
         # runs counted once (a duplicate set's kept copy): their Benchmark Reports' PD deployments
         out.pd_deployment = pd_report.campaign_reports(((e.id, e.run) for e in out.results.entries), link_gb_s)
     out.audit = _audit(out, cached_prefill, allow_preemption)
+    evidence.attach(out)  # every comparison row with the engine's figures beside it
     return out
 
 

@@ -110,6 +110,7 @@ class VerdictRow:
     candidate_cell: stats.Cell
     judgement: Judgement
     load: str = ""  # the matched load the two configurations are compared at
+    evidence: str = ""  # the engine's figures beside the ratio (analysis.evidence.attach)
 
 
 @dataclass
@@ -858,6 +859,7 @@ def verdict_rows(rs: ResultSet) -> list[dict[str, Any]]:
             "p_value": v.judgement.p_value,
             "ci": list(v.judgement.ci) if v.judgement.ci else None,
             "why": v.judgement.why,
+            "evidence": v.evidence,
             **verdict_fields(v.judgement),
         }
         for v in rs.verdicts

@@ -147,8 +147,11 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
             if lim.inputs.get("weights_source") or lim.inputs.get("parameters_source")
         )
         src = limits[0].inputs
-        note = f"{src['accelerator']}: {src['accelerator_source']}." + (
-            f" Weights: {'; '.join(sources)}." if sources else ""
+        named = f"GPU {src['gpu']!r} named by {src['gpu_source']}. " if src.get("gpu_source") else ""
+        note = (
+            named
+            + f"{src['accelerator']}: {src['accelerator_source']}."
+            + (f" Weights: {'; '.join(sources)}." if sources else "")
         )
         out.append(
             str(bd.heading("Distance to the physical limit", 3, id="audit-limits"))
@@ -176,6 +179,7 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
                 "J / request": _num(e.j_per_request, "{:.1f}"),
                 "Idle W (stated apart)": _num(e.idle_w),
                 "J / token above idle": _num(e.above_idle_j_per_token, "{:.3f}"),
+                "Window from": e.window_source or "—",
             }
             for e in energy
         ]
@@ -184,7 +188,10 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
                 bd.table(
                     rows,
                     id="audit-energy",
-                    caption="Trapezoid integral of power.draw over each window, summed over GPUs; tokens as the engine counted them over the window",
+                    caption="Energy over each window, summed over GPUs: "
+                    + ("; ".join(dict.fromkeys(e.method for e in energy if e.joules is not None)) or "not measured")
+                    + "; tokens and requests as the engine counted them over the window; idle power (the GPUs "
+                    "loaded and waiting, before the window) stated apart",
                 )
             )
         )
@@ -195,7 +202,8 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
         out.append(
             str(
                 bd.text(
-                    "J per output token, {cand} vs {base}: ×{r} — {v} ({why})",
+                    "J per output token, {cand} vs {base}{at}: ×{r} — {v} ({why})",
+                    at=f" at {c['point']}" if c.get("point") else "",
                     cand=c["candidate"],
                     base=c["baseline"],
                     r=f"{c['ratio']:.3f}",

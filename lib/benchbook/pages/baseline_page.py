@@ -273,7 +273,9 @@ def whole_request(page: Page) -> bd.Block:
                     "Mode": _mode(page, r["arm"]),
                     "Single request": _lat_rate(r["single_latency_s"], r["single_tok_s"]),
                     **{f"n={n}": _ladder(r, n, series_has_walls=len(sr) <= 2) for n in (2, 4, 8)},
-                    "Interleave, short latency": _s(r["interleave_short_latency_s"]),
+                    "Interleave, short latency": "not measured"
+                    if r["interleave_short_latency_s"] is None
+                    else _s(r["interleave_short_latency_s"]),
                 }
             )
         for cmp_row in _ratio_rows(page, sr):

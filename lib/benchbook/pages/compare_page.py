@@ -383,6 +383,7 @@ def runs_table(page: Page) -> bd.Block:
                 "In tokens": s.get("total_input_tokens") or "—",
                 "Out tokens": s.get("total_output_tokens") or "—",
                 **{lab: _n(s.get(k)) for k, lab in THROUGHPUT},
+                **_energy_cells(page, e.id),
             }
         )
     bd.record(
@@ -410,6 +411,19 @@ def runs_table(page: Page) -> bd.Block:
             "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset)."
         ),
     )
+
+
+def _energy_cells(page: Page, run: str) -> dict[str, str]:
+    """J per output token and per request of a run where the campaign's audit measured any energy."""
+    if page.audit is None or not any(x.joules is not None for x in page.audit.energy):
+        return {}
+    e = page.audit.energy_of(run)
+    if e is None or e.joules is None:
+        return {"J / output token": "not measured", "J / request": "not measured"}
+    return {
+        "J / output token": _n(e.j_per_token, 3),
+        "J / request": _n(e.j_per_request, 1),
+    }
 
 
 def latency_table(page: Page) -> bd.Block:
@@ -518,6 +532,12 @@ def verdicts(page: Page) -> bd.Block:
                 for reason, where in why.items()
             )
             + "</ul>"
+            # the engine's figures beside each row (analysis.evidence), listed: a column would not fit
+            + "".join(
+                f"<li>{bd.esc(f'{c} vs {b} at {ld}')} — engine: {bd.esc(vs[0].evidence)}</li>"
+                for (b, c, ld), vs in cannot.items()
+                if vs[0].evidence
+            ).join(("<ul>", "</ul>") if any(vs[0].evidence for vs in cannot.values()) else ("", ""))
         )
     rows = [
         {
@@ -530,6 +550,7 @@ def verdicts(page: Page) -> bd.Block:
             "Ratio": f"{v.judgement.ratio:.3f}x",
             "Verdict": bd.mark(STATE_MARK[v.judgement.state], STATE_TEXT[v.judgement.state]),
             "Why": v.judgement.why,
+            "Evidence (engine)": v.evidence or "—",
         }
         for k, vs in pairs.items()
         if k not in cannot

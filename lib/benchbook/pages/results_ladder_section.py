@@ -45,11 +45,22 @@ def results_ladder(page: Any) -> bd.Block:
             "worst latency s": p["worst_latency_s"],
             "median TTFT ms": p["median_ttft_ms"],
             "median TPOT ms": p["median_tpot_ms"],
+            "J / output token": "not measured" if p.get("j_per_token") is None else f"{p['j_per_token']:.3f}",
+            "J / request": "not measured" if p.get("j_per_request") is None else f"{p['j_per_request']:.1f}",
         }
         for p in rl["points"]
         if p["arm"] in page.arms or not page.arms
     ]
-    parts.append(bd.table(rows, id="results-ladder-points"))
+    hows = dict.fromkeys(p["energy_method"] for p in rl["points"] if p.get("energy_method"))
+    parts.append(
+        bd.table(
+            rows,
+            id="results-ladder-points",
+            note=("Energy: " + "; ".join(hows) + " (per point's window: the audit section's energy table).")
+            if hows
+            else None,
+        )
+    )
     bursts = rl.get("bursts") or []
     if bursts:  # one line for every point it applies to
         where = ", ".join(f"{b['process']} {b['point']} ({fmt_num(b['median_tpot_ms'])} ms)" for b in bursts)
@@ -100,6 +111,7 @@ def results_ladder(page: Any) -> bd.Block:
                         "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
                         "verdict": c["verdict"],
                         "why": c["reason"],
+                        "evidence (engine)": c.get("evidence") or "—",
                     }
                     for c in rl["comparisons"]
                 ],

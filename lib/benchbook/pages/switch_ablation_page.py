@@ -58,8 +58,8 @@ def how_to_read(page: SwitchPage) -> bd.Block:
     return bd.how_to_read(
         n_per_cell=(
             "ladder figures: one value per server process of the arm (n = processes); phase figures: the median "
-            "[min–max] of the measured rounds of one process. Server processes, not requests, are the unit of "
-            "replication."
+            "[min–max] of the measured rounds of one process, or one value per process (its median) where the arm "
+            "ran several. Server processes, not requests, are the unit of replication."
         ),
         warmup="the phase harness's warm-up round (round 0) is discarded before statistics",
         noise_rule=RULE_TEXT[sa.rule]
@@ -76,13 +76,25 @@ def switches(page: SwitchPage) -> bd.Block:
             "Arm": a,
             "Role": page.camp.arms[a].get("role", ""),
             "Switches vs baseline": " + ".join(f"{k}={v}" for k, v in sa.switches.get(a, {}).items()) or "—",
+            f"What ran otherwise than {sa.baseline_arm}": sa.differs(a) or "—",
             **{k: str(v) for k, v in (page.camp.arms[a].get("server_args") or {}).items()},
         }
         for a in page.all_arms
     ]
+    every = [{"Arm": a, **sa.settings.get(a, {})} for a in page.all_arms if sa.settings.get(a)]
     return bd.Block(
         str(bd.heading("Switches", 2, id="switches"))
         + str(bd.table(rows, id="switches", caption="What each arm's server ran, as its engine stated it."))
+        + (
+            str(
+                bd.collapsed(
+                    "Every setting each arm's engine stated (KV cache, memory, lengths, parallelism, version)",
+                    bd.table(every, id="settings", caption="From vllm:cache_config_info, the server log, /version"),
+                )
+            )
+            if every
+            else ""
+        )
         + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in sa.notes)
     )
 
@@ -100,6 +112,7 @@ def ablation_table(page: SwitchPage) -> bd.Block:
             "Arm value": f"{r['candidate_median']:.2f}",
             "Ratio": f"{r['ratio']:.2f}x",
             "Verdict": r["verdict"],
+            "Evidence (engine)": r.get("evidence") or "—",
         }
         for r in sa.rows
     ]
