@@ -64,6 +64,8 @@ def reports(tmp_path_factory, bundled_reports) -> Path:
 PAGES = {
     "baseline": "dsv4-163/baseline.html",
     "baseline-h200": "h200-llama8b/baseline.html",
+    "ablation-h200": "h200-llama8b/ablation.html",
+    "compare-h200": "h200-llama8b/compare.html",
     "ablation": "dsv4-163/ablation.html",
     "pd": "pd-prefill-cap/pd.html",
     "compare": "compare/compare.html",

@@ -402,15 +402,16 @@ def runs_table(page: Page) -> bd.Block:
             for e in page.runs
         ],
     )
-    return _table_section(
-        "compare-runs",
-        "Runs and throughput",
-        rows,
-        (
-            "One row per run (duplicates counted once), as the file reports it; — where the file does not say. "
-            "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset)."
-        ),
+    caption = (
+        "One row per run (duplicates counted once), as the file reports it; — where the file does not say. "
+        "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset)."
     )
+    formats = {r["Format"] for r in rows}
+    if len(rows) > 1 and len(formats) == 1:  # one format for every run: said once, not a column 22 times
+        caption += f" Every file's format: {next(iter(formats))}."
+        for r in rows:
+            del r["Format"]
+    return _table_section("compare-runs", "Runs and throughput", rows, caption)
 
 
 def _energy_cells(page: Page, run: str) -> dict[str, str]:

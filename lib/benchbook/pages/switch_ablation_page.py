@@ -77,19 +77,34 @@ def switches(page: SwitchPage) -> bd.Block:
             "Role": page.camp.arms[a].get("role", ""),
             "Switches vs baseline": " + ".join(f"{k}={v}" for k, v in sa.switches.get(a, {}).items()) or "—",
             f"What ran otherwise than {sa.baseline_arm}": sa.differs(a) or "—",
-            **{k: str(v) for k, v in (page.camp.arms[a].get("server_args") or {}).items()},
         }
         for a in page.all_arms
     ]
-    every = [{"Arm": a, **sa.settings.get(a, {})} for a in page.all_arms if sa.settings.get(a)]
+    # every switch and setting one row, one column per arm: a row per arm held 15 settings side by side
+    # and did not fit the page with six arms (the H200 campaign: 1,652 px in a 1,080 px box)
+    stated = {
+        a: {
+            **{k: str(v) for k, v in (page.camp.arms[a].get("server_args") or {}).items()},
+            **{k: str(v) for k, v in (sa.settings.get(a) or {}).items()},
+        }
+        for a in page.all_arms
+    }
+    names = list(dict.fromkeys(k for a in page.all_arms for k in stated[a]))
+    every = [{"Setting": k, **{a: stated[a].get(k, "—") for a in page.all_arms}} for k in names]
     return bd.Block(
         str(bd.heading("Switches", 2, id="switches"))
         + str(bd.table(rows, id="switches", caption="What each arm's server ran, as its engine stated it."))
         + (
             str(
                 bd.collapsed(
-                    "Every setting each arm's engine stated (KV cache, memory, lengths, parallelism, version)",
-                    bd.table(every, id="settings", caption="From vllm:cache_config_info, the server log, /version"),
+                    "Every switch and setting each arm's engine stated (switches, KV cache, memory, lengths, "
+                    "parallelism, version)",
+                    bd.table(
+                        every,
+                        id="settings",
+                        caption="From vllm:cache_config_info, the server log, /version: one column per arm",
+                    ),
+                    open=True,
                 )
             )
             if every
