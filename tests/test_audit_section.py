@@ -37,7 +37,8 @@ def test_baseline_page_shows_the_audit_and_leads_with_the_failed_check(tmp_path)
     assert any(lim["kind"] == "prefill ceiling" for lim in au["limits"])
     box = v["findings_box"]
     fails = [line for line in box["lines"] if line["kind"] == "fail"]
-    assert box["failed_checks"] >= 1 and "preemption: phases-noprefix" in fails[0]["text"]
+    assert box["failed_checks"] >= 1 and fails[0]["text"].startswith("preemption: 2 preemption(s) in 1 window(s)")
+    assert [x["label"] for x in fails[0]["links"]] == ["phases-noprefix: long repeat 2: 2"]  # the window, linked
     text = html.read_text()
     assert 'id="sec-audit"' in text and "Distance to the physical limit" in text
     assert "left out of the prefill figures" in text

@@ -1,18 +1,48 @@
 """One campaign, one answer (issue 33): the arm/run-layout H200 campaign with two server processes
-for serial and batch (tests/h200_two_process.py), brought in with ``benchbook init``."""
+for serial and batch (tests/h200_two_process.py), brought in with ``benchbook init``, and the bundled
+campaigns — rendered once for the module with ``render --all -j 1``."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 import h200_two_process as two
 
+REPO = Path(__file__).resolve().parents[1]
+BUNDLED = ("dsv4-163", "er0080-opt125m", "pd-prefill-cap")
+TWO = "h200-two"
+
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
     return two.build(tmp_path_factory.mktemp("two"))
+
+
+@pytest.fixture(scope="module")
+def reports(campaign, tmp_path_factory):
+    """Every bundled campaign and the two-process one, rendered once (``render --all -j 1``)."""
+    from benchbook.commands.cli import main
+
+    data = tmp_path_factory.mktemp("data")
+    for name in BUNDLED:
+        (data / name).symlink_to(REPO / "data" / name)
+    (data / TWO).symlink_to(campaign)
+    out = tmp_path_factory.mktemp("reports")
+    assert main(["render", "--all", str(data), "--out", str(out), "-j", "1", "--quiet"]) == 0
+    return out
+
+
+def _values(reports: Path, camp: str) -> dict[str, dict]:
+    return {
+        p.name.removesuffix(".values.json"): json.loads(p.read_text()) for p in (reports / camp).glob("*.values.json")
+    }
+
+
+def _summary(reports: Path, camp: str) -> dict:
+    return json.loads((reports / camp / "summary.json").read_text())
 
 
 def test_the_second_process_is_a_rerun_not_a_copy(campaign):
@@ -46,3 +76,96 @@ def test_the_second_process_is_a_rerun_not_a_copy(campaign):
             if line.startswith("process_start_time_seconds ")
         ]
         assert starts[1] - starts[0] == pytest.approx(rr.shift_s, abs=0.1)  # the server started later
+
+
+# ---- pages agree -----------------------------------------------------------------------------------
+def _c8(rows, b="serial", c="batch"):
+    (row,) = [r for r in rows if (r["baseline"], r["candidate"], r["concurrency"]) == (b, c, 8)]
+    return row
+
+
+def test_batch_vs_serial_at_8_has_one_verdict_on_every_page_and_in_the_summary(reports):
+    v = _values(reports, TWO)
+    s = _summary(reports, TWO)
+    ladder = _c8(v["baseline"]["results_ladder"]["comparisons"])
+    (cmp_,) = [
+        r for r in v["compare"]["verdicts"]
+        if (r["baseline"], r["candidate"], r["load"], r["metric"]) == ("serial", "batch", "concurrency 8", "output_throughput")
+    ]  # fmt: skip
+    (sw,) = [r for r in s["results"]["verdicts"] if (r["baseline"], r["candidate"], r["load"], r["metric"]) ==
+             ("serial", "batch", "concurrency 8", "output_throughput")]  # fmt: skip
+    states = {
+        ladder["state"],
+        cmp_["verdict_state"],
+        sw["verdict_state"],
+        _c8(s["results_ladder"]["comparisons"])["state"],
+    }
+    assert states == {"improvement"}
+    assert ladder["ratio"] == pytest.approx(cmp_["ratio"]) and 6.5 < ladder["ratio"] < 7
+    assert (ladder["baseline_n"], ladder["candidate_n"]) == (2, 2)  # two server processes each
+
+
+def test_the_compare_page_has_one_configuration_per_arm_and_the_campaigns_orientation(reports):
+    v = _values(reports, TWO)["compare"]
+    assert sorted(v["configurations"]) == ["batch", "eager", "noprefix", "serial"]  # not "batch #2"
+    assert v["repeats"] == {"batch": 18, "eager": 3, "noprefix": 3, "serial": 8}
+    assert v["loads"]["serial"] == {f"concurrency {n}": 2 for n in (1, 2, 4, 8)}  # processes are repeats
+    pairs = {(p["reference"], p["other"]) for p in v["pairings"]}
+    assert pairs == {("serial", "batch"), ("batch", "eager"), ("batch", "noprefix")}  # as campaign.json says
+
+
+def test_the_smoke_preset_keeps_the_orientation(campaign):
+    from benchbook.analysis.campaign_analysis import analyse
+
+    an = analyse(campaign, results_options={"preset": "smoke"})
+    (h,) = [h for h in an.results.headlines if {h["faster"], h["slower"]} == {"serial", "batch"}]
+    (v,) = [
+        v for v in an.results.verdicts
+        if (v.baseline, v.candidate, v.load, v.metric) == ("serial", "batch", "concurrency 8", "output_throughput")
+    ]  # fmt: skip
+    assert v.judgement.ratio > 6 and v.judgement.direction == "improvement"
+    texts = [f.text for f in an.campaign_findings().lines]
+    assert not any(t.startswith("serial vs batch") for t in texts), texts
+    assert any(t.startswith("batch vs serial") and "6.7" in t for t in texts), texts
+    assert h["faster"] == "batch"
+
+
+# ---- the first screen: what could make it wrong, one list everywhere --------------------------------
+def test_the_first_screen_says_what_could_make_it_wrong(reports):
+    s = _summary(reports, TWO)
+    box = s["findings"]["baseline"]
+    kinds = [line["kind"] for line in box["lines"]]
+    assert kinds == sorted(kinds, key=["fail", "warn", "regression", "improvement", "result", "unjudged"].index)
+    causes = {line.get("cause") for line in box["lines"] if line["kind"] == "warn"}
+    assert {"prefix cache", "queueing", "validity gates"} <= causes
+    (cache,) = [line for line in box["lines"] if line.get("cause") == "prefix cache"]
+    assert "98.7" in json.dumps(cache["links"]) and "serial-p1-phases (6 windows)" in json.dumps(cache["links"])
+    assert any("rules" in k for k in box) and any("Validity gates" in r for r in box["rules"])
+    html = (reports / TWO / "baseline.html").read_text()
+    for link in cache["links"]:  # each window it names is a row the page links to
+        assert f'id="{link["anchor"]}"' in html and f'href="#{link["anchor"]}"' in html
+    ablation = (reports / TWO / "ablation.html").read_text()
+    assert f'href="baseline.html#{cache["links"][0]["anchor"]}"' in ablation  # the rows live on another page
+
+
+@pytest.mark.parametrize("camp", [*BUNDLED, TWO])
+def test_every_page_the_summary_and_the_index_hold_one_findings_list(reports, campaign, camp):
+    from benchbook.analysis.campaign_analysis import analyse
+
+    values = _values(reports, camp)
+    s = _summary(reports, camp)
+    boxes = [s["findings"][k] for k in values]
+    assert len({json.dumps(b, sort_keys=True) for b in boxes}) == 1, f"{camp}: the summary's boxes differ"
+    box = boxes[0]
+    for kind, v in values.items():
+        assert v["headline"] == box["headline"] and v["findings_box"] == {
+            k: x for k, x in box.items() if k != "headline"
+        }, kind
+    folder = campaign if camp == TWO else REPO / "data" / camp
+    fresh = json.loads(json.dumps(analyse(folder).campaign_findings().as_dict()))
+    assert fresh == box  # summary --json is the analysis' list
+    index = (reports / "index.html").read_text().replace("&#39;", "'")
+    assert f"{camp}: {box['headline']}" in index or not (
+        box["regressions"] or box["failed_checks"] or box["warnings"] or box["unjudged"]
+    )
+    assert box["headline"] in index

@@ -350,9 +350,11 @@ class CampaignAnalysis:
         return self._memo(key, lambda: baseline.phase_cells(self.camp, arms, self.warmup_rounds))
 
     @staticmethod
-    def cell_of(cells: pl.DataFrame, arm: str, prompt_class: str, metric: str) -> stats.Cell | None:
-        """One cell of a phase-cells frame (:func:`baseline.cell_of`)."""
-        return baseline.cell_of(cells, arm, prompt_class, metric)
+    def cell_of(
+        cells: pl.DataFrame, arm: str, prompt_class: str, metric: str, run: str | None = None
+    ) -> stats.Cell | None:
+        """One cell of a phase-cells frame (:func:`baseline.cell_of`; ``run``: that process's)."""
+        return baseline.cell_of(cells, arm, prompt_class, metric, run)
 
     def whole_request_rows(self) -> list[dict[str, Any]]:
         """The whole-request table, one row per run in manifest order (:func:`baseline.whole_request_rows`)."""
@@ -469,96 +471,37 @@ class CampaignAnalysis:
             kinds.append("compare")
         return kinds
 
-    def pd_findings(self) -> Findings:
-        """The PD page's findings box: the pd.json runs' (:meth:`disaggregation.PDReport.findings`)
-        and the Benchmark Reports' deployment checks (:func:`pd_report.findings`)."""
-        from benchbook.analysis import pd_report
+    def campaign_findings(self) -> Findings:
+        """The campaign's one findings list (:func:`benchbook.analysis.campaign_findings.campaign_findings`):
+        failed checks, warnings by cause, results, what was not judged, and the rules — every page of
+        the campaign opens with it, ``summary --json`` and the index carry it."""
+        from benchbook.analysis.campaign_findings import campaign_findings
 
-        base = self.pd.findings() if self.pd is not None else None
-        return pd_report.findings(self.pd_deployment, base) if self.pd_deployment else base or Findings.build()
+        return self._memo("campaign_findings", lambda: campaign_findings(self))
 
-    def baseline_findings(self, arms: list[str] | None = None) -> Findings:
-        """The baseline page's findings box for ``arms`` (default: the main arms): the comparisons
-        failed checks and clamps first, then the comparisons called results (worst first), then what
-        could not be judged."""
-        camp = self.camp
-        chosen = list(arms) if arms else baseline.main_arms(camp)
-        comps = [c for c in self.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
-        checks = [c for c in self.checks if c.get("run") is None or camp.run(c["run"]).arm in chosen]
-        results, why_not = [], {}
-        for c in comps:
-            if c["is_result"]:
-                name = f"{c['candidate']} vs {c['baseline']}, {baseline.METRIC_NAMES.get(c['metric'], c['metric'])}"
-                text = f"{name} ({c['context']}): {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)"
-                results.append((c["state"], c["speedup"], text, "comparisons"))
-            elif c.get("speedup") is None:  # no verdict possible (no measured spread): one line per reason
-                why_not.setdefault(c["reason"], []).append(c)
-        unjudged = [
-            (f"{len(cs)} comparison{'s' * (len(cs) != 1)} without a verdict: {reason}", "comparisons")
-            for reason, cs in why_not.items()
-        ]
-        failed = [(f"{c['name']}: {c['detail']}", "checks") for c in checks if c["status"] == "fail"]
-        failed += [
-            (
-                f"{r.arm} clamped: "
-                + "; ".join(f"{x['setting']} {x['requested']} requested, {x['ran']} ran" for x in r.clamps),
-                "clamps",
-            )
-            for r in self.clamps
-            if r.arm in chosen and r.clamped
-        ]
-        rl = self.results_ladder
-        if rl:  # the ladder from result files: its verdicts and what could not be judged
-            rcomps = (
-                [c for c in rl["comparisons"] if c["baseline"] in chosen and c["candidate"] in chosen]
-                if arms
-                else rl["comparisons"]
-            )
-            results += [
-                (
-                    c["direction"],
-                    c["speedup"],
-                    f"{c['candidate']} vs {c['baseline']}, output tok/s at concurrency {c['concurrency']}: {c['ratio']:.2f}x",
-                    "results-ladder",
-                )
-                for c in rcomps
-                if c["is_result"]
-            ]
-            nov = [c for c in rcomps if c["verdict"] == "no verdict"]
-            if nov:
-                unjudged.append(
-                    (
-                        f"{len(nov)} output-rate comparison(s) between arms without a verdict: {nov[0]['reason']}",
-                        "results-ladder",
-                    )
-                )
-        excluded = [e for e in camp.exclusions if "warm-up" not in e.reason]
-        if excluded:
-            unjudged.append(
-                (
-                    f"{len(excluded)} sample(s) excluded from the statistics besides warm-up rounds; reasons listed",
-                    "exclusions",
-                )
-            )
-        return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="comparisons")
+    def verdict_sentences(self, arms: list[str]) -> list[str]:
+        """The baseline page's verdict for ``arms`` (:func:`benchbook.analysis.narrative.verdict_sentences`)."""
+        from benchbook.analysis.narrative import verdict_sentences
+
+        return verdict_sentences(self, arms)
+
+    def processes_sentence(self, arms: list[str] | None = None) -> str:
+        """How many server processes (repeats) each arm ran (:func:`narrative.processes_sentence`)."""
+        from benchbook.analysis.narrative import processes_sentence
+
+        return processes_sentence(self.camp, arms)
+
+    def reading_guide(self, kind: str, arms: list[str] | None = None) -> dict[str, Any]:
+        """The "How to read this page" items of a page of ``kind`` (:func:`narrative.reading_guide`)."""
+        from benchbook.analysis.narrative import reading_guide
+
+        return reading_guide(self, kind, arms)
 
     @property
     def findings(self) -> dict[str, Findings]:
-        """Each page's findings box with the page's default parameters, by page kind — what the pages
-        show, what the index counts and what ``summary --json`` carries (``findings``)."""
-        out: dict[str, Findings] = {}
-        for kind in self.page_kinds():
-            if kind == "baseline":
-                out[kind] = self.baseline_findings()
-            elif kind == "ablation" and self.ablation is not None:
-                out[kind] = self.ablation.findings()
-            elif kind == "pd" and self.pd is not None:
-                out[kind] = self.pd_findings()
-            elif kind == "pd" and self.pd_deployment:
-                out[kind] = self.pd_findings()
-            elif kind == "compare" and self.results is not None:
-                out[kind] = results_findings(self.results, self.audit)
-        return out
+        """Each page's findings box, by page kind: the campaign's one list on every page."""
+        box = self.campaign_findings()
+        return {kind: box for kind in self.page_kinds()}
 
     def as_dict(self) -> dict[str, Any]:
         """The summary (``benchbook.summary/3``): plain values; :func:`benchbook.jsonfile.plain` makes it JSON."""
@@ -698,13 +641,6 @@ def _analyse(
         out.memory = memory_summaries(gpu, host, markers)
         out.memory_deltas = _memory_deltas(camp, out.memory, out.spread)
         out.memory_processes = _memory_processes(camp, markers)
-    if any(r.get("process") for r in camp.manifest.get("runs", []) if r.get("harness") == "results"):
-        from benchbook.analysis.ladder import results_ladder_analysis
-
-        out.results_ladder = results_ladder_analysis(camp, rule=rule, spread_override=spread_override)
-        from benchbook.analysis.ablation import switch_ablation
-
-        out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override)
     out.clamps = _clamps(camp)
     if pc is not None:
         out.interval_rates = _interval_rates(camp, pc)
@@ -715,22 +651,38 @@ def _analyse(
 
         out.pd = disaggregation.analyse(camp, **pd_options)  # the campaign's own PD part, not a reload
     if camp.results_runs:  # other tools' result files: identity, pairings, verdicts, sweeps, gates, engine checks
-        from benchbook.analysis import results, resultset
+        from benchbook.analysis import gates, results, resultset
 
-        inputs = results.campaign_inputs(camp)
-        out.results_inputs = inputs
-        out.results = resultset.build(
+        out.results_inputs = inputs = results.campaign_inputs(camp)
+        opts = {k: v for k, v in results_options.items() if k not in (*gates.GATE_DEFAULTS, "preset")}
+        procs = {r["id"]: r["process"] for r in camp.manifest.get("runs", []) if r.get("process")}
+        out.results = resultset.build(  # one configuration per arm, the campaign's pairs, processes and gates
             inputs.files,
             rule=rule,
             runs=[(pid, r) for pid, _, r in inputs.runs],
             arms=inputs.configs,
-            **results_options,
+            processes={pid: procs[rid] for pid, rid, _ in inputs.runs if rid in procs},
+            pairs=[(camp.arm_label(b), camp.arm_label(c)) for b, c in baseline.comparison_pairs(camp)],
+            gates=gates.resolve(results_options, camp.manifest.get("gates")),
+            **opts,
         )
         out.results_engine_checks = inputs.engine_checks()
         from benchbook.analysis import pd_report
 
         # runs counted once (a duplicate set's kept copy): their Benchmark Reports' PD deployments
         out.pd_deployment = pd_report.campaign_reports(((e.id, e.run) for e in out.results.entries), link_gb_s)
+    if any(r.get("process") for r in camp.manifest.get("runs", []) if r.get("harness") == "results"):
+        from benchbook.analysis.ablation import switch_ablation
+        from benchbook.analysis.ladder import ladder_checks, results_ladder_analysis
+
+        arm_of = {camp.arm_label(a): a for a in camp.arms}
+        decided = {(c["baseline"], c["candidate"], c["metric"], c["prompt_class"]): c for c in out.comparisons}
+        decided.update(out.results.verdict_lookup(arm_of) if out.results is not None else {})  # one decision each
+        out.results_ladder = results_ladder_analysis(
+            camp, rule=rule, spread_override=spread_override, decided=decided, pairs=baseline.comparison_pairs(camp)
+        )
+        out.checks += ladder_checks(out.results_ladder)
+        out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override, decided=decided)
     out.audit = _audit(out, cached_prefill, allow_preemption)
     return out
 

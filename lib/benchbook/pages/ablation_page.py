@@ -85,7 +85,7 @@ def load(
     camp = an.camp
     sa = an.server_switch_ablation()  # init's arm/run layout: arms that differ by server switches
     if sa is not None:
-        return SwitchPage(camp, title or camp.title, sa)
+        return SwitchPage(camp, title or camp.title, sa, an)
     ab = an.ablation_of(baseline_arm=baseline_arm, arms=arms, metrics=metrics)
     return Page(camp, title or camp.title, an.noise, ab, an)
 
@@ -97,6 +97,7 @@ class SwitchPage:
     camp: Any
     title: str
     switch: Any  # SwitchAblation
+    analysis: Any = None  # the campaign's analysis: its findings box
 
     rule = property(lambda self: self.switch.rule)
     baseline_arm = property(lambda self: self.switch.baseline_arm)
@@ -104,22 +105,8 @@ class SwitchPage:
 
 
 def _switch_findings(page: SwitchPage) -> bd.Block:
-    sa = page.switch
-    results = [
-        (
-            r["direction"],
-            r["speedup"],
-            f"{r['arm']} ({r['switches']}) vs {sa.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x",
-            "ablation",
-        )
-        for r in sa.rows
-        if r["is_result"]
-    ]
-    unjudged = []
-    if sa.spread is None:
-        unjudged.append((f"no verdicts: {ablation_no_spread()}", "ablation"))
-    unjudged += [(i["finding"], "interactions") for i in sa.interactions if not i["measured"]]
-    return sections.findings(results=results, unjudged=unjudged, results_section="ablation")
+    """The campaign's findings box (the same on every page of it)."""
+    return sections.findings_box(page.analysis.campaign_findings(), "ablation")
 
 
 def ablation_no_spread() -> str:
@@ -148,17 +135,13 @@ def _switch_how_to_read(page: SwitchPage) -> bd.Block:
     sa = page.switch
     bd.record("noise_spread", sa.spread)
     bd.record("rule", sa.rule)
+    guide = page.analysis.reading_guide("ablation", page.all_arms)  # generated from what the campaign holds
     return bd.how_to_read(
-        n_per_cell=(
-            "ladder figures: one value per server process of the arm (n = processes); phase figures: the median "
-            "[min–max] of the measured rounds of one process. Server processes, not requests, are the unit of "
-            "replication."
-        ),
+        n_per_cell=guide["n_per_cell"],
         warmup="the phase harness's warm-up round (round 0) is discarded before statistics",
-        noise_rule=RULE_TEXT[sa.rule]
-        + f". Spread used: {'—' if sa.spread is None else fmt_pct(sa.spread)} ({sa.spread_from}).",
-        marks=("result", "noise"),
-        extra=["A switch is a server setting whose stated value differs from the baseline arm's."],
+        noise_rule=guide["noise_rule"],
+        marks=("result", "noise", "cannot"),
+        extra=guide["extra"],
     )
 
 
@@ -271,9 +254,11 @@ def header(page: Page) -> bd.Block:
 
 
 def findings(page: Page) -> bd.Block:
-    """The findings box the ablation decided: every cell called a result (worst first; interactions
-    said so) and the cells that could not be compared."""
-    return sections.findings_box(page.analysis.findings())
+    """The campaign's findings box (the same on every page of it): the ablation's cells called results
+    (worst first; interactions said so), the cells that could not be compared, and every other line."""
+    if page.campaign is None:  # a Page built by hand (tests): the ablation's own box
+        return sections.findings_box(page.analysis.findings(), "ablation")
+    return sections.findings_box(page.campaign.campaign_findings(), "ablation")
 
 
 def how_to_read(page: Page) -> bd.Block:

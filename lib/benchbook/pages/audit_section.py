@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from benchbook.findings import anchor
 from benchbook.pages import display as bd
 from benchbook.pages import sections
 
 SECTION_ID = "audit"
-_MARK = {"pass": "pass", "warn": "note", "fail": "fail"}
 
 
 def _pct(x: float | None) -> str:
@@ -100,15 +100,12 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
             )
         out.append(str(bd.Block(f'<p class="bb-banner"><strong>{bd.esc(msg)}</strong></p>')))
     if with_checks and checks:
-        rows = [
-            {"Check": c["name"], "Status": bd.mark(_MARK[c["status"]], c["status"]), "Detail": c["detail"]}
-            for c in checks
-        ]
+        rows = [{"Check": c["name"], "Status": bd.status_mark(c["status"]), "Detail": c["detail"]} for c in checks]
         out.append(str(sections.checks_table(rows, [c["status"] == "pass" for c in checks], id="audit-checks")))
     if measured:
         rows = [
             {
-                "Window": a.window,
+                "Window": bd.Block(f'<span id="{anchor("win", a.window)}">{bd.esc(a.window)}</span>'),
                 "Prompt tokens (engine)": _num(a.prompt_tokens),
                 "From cache": _num(a.cached_tokens),
                 "Cached share": _pct(a.cached_share),

@@ -103,13 +103,13 @@ def findings(
     return findings_box(box)
 
 
-def findings_box(box: _findings.Findings) -> bd.Block:
-    """Format a findings box the analysis decided (:class:`benchbook.findings.Findings`); records
-    ``findings_box`` (its counts and lines, the summary's ``findings`` entry for this page) and
-    ``headline``, which the index reads."""
+def findings_box(box: _findings.Findings, page: str = "") -> bd.Block:
+    """Format a findings box the analysis decided (:class:`benchbook.findings.Findings`) on page kind
+    ``page``: its rules, then its lines; records ``findings_box`` (its counts and lines, the summary's
+    ``findings`` entry) and ``headline``."""
     bd.record("headline", box.headline)
     bd.record("findings_box", {k: v for k, v in box.as_dict().items() if k != "headline"})
-    return bd.findings_box([bd.Finding(f.kind, f.text, f.section) for f in box.lines], headline=box.headline)
+    return bd.findings_box(box.lines, headline=box.headline, page=page, rules=box.rules)
 
 
 def comparison_findings(
