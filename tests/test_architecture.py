@@ -89,6 +89,7 @@ TESTS_UNDER_ANOTHER_NAME = {
     "llmperf": "test_formats_tools",
     "guidellm": "test_formats_tools",
     "sections": "test_baseline_page, test_hostile",
+    "ladder_section": "test_one_answer, test_init_layout",
     "display": "test_render_display",
     "charts": "test_render_display",
     "cli": "test_exit_codes, test_render_cli",

@@ -169,3 +169,86 @@ def test_every_page_the_summary_and_the_index_hold_one_findings_list(reports, ca
         box["regressions"] or box["failed_checks"] or box["warnings"] or box["unjudged"]
     )
     assert box["headline"] in index
+
+
+# ---- one status per check ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def uneven(tmp_path_factory):
+    """The two-process campaign with serial/p2's rate 8 % lower at concurrency 4 and 8 % higher at 8:
+    that process goes up and down beyond the spread its own runs leave (10.9 %, at concurrency 4)."""
+    tmp = tmp_path_factory.mktemp("uneven")
+    arms = two.layout(tmp / "runs")
+    for point, rate in (("conc4", 0.92), ("conc8", 1.08)):
+        f = arms / "serial" / "p2" / "results" / f"bench_{point}.json"
+        doc = json.loads(f.read_text())
+        doc["duration"] /= rate
+        doc["output_throughput"] *= rate
+        f.write_text(json.dumps(doc))
+    from argparse import Namespace
+
+    from benchbook.commands import init as init_cmd
+
+    assert init_cmd.run(Namespace(dir=tmp / "c", inputs=[arms], title=None, question=None, quiet=True)) == 0
+    return tmp / "c"
+
+
+def test_a_serial_process_that_is_not_flat_warns_everywhere_its_words_say_so(uneven, tmp_path):
+    from benchbook.analysis.campaign_analysis import analyse
+    from benchbook.pipeline.execute import render_page
+
+    an = analyse(uneven)
+    rows = {s["process"]: s for s in an.results_ladder["serialization"]}
+    assert rows["serial/p2"]["flat"] is False and rows["serial/p2"]["status"] == "warn"
+    assert "goes up and down" in rows["serial/p2"]["reason"]  # 195 → 179 → 211: not "grows"
+    assert rows["serial/p1"]["status"] == "pass" and rows["batch/p1"]["status"] == "pass"  # batching rises
+    (check,) = [c for c in an.checks if c["name"] == "serialization: serial/p2"]
+    assert check["status"] == "warn" and check["detail"].startswith("not flat")
+    (line,) = [f for f in an.campaign_findings().lines if f.cause == "serialization"]
+    assert line.kind == "warn" and "serial/p2" in line.text and "passed: serial/p1" in line.text
+    assert any("not flat in serial/p2" in x and "serial/p1" in x for x in an.verdict_sentences(["serial", "batch"]))
+    html = tmp_path / "baseline.html"
+    render_page(REPO / "notebooks" / "baseline.ipynb", {"campaign": str(uneven)}, html, title="uneven")
+    text = html.read_text()
+    section = text[text.index('id="sec-results-ladder"') : text.index("Pure queueing")]
+    (item,) = [li for li in section.split("<li>") if "(serial/p2)" in li]
+    assert "bb-mark-note" in item and "not flat" in item and "bb-mark-pass" not in item  # † warn, never ✓
+
+
+# ---- every process in every table; text true to the design; said once --------------------------------
+def test_every_process_of_an_arm_is_in_the_phase_table_and_chart(reports):
+    html = (reports / TWO / "baseline.html").read_text()
+    table = html[html.index('id="bb-phase-split-all"') :]
+    table = table[: table.index("</table>")]
+    for p in ("serial/p1", "serial/p2", "batch/p1", "batch/p2"):
+        assert table.count(f">{p}<") == 2, p  # one row per prompt class
+    chart = html[html.index('id="bb-phase-chart"') :][:200_000]
+    assert "serial/p2" in chart and "batch/p2" in chart
+
+
+def test_the_host_memory_table_folds_the_engines_start_up_processes(reports):
+    html = (reports / TWO / "baseline.html").read_text()
+    table = html[html.index('id="bb-memory-processes"') :]
+    table = table[: table.index("</table>")]
+    assert "gcc-real (pid" not in table and "cc1 (pid" not in table
+    assert table.count("start-up process(es), none alive while loaded") == 4  # one line per sampled process
+    assert "VLLM::EngineCor (pid" in table
+
+
+def test_the_pages_say_what_the_campaign_holds(reports):
+    v = _values(reports, TWO)
+    compare = (reports / TWO / "compare.html").read_text()
+    assert "was run more than once" not in compare  # each arm ran twice: the table says n = 2
+    baseline = (reports / TWO / "baseline.html").read_text()
+    assert "No arm was run twice" not in baseline
+    assert "serial: 2 server processes (serial/p1, serial/p2)" in baseline  # the reading guide, generated
+    lines = v["baseline"]["verdict_sentences"]
+    (pair,) = [x for x in lines if x.startswith("batch vs serial:")]
+    assert "output tok/s at concurrency 8 6.77x" in pair and "Total (engine)" in pair  # ladder AND phase cells
+
+
+@pytest.mark.parametrize("camp", [*BUNDLED, TWO])
+def test_no_explanation_is_said_more_than_five_times_on_a_page(reports, camp):
+    from one_answer_text import repeated_sentences
+
+    for page in sorted((reports / camp).glob("*.html")):
+        assert repeated_sentences(page.read_text(), 5) == [], f"{camp}/{page.name}"

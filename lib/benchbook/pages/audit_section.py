@@ -34,6 +34,17 @@ def _limit_fig(v: float, unit: str) -> str:
     }[unit]
 
 
+def _said_once(notes: Iterable[str]) -> list[str]:
+    """Notes ``run: why`` that share their why become one note naming the runs (``why: a, b, c``)."""
+    by: dict[str, list[str]] = {}
+    for n in notes:
+        who, sep, why = n.partition(": ")
+        key = why if sep and " " not in who else n
+        by.setdefault(key, []).append(who if sep and " " not in who else "")
+    return [w if who == [""] else (f"{who[0]}: {w}" if len(who) == 1 else f"{w} ({len(who)}: {', '.join(who)})")
+            for w, who in by.items()]  # fmt: skip
+
+
 def failed_lines(audit: Any, runs: Iterable[str] | None = None) -> list[tuple[str, str]]:
     """(sentence, section id) per failed audit check, for a findings box (the baseline page's come
     through the campaign's checks instead)."""
@@ -72,7 +83,9 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
     measured = [a for a in windows if a.cached_tokens is not None or a.preemptions is not None]
     if not (measured or checks or limits or energy or audit.energy_comparisons):
         # nothing this campaign's files let us audit: one folded line that says why, no section
-        whys = dict.fromkeys([*(a.cache_source for a in windows[:1]), *audit.limit_notes, *audit.energy_notes])
+        whys = dict.fromkeys(
+            [*(a.cache_source for a in windows[:1]), *_said_once([*audit.limit_notes, *audit.energy_notes])]
+        )
         body = bd.Block("".join(str(bd.text("{w}", w=w)) for w in whys) or "<p>nothing to audit</p>")
         return bd.collapsed("Cache hits, preemption, physical limits, energy: not measured for this campaign", body)
     out = [str(bd.heading("What could make these figures lie", id=SECTION_ID))]
@@ -158,7 +171,7 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
                 )
             )
         )
-    for n in audit.limit_notes:
+    for n in _said_once(audit.limit_notes):
         out.append(str(bd.text("{n}", n=n)))
     if energy or audit.energy_notes:
         out.append(str(bd.heading("Energy", 3, id="audit-energy")))
@@ -201,6 +214,6 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
                 )
             )
         )
-    for n in audit.energy_notes:
+    for n in _said_once(audit.energy_notes):
         out.append(str(bd.text("{n}", n=n)))
     return bd.Block("".join(out))

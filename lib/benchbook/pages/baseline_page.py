@@ -821,25 +821,42 @@ def memory_processes(page: Page) -> bd.Block:
     def gib(v):
         return "—" if v is None else f"{v:.2f} GiB"
 
-    rows = [
-        {
-            "Run": run,
-            "Process": f"{p['comm']} (pid {p['pid']})",
-            "Pss while loaded (median)": gib(p["pss_gib"]),
-            "Rss while loaded (median)": gib(p["rss_gib"]),
-            "Peak Rss": gib(p["peak_rss_gib"]),
-            "Loaded samples": p["loaded_samples"],
-        }
-        for run, ps in procs.items()
-        for p in ps
-    ]
+    rows = []
+    for run, ps in procs.items():
+        rows += [
+            {
+                "Run": run,
+                "Process": f"{p['comm']} (pid {p['pid']})",
+                "Pss while loaded (median)": gib(p["pss_gib"]),
+                "Rss while loaded (median)": gib(p["rss_gib"]),
+                "Peak Rss": gib(p["peak_rss_gib"]),
+                "Loaded samples": p["loaded_samples"],
+            }
+            for p in ps
+            if p["loaded_samples"]
+        ]
+        gone = [p for p in ps if not p["loaded_samples"]]  # start-up only: compilers, the engine's launcher
+        if gone:
+            names = {c: sum(p["comm"] == c for p in gone) for c in dict.fromkeys(p["comm"] for p in gone)}
+            rows.append(
+                {
+                    "Run": run,
+                    "Process": f"{len(gone)} start-up process(es), none alive while loaded: "
+                    + ", ".join(f"{c} ×{k}" if k > 1 else c for c, k in names.items()),
+                    "Pss while loaded (median)": "—",
+                    "Rss while loaded (median)": "—",
+                    "Peak Rss": gib(max(p["peak_rss_gib"] or 0 for p in gone)),
+                    "Loaded samples": 0,
+                }
+            )
     return bd.collapsed(
         "Host memory per process (Pss, Rss)",
         bd.table(
             rows,
             id="memory-processes",
-            caption="Each process the server started, from the host sampler; a process with no loaded samples ran "
-            "only during start-up. Pss shares shared pages between processes: their sum is not a footprint.",
+            caption="Each process the server started, from the host sampler; the processes with no loaded samples ran "
+            "only during start-up (the engine's compilers among them): one line per run, the largest peak Rss. Pss "
+            "shares shared pages between processes: their sum is not a footprint.",
         ),
     )
 
@@ -966,113 +983,7 @@ def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
 
 # ---- the ladder from results runs (benchbook init's arm/run layout) -------------------------------
 def results_ladder(page: Page) -> bd.Block:
-    """The seeds' ladder questions for a campaign whose ladder comes from benchmark-tool runs (one
-    result file per load point of a server process): aggregate output rate per concurrency, the
-    serialization and pure-queueing checks, rate verdicts between arms, amortization — as
-    :func:`benchbook.analysis.ladder.results_ladder_analysis` decided them; and what each arm's
-    server ran, as its engine stated it."""
-    rl = page.analysis.results_ladder if page.analysis is not None else None
-    bd.record("results_ladder", rl)
-    if not rl or not rl["points"]:
-        return bd.Block("")
-    parts = [bd.heading("Concurrency ladder from result files", 2, id="results-ladder")]
-    parts.append(
-        bd.text(
-            "Aggregate output rate = output tokens ÷ wall time of each run (the tool's duration); one row per "
-            "load point of a server process ({n} load points).",
-            n=len(rl["points"]),
-        )
-    )
-    rows = [
-        {
-            "arm": p["arm"],
-            "process": p["process"],
-            "point": p["point"],
-            "concurrency": p["concurrency"],
-            "requests": p["requests"],
-            "output tok/s": round(p["rate_tok_s"], 1),
-            "mean latency s": None if p["mean_latency_s"] is None else round(p["mean_latency_s"], 3),
-            "worst latency s": None if p["worst_latency_s"] is None else round(p["worst_latency_s"], 3),
-            "median TTFT ms": None if p["median_ttft_ms"] is None else round(p["median_ttft_ms"], 1),
-            "median TPOT ms": None if p["median_tpot_ms"] is None else round(p["median_tpot_ms"], 2),
-        }
-        for p in rl["points"]
-        if p["arm"] in page.arms or not page.arms
-    ]
-    parts.append(bd.table(rows, id="results-ladder-points"))
-    items = [
-        f"<li>{bd.status_mark(s['status'], 'flat' if s['flat'] else 'not flat')} "
-        f"{bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])} "
-        f"(tolerance: {bd.esc(s['tolerance_from'])})</li>"
-        for s in rl["serialization"]
-    ]
-    parts.append(bd.Block("<h3>Serialization: is the aggregate rate flat?</h3><ul>" + "".join(items) + "</ul>"))
-    items = [
-        f"<li>{bd.esc(q['arm'])} ({bd.esc(q['process'])}) n={q['concurrency']}: {bd.esc(q['reason'])}</li>"
-        for q in rl["queueing"]
-    ]
-    if items:
-        parts.append(
-            bd.collapsed(
-                "Pure queueing: completions at k × the single-request time?",
-                bd.Block("<ul>" + "".join(items) + "</ul>"),
-                open=True,
-            )
-        )
-    if rl["comparisons"]:
-        parts.append(bd.heading("Output rate between arms", 3))
-        parts.append(
-            bd.table(
-                [
-                    {
-                        "candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
-                        "concurrency": c["concurrency"],
-                        "baseline tok/s": round(c["baseline_median"], 1),
-                        "candidate tok/s": round(c["candidate_median"], 1),
-                        "ratio": f"{c['ratio']:.2f}×",
-                        "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
-                        "verdict": c["verdict"],
-                        "why": c["reason"],
-                    }
-                    for c in rl["comparisons"]
-                ],
-                id="results-ladder-verdicts",
-            )
-        )
-    if rl["amortization"]:
-        items = [
-            f"<li>{bd.esc(a['batched_arm'])} vs {bd.esc(a['serial_arm'])}: {bd.esc(a['explanation'])}"
-            + (f" Speedup of the output rate: {a['speedup']:.2f}×." if a["speedup"] else "")
-            + "</li>"
-            for a in rl["amortization"]
-        ]
-        parts.append(
-            bd.Block(
-                "<h3>Batching amortization (mean request latency at n against one request alone)</h3><ul>"
-                + "".join(items)
-                + "</ul>"
-            )
-        )
-    configs = {
-        r["process"]: r["server_config"]
-        for r in page.camp.manifest.get("runs", [])
-        if r.get("process") and isinstance(r.get("server_config"), dict)
-    }
-    if configs:
-        parts.append(
-            bd.collapsed(
-                "What each server process ran (as its engine stated it)",
-                bd.table(
-                    [
-                        {
-                            "process": p,
-                            **{k: str(v) for k, v in c.get("switches", {}).items()},
-                            "from": "; ".join(c.get("sources", [])),
-                        }
-                        for p, c in configs.items()
-                    ],
-                    id="results-ladder-configs",
-                ),
-            )
-        )
-    return bd.Block("".join(str(p) for p in parts))
+    """The ladder from benchmark-tool result files (:func:`benchbook.pages.ladder_section.section`)."""
+    from benchbook.pages import ladder_section
+
+    return ladder_section.section(page)

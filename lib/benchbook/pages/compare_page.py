@@ -356,7 +356,7 @@ def runs_table(page: Page) -> bd.Block:
         rows.append(
             {
                 "Run": e.id,
-                "Format": e.run.format + (f" — {e.run.tool_version}" if e.run.tool_version else ""),
+                "Format": e.run.format,
                 "Configuration": e.config,
                 "Rate": _rate(c.get("request_rate")),
                 "Concurrency": c.get("max_concurrency") if c.get("max_concurrency") is not None else "—",
@@ -390,6 +390,13 @@ def runs_table(page: Page) -> bd.Block:
         rows,
         (
             "One row per run (duplicates counted once), as the file reports it; — where the file does not say. "
+            "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset). Formats: "
+            + "; ".join(
+                dict.fromkeys(f"{e.run.format} — {e.run.tool_version}" for e in page.runs if e.run.tool_version)
+            )
+            + "."
+            if any(e.run.tool_version for e in page.runs)
+            else "One row per run (duplicates counted once), as the file reports it; — where the file does not say. "
             "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset)."
         ),
     )
@@ -475,10 +482,12 @@ def verdicts(page: Page) -> bd.Block:
             }
             for (b, c, ld), vs in cannot.items()
         ]
+        rows, note = sections.said_once(rows, "Why")
         out.append(
             str(
                 bd.table(
                     rows,
+                    note=note or None,
                     id="compare-cannot-tell",
                     caption="Cannot tell, for the reason given per row. Each cell is the configuration's median with "
                     "its ratio to the reference.",
@@ -502,6 +511,7 @@ def verdicts(page: Page) -> bd.Block:
         for v in vs
     ]
     if rows:
+        rows, note = sections.said_once(rows, "Why")  # a reason every row shares is said once, under the table
         out.append(
             str(
                 bd.table(
@@ -509,6 +519,7 @@ def verdicts(page: Page) -> bd.Block:
                     id="compare-verdicts",
                     caption="Configuration vs its reference at matched load, median (min–max) over the repeats at that "
                     "load; ratio = configuration / reference.",
+                    note=note or None,
                 )
             )
         )
@@ -841,6 +852,7 @@ def slo_section(page: Page) -> bd.Block:
 def checks(page: Page) -> bd.Block:
     rec = page.rs.check_rows(page.engine_checks, page.runs)
     rows = [{"Run": r["run"], "Check": r["name"], "Status": _status(r["status"]), "Detail": r["detail"]} for r in rec]
+    rows = sections.fold_rows(rows, "Run", "Detail", merge=True)  # said once: one row per check, naming the runs
     bd.record("checks", rec)
     p = page.rs.gate_params
     return _table_section(
@@ -885,6 +897,7 @@ def notes(page: Page) -> bd.Block:
     bd.record("notes", len(rows))
     if not rows:
         return bd.Block("")
+    rows = sections.fold_rows(rows, "Run")  # said once: a note every run shares is one row naming them
     return _section("compare-notes", "What the readers interpreted", str(bd.table(rows, id="compare-notes")))
 
 
