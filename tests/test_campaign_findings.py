@@ -53,7 +53,7 @@ def test_the_rules_are_the_campaigns_stated_once(an):
     rules = an.campaign_findings().rules
     assert len(rules) == 3
     assert rules[0].startswith("Phase figures") and "2.4%" in rules[0]
-    assert "(6 server processes)" in rules[1]
+    assert rules[1].startswith("Result files at matched load") and ", 6 server processes)" in rules[1]
     assert rules[2].startswith("Validity gates (the defaults): duration ≥ 60 s") and "32 of 32 runs" in rules[2]
 
 

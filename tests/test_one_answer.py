@@ -205,7 +205,11 @@ def test_a_serial_process_that_is_not_flat_warns_everywhere_its_words_say_so(une
     assert check["status"] == "warn" and check["detail"].startswith("not flat")
     (line,) = [f for f in an.campaign_findings().lines if f.cause == "serialization"]
     assert line.kind == "warn" and "serial/p2" in line.text and "passed: serial/p1" in line.text
-    assert any("not flat in serial/p2" in x and "serial/p1" in x for x in an.verdict_sentences(["serial", "batch"]))
+    (ser,) = [x for x in an.verdict_sentences(["serial", "batch"]) if x.startswith("Serialization")]
+    assert (
+        "requests served one at a time: serial (serial/p1)" in ser
+        and "serial (serial/p2) not flat though serial" in ser
+    )
     html = tmp_path / "baseline.html"
     render_page(REPO / "notebooks" / "baseline.ipynb", {"campaign": str(uneven)}, html, title="uneven")
     text = html.read_text()

@@ -19,6 +19,7 @@ of figure, the validity gates and what they left unjudged).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -122,13 +123,16 @@ def _check_lines(an: CampaignAnalysis, kinds: Sequence[str]) -> tuple[list[Findi
             ok = [c["name"].split(": ", 1)[-1] for c in an.checks
                   if c["name"] in arm and arm[c["name"]] in arms and c["status"] == "pass"]  # fmt: skip
             who = ", ".join(c["name"].split(": ", 1)[-1] for c in cs)
-            text = f"serialization: {who} — {cs[0]['detail']}" + (f"; passed: {', '.join(ok)}" if ok else "")
+            words = cs[0]["detail"].split(" — ")  # its finding, then the reason for the status (not the rest)
+            text = f"serialization: {who} — {words[0]}" + (f" — {words[-1]}" if len(words) > 1 else "")
+            text += f"; passed: {', '.join(ok)}" if ok else ""
             where = _where(kinds, ("baseline", "results-ladder" if an.results_ladder else "checks"))
             (failed if status == "fail" else warns).append(Finding(status, text, where[0][1] if where else "checks",
                                                                    (), where, cause))  # fmt: skip
             continue
         if len(cs) == 1:
-            text = f"{cs[0]['name']}: {cs[0]['detail']}"
+            detail, lead = cs[0]["detail"], cause.split(" at ")[0] + ": "  # its words need not repeat its name
+            text = f"{cs[0]['name']}: {detail[len(lead) :] if detail.startswith(lead) else detail}"
         else:
             names = [c["name"].split(":", 1)[-1].strip() for c in cs]
             verb = "failed" if status == "fail" else "warn"
@@ -220,7 +224,13 @@ def _arm(an: CampaignAnalysis, c: dict[str, Any]) -> str | None:
 
 
 # ---- results and what was not judged, one line per decision -------------------------------------
-def _comparison_lines(an: CampaignAnalysis, kinds: Sequence[str]) -> tuple[list, list[Finding]]:
+def _comparison_lines(
+    an: CampaignAnalysis, kinds: Sequence[str], extra: Sequence[tuple] = ()
+) -> tuple[list, list[Finding]]:
+    """Results (grouped per pair and direction) and what was not judged, from every comparison the
+    campaign's pages show; ``extra``: (direction, speedup, "C vs B, figure: N.NNx (±P%)…", page,
+    section) of the sub-analyses' results — the one a comparison above already states is not a second
+    decision, only another page that shows it."""
     from benchbook.analysis import baseline as bl
 
     results: dict[tuple, tuple[str, float, Finding]] = {}
@@ -279,6 +289,14 @@ def _comparison_lines(an: CampaignAnalysis, kinds: Sequence[str]) -> tuple[list,
         for v in rs.verdicts:
             if id(v) not in closed:
                 _result_row(add, (v.baseline, v.candidate, v.metric, v.load), v, v.load)
+    for direction, speedup, text, page, section in extra:
+        pair = text.split(", ", 1)[0].split(" (")[0]
+        c, _, b = pair.partition(" vs ")
+        tok = re.search(r"\d+\.\d+x \([+−-]?\d+\.\d%\)", text)
+        tok_s = tok.group(0).replace("−", "-") if tok else None
+        same = [k for k, r in results.items() if (k[0], k[1]) == (b, c) and tok_s and tok_s in r[2].replace("−", "-")]
+        key = same[0] if same else ("sub", b, c, text)
+        add(key, page, section, direction, speedup, text, True)
     found = _grouped_results({k: r for k, r in results.items() if where_of.get(k)}, where_of)
     by_pair: dict[tuple[str, str], list[tuple]] = {}
     for k in not_judged:
@@ -299,7 +317,7 @@ def _grouped_results(results: dict[tuple, tuple[str, float, str]], where_of: dic
     worst first; counted once per decision. Results shown on no page are left to the summary."""
     groups: dict[tuple, list[tuple[tuple, tuple[str, float, str]]]] = {}
     for k, r in results.items():
-        pair = (k[1], k[2]) if k[0] == "switch" else (k[0], k[1])
+        pair = (k[1], k[2]) if k[0] in ("switch", "sub") else (k[0], k[1])
         worse = r[0] == "regression"
         groups.setdefault((*pair, worse), []).append((k, r))
     out = []
@@ -307,14 +325,20 @@ def _grouped_results(results: dict[tuple, tuple[str, float, str]], where_of: dic
         # the throughput figures first (what a comparison of servers is about), then worst first
         items.sort(key=lambda kr: (kr[0][2] not in _RATES, kr[1][1] if worse else -kr[1][1]))
         figs = [r[2].split(", ", 1)[-1] for _, r in items]
+        tails = {f.rpartition(" — ")[2] for f in figs if " — " in f}
+        common = next(iter(tails)) if len(tails) == 1 and all(" — " in f for f in figs) and len(figs) > 1 else ""
+        if common:  # what every figure of the line says is said once, at its end
+            figs = [f.rpartition(" — ")[0] for f in figs]
         n = len(items)
         word = (
             ("regression" if worse else "improvement")
             if all(r[0] in ("regression", "improvement") for _, r in items)
             else "result"
         )
-        text = f"{c} vs {b}: " + (
-            figs[0] if n == 1 else f"{n} {word}s — " + "; ".join(figs[:3]) + ("; …" if n > 3 else "")
+        text = (
+            f"{c} vs {b}: "
+            + (figs[0] if n == 1 else f"{n} {word}s — " + "; ".join(figs[:2]) + ("; …" if n > 2 else ""))
+            + (f" — {common}" if common else "")
         )
         wh = tuple(dict.fromkeys(w for k, _ in items for w in where_of[k]))
         direction = "regression" if worse else items[0][1][0]
@@ -349,8 +373,8 @@ def _sub_parts(an: CampaignAnalysis, kinds: Sequence[str]) -> dict[str, list]:
     out: dict[str, list] = {"results": [], "failed": [], "unjudged": []}
 
     def place(parts: dict[str, list], page: str) -> None:
-        for r in parts.get("results", []):
-            out["results"].append((r[0], r[1], Finding("result", r[2], r[3], (), _where(kinds, (page, r[3])))))
+        for r in parts.get("results", []):  # decided with the campaign's other results (one line per pair)
+            out["results"].append((r[0], r[1], r[2], page, r[3]))
         for k in ("failed", "unjudged"):
             for x in parts.get(k, []):
                 t, sec = (x.text, x.section) if isinstance(x, Finding) else x
@@ -372,8 +396,8 @@ def campaign_findings(an: CampaignAnalysis) -> Findings:
     wf, ww = _window_lines(an, kinds)
     cf, cw = _check_lines(an, kinds)
     gf, gw = _gate_lines(an, kinds)
-    results, unjudged = _comparison_lines(an, kinds)
     sub = _sub_parts(an, kinds)
+    results, unjudged = _comparison_lines(an, kinds, sub["results"])
     rs = an.results
     if rs is not None:
         where = _where(kinds, ("compare", "compare-sweeps"))
@@ -404,58 +428,61 @@ def campaign_findings(an: CampaignAnalysis) -> Findings:
     return Findings.build(
         failed=[*wf, *cf, *gf, *sub["failed"]],
         warnings=[*ww, *gw, *cw],
-        results=[*results, *sub["results"]],
+        results=results,
         unjudged=[*unjudged, *sub["unjudged"]],
         rules=rules(an),
     )
 
 
 # ---- the rules, stated once ---------------------------------------------------------------------
+#: each rule in a line for the findings box (the reading guide gives each in full: verdict.RULE_TEXT)
+RULE_SHORT = {
+    "seed": "a result needs disjoint [min–max] ranges and a difference beyond the spread",
+    "strict": "a result needs disjoint ranges and a difference beyond max(2 %, 2 × the spread)",
+    "small-n": "a result needs every pairwise difference between the runs to agree in sign and exceed the spread",
+}
+
+
 def rules(an: CampaignAnalysis) -> tuple[str, ...]:
-    """How every verdict of the campaign was made, in sentences generated from what it holds: per kind
-    of figure the rule and the spread it was held against, the validity gates and what they left
-    unjudged."""
+    """How every verdict of the campaign was made, one short sentence per kind of figure, generated
+    from what it holds: the rule and the spread it was held against, the validity gates and what they
+    left unjudged."""
     from benchbook.analysis import stats
-    from benchbook.analysis.verdict import RULE_TEXT
 
     out = []
     phase = [c for c in an.comparisons if c.get("prompt_class") and c["metric"] in _PHASE]
-    if phase:
+    kinds = [k for k, on in (("phase figures", bool(phase)), ("ablation", an.ablation is not None)) if on]
+    if kinds:
         pn = an.phase_noise or an.noise
         sp = an.phase_spread
+        where = (
+            f"between the server processes of {pn.arm}" if pn is not None and pn.prompt_class is not None
+            else f"between {' and '.join(pn.runs)}" if pn is not None else ""
+        )  # fmt: skip
         out.append(
-            "Phase figures (prefill, decode, engine total): "
-            + RULE_TEXT[an.rule]
-            + (f"; spread {fmt_pct(sp)} ({pn.describe()})" if sp is not None and pn is not None else "")
+            f"{', '.join(kinds).capitalize()}: {RULE_SHORT.get(an.rule, an.rule)}"
             + (
-                ""
+                f" ({fmt_pct(sp)}, {where})."
                 if sp is not None
-                else "; no arm was run twice, so no spread was measured and nothing is called a result"
-            )
-            + "."
+                else "; no arm was run twice, so none was measured and nothing is called a result."
+            )  # fmt: skip
         )
     rs = an.results
     if rs is not None and rs.verdicts:
         spreads = [s for d in rs.spreads.values() for s in d.values()]
-        procs = sorted({p for p in rs.processes.values()})
+        procs = sorted(set(rs.processes.values()))
         n_max = max((len(p.entries) for c in rs.configs for p in c.points), default=1)
         out.append(
-            "Result files at matched load ("
-            + ("output rate on the ladder, " if an.results_ladder else "")
-            + f"every figure on the compare page): {RULE_TEXT['small-n']}"
+            "Result files at matched load: "
+            + RULE_SHORT["small-n"]
+            + (f" (≥ {stats.MIN_N_FOR_TEST} runs a side: a rank test)" if n_max >= stats.MIN_N_FOR_TEST else "")
             + (
-                f" (≥ {stats.MIN_N_FOR_TEST} runs per side: Mann–Whitney and a bootstrap interval instead)"
-                if n_max >= stats.MIN_N_FOR_TEST
-                else ""
-            )  # fmt: skip
-            + (
-                "; the spread is the one measured at each load between the runs of one arm"
-                + (f" ({len(procs)} server processes)" if procs else "")
-                + f", {_span(spreads)} over the loads"
+                f" ({_span(spreads)} at the loads, measured between the runs of one arm"
+                + (f", {len(procs)} server processes" if procs else "")
+                + ")."
                 if spreads
-                else "; no configuration was repeated at any load, so no spread was measured"
+                else "; no configuration was repeated at a load, so none was measured."
             )
-            + "."
         )
         g = rs.gates
         if g is not None:
@@ -466,16 +493,13 @@ def rules(an: CampaignAnalysis) -> tuple[str, ...]:
                 line += f"; {n_fail} of {len(rs.entries)} runs are below them"
                 if judged:
                     line += (
-                        f", {len(judged)} judged anyway because two or more server processes measured the spread at "
-                        "their load (the error-rate gate is never waived)"
+                        f", {len(judged)} judged anyway: two or more server processes measured the spread at their load"
                     )
                 if n_fail > len(judged):
                     line += f"; {n_fail - len(judged)} shown but not judged"
             else:
                 line += f"; all {len(rs.entries)} runs pass them"
             out.append(line + ".")
-    if an.ablation is not None:
-        out.append(f"Environment ablation: {RULE_TEXT[an.rule]}.")
     return tuple(out)
 
 

@@ -58,19 +58,13 @@ def _pair_sentence(b: str, c: str, rows: Sequence[tuple[str, Mapping[str, Any]]]
     cannot = [(name, r) for name, r in rows if _state(r) == "cannot"]
     ns = sorted({f"n={r.get('candidate_n')} vs {r.get('baseline_n')}" for _, r in rows if r.get("candidate_n")})
     head = f"{c} vs {b}: {len(res)} of {len(rows)} figures are results"
-    parts = [
-        head
-        + (
-            " — " + "; ".join(f"{name} {r['ratio']:.2f}x ({r.get('state') or r.get('direction')})" for name, r in res)
-            if res
-            else ""
-        )  # fmt: skip
-    ]
+    shown = "; ".join(f"{name} {r['ratio']:.2f}x ({r.get('state') or r.get('direction')})" for name, r in res[:4])
+    parts = [head + (f" — {shown}" + (f"; … {len(res) - 4} more" if len(res) > 4 else "") if res else "")]
     if noise:
-        parts.append(f"{len(noise)} within noise ({', '.join(noise[:4])}{' …' if len(noise) > 4 else ''})")
+        parts.append(f"{len(noise)} within noise ({', '.join(noise[:2])}{' …' if len(noise) > 2 else ''})")
     if cannot:
         parts.append(
-            f"{len(cannot)} cannot be told ({', '.join(n for n, _ in cannot[:4])}{' …' if len(cannot) > 4 else ''})"
+            f"{len(cannot)} cannot be told ({', '.join(n for n, _ in cannot[:2])}{' …' if len(cannot) > 2 else ''})"
         )
     return "; ".join(parts) + (f" ({', '.join(ns)})." if ns else ".")
 
@@ -80,38 +74,44 @@ def verdict_sentences(an: CampaignAnalysis, arms: Sequence[str]) -> list[str]:
     from benchbook.analysis.baseline import METRIC_NAMES
 
     lines: list[str] = []
-    # serialization, per arm: which processes were flat and which not
+    # serialization, in one sentence: which processes were flat and which not, per arm
     ser = [c for c in an.checks if c.get("kind") == "serialization"]
-    by_arm: dict[str, list[dict[str, Any]]] = {}
     runs = {r.id: r.arm for r in an.camp.runs}
+    by_arm: dict[str, list[dict[str, Any]]] = {}
     for c in ser:
-        arm = c.get("arm") or runs.get(c.get("run"))
-        by_arm.setdefault(arm, []).append(c)
+        by_arm.setdefault(c.get("arm") or runs.get(c.get("run")), []).append(c)
+    flat, rising, odd = [], [], []
     for arm, cs in by_arm.items():
-        who = lambda flat: [c.get("process") or c.get("run") for c in cs if bool(c.get("flat")) == flat]  # noqa: E731
-        flat, rising = who(True), who(False)
         serial = an.camp.arms.get(arm, {}).get("mode") == "serial"
-        if serial:
-            text = f"{arm}: flat across the ladder in {len(flat)} of {len(cs)} process(es)" + (
-                f" ({', '.join(flat)}): requests served one at a time" if flat else ""
+        f = [c.get("process") or c.get("run") for c in cs if c.get("flat")]
+        r = [c.get("process") or c.get("run") for c in cs if not c.get("flat")]
+        if f and serial:
+            flat.append(f"{arm} ({', '.join(f)})")
+        elif f:
+            odd.append(f"{arm} (flat though batched: {', '.join(f)})")
+        if r:
+            (odd if serial else rising).append(
+                f"{arm} ({', '.join(r)})" + (" not flat though serial" if serial else "")
             )
-            if rising:
-                text += f"; not flat in {', '.join(rising)} ({next(c['detail'] for c in cs if not c.get('flat'))})"
-        else:
-            text = f"{arm}: the rate rises with n in {len(rising)} of {len(cs)} process(es)" + (
-                f"; flat in {', '.join(flat)} — a batched arm that serializes" if flat else ""
-            )
-        lines.append(text + ".")
+    parts = []
+    if flat:
+        parts.append("flat across the ladder, requests served one at a time: " + "; ".join(flat))
+    if rising:
+        parts.append("the rate rises with n: " + "; ".join(rising))
+    if odd:
+        parts.append("to check: " + "; ".join(dict.fromkeys(odd)))
+    if parts:
+        lines.append("Serialization — " + " — ".join(parts) + ".")
     # every comparison the page shows, per pair: the phase cells and the ladder's output rate
     pairs: dict[tuple[str, str], list[tuple[str, Mapping[str, Any]]]] = {}
+    for c in (an.results_ladder or {}).get("comparisons", []):  # the output rate first: what serving is about
+        pairs.setdefault((c["baseline"], c["candidate"]), []).append(
+            (f"output tok/s at concurrency {c['concurrency']}", c)
+        )
     for c in an.comparisons:
         if c["baseline"] in arms and c["candidate"] in arms:
             name = f"{METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']})"
             pairs.setdefault((c["baseline"], c["candidate"]), []).append((name, c))
-    for c in (an.results_ladder or {}).get("comparisons", []):
-        pairs.setdefault((c["baseline"], c["candidate"]), []).append(
-            (f"output tok/s at concurrency {c['concurrency']}", c)
-        )
     lines += [_pair_sentence(b, c, rows) for (b, c), rows in pairs.items()]
     for c in an.checks:
         if c.get("kind") == "batching amortization":
@@ -203,8 +203,15 @@ def reading_guide(an: CampaignAnalysis, kind: str, arms: Sequence[str] | None = 
         )
     if procs:
         n_per_cell += f". Server processes per arm: {procs}"
+    from benchbook.analysis.verdict import RULE_TEXT
+
+    full = []
+    if kind in ("baseline", "ablation") and (an.comparisons or an.ablation is not None):
+        full.append(f"phase figures — {RULE_TEXT[an.rule]}")
+    if an.results is not None and an.results.verdicts and kind in ("baseline", "ablation", "compare"):
+        full.append(f"result files — {RULE_TEXT['small-n']}")
     return {
         "n_per_cell": n_per_cell + ". Runs, not requests, are the unit of replication.",
-        "noise_rule": RULES_POINTER,
+        "noise_rule": RULES_POINTER + (". In full: " + "; ".join(full) if full else ""),
         "extra": extra,
     }

@@ -380,6 +380,7 @@ def phase_split(page: Page) -> bd.Block:
         ),
     ]
     label = _process_labels(page, cells)
+    several = len(set(label.values())) > len(set(cells["arm"].to_list()))  # an arm ran in two or more processes
     for series in _series_of(page):
         arms = [a for a in page.arms if page.camp.arms[a].get("series") == series]
         rows = []
@@ -396,7 +397,7 @@ def phase_split(page: Page) -> bd.Block:
                     rows.append(
                         {
                             "Arm": a,
-                            "Process": label[run],
+                            **({"Process": label[run]} if several else {}),
                             "Env": page.camp.arm_environment(a),
                             "Prompt": pclass,
                             "ptok": int(f["prompt_tokens"]),
@@ -416,8 +417,14 @@ def phase_split(page: Page) -> bd.Block:
                         id=f"phase-split-{sections.slug(series)}",
                         caption=(
                             f"{_series_prefix(series)}{page.camp.generation_tokens} generated tokens per request; "
-                            "environment per row; one row per server process. Median (min–max); — where the "
-                            "figure was left out (a prefill served from the prefix cache, listed under Exclusions)."
+                            "environment per row"
+                            + ("; one row per server process" if several else "")
+                            + ". Median (min–max)"
+                            + (
+                                "; — where a figure was left out (cached prefill, see Exclusions)."
+                                if any("—" in str(v) for r in rows for v in r.values())
+                                else "."
+                            )
                         ),
                     )
                 )

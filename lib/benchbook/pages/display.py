@@ -516,8 +516,8 @@ def findings_box(
             f'<a href="{_href(f.section, f.where, page)}">{esc(f.text)}</a>{links}</li>'
         )
     body = f"<ul>{''.join(items)}</ul>" if items else f"<p>{esc(empty)}</p>"
-    rule_lines = "".join(f"<li>{esc(r)}</li>" for r in rules)
-    rules_html = f'<div class="bb-rules" id="bb-rules"><p>Rules:</p><ul>{rule_lines}</ul></div>' if rule_lines else ""
+    rule_text = " ".join(esc(r) for r in rules)
+    rules_html = f'<p class="bb-rules" id="bb-rules"><strong>Rules:</strong> {rule_text}</p>' if rule_text else ""
     return Block(
         '<section class="bb-findings" id="bb-findings">'
         f'<h2 id="sec-findings">Findings</h2><p class="bb-headline">{esc(headline)}</p>{rules_html}{body}</section>'
