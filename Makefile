@@ -8,18 +8,25 @@ DATA ?= data
 REPORTS ?= reports
 
 .DEFAULT_GOAL := help
-.PHONY: help setup report test lint lab bench check-offline clean browser-deps prometheus-deps engine fixtures
+.PHONY: help setup report test test-fast lint lab notebook-filter bench check-offline clean browser-deps prometheus-deps engine fixtures
 
 help: ## list the targets
 	@echo "benchbook — make targets:"
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/:.*## /\t/' | awk -F'\t' '{printf "  make %-14s %s\n", $$1, $$2}'
 
+# the first set-up takes about a minute: a line per step, and pip's own line per package (no --quiet)
+PIP_PROGRESS := --progress-bar off --disable-pip-version-check
 $(STAMP): pyproject.toml
+	@echo "setup [1/4]: creating $(VENV) with $(PY)"
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	@echo "setup [2/4]: upgrading pip"
+	$(BIN)/pip install $(PIP_PROGRESS) --upgrade pip
+	@echo "setup [3/4]: installing benchbook and its dependencies (pyproject.toml; about a minute the first time)"
+	$(BIN)/pip install $(PIP_PROGRESS) -e '.[test]'
+	@echo "setup [4/4]: registering the python3 kernel the notebooks run on"
 	$(BIN)/python -m ipykernel install --sys-prefix --name python3 > /dev/null
 	touch $(STAMP)
+	@echo "setup: $(VENV) ready"
 
 setup: $(STAMP) ## create .venv and install benchbook with its dependencies
 
@@ -57,15 +64,36 @@ lint: $(STAMP) ## ruff: lint and format check (part of make test)
 	$(BIN)/ruff check lib tests bench
 	$(BIN)/ruff format --check lib tests bench
 
+# loadgroup: conftest puts the engine tests in one group (one worker, scheduled first) and every other file in a
+# group of its own (as --dist loadfile); --no-loadscope-reorder keeps conftest's order (docs/testing.md)
+PYTEST_DIST := -n 2 --dist loadgroup --no-loadscope-reorder
+FAST := not engine and not browser and not slow and not prometheus_server
+
 test: $(STAMP) lint browser-deps prometheus-deps engine ## run the whole test suite (ruff first; the engine tests too)
-	$(BIN)/python -m pytest -n 2 --dist loadfile $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_DIST) $(PYTEST_ARGS)
+
+test-fast: $(STAMP) ## the quick loop: unit and analysis tests, no engine, Chromium, notebook or Prometheus (< 1 min)
+	$(BIN)/python -m pytest $(PYTEST_DIST) -m '$(FAST)' $(PYTEST_ARGS)
 
 # Jupyter refuses to start as root without --allow-root (containers, CI boxes): pass it only then
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)
 
-lab: $(STAMP) ## JupyterLab on the notebooks
-	$(BIN)/pip install --quiet -e '.[lab]'
+lab: $(STAMP) notebook-filter ## JupyterLab on the notebooks (outputs you make stay out of git: notebook-filter)
+	@echo "lab: installing the lab extra (JupyterLab, pandas, pyarrow) when missing"
+	$(BIN)/pip install $(PIP_PROGRESS) -e '.[lab]'
 	$(BIN)/jupyter lab notebooks/ $(LAB_ROOT)
+
+# .gitattributes names the filter for notebooks/*.ipynb; this defines it in the clone's git config:
+# git stores a notebook as nbstripout leaves it (no outputs, no execution counts, cell ids kept), so
+# running cells in JupyterLab never dirties or commits the tracked notebooks
+NBSTRIP = '$(abspath $(BIN))/python' -m nbstripout --keep-id
+notebook-filter: $(STAMP) ## set up the nbstripout git filter that keeps tracked notebooks free of outputs
+	@if git rev-parse --git-dir > /dev/null 2>&1; then \
+	  git config filter.nbstripout.clean "$(NBSTRIP)"; \
+	  git config filter.nbstripout.smudge cat; \
+	  git config diff.ipynb.textconv "$(NBSTRIP) -t"; \
+	  echo "notebook-filter: git strips notebook outputs on commit (filter.nbstripout in .git/config)"; \
+	fi
 
 bench: $(STAMP) ## measure speed and memory; prints a table, writes reports/bench.json
 	$(BIN)/python bench/run.py --out $(REPORTS)/bench.json

@@ -144,11 +144,15 @@ def run_command(cmd: list[str], repeats: int) -> dict:
 
 
 def _synth_hash() -> str:
-    return hashlib.sha256((ROOT / "lib" / "benchbook" / "commands" / "synth.py").read_bytes()).hexdigest()[:16]
+    """Hash of the generator's modules (synth.py, synth_engine.py, synth_writers.py)."""
+    h = hashlib.sha256()
+    for p in sorted((ROOT / "lib" / "benchbook" / "commands").glob("synth*.py")):
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
 
 
 def campaign(cache: Path, requests: int, snapshots: int, itl: bool) -> Path:
-    """A cached synthetic campaign (regenerated when synth.py changes)."""
+    """A cached synthetic campaign (regenerated when the synth modules change)."""
     name = f"r{requests}-p{snapshots}" + ("-itl" if itl else "")
     root = cache / name
     stamp = root / ".bench-stamp"
@@ -314,7 +318,7 @@ PAGE_LIMIT_MIB = 5.0
 
 
 def _cached_synth(root: Path, args: list[str], what: str) -> Path:
-    """``benchbook synth ARGS`` into ``root``, cached until synth.py changes (a stamp file)."""
+    """``benchbook synth ARGS`` into ``root``, cached until the synth modules change (a stamp file)."""
     stamp = root / ".bench-stamp"
     if stamp.exists() and stamp.read_text() == _synth_hash():
         return root

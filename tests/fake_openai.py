@@ -26,6 +26,9 @@ class State:
     max_model_len: int = 2048
     token_s: float = 0.002
     serial: bool = False  # one request at a time (a lock), like --max-num-seqs 1
+    count_delay_s: float = 0.0  # the counters move this long after a stream's last byte (a busy engine)
+    usage_factor: int = 1  # usage.completion_tokens reported as this many times what was generated (a liar)
+    non_stream: bool = False  # answer one JSON object, as for stream: false
     counters: dict[str, float] = field(default_factory=dict)
     seen: list[list[str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -118,6 +121,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             err = {"error": {"message": msg, "type": "BadRequestError", "param": None, "code": 400}}
             self._send(400, json.dumps(err))
             return
+        if st.non_stream:
+            usage = {"prompt_tokens": len(toks), "completion_tokens": n_out * st.usage_factor}
+            choice = {"index": 0, "text": " t" * n_out, "finish_reason": "length"}
+            self._send(200, json.dumps({"object": "text_completion", "choices": [choice], "usage": usage}))
+            st.add("ok", 1)
+            return
         with st.serve if st.serial else contextlib.nullcontext():
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -129,16 +138,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 time.sleep(st.token_s)
                 chunk = {"choices": [{"index": 0, "text": " t", "finish_reason": "length" if i == n_out - 1 else None}]}
                 self._chunk(f"data: {json.dumps(chunk)}\n\n")
-            usage = {"prompt_tokens": len(toks), "completion_tokens": n_out, "total_tokens": len(toks) + n_out}
+            usage = {"prompt_tokens": len(toks), "completion_tokens": n_out * st.usage_factor}
+            usage["total_tokens"] = len(toks) + usage["completion_tokens"]
             self._chunk(f"data: {json.dumps({'choices': [], 'usage': usage})}\n\n")
             self._chunk("data: [DONE]\n\n")
             self._chunk("")
-            st.add("vllm:num_requests_running", -1)
-            st.add("vllm:prompt_tokens_total", len(toks))
-            st.add("vllm:generation_tokens_total", n_out)
-            st.add("vllm:prefix_cache_queries_total", len(toks))
-            st.add("vllm:prefix_cache_hits_total", hits)
-            st.add("ok", 1)
+
+            def count() -> None:
+                st.add("vllm:num_requests_running", -1)
+                st.add("vllm:prompt_tokens_total", len(toks))
+                st.add("vllm:generation_tokens_total", n_out)
+                st.add("vllm:prefix_cache_queries_total", len(toks))
+                st.add("vllm:prefix_cache_hits_total", hits)
+                st.add("ok", 1)
+
+            if st.count_delay_s:
+                threading.Timer(st.count_delay_s, count).start()
+            else:
+                count()
 
     def _chunk(self, s: str) -> None:
         data = s.encode()

@@ -12,8 +12,10 @@ import json
 import shutil
 from pathlib import Path
 
+from realdata import realdata
+
 ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 
 
 def _iso(t: float) -> str:

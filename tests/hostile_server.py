@@ -1,6 +1,8 @@
 """Hostile HTTP servers on 127.0.0.1 for the bounded-read tests (tests/test_hostile.py,
-tests/test_httpread.py): slow, endless, a gzip bomb, a redirect elsewhere, a stream that never ends a
-line. Each runs in threads of the test process, ends every connection by itself after LIFETIME_S,
+tests/test_httpread.py, tests/test_openai_answers.py): slow, endless, a gzip bomb, a redirect
+elsewhere, a stream that never ends a line, answers cut short (a body below its Content-Length, a
+gzip stream without its end, two gzip members), and any canned answer a test sets in ``canned``
+(path -> the raw bytes sent, then the connection closed). Each runs in threads of the test process, ends every connection by itself after LIFETIME_S,
 and is shut down by its fixture (``close``)."""
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import threading
 import time
 import zlib
 
-LIFETIME_S = 20.0
+LIFETIME_S = 20.0  # a client that is not bounded by its own deadline waits this long (tests compare with it)
 
 
 class Hostile:
@@ -25,6 +27,7 @@ class Hostile:
         self.url = f"http://127.0.0.1:{self.port}"
         self.other_port = other_port
         self.hits: list[str] = []
+        self.canned: dict[str, bytes] = {}  # path -> raw response bytes (status line, headers, body)
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
@@ -49,7 +52,22 @@ class Hostile:
                     return
                 head += got
             path = head.split(b" ", 2)[1].decode()
+            # read the request's body too: closing with unread bytes would reset the connection (RST), and
+            # a client would see "connection lost" instead of the answer it was sent
+            length = next(
+                (int(ln.split(b":", 1)[1]) for ln in head.split(b"\r\n") if ln.lower().startswith(b"content-length:")),
+                0,
+            )
+            body = head.split(b"\r\n\r\n", 1)[1]
+            while len(body) < length:
+                got = conn.recv(65536)
+                if not got:
+                    break
+                body += got
             self.hits.append(path)
+            if path in self.canned:
+                conn.sendall(self.canned[path])
+                return
             behaviour = getattr(self, "_" + path.strip("/").split("/")[0].replace("-", "_"), self._ok)
             behaviour(conn, end)
         except OSError:
@@ -108,6 +126,26 @@ class Hostile:
         while self._alive(end):
             conn.sendall(b"x" * 65536)
 
+    def _short_body(self, conn, end):  # Content-Length promises more than is sent
+        body = METRICS_TEXT
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body) + 37, body))
+
+    def _short_chunked(self, conn, end):  # a chunked body that ends without its last (0-size) chunk
+        body = METRICS_TEXT
+        conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n" % (len(body), body))
+
+    def _gzip_cut(self, conn, end):  # a gzip stream missing its last bytes (no end, no CRC), length honest
+        z = gzip_bytes(METRICS_TEXT)[:-9]
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(z) + z)
+
+    def _gzip_two(self, conn, end):  # two gzip members: a reader that stops after the first loses half
+        z = gzip_bytes(METRICS_TEXT) + gzip_bytes(b'# TYPE y counter\ny_total{n="2"} 2\n')
+        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: %d\r\n\r\n" % len(z) + z)
+
+    def _slow_metrics(self, conn, end):  # a whole, valid answer, 0.4 s late (a server busy writing 44 MB)
+        time.sleep(0.4)
+        self._ok(conn, end)
+
     def _api(self, conn, end):  # /api/v1/...: a Prometheus that answers a byte every 0.5 s
         self._trickle(conn, end)
 
@@ -115,6 +153,26 @@ class Hostile:
         self.stop.set()
         self.sock.close()
         self.thread.join(timeout=5)
+
+
+METRICS_TEXT = b'# TYPE x counter\nx_total{n="1"} 1\n# TYPE z gauge\nz 3\n'
+
+
+def gzip_bytes(data: bytes) -> bytes:
+    z = zlib.compressobj(6, zlib.DEFLATED, 31)
+    return z.compress(data) + z.flush()
+
+
+def answer(body: bytes, content_type: str = "application/json", status: str = "200 OK") -> bytes:
+    """A whole HTTP/1.1 answer with its Content-Length (for ``Hostile.canned``)."""
+    head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
+def sse(*events: str) -> bytes:
+    """A streamed completion: each event a ``data:`` line, then ``data: [DONE]``."""
+    body = "".join(f"data: {e}\n\n" for e in (*events, "[DONE]")).encode()
+    return answer(body, "text/event-stream")
 
 
 _BOMB: list[bytes] = []

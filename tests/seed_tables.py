@@ -31,9 +31,9 @@ PHASES: dict[tuple[str, str], PhaseRow] = {
     ("batch", "long"): PhaseRow(1446, 5.148, (280.9, 274.4, 282.9), 32, (4.446, 4.441, 4.602), 12.120),
     ("serial", "short"): PhaseRow(120, 2.716, (44.2, 44.0, 44.4), 32, (5.370, 5.314, 5.423), 8.489),
     ("serial", "long"): PhaseRow(1446, 5.163, (280.1, 279.8, 282.0), 32, (4.685, 4.442, 4.872), 11.780),
-    ("batched", "short"): PhaseRow(120, 2.739, (43.8, 43.4, 44.8), 32, (5.422, 5.199, 5.450), 8.482),
+    ("batched-forward", "short"): PhaseRow(120, 2.739, (43.8, 43.4, 44.8), 32, (5.422, 5.199, 5.450), 8.482),
     # Seed prints 11.173 s, reachable only by the fastest sample, never the median: the data gives 11.307.
-    ("batched", "long"): PhaseRow(1446, 5.113, (282.8, 281.2, 283.9), 32, (4.988, 4.796, 5.099), 11.307),
+    ("batched-forward", "long"): PhaseRow(1446, 5.113, (282.8, 281.2, 283.9), 32, (4.988, 4.796, 5.099), 11.307),
 }
 
 # "Environment ablation": the cells, in this order, for each arm

@@ -121,3 +121,51 @@ def test_noisiest_takes_the_median_of_an_even_number_of_widths():
         assert len(widths) == r["arms"] == 6
         assert r["median_width"] == pytest.approx(statistics.median(widths))
         assert r["median_width"] != pytest.approx(sorted(widths)[3])
+
+
+def test_switch_ablation_findings_box_is_decided_by_the_analysis():
+    from benchbook.analysis.ablation import NO_SPREAD, SwitchAblation
+
+    row = {"arm": "eager", "switches": "enforce_eager", "metric": "output tok/s", "context": "concurrency 8"}
+    sa = SwitchAblation(
+        "batch",
+        ["eager", "noprefix"],
+        {"eager": {"enforce_eager": "True"}, "noprefix": {"enable_prefix_caching": "False"}},
+        spread=None,
+        spread_from="",
+        rule="seed",
+        rows=[{**row, "is_result": False, "direction": None, "speedup": None, "ratio": 0.5}],
+        interactions=[{"finding": "eager × noprefix: not measured", "measured": False, "pair": ["eager", "noprefix"]}],
+    )
+    box = sa.findings()
+    assert [(f.kind, f.section, f.text) for f in box.lines] == [
+        ("unjudged", "ablation", f"no verdicts: {NO_SPREAD}"),
+        ("unjudged", "interactions", "eager × noprefix: not measured"),
+    ]
+    sa.spread, sa.rows[0] = 0.05, {**row, "is_result": True, "direction": "regression", "speedup": 0.5, "ratio": 0.5}
+    box = sa.findings()
+    assert (box.results, box.regressions, box.unjudged) == (1, 1, 1)
+    assert box.lines[0].text == "eager (enforce_eager) vs batch, output tok/s (concurrency 8): 0.50x"
+
+
+def test_interaction_findings_are_decided_by_the_campaign_ablation():
+    """The ablation page's interaction sentences come from CampaignAblation (data/dsv4-163)."""
+    from pathlib import Path
+
+    from benchbook.analysis.campaign_analysis import analyse
+
+    ab = analyse(Path(__file__).resolve().parents[1] / "data" / "dsv4-163").ablation_of()
+    found = ab.interaction_findings()
+    pair = [f for f in found if f["arm"] == "sparse+cached" and f["phase"] == "decode"]
+    assert len(pair) == 1 and pair[0]["minimal"] and pair[0]["singles"] == ["cached", "sparse"]
+    assert pair[0]["text"].startswith("Every single switch of sparse+cached is within noise on decode (short: ")
+    assert "these switches interact" in pair[0]["text"]
+    (tuned,) = [f for f in found if f["arm"] == "tuned" and f["phase"] == "decode"]
+    assert not tuned["minimal"] and "the smaller combination sparse+cached already gives it" in tuned["text"]
+    summary = ab.single_switch_summary()
+    assert summary[0].startswith("On prefill, single switches that are results on their own: prefetch long +7.7%")
+    assert summary[1] == (
+        "No single switch produces the decode gain: all 3 single-switch arms (sparse, prefetch, cached) are "
+        "within noise of default on every decode cell."
+    )
+    assert ab.digits(("prefill", "long")) == 1 and ab.digits(("decode", "short")) == 3

@@ -3,7 +3,9 @@ asserted on recorded values; the baseline_arm parameter; one browser check."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,8 +15,6 @@ from benchbook.analysis.verdict import compare
 from benchbook.ingest.campaign import load_campaign
 from benchbook.pipeline.campaigns import render_campaign
 from seed_tables import ABLATION, ABLATION_KEYS
-
-pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGN = ROOT / "data" / "dsv4-163"
@@ -30,10 +30,14 @@ KEYS = ABLATION_KEYS
 
 
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    """Default page and the baseline_arm="tuned" page, rendered through the campaign renderer."""
+def pages(tmp_path_factory, bundled_reports):
+    """Default page (from the run's `render --all data`: conftest's bundled_reports) and the
+    baseline_arm="tuned" page, rendered through the campaign renderer."""
     out = tmp_path_factory.mktemp("ablation")
-    default = render_campaign(CAMPAIGN, out / "default", pages=["ablation"]).rendered[0]
+    html = bundled_reports / CAMPAIGN.name / "ablation.html"
+    default = SimpleNamespace(
+        html=html, values=json.loads(html.with_suffix(".values.json").read_text()), bytes=html.stat().st_size
+    )
     tuned = render_campaign(
         CAMPAIGN, out / "tuned", pages=["ablation"], overrides={"ablation": {"baseline_arm": "tuned"}}
     ).rendered[0]

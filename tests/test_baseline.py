@@ -155,7 +155,7 @@ def test_flat_ladders_in_every_serial_row(summary):
 
 def test_batched_over_serial_ratios(summary):
     got = [
-        round(_cmp(summary, "serial", "batched", m, n=n)["speedup"], 2)
+        round(_cmp(summary, "serial", "batched-forward", m, n=n)["speedup"], 2)
         for m, n in (
             ("single_tok_s", 1),
             ("ladder_tok_s", 2),
@@ -165,12 +165,12 @@ def test_batched_over_serial_ratios(summary):
         )
     ]
     assert got == [0.96, 1.07, 1.26, 1.62, 1.06]
-    assert _cmp(summary, "serial", "batched", "ladder_tok_s", n=8)["is_result"]
-    assert not _cmp(summary, "serial", "batched", "single_tok_s", n=1)["is_result"]  # 3.7 % inside the spread
+    assert _cmp(summary, "serial", "batched-forward", "ladder_tok_s", n=8)["is_result"]
+    assert not _cmp(summary, "serial", "batched-forward", "single_tok_s", n=1)["is_result"]  # 3.7 % inside the spread
 
 
 def test_amortization_at_n8(summary):
-    a = next(c for c in summary["checks"] if c["name"] == "batching amortization: batched vs serial")
+    a = next(c for c in summary["checks"] if c["name"] == "batching amortization: batched-forward vs serial")
     # The seed prints 1.342 s per step; 42.927 / 32 = 1.34147, which rounds to 1.341.
     # One row's step is 8.656 / 32 = 0.2705 s, printed 0.271 by the seed (half up; the float sits a
     # hair below the half, so round(…, 3) would give 0.270: compare at 4 decimals).
@@ -211,7 +211,7 @@ def test_batch_arm_phase_verdicts_report_what_the_data_says(summary):
 
 
 def test_long_prompt_decode_after_batched_forward_is_not_a_result(summary):
-    c = _cmp(summary, "serial", "batched", "decode_tok_s", "long")
+    c = _cmp(summary, "serial", "batched-forward", "decode_tok_s", "long")
     assert round(c["change_pct"], 1) == 6.5 and not c["is_result"]
 
 

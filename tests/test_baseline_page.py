@@ -23,11 +23,9 @@ def _values(html: Path) -> dict:
 
 
 @pytest.fixture(scope="module")
-def dsv_page(tmp_path_factory):
-    out = tmp_path_factory.mktemp("dsv")
-    res = render_campaign(DSV, out, pages=["baseline"])
-    assert res.rendered and not res.failed
-    return out / "baseline.html"
+def dsv_page(bundled_reports):
+    """data/dsv4-163's baseline page from the run's `render --all data` (conftest: bundled_reports)."""
+    return bundled_reports / "dsv4-163" / "baseline.html"
 
 
 def test_mini_campaign_values_match_the_library(tmp_path):
@@ -62,7 +60,7 @@ def test_dsv_page_records_the_seed_verdicts(dsv_page):
     assert any("7.5%" in r for r in v["findings_box"]["rules"])  # the yardstick: stated once, in the rules
     assert "flat across the ladder, requests served one at a time: default (serial, serial2)" in sentences
     assert "to check: batch (flat though batched: batch)" in sentences
-    assert "batched vs serial" in sentences and "1.62x" in sentences
+    assert "batched-forward vs serial" in sentences and "1.62x" in sentences
     assert {r["run"] for r in v["memory"]} == {
         "memory-default",
         "memory-tuned",
@@ -99,7 +97,6 @@ def test_bad_input_inside_the_notebook_is_exit_2_and_keeps_the_last_page(tmp_pat
     assert (out / "baseline.html").read_bytes() == good
 
 
-@pytest.mark.browser
 def test_dsv_page_in_chromium(dsv_page, open_page):
     report = open_page(
         dsv_page,

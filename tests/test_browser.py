@@ -9,13 +9,9 @@ from __future__ import annotations
 import json
 import shutil
 
-import pytest
-
 from benchbook.commands.cli import main
 from benchbook.pipeline.execute import render_page
 from benchbook.pipeline.offline import scan
-
-pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 XSS_TITLE = '<script>alert("title")</script>"><img src=x onerror=alert(1)>'
 XSS_LABEL = '"><img src=x onerror=alert(2)><script>alert(3)</script>'

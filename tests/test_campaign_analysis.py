@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.analysis.campaign_analysis import analyse, interpolate, memory_verdict
+from benchbook.analysis.campaign_analysis import analyse
+from benchbook.analysis.memory import memory_verdict
+from benchbook.analysis.references import interpolate
 from benchbook.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,12 +30,12 @@ def test_memory_deltas_per_compared_pair(an):
     d = {(x.baseline, x.candidate, x.quantity): x for x in an.memory_deltas}
     assert set(d) == {
         (b, c, q)
-        for b, c in [("default", "tuned"), ("tuned", "batch"), ("serial", "batched")]
+        for b, c in [("default", "tuned"), ("tuned", "batch"), ("serial", "batched-forward")]
         for q in ("peak", "steady")
     }
     assert round(d[("default", "tuned", "peak")].delta_gib, 1) == 7.4
     assert round(d[("default", "tuned", "steady")].delta_gib, 2) == 1.86
-    assert round(d[("serial", "batched", "peak")].delta_gib, 1) == 1.6
+    assert round(d[("serial", "batched-forward", "peak")].delta_gib, 1) == 1.6
     # 16.42 vs 15.57 GiB peak: 0.85 GiB is inside 7.5 % of 15.57 (1.16 GiB)
     assert not d[("tuned", "batch", "peak")].is_result
     assert d[("tuned", "batch", "peak")].verdict == "within noise — not a result"

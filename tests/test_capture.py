@@ -94,11 +94,9 @@ def test_result_dirs_are_read_from_the_commands_options():
 
 def test_unreachable_server_is_exit_4_with_the_url_and_no_folder(tmp_path):
     url = f"http://127.0.0.1:{_closed_port()}"
-    t0 = time.monotonic()
     r = _bb("capture", "run", "--metrics", url, "--retries", "2", "--out", str(tmp_path / "r"), "--", "true")
     assert r.returncode == 4, r.stderr
     assert f"{url}/metrics: cannot connect" in r.stderr and "after 2 attempts" in r.stderr
-    assert time.monotonic() - t0 < 20  # bounded retries
     assert not (tmp_path / "r").exists()
     r = _bb("capture", "phases", "--url", url, "--model", "m", "--retries", "1", "--out", str(tmp_path / "p"))
     assert r.returncode == 4 and "cannot connect" in r.stderr
@@ -304,7 +302,7 @@ sys.meta_path.insert(0, _Blocker())
 
 
 def test_capture_imports_nothing_an_engine_environment_lacks(server, tmp_path):
-    """`python -m benchbook capture phases|ladder|run` with the analysis/notebook stack unimportable (a
+    """`python -m benchbook capture phases|ladder|run|sweep` with the analysis/notebook stack unimportable (a
     meta-path blocker in sitecustomize), against the small OpenAI-compatible server."""
     import fake_openai
 
@@ -330,9 +328,91 @@ def test_capture_imports_nothing_an_engine_environment_lacks(server, tmp_path):
         r = bb("run", "--metrics", url, "--every", "0.2", "--arm", "a", "--run", "p1", "--point", "c1",
                "--out", str(tmp_path / "o"), "--", sys.executable, "-c", "import time; time.sleep(0.5)")  # fmt: skip
         assert r.returncode == 0, r.stderr
+        r = bb("sweep", "--url", url, "--every", "0.2", "--arm", "a", "--run", "p1", "--concurrency", "1,2",
+               "--point-prefix", "s", "--out", str(tmp_path / "o"), "--",
+               sys.executable, "-c", "import sys, time; time.sleep(0.3 * int(sys.argv[1]))", "{concurrency}")  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        assert "every point done" in r.stdout
     run = tmp_path / "o" / "a" / "p1"
-    assert sorted(p.name for p in run.iterdir()) == ["c1", "host_samples.csv", "ladder", "phases"]
-    for point in ("c1", "ladder", "phases"):
+    assert sorted(p.name for p in run.iterdir()) == [
+        "c1",
+        "events.jsonl",
+        "host_samples.csv",
+        "ladder",
+        "phases",
+        "s1",
+        "s2",
+        "sweep.json",
+    ]
+    validate(json.loads((run / "sweep.json").read_text()), "capture", run / "sweep.json")
+    for point in ("c1", "ladder", "phases", "s1", "s2"):
         cap = json.loads((run / point / "capture.json").read_text())
         validate(cap, "capture", run / point / "capture.json")
         assert cap["complete"] is True and cap["layout"]["folder"] == f"a/p1/{point}"
+
+
+def test_every_capture_appends_its_steps_markers_to_the_run_folders_events(tmp_path):
+    """phases (a line per round), ladder (per step), run (its command), sweep (its points' runs): appended
+    to OUT/ARM/RUN/events.jsonl in the runner's format, which init reads as memory markers."""
+    import fake_openai
+    from benchbook.ingest import run_layout
+    from benchbook.ingest.gpu_runs import event_markers
+
+    root = tmp_path / "o"
+    run = root / "a" / "p1"
+    run.mkdir(parents=True)
+    (run / "events.jsonl").write_text('{"event": "server_start", "t": 1.5}\n')  # the user's own line stays
+    with fake_openai.serving() as (url, _st):
+        common = ["--url", url, "--model", "m", "--max-tokens", "2", "--arm", "a", "--run", "p1", "--out", str(root)]
+        for args in (
+            ["phases", *common, "--repeats", "2", "--warmup", "1"],
+            ["ladder", *common, "--concurrency", "1,2", "--warmup", "0", "--interleave", "--interleave-delay", "0.1"],
+            ["run", "--metrics", url, "--every", "0.2", "--arm", "a", "--run", "p1", "--point", "c1", "--out",
+             str(root), "--", sys.executable, "-c", "import time; time.sleep(0.3)"],
+            ["sweep", "--url", url, "--every", "0.2", "--arm", "a", "--run", "p1", "--out", str(root),
+             "--concurrency", "1,2", "--", sys.executable, "-c", "import time; time.sleep(0.2)"],
+        ):  # fmt: skip
+            t0 = time.time()
+            r = _bb("capture", *args)
+            assert r.returncode == 0, r.stderr
+    lines = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines()]
+    assert lines[0] == {"event": "server_start", "t": 1.5}
+    got = [(x["event"], x.get("kind")) for x in lines[1:]]
+    assert got == [
+        ("bench_phases/round-0", "phases"),
+        ("bench_phases/round-1", "phases"),
+        ("bench_phases/round-2", "phases"),
+        ("bench_ladder/single", "ladder"),
+        ("bench_ladder/ladder-2", "ladder"),
+        ("bench_ladder/interleave", "ladder"),
+        ("bench_c1", "run"),
+        ("bench_conc1", "run"),
+        ("bench_conc2", "run"),
+    ]
+    assert [x["warmup"] for x in lines[1:4]] == [True, False, False] and lines[1]["requests"] == 2
+    assert (
+        lines[5]["requests"] == 2 and lines[5]["scenario"] == "ladder" and lines[5]["event"] == "bench_ladder/ladder-2"
+    )
+    for x in lines[1:]:
+        assert 1.7e9 < x["t_start"] <= x["t_end"] < time.time()
+    starts = [x["t_start"] for x in lines[1:]]
+    assert starts == sorted(starts) and lines[-1]["t_start"] >= t0
+    # a ladder step's marker spans its requests (their client times, on the capture's clock from t0_unix)
+    cap = json.loads((run / "ladder" / "capture.json").read_text())
+    assert cap["markers"] == {"file": "../events.jsonl", "lines": 3}
+    reqs = json.loads((run / "ladder" / "requests.json").read_text())["requests"]
+    two = [q for q in reqs if q["scenario"] == "ladder"]
+    t0 = cap["t0_unix"]
+    assert lines[5]["t_start"] == pytest.approx(t0 + min(q["start"] for q in two), abs=0.01)
+    assert lines[5]["t_end"] == pytest.approx(t0 + max(q["end"] for q in two), abs=0.01)
+    cap = json.loads((run / "c1" / "capture.json").read_text())
+    validate(cap, "capture", run / "c1" / "capture.json")
+    assert cap["markers"]["lines"] == 1 and lines[7]["exit_status"] == 0
+    # init's reader: each marker a request_start/request_end pair labelled with the step
+    rf = run_layout.read_run_folder(run, "a", "p1")
+    assert rf.events == run / "events.jsonl"
+    marks = event_markers(rf.events)
+    assert marks[0] == (1.5, "load_start", None)
+    labels = [lab for _t, e, lab in marks if e == "request_start"]
+    assert labels == [x["event"].removeprefix("bench_") for x in lines[1:]]
+    assert len([m for m in marks if m[1] == "request_end"]) == len(lines) - 1

@@ -131,7 +131,13 @@ def test_ladder_writes_the_canonical_requests_run_in_the_arm_run_layout(tmp_path
     camp = load_campaign(campaign_from_ladder(folder, tmp_path / "camp"))
     cells = whole_request_cells(camp)
     metrics = {(m, n) for m, n in cells.select("metric", "concurrency").iter_rows()}
-    assert {("single_tok_s", 1), ("ladder_tok_s", 2), ("ladder_tok_s", 4), ("interleave_short_latency_s", 2)} <= metrics
+    assert {("single_tok_s", 1), ("ladder_tok_s", 2), ("ladder_tok_s", 4)} <= metrics
+    # the long request (8 tokens at 3 ms) ended long before the short one started 0.5 s later: the
+    # interleave did not overlap, so it is not measured (analysis.interleave), never a figure
+    from benchbook.analysis import interleave
+
+    assert ("interleave_short_latency_s", 2) not in metrics
+    assert [n.split(":")[0] for n in interleave.not_measured(camp)] == ["r1"]
     rate4 = cells.filter((cells["metric"] == "ladder_tok_s") & (cells["concurrency"] == 4))["median"].item()
     reqs4 = [q for q in doc["requests"] if q["scenario"] == "ladder" and q["n"] == 4]
     wall4 = max(q["end"] for q in reqs4) - min(q["start"] for q in reqs4)
@@ -166,3 +172,72 @@ def test_layout_options_are_checked_before_anything_is_sent(tmp_path):
             "capture", "run", "--metrics", url, "--arm", "a", "--run", "r", "--out", str(tmp_path / "o"), "--", "true"
         )
         assert r.returncode == 2 and "needs --point NAME" in r.stderr
+
+
+def test_the_after_scrape_waits_until_the_engine_counted_the_steps_requests(tmp_path):
+    """An engine that counts a finished request 0.4 s after its last byte (a busy host: issue 34): every
+    step's window still holds exactly its requests, and capture.json says how long each wait took."""
+    with fake_openai.serving(count_delay_s=0.4) as (url, _st):
+        r = _bb(
+            "capture", "ladder", "--url", url, "--model", "m", "--concurrency", "1,2,4", "--warmup", "0",
+            "--max-tokens", "2", "--out", str(tmp_path / "o"),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    folder = tmp_path / "o"
+    cap = json.loads((folder / "capture.json").read_text())
+    validate(cap, "capture", folder / "capture.json")
+    for s in cap["steps"]:
+        ok = [
+            float(t.split()[-1])
+            for f in (s["metrics_before"], s["metrics_after"])
+            for t in (folder / f).read_text().splitlines()
+            if t.startswith("vllm:request_success")
+        ]
+        assert ok[1] - ok[0] == s["n"], s["step"]
+        st = s["settle"]
+        assert st["expected"] == s["n"] and st["counted"] == s["n"] and st["timed_out"] is False
+        assert 0.2 < st["waited_s"] < 5 and st["scrapes"] >= 2 and st["timeout_s"] == 5
+
+
+def test_a_settle_wait_that_times_out_is_said_not_fatal(tmp_path):
+    with fake_openai.serving(count_delay_s=1.5) as (url, _st):
+        r = _bb(
+            "capture", "ladder", "--url", url, "--model", "m", "--concurrency", "1,2", "--warmup", "0",
+            "--max-tokens", "2", "--settle-timeout", "0.3", "--out", str(tmp_path / "o"),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    cap = json.loads((tmp_path / "o" / "capture.json").read_text())
+    assert cap["complete"] is True
+    st = cap["steps"][0]["settle"]
+    assert st["timed_out"] is True and st["expected"] == 1 and st["counted"] == 0 and st["timeout_s"] == 0.3
+    assert 0.3 <= st["waited_s"] < 1.5
+    assert "single: the engine counted 0 of 1 requests within 0.3 s (--settle-timeout)" in r.stdout
+
+
+@pytest.mark.parametrize("non_stream", [False, True], ids=["streamed", "non-streamed"])
+def test_completion_tokens_above_max_tokens_are_refused_naming_the_url_and_the_step(tmp_path, non_stream):
+    """A server whose usage says 100x the tokens it generated (issue 34: a 51,674 tok/s ladder with
+    --max-tokens 16): refused where the answer is read, exit 4, the folder kept and marked incomplete."""
+    with fake_openai.serving(usage_factor=100, non_stream=non_stream) as (url, _st):
+        r = _bb(
+            "capture", "ladder", "--url", url, "--model", "m", "--concurrency", "1,2", "--warmup", "0",
+            "--max-tokens", "16", "--out", str(tmp_path / "o"),
+        )  # fmt: skip
+        assert r.returncode == 4, r.stderr
+        assert f"{url}/v1/completions" in r.stderr and "single request 0" in r.stderr
+        assert "usage.completion_tokens is 1600, above the request's max_tokens 16" in r.stderr
+        cap = json.loads((tmp_path / "o" / "capture.json").read_text())
+        assert cap["complete"] is False and "above the request's max_tokens" in cap["stopped"] and cap["steps"] == []
+        r = _bb(
+            "capture", "phases", "--url", url, "--model", "m", "--repeats", "1", "--warmup", "0",
+            "--max-tokens", "16", "--out", str(tmp_path / "p"),
+        )  # fmt: skip
+        assert r.returncode == 4 and "round 0: the answer's usage.completion_tokens is 1600" in r.stderr, r.stderr
+    with fake_openai.serving(non_stream=non_stream) as (url, _st):  # an honest server passes
+        r = _bb(
+            "capture", "ladder", "--url", url, "--model", "m", "--concurrency", "1", "--warmup", "0",
+            "--max-tokens", "16", "--out", str(tmp_path / "h"),
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+    doc = json.loads((tmp_path / "h" / "requests.json").read_text())
+    assert [q["completion_tokens"] for q in doc["requests"]] == [16]

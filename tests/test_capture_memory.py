@@ -17,10 +17,9 @@ import pytest
 
 import fake_openai
 from benchbook.commands.capture_memory import HOST_HEADER, MemorySampling, process_tree
+from realdata import realdata
 
-REAL_GPU_CSV = (
-    Path(__file__).resolve().parents[2] / "shared" / "realdata" / "vllm_h200_llama8b" / "batch" / "gpu_samples.csv"
-)
+REAL_GPU_CSV = realdata("vllm_h200_llama8b", "batch", "gpu_samples.csv")
 REAL_HOST_CSV = REAL_GPU_CSV.with_name("host_samples.csv")
 HEADER = (
     "timestamp, index, memory.used [MiB], memory.total [MiB], power.draw [W], utilization.gpu [%], "

@@ -56,7 +56,6 @@ def test_histogram_counts_every_value_once():
     assert (first["lo"], first["hi"], first["count"]) == (0.0, 2.0, 2)  # 0 and 1
 
 
-@pytest.mark.slow
 def test_compare_page_of_14_files_of_1000_requests_renders_within_budget(tmp_path):
     files = write_results(tmp_path / "results", 14, 1000, seed=1)
     out = tmp_path / "out"

@@ -23,9 +23,10 @@ from benchbook.analysis import identity as ident
 from benchbook.analysis import resultset as rset
 from benchbook.errors import InputError
 from benchbook.ingest import formats
+from realdata import realdata
 
 REPO = Path(__file__).resolve().parents[1]
-H200 = REPO.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 ARMS = ("batch", "eager", "noprefix", "serial")
 LABELS = [f"{a}/results/*.json={a}" for a in ARMS]
 

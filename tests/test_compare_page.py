@@ -30,7 +30,6 @@ def _render(tmp_path, files, params=None, extra=()):
     return out, json.loads((out / "compare.values.json").read_text())
 
 
-@pytest.mark.slow
 def test_llama70b_rate_sweep_with_an_slo_beside_deepseek(tmp_path, open_page):
     # copies beside a benchbook-compare.yml that says what the files do not: the GPU count (tp8_pp1 in the names)
     files = []
@@ -82,7 +81,6 @@ def test_llama70b_rate_sweep_with_an_slo_beside_deepseek(tmp_path, open_page):
     assert report.requests == [] and report.charts == 5
 
 
-@pytest.mark.slow
 def test_sglang_pd_set_by_tag_and_pd_local_not_comparable(tmp_path, open_page):
     out, v = _render(tmp_path, [*PD, PD_LOCAL], {"min_duration_s": 30})
     assert v["repeats"] == {c: 1 for c in v["configurations"]} and len(v["configurations"]) == 5
@@ -103,7 +101,6 @@ def test_sglang_pd_set_by_tag_and_pd_local_not_comparable(tmp_path, open_page):
     assert report.ok, report.problems()
 
 
-@pytest.mark.slow
 def test_nv_action_repeats_measure_spread_and_duplicates_count_once(tmp_path, open_page):
     summary = ER / "er0080_sweep_maxnumseqs4_conc2_summary.json"
     files = [*NV, ER / "er0080_sweep_maxnumseqs4_conc2_run0.json", summary]

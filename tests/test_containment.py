@@ -178,7 +178,6 @@ def test_pd_run_references_stay_inside(tmp_path, key, how, capsys):
     assert not [p for p in opened if Path(p).resolve().is_relative_to(other.resolve())]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("kind", "make", "how"), [c for c in CASES if c[2] in ("dotdot", "symlink-file")][:4])
 def test_render_rejects_what_validate_rejects(world, tmp_path, kind, make, how, capsys):
     camp, other = world
@@ -190,7 +189,6 @@ def test_render_rejects_what_validate_rejects(world, tmp_path, kind, make, how, 
     assert not (out / "baseline.html").exists()
 
 
-@pytest.mark.slow
 def test_same_campaign_from_two_folders_gives_the_same_page(tmp_path, monkeypatch):
     """No absolute path of the rendering machine in the page, its notebook or its values."""
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
@@ -208,7 +206,6 @@ def test_same_campaign_from_two_folders_gives_the_same_page(tmp_path, monkeypatc
     assert b"mini/runs/phases-serial/metrics/s1.prom" in made["a"][".html"]  # named from the campaign
 
 
-@pytest.mark.slow
 def test_compare_reads_what_it_is_given_says_which_and_embeds_no_machine_path(tmp_path, monkeypatch, capsys):
     fix = Path(__file__).resolve().parent / "fixtures" / "realdata" / "vllm_bench_serving"
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")

@@ -19,7 +19,7 @@ from benchbook.analysis.disaggregation import (
     window_validity,
 )
 from benchbook.errors import InputError
-from benchbook.ingest.pd_runs import Window, load_pd_campaign, parse_prefill_log, summary_table
+from benchbook.ingest.pd_runs import SummaryWindow, load_pd_campaign, parse_prefill_log, summary_table
 
 BUNDLED = Path(__file__).resolve().parents[1] / "data" / "pd-prefill-cap"
 
@@ -69,7 +69,9 @@ def test_littles_law_products(seed):
     assert seed.cell("cap1-n640", "littles_lambda_w", "whole")["median"] == pytest.approx(111.507, abs=5e-4)
     assert seed.cell("cap2-n640", "littles_lambda_w", "whole")["median"] == pytest.approx(110.859, abs=1.5e-3)
     chk = seed.check("Little's law: cap1-n640 whole")
-    assert chk["status"] == "pass" and "111.507" in chk["detail"] and "limit 128" in chk["detail"]
+    assert chk["status"] == "warn" and "111.507" in chk["detail"] and "limit 128" in chk["detail"]
+    # the seed records no Concurrency: nothing independent to hold λ × W against — not judged, not a pass
+    assert "not judged: no concurrency measured apart from λ and W" in chk["detail"]
 
 
 def test_acceptance_lengths(seed):
@@ -121,6 +123,18 @@ def test_reported_batch_counts_are_labelled(seed):
     assert (bc["reports"], bc["multi_request_batches"], bc["single_request_tail_batches"]) == (458, 217, 0)
 
 
+def test_caveats_are_decided_by_the_analysis(seed):
+    """The PD page's "Caveats from the inputs" come from the analysis (disaggregation.caveats), one
+    sentence per thing the bundled inputs lack or state loosely."""
+    cav = seed.caveats
+    assert cav[0] == "Provenance is 'transcribed': the figures were not measured by this tool."
+    assert "Prefill batch counts are reported counts, no log lines: cap2-n320: 458 reports, 217 multi-request." in cav
+    assert "One run per arm and load: every gain is unreplicated and the run-to-run spread is unmeasured." in cav
+    assert [c for c in cav if c.startswith("cap2-n320's native window fails the window rule")]
+    assert sum("passes only on a published lower bound" in c for c in cav) == 2
+    assert "10 figure(s) are derived and 2 approximate" in " ".join(cav)
+
+
 def test_admission_table(seed):
     rows = {(r["requests"], r["max_requests"]): r for r in seed.admission}
     assert rows[(320, 1)]["batches"] == 960 and rows[(320, 1)]["arms"] == "cap1"
@@ -150,7 +164,7 @@ def _w(duration_ms=None, n=None, **kw):
         common["Benchmark Duration"] = duration_ms
     if n is not None:
         common["Success Requests"] = n
-    return Window("native", {}, common, **kw)
+    return SummaryWindow("native", {}, common, **kw)
 
 
 def test_window_validity_thresholds():
@@ -252,8 +266,9 @@ def test_synthetic_records_in_flight_by_hand(tmp_path):
     rep = analyse(make_campaign(tmp_path))
     measured = [c for c in rep.cells if c["metric"].startswith("time-weighted in-flight")]
     assert measured[0]["median"] == pytest.approx(2.0)
-    # the summary's λW = 0.25 × 22/3 = 1.8333 agrees with its own Concurrency...
-    assert rep.check("Little's law: r1 whole")["status"] == "pass"
+    # the summary's λW = 0.25 × 22/3 = 1.8333 agrees with its own Concurrency (λ × W by construction:
+    # not judged)...
+    assert rep.check("Little's law: r1 whole")["status"] == "warn"
     # ...but the failed request held a slot: measured 2.0 vs 1.8333, gap 8.3 % -> warn
     chk = rep.check("Little's law, measured: r1 whole")
     assert chk["status"] == "warn" and "L = 2.000" in chk["detail"]

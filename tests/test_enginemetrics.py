@@ -3,15 +3,15 @@
 Expected values for the real vLLM pair are read off the files by hand (idle: every counter 0)."""
 
 import math
-from pathlib import Path
 
 import pytest
 
 from benchbook.analysis import enginemetrics as em
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import PROFILES
+from realdata import realdata
 
-REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "realdata" / "prom_llm_servers"
+REAL = realdata("prom_llm_servers")
 INF = math.inf
 
 

@@ -10,8 +10,6 @@ import pytest
 
 from benchbook.pipeline.execute import render_page
 
-pytestmark = pytest.mark.slow
-
 ROOT = Path(__file__).resolve().parents[1]
 CAMPAIGN = ROOT / "data" / "dsv4-163"
 

@@ -151,7 +151,6 @@ def test_an_unknown_aiperf_record_layout_lists_what_it_found(tmp_path):
     assert e.value.location == "line 1.metadata" and "benchmark_phase" in e.value.reason
 
 
-@pytest.mark.slow
 def test_compare_page_shows_per_request_views_for_every_tool(tmp_path, open_page):
     out = tmp_path / "cmp"
     assert main(["render", "--compare", str(VLLM), str(GUIDELLM), str(AIPERF_JSON), "--out", str(out)]) == 0

@@ -8,10 +8,11 @@ import pytest
 
 from benchbook.errors import InputError
 from benchbook.ingest import formats as F
+from realdata import realdata
 
 HERE = Path(__file__).parent
 FIX = HERE / "fixtures" / "realdata"
-SHARED = HERE.parent.parent / "shared" / "realdata"
+SHARED = realdata()
 
 
 def shared(rel: str) -> Path:

@@ -1,14 +1,12 @@
 """nvidia-smi and host sample files: the real H200 campaign's files and hand-made edge cases."""
 
-from pathlib import Path
-
 import pytest
 
 from benchbook.errors import InputError
 from benchbook.ingest import gpu_samples
+from realdata import realdata
 
-ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 
 
 def test_reads_the_h200_campaigns_nvidia_smi_samples():

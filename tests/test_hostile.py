@@ -19,8 +19,6 @@ import pytest
 
 from benchbook.commands.cli import main
 
-pytestmark = pytest.mark.slow
-
 ROOT = Path(__file__).resolve().parents[1]
 MINI = ROOT / "tests" / "fixtures" / "mini"
 PD = ROOT / "data" / "pd-prefill-cap"
@@ -93,7 +91,12 @@ def _hostile_mini(dest: Path) -> None:
         r["arm"] = arm_of[r["arm"]]
         r["id"] = ids[r["id"]]
     shutil.copytree(dest / "runs" / "phases-serial", dest / "runs" / "phases-ablate")
-    shutil.copytree(dest / "runs" / "req-serial", dest / "runs" / "req-serial2")  # a measured spread
+    shutil.copytree(dest / "runs" / "req-serial", dest / "runs" / "req-serial2")  # a measured spread:
+    rq = dest / "runs" / "req-serial2" / "requests.json"  # every time 3 % later (a copy is no repeat)
+    doc = json.loads(rq.read_text())
+    for q in doc["requests"]:
+        q["start"], q["end"] = q["start"] * 1.03, q["end"] * 1.03
+    rq.write_text(json.dumps(doc))
     ids["phases-ablate"], ids["req-serial2"] = h("phases-ablate"), h("req-serial2")
     m["runs"].append(
         {
@@ -231,7 +234,6 @@ def _inner_text(browser, path: Path) -> str:
         ctx.close()
 
 
-@pytest.mark.browser
 @pytest.mark.parametrize("page", list(PAGES))
 def test_hostile_text_is_inert_and_visible(rendered, page, open_page, chromium):
     html = rendered / PAGES[page]
@@ -300,7 +302,7 @@ def test_scrape_deadline_covers_the_whole_answer(hostile, path):
     t0 = time.monotonic()
     with pytest.raises(SourceError, match="no answer within 2 s"):
         _scrape(server.url + path)
-    assert time.monotonic() - t0 < 4.5
+    assert time.monotonic() - t0 < hostile_server.LIFETIME_S / 2  # not the server's own end of the answer
 
 
 def test_scrape_endless_body_is_cut_at_the_limit(hostile):
@@ -338,7 +340,7 @@ def test_phases_stream_without_a_line_feed(hostile):
     t0 = time.monotonic()
     with pytest.raises(SourceError, match="did not finish within 2 s"):
         stream_completion(server.url, {"prompt": "x"}, 2.0)
-    assert time.monotonic() - t0 < 4.5
+    assert time.monotonic() - t0 < hostile_server.LIFETIME_S / 2  # not the server's own end of the answer
     with pytest.raises(SourceError, match="a line of more than 1048576 bytes"):
         stream_completion(server.url + "/flood", {"prompt": "x"}, 10.0)
 
@@ -352,7 +354,7 @@ def test_prometheus_source_deadline_and_redirect(hostile):
     t0 = time.monotonic()
     with promsource.PromClient(server.url, timeout=2.0) as c, pytest.raises(SourceError, match="no answer within 2 s"):
         c.buildinfo()
-    assert time.monotonic() - t0 < 4.5
+    assert time.monotonic() - t0 < hostile_server.LIFETIME_S / 2  # not the server's own end of the answer
     problems = promsource.check_source(server.url + "/redirect", {"job": "x"}, get_profile("pocket"), timeout=2.0)
     assert len(problems) == 1 and "refused" in problems[0], problems
     assert target.hits == []

@@ -17,10 +17,11 @@ from benchbook.analysis import identity as ident
 from benchbook.analysis import resultset as rset
 from benchbook.errors import InputError
 from benchbook.ingest import formats
+from realdata import realdata
 
 HERE = Path(__file__).parent
 FIX = HERE / "fixtures" / "realdata"
-SHARED = HERE.parent.parent / "shared" / "realdata"
+SHARED = realdata()
 PD = [FIX / "sglang_bench_serving" / f"pd_1p{k}d_n100_in2048_out512_c128.jsonl" for k in (1, 2, 4, 8)]
 PD_LOCAL = FIX / "sglang_bench_serving" / "pd_local.jsonl"
 ER = FIX / "vllm_bench_serving"

@@ -13,9 +13,10 @@ import pytest
 
 from benchbook.commands import init as init_cmd
 from benchbook.errors import InputError
+from realdata import realdata
 
 REPO = Path(__file__).resolve().parents[1]
-H200 = REPO.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 ARMS = ("serial", "batch", "eager", "noprefix")
 
 
@@ -262,9 +263,10 @@ def test_capture_ladder_and_phases_folders_in_a_run(tmp_path):
 
 
 def test_two_processes_of_an_arm_give_the_spread_verdicts_use(tmp_path):
-    """A second serial process (here the first one's files with every duration 2 % longer: a repeat
-    built for the test) gives a 2 % run-to-run spread; batched vs serial at concurrency 8 is then a
-    result, at concurrency 1 (one request at a time on both) it is not."""
+    """A second serial process (here the first one's files with every duration and request time 2 %
+    longer: a repeat built for the test — with its requests unchanged it would be a copy, counted once)
+    gives a 2 % run-to-run spread; batched vs serial at concurrency 8 is then a result, at concurrency 1
+    (one request at a time on both) it is not."""
     from benchbook.analysis.ladder import results_ladder_analysis
     from benchbook.ingest.campaign import load_campaign
 
@@ -273,6 +275,8 @@ def test_two_processes_of_an_arm_give_the_spread_verdicts_use(tmp_path):
     for p in (tmp_path / "serial" / "p2" / "results").glob("*.json"):
         d = json.loads(p.read_text())
         d["duration"] *= 1.02
+        d["ttfts"] = [t * 1.02 for t in d["ttfts"]]
+        d["itls"] = [[t * 1.02 for t in row] for row in d["itls"]]
         p.write_text(json.dumps(d))
     _add_point(_run_folder(tmp_path / "batch", "batch", "conc1"), "batch", "conc8")
     m = _init(tmp_path / "camp", tmp_path / "serial", tmp_path / "batch")

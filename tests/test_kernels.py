@@ -8,7 +8,7 @@ import pytest
 
 from benchbook.pipeline.kernels import WorkerKernel
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.fresh_kernel  # these tests make their kernels themselves
 
 
 def _notebook(path, *sources):

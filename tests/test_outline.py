@@ -9,7 +9,7 @@ from benchbook.pipeline.outline import outline
 
 
 def _page(*body: str) -> str:
-    box = bd.findings_box([bd.Finding("fail", "x", "checks")], headline="0 results, 1 failed check").html
+    box = bd.findings_box([bd.BoxLine("fail", "x", "checks")], headline="0 results, 1 failed check").html
     return "<h1>T</h1>" + box + "".join(body)
 
 

@@ -4,8 +4,6 @@ analysis.pd_report decided; the rendered page records the same figures."""
 import json
 from pathlib import Path
 
-import pytest
-
 from benchbook.analysis.pd_report import campaign_reports
 from benchbook.commands.cli import main
 from benchbook.ingest import formats
@@ -26,7 +24,6 @@ def test_section_tables_and_checks():
     )  # no PD report: no section
 
 
-@pytest.mark.slow
 def test_compare_page_records_the_pd_figures(tmp_path):
     import yaml
 

@@ -10,9 +10,10 @@ import pytest
 from benchbook.analysis import per_request as pr
 from benchbook.ingest import formats
 from benchbook.ingest.formats import BenchmarkRun, requests_frame
+from realdata import realdata
 
 ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT / ".." / "shared" / "realdata"
+REAL = realdata()
 FIX = ROOT / "tests" / "fixtures" / "realdata"
 
 

@@ -1,14 +1,13 @@
 """Engine profiles: vLLM/SGLang/TGI/unprefixed names and auto-detection from a scrape."""
 
-from pathlib import Path
-
 import pytest
 
 from benchbook.errors import InputError
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import PROFILES, detect_profile
+from realdata import realdata
 
-REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "realdata" / "prom_llm_servers"
+REAL = realdata("prom_llm_servers")
 COMMON = {
     "ttft",
     "e2e",

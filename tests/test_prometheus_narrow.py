@@ -22,7 +22,7 @@ import re
 
 import pytest
 
-from benchbook.commands.synth import GENERATION_TOKENS, PROMPT_CLASSES, Model, _Engine, prefill_s, step_s
+from benchbook.commands.synth_engine import GENERATION_TOKENS, PROMPT_CLASSES, Model, PocketEngine, prefill_s, step_s
 from benchbook.errors import InputError
 from benchbook.metrics import phases, prometheus
 from benchbook.metrics.profiles import get_profile
@@ -35,7 +35,7 @@ FAMILIES = phases.needed_names(POCKET)
 def _snapshots(k: int, seed: int = 5) -> list[str]:
     m = Model()
     rng = random.Random(seed)
-    eng = _Engine(rng)
+    eng = PocketEngine(rng)
     out = [eng.text(0)]
     for i in range(k):
         cls = "short" if i % 2 == 0 else "long"

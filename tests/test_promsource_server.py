@@ -24,8 +24,6 @@ from benchbook.errors import InputError, SourceError
 from benchbook.metrics import phases, prometheus, promsource
 from benchbook.metrics.profiles import EngineProfile, MetricRef, get_profile
 
-pytestmark = pytest.mark.prometheus_server
-
 FIX = Path(__file__).parent / "fixtures" / "promsource"
 TIMELINE = json.loads((FIX / "timeline.json").read_text())
 B = TIMELINE["base"]

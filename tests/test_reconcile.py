@@ -8,10 +8,11 @@ import pytest
 
 from benchbook.analysis import reconcile as R
 from benchbook.ingest import formats as F
+from realdata import realdata
 
 HERE = Path(__file__).parent
 VLLM = HERE / "fixtures" / "realdata" / "vllm_bench_serving"
-SHARED = HERE.parent.parent / "shared" / "realdata"
+SHARED = realdata()
 
 
 def run(name: str) -> F.BenchmarkRun:

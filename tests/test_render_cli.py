@@ -10,7 +10,6 @@ import pytest
 
 from benchbook.commands.cli import main
 
-pytestmark = pytest.mark.slow
 EVIL = '"><img src=x onerror=alert(1)><script>alert(2)</script>'
 
 

@@ -125,15 +125,15 @@ def test_a_figure_with_range_and_ratio_wraps_between_its_parts():
 
 def test_findings_box_lists_each_line_linked_to_its_section_escaped():
     box = bd.findings_box(
-        [bd.Finding("regression", EVIL, "comparisons"), bd.Finding("fail", "clamped", "clamps")], headline=EVIL
+        [bd.BoxLine("regression", EVIL, "comparisons"), bd.BoxLine("fail", "clamped", "clamps")], headline=EVIL
     ).html
     assert box.index('href="#sec-comparisons"') < box.index('href="#sec-clamps"')
     assert "<img" not in box and 'id="bb-findings"' in box and bd.TOC_PLACEHOLDER in box
     assert "bb-mark-regression" in box and "bb-mark-fail" in box
     with pytest.raises(ValueError):
-        bd.Finding("great", "x", "s")
+        bd.BoxLine("great", "x", "s")
     with pytest.raises(ValueError):
-        bd.Finding("fail", "x", 'x" onclick="y')
+        bd.BoxLine("fail", "x", 'x" onclick="y')
     assert "Nothing to report." in bd.findings_box([], headline="0 results").html
 
 

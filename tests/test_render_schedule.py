@@ -15,8 +15,6 @@ import pytest
 from benchbook.commands import synth
 from benchbook.commands.cli import main
 
-pytestmark = pytest.mark.slow
-
 EPOCH = "1790000000"
 SHA = "0" * 40
 
@@ -101,6 +99,7 @@ def test_j1_output_is_byte_identical_to_j2(rendered, tmp_path, monkeypatch):
     assert _tree(out1) == tree
 
 
+@pytest.mark.fresh_kernel  # `render CAMPAIGN` in a kernel of its own, as outside the tests
 def test_reused_kernel_gives_the_bytes_of_a_fresh_kernel(rendered, tmp_path, monkeypatch):
     """``render CAMPAIGN`` starts a kernel for the page; ``render --all`` reused a worker's kernel."""
     data, out, _, tree = rendered
@@ -121,6 +120,7 @@ def test_history_page_in_chromium(rendered, open_page):
         text_of=["#bb-what-changed", "#bb-findings"],
     )
     assert rep.ok, rep.problems()
+    assert rep.layout.problems() == []  # charts of several campaigns: no label outside its chart
     assert rep.charts >= 5
     # three campaigns: consecutive changes are judged; too few for step detection, and it says so
     assert "nightly-2026-11-03" in rep.texts["#bb-what-changed"]

@@ -5,14 +5,13 @@ vLLM benchmark_serving arrays, GuideLLM samples)."""
 import json
 from pathlib import Path
 
-import pytest
-
 from benchbook.commands.cli import main
 from benchbook.pipeline.offline import scan
+from realdata import realdata
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "realdata"
-REAL = ROOT / ".." / "shared" / "realdata"
+REAL = realdata()
 TABLES = ["bb-request-outcomes", "bb-request-saturation", "bb-request-percentiles", "bb-request-definitions"]
 
 
@@ -24,7 +23,6 @@ def _render(tmp_path, files, name="compare"):
     return html, json.loads((out / "compare.values.json").read_text())
 
 
-@pytest.mark.slow
 def test_realdata_per_request_views_in_chromium(tmp_path, open_page):
     files = [
         FIX / "aiperf_genai_perf" / "aiperf_run1_profile_export.jsonl",

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from benchbook.ingest import gpu_runs, run_layout
+from realdata import realdata
 
-H200 = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 
 
 def test_the_h200_arm_folder_is_one_run_with_paired_points():

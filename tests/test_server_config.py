@@ -8,8 +8,9 @@ import pytest
 
 from benchbook.errors import InputError
 from benchbook.ingest import server_config as sc
+from realdata import realdata
 
-H200 = Path(__file__).resolve().parents[2] / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 
 ENGINE_LINE = (
     "(EngineCore pid=1) INFO [core.py:116] Initializing a V1 LLM engine (v0.26.0) with config: model='/m', "

@@ -27,7 +27,7 @@ def test_environment_yml_lists_the_same_dependencies_as_pyproject():
 
 def test_make_help_is_the_default_target():
     out = subprocess.run(["make", "-s", "-C", str(ROOT)], capture_output=True, text=True, check=True).stdout
-    for target in ("report", "test", "lab", "bench", "setup"):
+    for target in ("report", "test", "test-fast", "lab", "bench", "setup"):
         assert f"make {target}" in out
 
 

@@ -9,10 +9,11 @@ import pytest
 
 from benchbook.errors import InputError
 from benchbook.ingest import formats as F
+from realdata import realdata
 
 HERE = Path(__file__).parent
 FIX = HERE / "fixtures" / "realdata" / "sglang_bench_serving"
-SHARED = HERE.parent.parent / "shared" / "realdata" / "sglang_bench_serving"
+SHARED = realdata("sglang_bench_serving")
 PD = ["pd_1p1d_n100_in2048_out512_c128.jsonl", "pd_1p2d_n100_in2048_out512_c128.jsonl",
       "pd_1p4d_n100_in2048_out512_c128.jsonl", "pd_1p8d_n100_in2048_out512_c128.jsonl", "pd_local.jsonl"]  # fmt: skip
 

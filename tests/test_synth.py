@@ -73,15 +73,6 @@ def test_serial_ladder_completes_at_k_times_single(tmp_path):
         assert n * GENERATION_TOKENS / wall == pytest.approx(GENERATION_TOKENS / single, rel=1e-5)
 
 
-def test_documented_figures_of_the_model():
-    m = Model()
-    assert prefill_s(m, 120) == pytest.approx(2.45 + 120 / 540)
-    assert step_s(m, 120) == pytest.approx(0.185 + 1.4e-5 * 120)
-    assert step_s(m, 120, 8) == pytest.approx(step_s(m, 120) * 3.73)
-    assert single_service_s(m, 120) == pytest.approx(8.4633, abs=1e-4)  # docs/bench.md
-    assert single_service_s(m, 1446) == pytest.approx(11.4943, abs=1e-4)
-
-
 def test_batch_group_shares_steps_and_finishes_together(tmp_path):
     m = Model()
     root = synthesize(tmp_path / "c", kind="batch", runs=1, seed=3, noise=0, snapshots=0)
@@ -104,34 +95,6 @@ def test_phase_split_recovers_the_model(tmp_path):
         [(GENERATION_TOKENS - 1) / ((GENERATION_TOKENS - 1) * step_s(m, 120) + m.assembly_s)] * short.height
     )
     assert (ps["engine_total_s"] < ps["client_total_s"]).all()
-
-
-def test_interference_is_excluded_with_its_reason(tmp_path):
-    root = synthesize(tmp_path / "c", kind="serial", runs=1, seed=3, snapshots=4, interference=1.0)
-    camp = load_campaign(root)
-    assert camp.phase_samples.height == 0
-    assert len(camp.exclusions) == 4
-    assert all("not attributable to one request" in e.reason for e in camp.exclusions)
-
-
-def test_ndjson_holds_every_round_and_round0_is_requests_json(tmp_path):
-    n = ROUND0 + 3 * (ROUND0 - 1) + 5
-    root = synthesize(tmp_path / "c", kind="serial", runs=1, seed=4, requests=n, snapshots=0, itl=True)
-    run = root / "runs" / "serial-1"
-    lines = [json.loads(ln) for ln in (run / "requests.ndjson").read_text().splitlines()]
-    assert len(lines) == n
-    assert all(len(r["itl"]) == r["completion_tokens"] - 1 for r in lines)
-    assert all(
-        r["end"] == pytest.approx(r["start"] + r["ttft"] + sum(r["itl"]) + Model().assembly_s, abs=1e-3)
-        for r in lines
-        if r["scenario"] in ("single", "warmup")
-    )
-    doc = json.loads((run / "requests.json").read_text())
-    keys = doc["requests"][0].keys()
-    assert [{k: r[k] for k in keys} for r in lines if r["round"] == 0] == doc["requests"]
-    df, excl = read_requests_ndjson(run / "requests.ndjson", GENERATION_TOKENS, ["short", "long"])
-    assert df.height == n and df["excluded"].sum() == len(excl)  # marked, not removed
-    assert df["itl"].list.len().max() == GENERATION_TOKENS - 1
 
 
 def test_campaign_requests_read_ndjson_rounds_and_aggregate_per_round(tmp_path):
@@ -192,21 +155,6 @@ def test_ndjson_reader_names_the_bad_line(tmp_path):
     with pytest.raises(InputError) as e:
         read_requests_ndjson(p, 32, ["short"])
     assert e.value.location == "line 1" and "round" in e.value.reason
-
-
-def test_pd_scheduler_log_is_the_admission_simulation(tmp_path):
-    root = synthesize(tmp_path / "c", kind="pd", runs=1, seed=0, requests=320)
-    log = (root / "runs" / "pd-1" / "prefill.log").read_text().splitlines()
-    assert len(log) == 645  # the PD seed: 320 x 16388 tokens at cap 2
-    assert "#new-token: 8192" in log[0]
-    doc = json.loads((root / "runs" / "pd-1" / "pd.json").read_text())
-    assert doc["windows"]["whole"]["common"]["Total Generated Tokens"] == 320 * 2048
-    from benchbook.analysis import disaggregation
-
-    rep = disaggregation.analyse(root)
-    assert [b for b in rep.batch_composition if b.get("reports") == 645]
-    little = [c for c in rep.checks if "Little" in c.get("name", "")]
-    assert little and all(c["status"] == "pass" for c in little)
 
 
 def test_cli_refuses_a_non_empty_folder(tmp_path, capsys):

@@ -1,13 +1,11 @@
 """`benchbook validate FILE` on every real public capture: exit 0 and a correct description."""
 
-from pathlib import Path
-
 import pytest
 
 from benchbook.commands.cli import main
+from realdata import realdata
 
-ROOT = Path(__file__).resolve().parents[1]
-REAL = ROOT.parent / "shared" / "realdata"
+REAL = realdata()
 FOLDERS = ["vllm_bench_serving", "sglang_bench_serving", "guidellm", "aiperf_genai_perf", "llmperf", "prom_llm_servers"]
 # Expected description fragments, keyed by what the file IS (its content), checked per folder.
 EXPECT = {

@@ -84,7 +84,7 @@ def test_identical_arms_are_never_a_result(xs, s, hib, m):
     assert not v.is_result and v.direction == "no change"
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)  # no timed assertion: a loaded host once took 0.8 s for one case
 @given(st.sampled_from([1.0, 2.5, 7.0]), st.sampled_from([1.0, 2.5, 7.0]), spread)
 def test_ties_at_n3(x, y, s):
     v = _small([x, x, x], [y, y, y], s)
@@ -93,5 +93,6 @@ def test_ties_at_n3(x, y, s):
     if x == y:
         assert v.state is State.WITHIN_NOISE
     else:
-        assert v.is_result == (abs(math.log(y) - math.log(x)) > math.log1p(s))
-        assert v.state in (State.IMPROVEMENT, State.REGRESSION, State.WITHIN_NOISE)
+        # … and never against a zero spread (identical repeats are copies, not a yardstick)
+        assert v.is_result == (s > 0 and abs(math.log(y) - math.log(x)) > math.log1p(s))
+        assert v.state in (State.IMPROVEMENT, State.REGRESSION, State.WITHIN_NOISE, State.CANNOT_TELL)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from benchbook.analysis import baseline, campaign_analysis, disaggregation, history
+from benchbook.analysis import baseline, campaign_analysis, disaggregation, history, memory
 from benchbook.analysis.verdict import Evidence, State, decide
 from benchbook.commands.summary import build
 from benchbook.ingest.campaign import load_campaign
@@ -68,12 +68,12 @@ def test_baseline_comparisons_mirror_with_the_pairs_reversed(rule):
 def test_memory_and_reference_verdicts_mirror():
     # the old memory rule tested |Δ| against spread × the baseline: 10 → 10.6 GiB at 5.9 % was a result
     # one way (0.6 > 0.59) and not the other (0.6 < 0.625); the symmetric rule decides both the same
-    a, b = campaign_analysis.memory_decision(10.0, 10.6, 0.059), campaign_analysis.memory_decision(10.6, 10.0, 0.059)
+    a, b = memory.memory_decision(10.0, 10.6, 0.059), memory.memory_decision(10.6, 10.0, 0.059)
     assert a.mirrors(b) and a.state is State.REGRESSION  # more memory is worse
     an = campaign_analysis.analyse(ROOT / "data" / "dsv4-163")
     assert an.memory_deltas
     for d in an.memory_deltas:
-        assert d.typed.mirrors(campaign_analysis.memory_decision(d.candidate_gib, d.baseline_gib, an.spread))
+        assert d.typed.mirrors(memory.memory_decision(d.candidate_gib, d.baseline_gib, an.spread))
     (ref,) = an.references
     assert ref.typed.mirrors(decide(ref.typed.evidence.swapped()))
 

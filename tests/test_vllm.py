@@ -12,10 +12,11 @@ import pytest
 
 from benchbook.errors import InputError
 from benchbook.ingest import formats as F
+from realdata import realdata
 
 HERE = Path(__file__).parent
 FIX = HERE / "fixtures" / "realdata" / "vllm_bench_serving"
-SHARED = HERE.parent.parent / "shared" / "realdata" / "vllm_bench_serving"
+SHARED = realdata("vllm_bench_serving")
 LLAMA = "serving_meta-llama-Llama-3.3-70B-Instruct_tp8_pp1_sharegpt_qps_{}.json"
 
 

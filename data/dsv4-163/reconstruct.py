@@ -106,7 +106,7 @@ ARMS = {
                        "environment. The reference for decode-path changes and the "
                        "'all four' row of the ablation."},
     "batch": {
-        "label": "batch, mbs=8, budget 4096", "mode": "batch", "environment": "tuned",
+        "label": "batch mode", "mode": "batch", "environment": "tuned",
         "server_args": BATCH_ARGS, "commit": COMMIT_1536681, "series": "1536681",
         "description": "Tuned environment with --max-batch-size 8 --prefill-token-budget "
                        "4096 requested; the scheduler clamped it to width 1, budget 0 "
@@ -134,12 +134,12 @@ ARMS = {
         "description": "The sparse arena and the 43-layer cache together, on top of the "
                        "default environment."},
     "serial": {
-        "label": "serial, mbs=1", "mode": "serial", "environment": "tuned",
+        "label": "serial control (ccb339d)", "mode": "serial", "environment": "tuned",
         "server_args": SERIAL_ARGS, "commit": COMMIT_CCB339D, "series": "ccb339d",
         "description": "Commit ccb339d plus the caps() change, tuned environment, "
                        "--max-batch-size 1 --prefill-token-budget 0: the width-1 control."},
-    "batched": {
-        "label": "batched, mbs=8", "mode": "batch", "environment": "tuned+batched-decode",
+    "batched-forward": {
+        "label": "batched forward (ccb339d)", "mode": "batch", "environment": "tuned+batched-decode",
         "server_args": BATCH_ARGS, "commit": COMMIT_CCB339D, "series": "ccb339d",
         "description": "Commit ccb339d plus the caps() change, tuned environment with "
                        "POCKETLLM_CPP_BATCHED_DECODE=1, --max-batch-size 8 "
@@ -221,8 +221,8 @@ PHASE_CELLS = {
     ("sparse+cached", "long"): (None, (211.4, 212.2, 218.8), (4.876, 4.925, 4.932), None),
     ("serial", "short"): (2.716, (44.0, 44.2, 44.4), (5.314, 5.370, 5.423), 8.489),
     ("serial", "long"): (5.163, (279.8, 280.1, 282.0), (4.442, 4.685, 4.872), 11.780),
-    ("batched", "short"): (2.739, (43.4, 43.8, 44.8), (5.199, 5.422, 5.450), 8.482),
-    ("batched", "long"): (5.113, (281.2, 282.8, 283.9), (4.796, 4.988, 5.099), 11.173),
+    ("batched-forward", "short"): (2.739, (43.4, 43.8, 44.8), (5.199, 5.422, 5.450), 8.482),
+    ("batched-forward", "long"): (5.113, (281.2, 282.8, 283.9), (4.796, 4.988, 5.099), 11.173),
 }
 # tuned/short: "8.640 s against 8.641 s for one tuned short-prompt sample" -> the sample with
 # the max prefill rate has engine total 8.640 and client total 8.641.
@@ -232,7 +232,7 @@ PHASE_RUNS = {  # run id -> arm
     "phases-default": "default", "phases-tuned": "tuned", "phases-batch": "batch",
     "phases-sparse": "sparse", "phases-prefetch": "prefetch", "phases-cached": "cached",
     "phases-sparse+cached": "sparse+cached", "phases-serial": "serial",
-    "phases-batched": "batched",
+    "phases-batched": "batched-forward",
 }
 
 # Whole-request runs. single: latency (s); ladder: aggregate rate (3 dp) per n, or wall (s)
@@ -253,7 +253,7 @@ REQUEST_RUNS = {
     "serial-ccb339d": {"arm": "serial", "single": 8.656,
                        "ladder_wall": {2: 17.734, 4: 34.760, 8: 69.495},
                        "n8_latency": (39.113, 69.490), "interleave": 19.660},
-    "batched-ccb339d": {"arm": "batched", "single": 8.978,
+    "batched-ccb339d": {"arm": "batched-forward", "single": 8.978,
                         "ladder_wall": {2: 16.581, 4: 27.624, 8: 42.927},
                         "n8_latency": (42.830, 42.925), "interleave": 18.538},
 }
@@ -264,7 +264,7 @@ MEMORY_RUNS = {
     "memory-tuned": {"arm": "tuned", "peak": 15.57, "steady": 8.15, "host": True},
     "memory-batch": {"arm": "batch", "peak": 16.42, "steady": 9.73, "host": True},
     "memory-serial": {"arm": "serial", "peak": 15.90, "steady": None, "host": False},
-    "memory-batched": {"arm": "batched", "peak": 17.52, "steady": None, "host": False},
+    "memory-batched": {"arm": "batched-forward", "peak": 17.52, "steady": None, "host": False},
 }
 SHMEM_LOADED_GIB = 137.1
 MEMAVAIL_IDLE_GIB = 997.1
@@ -722,7 +722,7 @@ def batched_group(rng, t0: int, n: int, wall: int, lat: tuple | None = None):
 
 def build_request_run(out: Out, rng: random.Random, run_id: str, spec: dict, k: int):
     arm_id = spec["arm"]
-    batched = arm_id == "batched"
+    batched = arm_id == "batched-forward"
     single = round(spec["single"] * US)
     reqs = []
     t = 0
@@ -880,7 +880,7 @@ def two_requests(rng, arm_id):
 def ladder_windows(rng, run_id):
     """ccb339d memory runs: the concurrency harness's groups, peak at the widest point."""
     spec = REQUEST_RUNS[run_id.replace("memory-", "") + "-ccb339d"]
-    batched = spec["arm"] == "batched"
+    batched = spec["arm"] == "batched-forward"
     single = round(spec["single"] * US)
     groups = [("warmup", int(single * 1.45)), ("single", single)]
     groups += [(f"n={n}", round(w * US)) for n, w in spec["ladder_wall"].items()]
@@ -927,7 +927,7 @@ def build_manifest(runs: list) -> str:
         "comparisons": [
             {"baseline": "default", "candidate": "tuned", "why": "the tuned environment against an unset shell"},
             {"baseline": "tuned", "candidate": "batch", "why": "--max-batch-size 8 --prefill-token-budget 4096 at 1536681"},
-            {"baseline": "serial", "candidate": "batched", "why": "the batched forward switched on (ccb339d + caps())"},
+            {"baseline": "serial", "candidate": "batched-forward", "why": "the batched forward switched on (ccb339d + caps())"},
         ],
         # The seed's "Comparison with the 2026-08-03 record": the two points of the older prefill
         # curve it interpolates between, as the seed's table prints them (s at prompt tokens).

@@ -15,7 +15,9 @@ Each request has
 
 Standard library only: ``benchbook capture`` runs in an engine's Python environment and imports
 this module. Failures raise :class:`HTTPReadError` (``kind``: ``connect``, ``timeout``,
-``too-big``, ``redirect``, ``protocol``); callers turn it into their own error with the URL.
+``too-big``, ``redirect``, ``protocol``, ``truncated``: a body shorter than its ``Content-Length``,
+a gzip/deflate stream without its end, or data after it — a second gzip member); callers turn it
+into their own error with the URL.
 """
 
 from __future__ import annotations
@@ -194,10 +196,13 @@ class _Exchange:
             except (OSError, http.client.HTTPException) as e:
                 if self.dl.expired:
                     raise self._timeout() from None
+                if isinstance(e, http.client.IncompleteRead):  # a chunked body without its last chunk
+                    raise HTTPReadError("truncated", "answer cut short: the chunked body ended early") from None
                 raise HTTPReadError("connect", f"connection lost while reading: {type(e).__name__}: {e}") from None
             if not raw:  # the end, or the watchdog's shutdown
                 if self.dl.expired:
                     raise self._timeout()
+                self._check_whole(inflate, enc, total)
                 return
             if self.dl.expired or self.dl.left() <= 0:
                 raise self._timeout()
@@ -210,6 +215,12 @@ class _Exchange:
                     raise HTTPReadError(
                         "too-big", f"{enc} body inflating past the {self.max_bytes}-byte limit (a compression bomb?)"
                     )
+                if inflate.unused_data:  # bytes after the end of the compressed stream
+                    raise HTTPReadError(
+                        "truncated",
+                        f"{enc} body goes on {len(inflate.unused_data)} bytes past its end (a second gzip member?): "
+                        "read as one member it would be cut short",
+                    )
             else:
                 data = raw
             total += len(data)
@@ -217,6 +228,19 @@ class _Exchange:
                 raise HTTPReadError("too-big", f"answer above the {self.max_bytes}-byte limit")
             if data:
                 yield data
+
+    def _check_whole(self, inflate, enc: str, total: int) -> None:
+        """At the end of the body: all the bytes its ``Content-Length`` promised, and a compressed body
+        that reached its own end (else the answer was cut short: ``truncated``, retried by a scrape)."""
+        left = self.resp.length  # http.client counts down what Content-Length still promises
+        if left:
+            raise HTTPReadError(
+                "truncated", f"answer cut short: the connection closed {left} bytes before its Content-Length"
+            )
+        if inflate is not None and not inflate.eof:
+            raise HTTPReadError(
+                "truncated", f"{enc} body cut short: it ends before its end of stream ({total} bytes inflated)"
+            )
 
     def close(self) -> None:
         self.dl.cancel()

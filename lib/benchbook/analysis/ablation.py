@@ -331,6 +331,105 @@ class CampaignAblation:
                 results.append((cmp.state.value, cmp.speedup, text, "ablation"))
         return {"results": results, "unjudged": unjudged}
 
+    def digits(self, key: CellKey) -> int:
+        """Decimals a figure of this cell is shown with (its metric's, baseline.PHASE_METRICS)."""
+        from benchbook.analysis.baseline import PHASE_METRICS
+
+        return PHASE_METRICS[self.metric_of(key)][2]
+
+    def interaction_findings(self) -> list[dict[str, Any]]:
+        """Per (combination arm, phase): the interaction and the single-switch figures behind it, in words
+        (the ablation page's interaction findings)."""
+        groups: dict[tuple[str, str], list] = {}
+        for i in self.ablation.interactions:
+            groups.setdefault((i.arm, i.cell[0]), []).append(i)
+        out = []
+        for (arm, phase), items in groups.items():
+            singles = sorted({s for i in items for s in i.singles.values()})
+            cells = [i.cell for i in items]
+            d = self.digits(cells[0])
+            base = {pc: self.cell(self.baseline_arm, (phase, pc)).median for _, pc in cells}
+            single_txt = "; ".join(
+                f"{pc}: "
+                + ", ".join(f"{s} {self.cell(s, (phase, pc)).median:.{d}f}" for s in singles)
+                + f" against {base[pc]:.{d}f}"
+                for _, pc in cells
+            )
+            combo = ", ".join(
+                f"{i.cell[1]} {i.comparison.candidate.median:.{d}f} ({fmt_pct(i.comparison.change, signed=True)})"
+                for i in items
+            )
+            direction = items[0].comparison.direction
+            minimal = all(i.minimal for i in items)
+            if minimal:
+                text = (
+                    f"Every single switch of {arm} is within noise on {phase} ({single_txt}); the combination "
+                    f"{' + '.join(items[0].switches)} is a result ({direction}: {combo}): these switches interact."
+                )
+            else:
+                smaller = sorted(
+                    {
+                        o
+                        for o in self.arms
+                        if 1 < len(self.ablation.switches[o]) < len(items[0].switches)
+                        and set(self.ablation.switches[o]) <= set(items[0].switches)
+                        and all(self.comparison(o, c) and self.comparison(o, c).is_result for c in cells)
+                    }
+                )
+                text = (
+                    f"{arm} is also a result on {phase} ({direction}: {combo}) with each single switch within noise, "
+                    f"but the smaller combination {', '.join(smaller) or 'measured here'} already gives it: "
+                    "not a new interaction."
+                )
+            out.append(
+                {
+                    "arm": arm,
+                    "phase": phase,
+                    "switches": list(items[0].switches),
+                    "singles": singles,
+                    "cells": [c[1] for c in cells],
+                    "direction": direction,
+                    "minimal": minimal,
+                    "changes": {i.cell[1]: i.comparison.change for i in items},
+                    "text": text,
+                }
+            )
+        return out
+
+    def single_switch_summary(self) -> list[str]:
+        """Per phase: is any single switch a result (and which), in words."""
+        singles = [a for a in self.arms if len(self.ablation.switches.get(a, ())) == 1]
+        out = []
+        if not singles:
+            return ["No arm changes exactly one switch, so no single-switch effect and no interaction can be judged."]
+        for phase in dict.fromkeys(k[0] for k in self.keys):
+            keys = [k for k in self.keys if k[0] == phase]
+            res = [(a, k) for a in singles for k in keys if self.comparison(a, k) and self.comparison(a, k).is_result]
+            combos = [i for i in self.ablation.interactions if i.cell[0] == phase and i.minimal]
+            if not res:
+                gain = (
+                    " produces the "
+                    + phase
+                    + " "
+                    + ("gain" if combos[0].comparison.direction == "improvement" else "change")
+                    if combos
+                    else " moves " + phase
+                )
+                out.append(
+                    f"No single switch{gain}: all {len(singles)} single-switch arms "
+                    f"({', '.join(singles)}) are within noise of {self.baseline_arm} on every {phase} cell."
+                )
+            else:
+                out.append(
+                    f"On {phase}, single switches that are results on their own: "
+                    + "; ".join(
+                        f"{a} {k[1]} {fmt_pct(self.comparison(a, k).change, signed=True)} ({self.comparison(a, k).direction})"
+                        for a, k in res
+                    )
+                    + "."
+                )
+        return out
+
     def rows(self) -> list[dict[str, Any]]:
         """One record per (arm, cell): the figures, the change vs the baseline and the verdict."""
         out = []
@@ -617,12 +716,23 @@ class SwitchAblation:
     rows: list[dict[str, Any]] = field(default_factory=list)
     interactions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # arm -> where its server ran otherwise than the baseline's (analysis.what_ran, capacity included)
+    what_ran: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)  # arm -> its settings as table cells
+
+    def differs(self, arm: str) -> str:
+        """What ``arm``'s server ran otherwise than the baseline's, as one phrase ("" when nothing)."""
+        from benchbook.analysis import what_ran
+
+        return what_ran.text([what_ran.SettingDifference(**_diff_args(d)) for d in self.what_ran.get(arm, [])])
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "baseline_arm": self.baseline_arm,
             "arms": list(self.arms),
             "switches": self.switches,
+            "what_ran": self.what_ran,
+            "settings": self.settings,
             "spread": self.spread,
             "spread_from": self.spread_from,
             "rule": self.rule,
@@ -630,6 +740,30 @@ class SwitchAblation:
             "interactions": self.interactions,
             "notes": list(self.notes),
         }
+
+    def findings(self) -> Findings:
+        """The switch ablation page's findings box: every row called a result (worst first), and what
+        could not be judged — no verdicts without a measured spread, interactions not measured."""
+        results = [
+            (
+                r["direction"],
+                r["speedup"],
+                f"{r['arm']} ({r['switches']}) vs {self.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x"
+                + (f"; {r['evidence']}" if r.get("evidence") else ""),
+                "ablation",
+            )
+            for r in self.rows
+            if r["is_result"]
+        ]
+        unjudged = []
+        if self.spread is None:
+            unjudged.append((f"no verdicts: {NO_SPREAD}", "ablation"))
+        unjudged += [(i["finding"], "interactions") for i in self.interactions if not i["measured"]]
+        return Findings.build(results=results, unjudged=unjudged, results_section="ablation")
+
+
+def _diff_args(d: dict[str, Any]) -> dict[str, Any]:
+    return {"name": d["setting"], "a": d["a"], "b": d["b"], "unit": d["unit"], "kind": d["kind"]}
 
 
 NO_SPREAD = (
@@ -694,6 +828,10 @@ def switch_ablation(
         else "none: no arm was run twice"
     )
     out = SwitchAblation(base, arms, sw, spread, spread_from, rule, notes=notes)
+    from benchbook.analysis import what_ran
+
+    out.what_ran = {a: [d.as_dict() for d in what_ran.arm_differences(camp, a, base)] for a in arms}
+    out.settings = {a: what_ran.columns(what_ran.arm_settings(camp, a)) for a in [base, *arms]}
 
     def values(arm: str) -> dict[tuple[str, str], tuple[list[float], bool, str, tuple]]:
         vals: dict[tuple[str, str], tuple[list[float], bool, str, tuple]] = {}
@@ -706,6 +844,17 @@ def switch_ablation(
                 tp = [v for v in gn["median_tpot_ms"].to_list() if v is not None]
                 if tp:
                     vals[("median TPOT", f"concurrency {n}")] = (tp, False, "ms", ("median_tpot_ms", int(n)))
+        if camp.runs_of("requests", arm):  # capture ladder runs: the aggregate rate per step, a value per process
+            wc = bl.whole_request_cells(camp)
+            for metric, name in (("single_tok_s", "ladder output tok/s"), ("ladder_tok_s", "ladder output tok/s")):
+                g = wc.filter((pl.col("arm") == arm) & (pl.col("metric") == metric))
+                for n in sorted(set(g["concurrency"].drop_nulls().to_list())):
+                    vals[(name, f"concurrency {n}")] = (
+                        g.filter(pl.col("concurrency") == n)["median"].to_list(),
+                        True,
+                        "tok/s",
+                        (metric, int(n)),
+                    )
         if camp.runs_of("phases", arm):
             cells = bl.phase_cells(camp, [arm])
             for m in DEFAULT_METRICS:
@@ -732,7 +881,10 @@ def switch_ablation(
             c = stats.cell(cv)
             row = {
                 "arm": a,
-                "switches": " + ".join(f"{k}={v}" for k, v in sw[a].items()) or "nothing beyond the baseline",
+                "switches": " + ".join(f"{k}={v}" for k, v in sw[a].items())
+                or out.differs(a)
+                or "nothing beyond the baseline",
+                "what_ran": out.differs(a),
                 "metric": key[0],
                 "context": key[1],
                 "unit": unit,

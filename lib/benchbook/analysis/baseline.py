@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import stats
-from benchbook.analysis.verdict import Evidence, compare, decide, typed_fields
+from benchbook.analysis.copies import copied_runs
+from benchbook.analysis.verdict import ZERO_SPREAD, Evidence, compare, decide, typed_fields
 from benchbook.errors import InputError
 from benchbook.findings import Check, Exclusion
 
@@ -137,6 +138,9 @@ def _phase_cells(
     import polars as pl
 
     df = camp.phase_samples
+    copies = copied_runs(camp, "phases")  # a copy is counted once, never as a repeat
+    if copies:
+        df = df.filter(~pl.col("run").is_in(sorted(copies)))
     rows: list[dict[str, Any]] = []
     for arm in keep:
         sub = df.filter(pl.col("arm") == arm)
@@ -249,9 +253,13 @@ def whole_request_cells(camp: Campaign) -> pl.DataFrame:
 def _whole_request_cells(camp: Campaign) -> pl.DataFrame:
     import polars as pl
 
+    from benchbook.analysis import interleave
     from benchbook.analysis.ladder import ladder_table
 
     req = camp.requests
+    copies = copied_runs(camp, "requests")  # a copy is counted once, never as a repeat
+    if copies:
+        req = req.filter(~pl.col("run").is_in(sorted(copies)))
     if req.height == 0:
         return pl.DataFrame(schema={**_CELL_SCHEMA(), "concurrency": pl.Int64})
     table = ladder_table(req)
@@ -312,7 +320,9 @@ def _whole_request_cells(camp: Campaign) -> pl.DataFrame:
             add_cell(r, "ladder_wall_s", "wall_s", n)
             add_cell(r, "mean_latency_s", "mean_latency_s", n)
             add_cell(r, "worst_latency_s", "worst_latency_s", n)
-    inter = req.filter((pl.col("scenario") == "interleave") & (pl.col("prompt_class") == "short"))
+    # only short requests that started while a long one was in flight (analysis.interleave): a round
+    # whose long request had ended first measured a short request alone, not an interleave
+    inter = interleave.overlapping(req)
     if "round" in inter.columns and inter.select(pl.col("round").n_unique()).item() > 1:
         for r in over_rounds(inter, ["arm", "run", "n"], ["latency"]).iter_rows(named=True):
             add_cell(r, "interleave_short_latency_s", "latency", r["n"])
@@ -376,23 +386,6 @@ def noise(camp: Campaign) -> Noise | None:
             vals = tuple(c["median"].to_list())
             return Noise(arm, NOISE_METRIC, tuple(c["run"].to_list()), vals, stats.run_spread(vals))
     return None
-
-
-def per_metric_spreads(camp: Campaign) -> pl.DataFrame:
-    """Run-to-run spread of every whole-request figure, per arm with repeated runs (for display)."""
-    import polars as pl
-
-    cells = whole_request_cells(camp)
-    frame = cells.select(
-        "arm",
-        "run",
-        (
-            pl.col("metric")
-            + pl.col("concurrency").cast(pl.String).map_elements(lambda n: f" n={n}", return_dtype=pl.String)
-        ).alias("metric"),
-        pl.col("median").alias("value"),
-    )
-    return stats.spreads(frame).filter(pl.col("spread").is_not_null())
 
 
 # ---- server processes as the repeats of the phase cells (benchbook init's arm/run layout) ------------
@@ -525,9 +518,13 @@ def comparisons(
     def emit(base, cand, metric, context, b, c, hib, prompt_class=None, concurrency=None, spread=spread, from_=from_):
         if b is None or c is None:
             return
-        if spread is None:
-            why = "no arm was run twice, so there is no measured spread; no difference can be called a result"
-            typed = decide(Evidence(b, c, hib, rule, None, no_spread=why))
+        if not spread:  # none measured, or 0 (identical repeats): no yardstick, no verdict
+            why = (
+                "no arm was run twice, so there is no measured spread; no difference can be called a result"
+                if spread is None
+                else ZERO_SPREAD
+            )
+            typed = decide(Evidence(b, c, hib, rule, spread, from_, no_spread=why))
             out.append(
                 _row(base, cand, metric, context, b, c, None, "no verdict", why, "?", prompt_class, concurrency, typed)
             )
@@ -638,7 +635,7 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     nz = noise(camp)
     # Without repeated runs there is no measured spread; fall back to the strict rule's 2 % floor.
-    spread = nz.spread if nz else 0.02
+    spread = nz.spread if nz and nz.spread > 0 else 0.02  # a zero spread (identical runs) is no yardstick
     wc = whole_request_cells(camp)
     req = camp.requests
     for run in camp.runs_of("requests"):

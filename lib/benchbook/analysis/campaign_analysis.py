@@ -12,14 +12,18 @@ points from earlier measurements, the environment ablation, and the PD analyses 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbook.analysis import baseline, stats
-from benchbook.analysis.memory import MemorySummary, fmt_gib, memory_delta
-from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, check_rule, decide, point, typed_fields
+from benchbook.analysis import baseline, copies, evidence, interleave, stats
+from benchbook.analysis.campaign_findings import UNRECONCILED, miscounted
+from benchbook.analysis.clamps import ClampResult
+from benchbook.analysis.engine_gauges import EngineGauges, engine_gauges
+from benchbook.analysis.memory import MemoryDeltaResult, MemorySummary
+from benchbook.analysis.references import IntervalRateResult, ReferenceResult
+from benchbook.analysis.verdict import check_rule
 from benchbook.errors import InputError
 from benchbook.findings import Findings
 
@@ -28,238 +32,15 @@ if TYPE_CHECKING:
 
     from benchbook.analysis.ablation import CampaignAblation
     from benchbook.analysis.audit import CampaignAudit
-    from benchbook.analysis.disaggregation import PDReport
-    from benchbook.analysis.pd_report import PDReport as PDDeployment
+    from benchbook.analysis.disaggregation import PDAnalysis
+    from benchbook.analysis.pd_report import PDDeployment
     from benchbook.analysis.results import CampaignInputs
     from benchbook.analysis.resultset import ResultSet
     from benchbook.ingest.campaign import Campaign
+    from benchbook.reads import ReadCache
 
 SUMMARY_FORMAT = "benchbook.summary/3"
 MEMORY_LABEL = {"peak": "peak GPU per rank", "steady": "steady GPU per rank"}
-
-
-# ---- memory ---------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class MemoryDeltaResult:
-    """Candidate − baseline memory per rank (GiB, the largest rank) for one compared arm pair."""
-
-    baseline: str
-    candidate: str
-    baseline_run: str
-    candidate_run: str
-    quantity: str  # "peak" | "steady"
-    baseline_gib: float
-    candidate_gib: float
-    delta_gib: float
-    threshold_gib: float | None  # the spread applied to the smaller of the two figures
-    verdict: str
-    is_result: bool
-    reason: str
-    typed: Verdict | None = None
-
-    def describe(self) -> str:
-        return (
-            f"{self.candidate} vs {self.baseline}: {fmt_gib(self.delta_gib, 2, signed=True)} per rank at "
-            f"{self.quantity} ({self.candidate_gib:.2f} against {self.baseline_gib:.2f} GiB, one memory run each) — "
-            f"{self.verdict}"
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "baseline": self.baseline,
-            "candidate": self.candidate,
-            "baseline_run": self.baseline_run,
-            "candidate_run": self.candidate_run,
-            "quantity": self.quantity,
-            "metric": f"memory_{self.quantity}_gib",
-            "baseline_gib": self.baseline_gib,
-            "candidate_gib": self.candidate_gib,
-            "delta_gib": self.delta_gib,
-            "threshold_gib": self.threshold_gib,
-            "verdict": self.verdict,
-            "is_result": self.is_result,
-            "reason": self.reason,
-            **typed_fields(self.typed),
-            "text": self.describe(),
-        }
-
-
-def memory_decision(base_gib: float, cand_gib: float, spread: float | None) -> Verdict:
-    """The typed verdict on a memory delta between two single memory runs (n=1 each).
-
-    A memory run is one process sampled once, so no memory spread is measured; the campaign's
-    run-to-run spread (the noise yardstick) is the threshold on the symmetric difference
-    max/min − 1 — equivalently |Δ| against the spread × the *smaller* figure, so swapping the arms
-    never changes the verdict. Less memory is the better direction. Without a measured spread
-    nothing is called a result."""
-    ev = Evidence(
-        point(base_gib),
-        point(cand_gib),
-        higher_is_better=False,
-        rule="seed",
-        spread=spread,
-        spread_from="the campaign's run-to-run spread (noise yardstick); n=1 memory run per arm",
-        no_spread="no arm was run twice, so there is no measured spread",
-    )
-    return decide(ev)
-
-
-def memory_verdict(base_gib: float, cand_gib: float, spread: float | None) -> tuple[float | None, str, bool, str]:
-    """(threshold GiB, verdict words, is_result, reason) of :func:`memory_decision` (kept for callers)."""
-    v = memory_decision(base_gib, cand_gib, spread)
-    return _memory_words(v, base_gib, cand_gib)
-
-
-def _memory_words(v: Verdict, base_gib: float, cand_gib: float) -> tuple[float | None, str, bool, str]:
-    spread = v.evidence.spread
-    if spread is None:
-        return None, "no verdict", False, v.reason
-    delta = cand_gib - base_gib
-    thr = spread * min(base_gib, cand_gib)
-    where = (
-        f"the {stats.fmt_pct(spread)} run-to-run spread of the smaller figure "
-        f"{min(base_gib, cand_gib):.2f} GiB ({thr:.2f} GiB); n=1 memory run per arm"
-    )
-    if v.is_result:
-        word = "more memory" if delta > 0 else "less memory"
-        return thr, f"result ({word})", True, f"|{delta:.2f}| GiB exceeds {where}"
-    return thr, NOT_A_RESULT, False, f"|{delta:.2f}| GiB is inside {where}"
-
-
-# ---- interval rates and reference points ------------------------------------------------------------
-@dataclass(frozen=True)
-class IntervalRateResult:
-    """Prefill interval rate of one arm between its shortest and longest prompt class."""
-
-    arm: str
-    environment: str
-    from_class: str
-    to_class: str
-    rate: stats.IntervalRate
-    n: int  # samples per cell behind each median
-
-    def describe(self) -> str:
-        r = self.rate
-        return (
-            f"{self.arm}: {r.value:.0f} tok/s over the {r.tokens_from:g} → {r.tokens_to:g} token interval "
-            f"(prefill medians {r.seconds_from:.3f} s and {r.seconds_to:.3f} s, n={self.n} each) — "
-            f"an {r.label}: the interval contains the fixed per-request cost"
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        r = self.rate
-        return {
-            "arm": self.arm,
-            "environment": self.environment,
-            "from_class": self.from_class,
-            "to_class": self.to_class,
-            "tokens_from": r.tokens_from,
-            "tokens_to": r.tokens_to,
-            "seconds_from": r.seconds_from,
-            "seconds_to": r.seconds_to,
-            "rate_tok_s": r.value,
-            "label": r.label,
-            "n": self.n,
-            "text": self.describe(),
-        }
-
-
-@dataclass(frozen=True)
-class ReferenceResult:
-    """This campaign's figure against a curve from an earlier measurement (``references`` in the
-    manifest), interpolated linearly at this campaign's prompt length."""
-
-    name: str
-    source: str
-    date: str | None
-    arm: str
-    prompt_class: str
-    metric: str
-    unit: str
-    prompt_tokens: float
-    measured: float
-    n: int
-    points: tuple[tuple[float, float], ...]
-    reference: float | None
-    method: str
-    change: float | None
-    verdict: str
-    note: str
-    typed: Verdict | None = None
-
-    def describe(self) -> str:
-        pts = ", ".join(f"{t:g} → {v:g} {self.unit}" for t, v in self.points)
-        if self.reference is None:
-            return f"{self.name}: {self.method} ({pts}); no reference figure at {self.prompt_tokens:g} tokens"
-        return (
-            f"{self.metric} at {self.prompt_tokens:g} tokens: {self.measured:.3f} {self.unit} here ({self.arm}, "
-            f"median of n={self.n}) against {self.reference:.2f} {self.unit} from {self.name} ({self.method} of "
-            f"{pts}), {stats.fmt_pct(self.change, signed=True)} — {self.verdict}"
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "source": self.source,
-            "date": self.date,
-            "arm": self.arm,
-            "prompt_class": self.prompt_class,
-            "metric": self.metric,
-            "unit": self.unit,
-            "prompt_tokens": self.prompt_tokens,
-            "measured": self.measured,
-            "n": self.n,
-            "points": [{"prompt_tokens": t, "value": v} for t, v in self.points],
-            "reference": self.reference,
-            "method": self.method,
-            "change": self.change,
-            "verdict": self.verdict,
-            "note": self.note,
-            **typed_fields(self.typed),
-            "text": self.describe(),
-        }
-
-
-def interpolate(points: list[tuple[float, float]], x: float) -> tuple[float | None, str]:
-    """Linear interpolation of ``(x, y)`` points at ``x``: (value, the method in words).
-
-    Only between the two measured points that bracket ``x``; outside the measured range there is
-    no value (no extrapolation)."""
-    pts = sorted(points)
-    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
-        if x0 <= x <= x1 and x1 > x0:
-            y = y0 + (y1 - y0) * (x - x0) / (x1 - x0)
-            return y, f"linear interpolation between {x0:g} and {x1:g} tokens"
-    for px, py in pts:
-        if px == x:
-            return py, f"the measured point at {px:g} tokens"
-    return None, f"{x:g} tokens is outside the measured range {pts[0][0]:g}–{pts[-1][0]:g}: not extrapolated"
-
-
-# ---- clamps --------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class ClampResult:
-    arm: str
-    run: str
-    line: str
-    clamped: bool
-    clamps: tuple[dict[str, Any], ...]
-    detail: str
-
-    @property
-    def verdict(self) -> str:
-        return "clamped" if self.clamped else "as requested"
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "arm": self.arm,
-            "run": self.run,
-            "clamped": self.clamped,
-            "verdict": self.verdict,
-            "clamps": list(self.clamps),
-            "line": self.line,
-            "detail": self.detail,
-        }
 
 
 # ---- the object ----------------------------------------------------------------------------------
@@ -278,12 +59,13 @@ class CampaignAnalysis:
     checks: list[dict[str, Any]]
     memory: dict[str, MemorySummary] = field(default_factory=dict)
     memory_deltas: list[MemoryDeltaResult] = field(default_factory=list)
+    host_memory: dict[str, Any] = field(default_factory=dict)  # run -> memory.HostMemorySummary (no GPU sampled)
     clamps: list[ClampResult] = field(default_factory=list)
     interval_rates: list[IntervalRateResult] = field(default_factory=list)
     references: list[ReferenceResult] = field(default_factory=list)
     ablation: CampaignAblation | None = None
     ablation_note: str | None = None
-    pd: PDReport | None = None
+    pd: PDAnalysis | None = None
     # results runs (other tools' result files): the compare page's result set, its inputs and engine checks
     results: ResultSet | None = None
     results_inputs: CampaignInputs | None = None
@@ -301,6 +83,9 @@ class CampaignAnalysis:
     # the phase cells' yardstick where an arm ran its phases in two or more server processes
     # (baseline.phase_noise); None otherwise (the phase comparisons then use ``noise``)
     phase_noise: baseline.Noise | None = None
+    copies: list[copies.Copy] = field(default_factory=list)  # runs read twice: counted once, listed
+    # the analysis's read cache (benchbook.reads): each input file read once; its counts stay after
+    reads: ReadCache | None = field(default=None, repr=False, compare=False)
     _views: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -361,7 +146,7 @@ class CampaignAnalysis:
         return self._memo("whole_request_rows", lambda: baseline.whole_request_rows(self.camp))
 
     def engine_gauges(self, arms: list[str] | None = None) -> EngineGauges:
-        """The engine's gauges over the windows of the runs of ``arms`` (:func:`engine_gauges`)."""
+        """The engine's gauges over the windows of the runs of ``arms`` (:func:`engine_gauges.engine_gauges`)."""
         return engine_gauges(self.camp, arms)
 
     def memory_table(self) -> pl.DataFrame:
@@ -376,6 +161,13 @@ class CampaignAnalysis:
 
         gpu, _host, markers = self.camp.memory
         return self._memo(("load_ramp", run), lambda: load_ramp(gpu, markers, run))
+
+    def load_ramps(self, runs: list[str], budget: int) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+        """The memory ramps of ``runs`` inside one chart's row budget (:func:`memory.load_ramps`)."""
+        from benchbook.analysis.memory import load_ramps
+
+        gpu, _host, markers = self.camp.memory
+        return self._memo(("load_ramps", tuple(runs), budget), lambda: load_ramps(gpu, markers, list(runs), budget))
 
     def ladder_table(self) -> pl.DataFrame:
         """The request ladder of the requests runs, one row per (run, concurrency) (:func:`ladder.ladder_table`);
@@ -434,6 +226,7 @@ class CampaignAnalysis:
         """Every sample left out, once each, in the order found (PD exclusions included)."""
         seen, out = set(), []
         items = [e.as_dict() for e in self.camp.exclusions]
+        items += [{"file": c.file, "sample": f"run {c.run}", "reason": c.text()} for c in self.copies]
         if self.pd is not None:
             items += list(self.pd.exclusions)
         for e in items:
@@ -471,6 +264,86 @@ class CampaignAnalysis:
             kinds.append("compare")
         return kinds
 
+    def pd_findings(self) -> Findings:
+        """The PD page's findings box: the pd.json runs' (:meth:`disaggregation.PDAnalysis.findings`)
+        and the Benchmark Reports' deployment checks (:func:`pd_report.findings`)."""
+        from benchbook.analysis import pd_report
+
+        base = self.pd.findings() if self.pd is not None else None
+        return pd_report.findings(self.pd_deployment, base) if self.pd_deployment else base or Findings.build()
+
+    def baseline_findings(self, arms: list[str] | None = None) -> Findings:
+        """The baseline page's findings box for ``arms`` (default: the main arms): the comparisons
+        failed checks and clamps first, then the comparisons called results (worst first), then what
+        could not be judged."""
+        camp = self.camp
+        chosen = list(arms) if arms else baseline.main_arms(camp)
+        comps = [c for c in self.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
+        checks = [c for c in self.checks if c.get("run") is None or camp.run(c["run"]).arm in chosen]
+        # an arm whose engine did not generate the tokens its client reports: its figures are not measured
+        unmeasured = {camp.run(c["run"]).arm for c in checks if c.get("run") and miscounted(c)}
+        results, why_not = [], {}
+        for c in comps:
+            if c["is_result"] and {c["baseline"], c["candidate"]} & unmeasured:
+                why_not.setdefault(UNRECONCILED, []).append(c)
+            elif c["is_result"]:
+                name = f"{c['candidate']} vs {c['baseline']}, {baseline.METRIC_NAMES.get(c['metric'], c['metric'])}"
+                text = f"{name} ({c['context']}): {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)"
+                results.append((c["state"], c["speedup"], text, "comparisons"))
+            elif c.get("speedup") is None:  # no verdict possible (no measured spread): one line per reason
+                why_not.setdefault(c["reason"], []).append(c)
+        unjudged = [
+            (f"{len(cs)} comparison{'s' * (len(cs) != 1)} without a verdict: {reason}", "comparisons")
+            for reason, cs in why_not.items()
+        ]
+        unjudged += [(n, "comparisons") for n in interleave.not_measured(camp, chosen)]
+        failed = [(f"{c['name']}: {c['detail']}", "checks") for c in checks if c["status"] == "fail"]
+        failed += [
+            (
+                f"{r.arm} clamped: "
+                + "; ".join(f"{x['setting']} {x['requested']} requested, {x['ran']} ran" for x in r.clamps),
+                "clamps",
+            )
+            for r in self.clamps
+            if r.arm in chosen and r.clamped
+        ]
+        rl = self.results_ladder
+        if rl:  # the ladder from result files: its verdicts and what could not be judged
+            rcomps = (
+                [c for c in rl["comparisons"] if c["baseline"] in chosen and c["candidate"] in chosen]
+                if arms
+                else rl["comparisons"]
+            )
+            results += [
+                (
+                    c["direction"],
+                    c["speedup"],
+                    f"{c['candidate']} vs {c['baseline']}, output tok/s at concurrency {c['concurrency']}: {c['ratio']:.2f}x"
+                    + (f"; {c['evidence']}" if c.get("evidence") else ""),
+                    "results-ladder",
+                )
+                for c in rcomps
+                if c["is_result"]
+            ]
+            nov = [c for c in rcomps if c["verdict"] == "no verdict"]
+            if nov:
+                unjudged.append(
+                    (
+                        f"{len(nov)} output-rate comparison(s) between arms without a verdict: {nov[0]['reason']}",
+                        "results-ladder",
+                    )
+                )
+        unjudged += [(line, "exclusions") for line in copies.lines(self.copies)]
+        excluded = [e for e in camp.exclusions if "warm-up" not in e.reason]
+        if excluded:
+            unjudged.append(
+                (
+                    f"{len(excluded)} sample(s) excluded from the statistics besides warm-up rounds; reasons listed",
+                    "exclusions",
+                )
+            )
+        return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="comparisons")
+
     def campaign_findings(self) -> Findings:
         """The campaign's one findings list (:func:`benchbook.analysis.campaign_findings.campaign_findings`):
         failed checks, warnings by cause, results, what was not judged, and the rules — every page of
@@ -499,7 +372,8 @@ class CampaignAnalysis:
 
     @property
     def findings(self) -> dict[str, Findings]:
-        """Each page's findings box, by page kind: the campaign's one list on every page."""
+        """Each page's findings box, by page kind: the campaign's one list on every page (what the pages
+        show, what the index counts and what ``summary --json`` carries)."""
         box = self.campaign_findings()
         return {kind: box for kind in self.page_kinds()}
 
@@ -523,6 +397,7 @@ class CampaignAnalysis:
             "checks": self.checks + (pd.checks if pd else []),
             "memory": [{"run": run, **s.figures(), "notes": list(s.notes)} for run, s in sorted(self.memory.items())],
             "memory_deltas": [d.as_dict() for d in self.memory_deltas],
+            "host_memory": {r: s.figures() for r, s in self.host_memory.items()},
             "memory_processes": self.memory_processes,
             "clamps": [c.as_dict() for c in self.clamps],
             "interval_rates": [r.as_dict() for r in self.interval_rates],
@@ -536,9 +411,7 @@ class CampaignAnalysis:
             if self.pd_deployment
             else None,
             "engine_gauges": (
-                engine_gauges(self.camp).as_dict()
-                if any(self.camp.prometheus_windows(r) for r in self.camp.runs)
-                else None
+                self.engine_gauges().as_dict() if any(self.camp.prometheus_windows(r) for r in self.camp.runs) else None
             ),
             "results": None if self.results is None else resultset.as_dict(self.results, self.results_engine_checks),
             "results_ladder": self.results_ladder,
@@ -550,6 +423,7 @@ class CampaignAnalysis:
             },
             "audit": None if self.audit is None else self.audit.as_dict(),
             "exclusions": self.exclusions(),
+            "copies": [c.as_dict() for c in self.copies],
             "findings": {k: f.as_dict() for k, f in self.findings.items()},
             "todo": list(self.camp.manifest.get("todo", [])),
         }
@@ -594,10 +468,30 @@ def analyse(
     key = ("campaign_analysis", rule, warmup_rounds, spread_override, frozen, cached_prefill, allow_preemption, link)
     return camp.derived(
         key,
-        lambda: _analyse(
-            camp, rule, warmup_rounds, spread_override, opts, pd_opts, cached_prefill, allow_preemption, link
+        lambda: _read_once(
+            lambda: _analyse(
+                camp, rule, warmup_rounds, spread_override, opts, pd_opts, cached_prefill, allow_preemption, link
+            )
         ),
     )
+
+
+def _read_once(run: Callable[[], CampaignAnalysis]) -> CampaignAnalysis:
+    """``run()`` with a read cache of its own (an analysis inside another shares the outer one): each
+    input file is read once; what was read is dropped when it is done, the counts kept (``reads``)."""
+    from benchbook.reads import ReadCache, current
+
+    outer = current()
+    if outer is not None:
+        an = run()
+        an.reads = outer
+        return an
+    reads = ReadCache()
+    with reads.active():
+        an = run()
+    reads.release()
+    an.reads = reads
+    return an
 
 
 def _analyse(
@@ -633,18 +527,23 @@ def _analyse(
         checks=baseline.checks(camp),
         phase_noise=baseline.phase_noise(camp, pc),
         link_gb_s=link_gb_s,
+        copies=copies.campaign_copies(camp),
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
-        from benchbook.analysis.memory import memory_summaries
+        from benchbook.analysis.memory import host_memory_summaries, memory_deltas, memory_processes, memory_summaries
 
         out.memory = memory_summaries(gpu, host, markers)
-        out.memory_deltas = _memory_deltas(camp, out.memory, out.spread)
-        out.memory_processes = _memory_processes(camp, markers)
-    out.clamps = _clamps(camp)
+        out.host_memory = host_memory_summaries(gpu, host, markers)
+        out.memory_deltas = memory_deltas(camp, out.memory, out.spread)
+        out.memory_processes = memory_processes(camp, markers)
+    from benchbook.analysis.clamps import campaign_clamps
+    from benchbook.analysis.references import interval_rates, references
+
+    out.clamps = campaign_clamps(camp)
     if pc is not None:
-        out.interval_rates = _interval_rates(camp, pc)
-        out.references = _references(camp, pc, out.phase_spread)
+        out.interval_rates = interval_rates(camp, pc)
+        out.references = references(camp, pc, out.phase_spread)
     out.ablation, out.ablation_note = _ablation(camp, rule)
     if camp.is_pd:
         from benchbook.analysis import disaggregation
@@ -671,20 +570,36 @@ def _analyse(
 
         # runs counted once (a duplicate set's kept copy): their Benchmark Reports' PD deployments
         out.pd_deployment = pd_report.campaign_reports(((e.id, e.run) for e in out.results.entries), link_gb_s)
-    if any(r.get("process") for r in camp.manifest.get("runs", []) if r.get("harness") == "results"):
-        from benchbook.analysis.ablation import switch_ablation
+    _one_decision(out, rule, spread_override)
+    out.audit = _audit(out, cached_prefill, allow_preemption)
+    evidence.attach(out)  # every comparison row with the engine's figures beside it
+    return out
+
+
+def _one_decision(out: CampaignAnalysis, rule: str, spread_override: float | None) -> None:
+    """The ladder from result files and the switch ablation of init's arm/run layout, carrying the
+    campaign's one decision per comparison: the result set's verdict at a concurrency, the phase
+    comparison of a prompt class (a comparison has one verdict on every page and in the summary)."""
+    camp = out.camp
+    runs = camp.manifest.get("runs", [])
+    decided: dict[tuple, Any] = {}
+    for c in out.comparisons:  # a phase figure by prompt class, a whole-request figure by concurrency
+        decided[(c["baseline"], c["candidate"], c["metric"], c["prompt_class"])] = c
+        if c.get("concurrency") is not None:
+            decided[(c["baseline"], c["candidate"], c["metric"], int(c["concurrency"]))] = c
+    if out.results is not None:
+        decided.update(out.results.verdict_lookup({camp.arm_label(a): a for a in camp.arms}))
+    if any(r.get("process") for r in runs if r.get("harness") == "results"):
         from benchbook.analysis.ladder import ladder_checks, results_ladder_analysis
 
-        arm_of = {camp.arm_label(a): a for a in camp.arms}
-        decided = {(c["baseline"], c["candidate"], c["metric"], c["prompt_class"]): c for c in out.comparisons}
-        decided.update(out.results.verdict_lookup(arm_of) if out.results is not None else {})  # one decision each
         out.results_ladder = results_ladder_analysis(
             camp, rule=rule, spread_override=spread_override, decided=decided, pairs=baseline.comparison_pairs(camp)
         )
         out.checks += ladder_checks(out.results_ladder)
+    if any(r.get("process") for r in runs):  # init's arm/run layout: its ablation
+        from benchbook.analysis.ablation import switch_ablation
+
         out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override, decided=decided)
-    out.audit = _audit(out, cached_prefill, allow_preemption)
-    return out
 
 
 def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) -> CampaignAudit:
@@ -707,235 +622,6 @@ def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) ->
         au.checks += short_count_checks(an.results_inputs)
     an.checks = an.checks + au.all_checks()
     return au
-
-
-@dataclass
-class EngineGauges:
-    """Running/waiting requests, KV-cache usage and token rates over each run's window, fetched from the
-    campaign's Prometheus source (``promsource.fetch_gauges``); empty for capture-file campaigns."""
-
-    frame: pl.DataFrame | None  # run, quantity, t, s (seconds since the run's first window), value
-    spans: list[dict[str, Any]]  # run, t0, t1
-    notes: list[str]  # runs the server holds no gauge series for, with the reason
-    sources: list[str]  # the servers' public URLs
-
-    def series(self) -> list[dict[str, Any]]:
-        """Per run and quantity: points, min, max, mean."""
-        if self.frame is None:
-            return []
-        return [
-            {
-                "run": k[0],
-                "quantity": k[1],
-                "points": g.height,
-                "min": g["value"].min(),
-                "max": g["value"].max(),
-                "mean": g["value"].mean(),
-            }
-            for k, g in sorted(self.frame.group_by(["run", "quantity"]), key=lambda kg: kg[0])
-        ]
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"spans": self.spans, "series": self.series(), "notes": self.notes}
-
-
-def engine_gauges(camp: Campaign, arms: list[str] | None = None) -> EngineGauges:
-    """The engine's gauges over the windows of the runs of ``arms`` (default: every arm), fetched once
-    per campaign object and arm set."""
-    wanted = tuple(sorted(camp.arms if arms is None else arms))
-    return camp.derived(("engine_gauges", wanted), lambda: _engine_gauges(camp, wanted))
-
-
-def _engine_gauges(camp: Campaign, arms: tuple[str, ...]) -> EngineGauges:
-    import polars as pl
-
-    from benchbook.metrics import promsource
-
-    frames, notes, spans, sources = [], [], [], set()
-    for r in camp.runs:
-        windows = camp.prometheus_windows(r) if r.arm in arms else []
-        if not windows:
-            continue
-        src = camp.prometheus_source(r)
-        t0, t1 = min(w[0] for w in windows), max(w[1] for w in windows)
-        try:
-            g = promsource.fetch_gauges(
-                src["url"],
-                t0,
-                t1,
-                src["matchers"],
-                camp.profile,
-                step=src.get("step_s"),
-                timeout=src.get("timeout_s", promsource.DEFAULT_TIMEOUT_S),
-            )
-        except InputError as e:  # the server has none of these gauges for the run: say so, chart nothing
-            notes.append(f"{r.id}: no gauge series on the server for this run ({e.reason})")
-            continue
-        spans.append({"run": r.id, "t0": t0, "t1": t1})
-        sources.add(promsource._public_url(src["url"]))
-        frames.append(g.with_columns(pl.lit(r.id).alias("run"), (pl.col("t") - t0).alias("s")))
-    return EngineGauges(pl.concat(frames) if frames else None, spans, notes, sorted(sources))
-
-
-def _memory_processes(camp: Campaign, markers: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
-    """Each gpu run's sampled processes (host sampler rows) while loaded, from its markers."""
-    import polars as pl
-
-    from benchbook.analysis.memory import loaded_window, process_footprints
-    from benchbook.ingest.gpu_runs import host_processes
-
-    out = {}
-    for r in camp.runs_of("gpu"):
-        host = host_processes(camp, r)
-        if host is None:
-            continue
-        m = markers.filter(pl.col("run") == r.id)
-        _start, load_end, stop = loaded_window(list(zip(m["t"].to_list(), m["event"].to_list())), f"run {r.id}")
-        out[r.id] = process_footprints(host, load_end, stop)
-    return out
-
-
-def _memory_deltas(camp: Campaign, summ: dict[str, MemorySummary], spread: float | None) -> list[MemoryDeltaResult]:
-    out = []
-    for base, cand in baseline.comparison_pairs(camp):
-        rb, rc = camp.runs_of("memory", base), camp.runs_of("memory", cand)
-        if not rb or not rc:
-            continue
-        sb, sc = summ[rb[0].id], summ[rc[0].id]
-        d = memory_delta(sb, sc)
-        for quantity, b, c, dv in (
-            ("peak", sb.peak_max_gib, sc.peak_max_gib, d.peak_gib),
-            ("steady", sb.steady_max_gib, sc.steady_max_gib, d.steady_gib),
-        ):
-            v = memory_decision(b, c, spread)
-            thr, verdict, is_result, reason = _memory_words(v, b, c)
-            out.append(
-                MemoryDeltaResult(
-                    base, cand, rb[0].id, rc[0].id, quantity, b, c, dv, thr, verdict, is_result, reason, v
-                )
-            )
-    return out
-
-
-def _clamps(camp: Campaign) -> list[ClampResult]:
-    from benchbook.analysis.clamps import detect_clamps, parse_startup_line
-
-    out = []
-    for arm in camp.arms:
-        runs = [r for r in camp.runs if r.arm == arm and r.server_log.exists()]
-        if not runs:
-            continue
-        r = runs[0]
-        st = parse_startup_line(camp.server_log_text(r) or "", r.server_log)
-        cl = detect_clamps(camp.arms[arm].get("server_args", {}), st)
-        out.append(
-            ClampResult(
-                arm,
-                r.id,
-                st.text,
-                bool(cl),
-                tuple({"setting": c.setting, "requested": c.requested, "ran": c.ran} for c in cl),
-                "; ".join(c.explanation for c in cl) or "the server ran what was requested",
-            )
-        )
-    return out
-
-
-def _interval_rates(camp: Campaign, pc: pl.DataFrame) -> list[IntervalRateResult]:
-    """Per arm: the prefill interval rate between its shortest and longest prompt class."""
-    out = []
-    for arm in camp.arms:
-        pts = []
-        for pclass in camp.prompt_classes:
-            c = baseline.cell_of(pc, arm, pclass, "prefill_s")
-            if c is None:
-                continue
-            toks = _cell_tokens(pc, arm, pclass)
-            pts.append((toks, c.median, pclass, c.n))
-        if len(pts) < 2:
-            continue
-        pts.sort()
-        lo, hi = pts[0], pts[-1]
-        if lo[0] == hi[0]:
-            continue
-        rate = stats.interval_rate(lo[0], lo[1], hi[0], hi[1])
-        out.append(IntervalRateResult(arm, camp.arm_environment(arm), lo[2], hi[2], rate, min(lo[3], hi[3])))
-    return out
-
-
-def _cell_tokens(pc: pl.DataFrame, arm: str, pclass: str) -> float:
-    import polars as pl
-
-    f = pc.filter((pl.col("arm") == arm) & (pl.col("prompt_class") == pclass))
-    return float(f["prompt_tokens"][0])
-
-
-def _references(camp: Campaign, pc: pl.DataFrame, spread: float | None) -> list[ReferenceResult]:
-    out = []
-    for i, ref in enumerate(camp.manifest.get("references", [])):
-        where = f"$.references[{i}]"
-        arm, metric = ref["arm"], ref["metric"]
-        if arm not in camp.arms:
-            raise InputError(camp.root / "campaign.json", f"{where}.arm", f"unknown arm {arm!r}")
-        if metric not in baseline.PHASE_METRICS:
-            raise InputError(camp.root / "campaign.json", f"{where}.metric", f"unknown phase metric {metric!r}")
-        pclass = ref["prompt_class"]
-        c = baseline.cell_of(pc, arm, pclass, metric)
-        if c is None:
-            continue
-        toks = _cell_tokens(pc, arm, pclass)
-        points = tuple((float(p["prompt_tokens"]), float(p["value"])) for p in ref["points"])
-        value, method = interpolate(list(points), toks)
-        change = None if value is None else c.median / value - 1
-        typed = None if value is None else reference_decision(value, c, metric, spread)
-        if typed is None:
-            verdict = "no reference figure"
-        elif typed.state is State.CANNOT_TELL:
-            verdict = "no verdict: no measured spread"
-        elif typed.state is State.WITHIN_NOISE:
-            verdict = f"agrees within the {stats.fmt_pct(spread)} run-to-run spread"
-        else:
-            verdict = f"differs by more than the {stats.fmt_pct(spread)} run-to-run spread"
-        out.append(
-            ReferenceResult(
-                name=ref["name"],
-                source=ref["source"],
-                date=ref.get("date"),
-                arm=arm,
-                prompt_class=pclass,
-                metric=metric,
-                unit=baseline.PHASE_METRICS[metric][0],
-                prompt_tokens=toks,
-                measured=c.median,
-                n=c.n,
-                points=points,
-                reference=value,
-                method=method,
-                change=change,
-                verdict=verdict,
-                note=ref.get("note", ""),
-                typed=typed,
-            )
-        )
-    return out
-
-
-def reference_decision(reference: float, measured: stats.Cell, metric: str, spread: float | None) -> Verdict:
-    """This campaign's cell against an earlier measurement's (interpolated, n=1) figure: the seed rule
-    with n=1 on the reference side, i.e. the symmetric difference max/min − 1 of the two medians
-    against the run-to-run spread (the old rule tested |change| against the spread, with the change
-    taken relative to the reference — not symmetric)."""
-    return decide(
-        Evidence(
-            point(reference),
-            measured,
-            higher_is_better=baseline.PHASE_METRICS[metric][1],
-            rule="seed",
-            spread=spread,
-            spread_from="the campaign's run-to-run spread (noise yardstick)",
-            no_spread="no arm was run twice, so there is no measured spread",
-        )
-    )
 
 
 def _ablation(camp: Campaign, rule: str) -> tuple[CampaignAblation | None, str | None]:

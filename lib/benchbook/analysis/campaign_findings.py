@@ -30,6 +30,16 @@ CampaignAnalysis = Any  # benchbook.analysis.campaign_analysis.CampaignAnalysis 
 
 Where = tuple[tuple[str, str], ...]
 
+UNRECONCILED = (
+    "the engine did not generate the tokens the client's usage reports (token accounting failed), so figures "
+    "made from the client's counts are not measured"
+)
+
+
+def miscounted(c: dict[str, Any]) -> bool:
+    return c["status"] == "fail" and c["name"].startswith("token accounting")
+
+
 METRIC_WORDS = {
     "output_throughput": "output tok/s",
     "request_throughput": "req/s",
@@ -250,6 +260,9 @@ def _comparison_lines(
             not_judged.setdefault(key, [unjudged_why])
 
     main = set(an.main_arms())
+    runs = {r.id: r.arm for r in an.camp.runs}
+    # an arm whose engine did not generate the tokens its client reports: its figures are not measured
+    unmeasured = {runs.get(c["run"]) for c in an.checks if c.get("run") and miscounted(c)}
     for c in an.comparisons:
         if c["baseline"] not in main or c["candidate"] not in main:
             continue
@@ -258,6 +271,9 @@ def _comparison_lines(
         text = (
             f"{c['candidate']} vs {c['baseline']}, {name} ({c['context']}): {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)"
         )
+        if c["is_result"] and {c["baseline"], c["candidate"]} & unmeasured:
+            add(key, "baseline", "comparisons", None, 1.0, text, False, UNRECONCILED)
+            continue
         add(key, "baseline", "comparisons", c.get("direction"), c.get("speedup") or 1.0, text, c["is_result"],
             c["reason"] if c.get("speedup") is None else None)  # fmt: skip
     rl = an.results_ladder or {}
@@ -414,6 +430,18 @@ def campaign_findings(an: CampaignAnalysis) -> Findings:
             for p in rs.pairings
             if p.kind in ("no verdict", "not comparable")
         ]
+    from benchbook.analysis import copies, interleave
+
+    base = _where(kinds, ("baseline", "comparisons"))
+    unjudged += [
+        Finding("unjudged", n, "comparisons", (), base) for n in interleave.not_measured(an.camp, an.main_arms())
+    ]
+    ex = _where(kinds, ("baseline", "exclusions"), ("compare", "compare-duplicates"))
+    unjudged += [Finding("unjudged", line, "exclusions", (), ex) for line in copies.lines(an.copies)]
+    sa = an.switch_ablation
+    if sa is not None and "ablation" in kinds:
+        unjudged += [Finding("unjudged", i["finding"], "interactions", (), (("ablation", "interactions"),))
+                     for i in sa.interactions if not i["measured"]]  # fmt: skip
     excluded = [e for e in an.camp.exclusions if not e.reason.startswith("warm-up round")]
     if excluded:
         unjudged.append(
@@ -432,6 +460,44 @@ def campaign_findings(an: CampaignAnalysis) -> Findings:
         unjudged=[*unjudged, *sub["unjudged"]],
         rules=rules(an),
     )
+
+
+# ---- files compared outside a campaign ------------------------------------------------------------
+def result_set_findings(rs: Any, audit: Any = None) -> Findings:
+    """The compare page's findings box from its result set: failed validity gates first, the verdicts
+    that are results (worst first: regressions, then by the size of the ratio), and what could not be
+    judged (per compared pair, and pairings without a verdict) — the lines the result set's own
+    findings list holds, counted the way every other page counts them. ``audit``: the campaign's audit;
+    its failed checks (preemption, a short count, a figure beyond its limit) lead the box."""
+    from benchbook.analysis.gates import gate_lines
+
+    failed = [
+        (f"{c['name']}: {c['detail']}", "audit") for c in (audit.all_checks() if audit else []) if c["status"] == "fail"
+    ]
+    # one line per failed validity gate with the runs it caught, as the page shows them (issue 23)
+    smoke = "smoke: " if rs.preset == "smoke" else ""
+    failed += [(smoke + line, "compare-checks") for line in [text for _, text, _ in gate_lines(rs)]]
+    results = []
+    for v in rs.verdicts:
+        j = v.judgement
+        if j.is_result:
+            text = f"{v.candidate} vs {v.baseline}: {v.metric} {j.ratio:.3g}x, a result ({j.direction})"
+            better = j.ratio if v.higher_is_better else 1 / j.ratio
+            results.append((j.direction, better, text, "compare-verdicts"))
+    cannot: dict[tuple[str, str], list[str]] = {}
+    for v in rs.verdicts:
+        if v.judgement.state == "cannot":
+            cannot.setdefault((v.candidate, v.baseline), []).append(v.judgement.why.split("; no rank test")[0])
+    unjudged = [
+        (f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts")
+        for (c, b), whys in cannot.items()
+    ]
+    unjudged += [
+        (f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings")
+        for p in rs.pairings
+        if p.kind == "no verdict"
+    ]
+    return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="compare-verdicts")
 
 
 # ---- the rules, stated once ---------------------------------------------------------------------

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from benchbook.errors import InputError
 
@@ -135,4 +136,56 @@ def detect_clamps(requested: Mapping[str, object], ran: StartupLine) -> list[Cla
         if ran.prefill_budget == 0:
             why += " — the budget was zeroed (the engine does not report chunked prefill)"
         out.append(Clamp("prefill_token_budget", budget, ran.prefill_budget, why + f" (log line {ran.line})"))
+    return out
+
+
+# ---- per arm: did its server run what was requested (the campaign analysis's clamps) ------------------
+@dataclass(frozen=True)
+class ClampResult:
+    """One arm's server: the start-up line read, and the settings it clamped (requested -> ran)."""
+
+    arm: str
+    run: str
+    line: str
+    clamped: bool
+    clamps: tuple[dict[str, Any], ...]
+    detail: str
+
+    @property
+    def verdict(self) -> str:
+        return "clamped" if self.clamped else "as requested"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "arm": self.arm,
+            "run": self.run,
+            "clamped": self.clamped,
+            "verdict": self.verdict,
+            "clamps": list(self.clamps),
+            "line": self.line,
+            "detail": self.detail,
+        }
+
+
+def campaign_clamps(camp: Any) -> list[ClampResult]:
+    """Per arm with a server log: what its server's start-up line says ran, against what the arm
+    requested (``server_args``)."""
+    out = []
+    for arm in camp.arms:
+        runs = [r for r in camp.runs if r.arm == arm and r.server_log.exists()]
+        if not runs:
+            continue
+        r = runs[0]
+        st = parse_startup_line(camp.server_log_text(r) or "", r.server_log)
+        cl = detect_clamps(camp.arms[arm].get("server_args", {}), st)
+        out.append(
+            ClampResult(
+                arm,
+                r.id,
+                st.text,
+                bool(cl),
+                tuple({"setting": c.setting, "requested": c.requested, "ran": c.ran} for c in cl),
+                "; ".join(c.explanation for c in cl) or "the server ran what was requested",
+            )
+        )
     return out

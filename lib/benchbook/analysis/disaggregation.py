@@ -27,7 +27,15 @@ from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, State, Verdict, d
 from benchbook.errors import InputError
 from benchbook.findings import Check, Exclusion, Findings
 from benchbook.ingest.campaign import Campaign
-from benchbook.ingest.pd_runs import PDCampaign, PDRun, Window, load_pd_campaign, load_pd_requests, read_prefill_log
+from benchbook.ingest.pd_runs import (
+    PDCampaign,
+    PDRun,
+    SummaryWindow,
+    load_pd_campaign,
+    load_pd_requests,
+    read_prefill_log,
+)
+from benchbook.numfmt import fmt_num
 
 MIN_WINDOW_S = 60.0
 UNREPLICATED = "unreplicated — spread not measured"
@@ -35,7 +43,7 @@ INVALID_WINDOW = "not a result — window invalid"
 
 __all__ = [
     "Check",
-    "PDReport",
+    "PDAnalysis",
     "per_card",
     "gain",
     "acceptance_length",
@@ -49,7 +57,7 @@ __all__ = [
 
 
 @dataclass
-class PDReport:
+class PDAnalysis:
     """What the PD page and the summary JSON show. Lists of plain dicts, in a stable order."""
 
     title: str
@@ -64,6 +72,7 @@ class PDReport:
     loads: int = 0  # distinct loads (requests, concurrency, rate, prompt class) among the runs
     replicated: bool = False  # some arm has two or more runs under one load (a spread can be measured)
     runs_per_arm_and_load: list[int] = field(default_factory=list)  # the distinct run counts (n per cell)
+    caveats: list[str] = field(default_factory=list)  # what could make the figures mislead (:func:`caveats`)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -164,7 +173,7 @@ def lifecycle(mean_ttft_s: float, mean_e2e_s: float) -> dict[str, float]:
 
 
 def window_validity(
-    window: Window,
+    window: SummaryWindow,
     concurrency: float | None,
     *,
     min_duration_s: float = MIN_WINDOW_S,
@@ -362,7 +371,7 @@ def _load_text(campaign: PDCampaign, r: PDRun) -> str:
     return ", ".join(parts)
 
 
-def _window_values(campaign: PDCampaign, r: PDRun, w: Window) -> dict[str, tuple[float, str]]:
+def _window_values(campaign: PDCampaign, r: PDRun, w: SummaryWindow) -> dict[str, tuple[float, str]]:
     """key -> (value, source) for the figures one window supports."""
     arm = campaign.arms[r.arm]
     out: dict[str, tuple[float, str]] = {}
@@ -408,7 +417,7 @@ def _window_values(campaign: PDCampaign, r: PDRun, w: Window) -> dict[str, tuple
     return out
 
 
-def _concurrency_limit(r: PDRun, w: Window) -> float | None:
+def _concurrency_limit(r: PDRun, w: SummaryWindow) -> float | None:
     c = w.get("Max Concurrency")
     return c if c is not None else r.load.get("concurrency")
 
@@ -490,14 +499,6 @@ def decision(key: str, base: list[float], cand: list[float], noise_pct: float | 
 PD_WORDS = {State.NOT_COMPARABLE: INVALID_WINDOW, State.CANNOT_TELL: UNREPLICATED, State.WITHIN_NOISE: NOT_A_RESULT}
 
 
-def _verdict(
-    key: str, base: list[float], cand: list[float], noise_pct: float | None, invalid: str | None
-) -> tuple[str, str]:
-    """(verdict words, reason) of :func:`decision` (kept for callers)."""
-    v = decision(key, base, cand, noise_pct, invalid)
-    return _words(v)
-
-
 def _words(v: Verdict) -> tuple[str, str]:
     reason = v.reason
     if v.evidence.spread_from and v.state is not State.NOT_COMPARABLE:
@@ -514,7 +515,7 @@ def analyse(
     fail_tolerance: float = littles.FAIL_TOLERANCE,
     noise_pct: float | None = None,
     baseline_arm: str | None = None,
-) -> PDReport:
+) -> PDAnalysis:
     """Everything the PD page shows, for one campaign folder.
 
     ``min_window_s`` / ``min_window_requests`` (default: the run's concurrency) are the native
@@ -531,7 +532,7 @@ def analyse(
     base_arm = baseline_arm or campaign.baseline_arm()
     if base_arm not in campaign.arms:
         raise InputError(campaign.root / "campaign.json", "$.arms", f"baseline arm {base_arm!r} is not an arm")
-    rep = PDReport(title=campaign.title, provenance=campaign.provenance)
+    rep = PDAnalysis(title=campaign.title, provenance=campaign.provenance)
     values: dict[tuple[str, str], dict[str, tuple[float, str]]] = {}
     invalid: dict[tuple[str, str], str] = {}
 
@@ -555,6 +556,8 @@ def analyse(
                     limit=_concurrency_limit(r, w),
                     tolerance=tolerance,
                     fail_tolerance=fail_tolerance,
+                    independent="the tool's Concurrency is its requests' summed E2E over the duration, λ × W by "
+                    "construction (it only shows the figures belong to one window)",
                 )
                 rep.checks.append(lc.as_check(f"Little's law: {r.id} {wname}").as_dict())
             if wname == "native":
@@ -641,10 +644,85 @@ def analyse(
     rep.loads = len(per_load)
     rep.runs_per_arm_and_load = sorted({n for d in per_load.values() for n in d.values()})
     rep.replicated = any(n > 1 for n in rep.runs_per_arm_and_load)
+    rep.caveats = caveats(campaign, rep)
     return rep
 
 
-def _consistency(r: PDRun, w: Window, rep: PDReport) -> None:
+def caveats(c: PDCampaign, rep: PDAnalysis) -> list[str]:
+    """What could make the PD page's figures mislead, one sentence each, from what the inputs hold
+    (provenance, per-request records, prefill logs, replication, loads, window validity, value marks,
+    speculative counters, the simulator, stage timings): the page's "Caveats from the inputs"."""
+    out: list[str] = []
+    if c.provenance != "measured":
+        out.append(f"Provenance is '{c.provenance}': the figures were not measured by this tool.")
+    if not any(r.requests_file for r in c.runs):
+        out.append(
+            "No per-request records: concurrency is not measured independently; Little's law from the "
+            "summary only shows the figures belong to one window."
+        )
+    elif not all(r.requests_file for r in c.runs):
+        out.append(
+            "Per-request records exist for only some runs: " + ", ".join(r.id for r in c.runs if r.requests_file) + "."
+        )
+    reported = [b for b in rep.batch_composition if b["kind"].startswith("reported")]
+    if reported and not any(r.prefill_log for r in c.runs):
+        out.append(
+            "Prefill batch counts are reported counts, no log lines: "
+            + "; ".join(
+                f"{b['run']}: {b.get('reports')} reports, {b.get('multi_request_batches')} multi-request"
+                for b in reported
+            )
+            + "."
+        )
+    elif not any(r.prefill_log for r in c.runs):
+        out.append("No prefill log: the batch seam is known only from the simulator.")
+    if not rep.replicated:
+        out.append("One run per arm and load: every gain is unreplicated and the run-to-run spread is unmeasured.")
+    if rep.loads > 1:
+        out.append(f"{rep.loads} different loads: gains are computed within a load only, never across loads.")
+    for chk in rep.checks:
+        if chk.get("kind") == "window validity":
+            run = chk["run"]
+            if chk["status"] == "fail":
+                out.append(
+                    f"{run}'s native window fails the window rule ({chk['finding']}): its native figures are not a result."
+                )
+            elif chk["lower_bound"]:
+                out.append(
+                    f"{run}'s native window passes only on a published lower bound; its length and request "
+                    "count were not printed."
+                )
+            elif chk["status"] == "warn":
+                out.append(f"{run}'s native window cannot be checked: {chk['finding']}.")
+    for r in c.runs:
+        w = r.windows.get("whole")
+        if w is not None and w.get("Concurrency") is None and w.get("Request Throughput") is not None:
+            out.append(f"{r.id}: no whole-window mean concurrency recorded, so λ × W is an implied concurrency.")
+    n_der = sum(len(r.derived) for r in c.runs)
+    n_apx = sum(len(r.approximate) for r in c.runs)
+    if n_der or n_apx:
+        out.append(
+            f"{n_der} figure(s) are derived and {n_apx} approximate (see Value marks); gains built on them "
+            "inherit the mark."
+        )
+    if any(r.speculative for r in c.runs):
+        out.append(
+            "Acceptance length is output tokens / verify calls; a strict acceptance rate needs the proposal "
+            "count, which is not recorded."
+        )
+    if rep.admission:
+        out.append(
+            "Simulator batch counts replay admission on the CPU with ample memory; arrival times, KV "
+            "resources and DP distribution are not modelled, so they explain the mechanism, not the speed-up."
+        )
+    if not any(
+        r.windows.get("whole") and r.windows["whole"].stat("TTFT") is not None and r.requests_file for r in c.runs
+    ):
+        out.append("TTFT is not split into queueing, prefill and hand-off: no stage timings in the inputs.")
+    return out
+
+
+def _consistency(r: PDRun, w: SummaryWindow, rep: PDAnalysis) -> None:
     """Output Token Throughput ≈ Total Generated Tokens / Benchmark Duration, when all three exist."""
     t, n, d = w.get("Output Token Throughput"), w.get("Total Generated Tokens"), w.duration_s
     if t is None or n is None or d is None:
@@ -656,12 +734,13 @@ def _consistency(r: PDRun, w: Window, rep: PDReport) -> None:
         Check(
             f"throughput = tokens / duration: {r.id} {w.name}",
             status,
-            f"{n} tokens / {d:.3f} s = {expect:.4f} token/s vs recorded {t:.4f} (gap {gap * 100:.3f} %)",
+            f"{n} tokens / {d:.3f} s = {fmt_num(expect, 4, sig=7, trim=True)} token/s vs recorded "
+            f"{fmt_num(t, 4, sig=7, trim=True)} (gap {fmt_num(gap * 100, 3)} %)",
         ).as_dict()
     )
 
 
-def _speculative(r: PDRun, rep: PDReport) -> None:
+def _speculative(r: PDRun, rep: PDAnalysis) -> None:
     spec = r.speculative
     if spec is None:
         return
@@ -691,7 +770,7 @@ def _speculative(r: PDRun, rep: PDReport) -> None:
     )
 
 
-def _records(campaign: PDCampaign, r: PDRun, rep: PDReport, tolerance: float, fail_tolerance: float) -> None:
+def _records(campaign: PDCampaign, r: PDRun, rep: PDAnalysis, tolerance: float, fail_tolerance: float) -> None:
     df = load_pd_requests(r.requests_file)
     fname = str(r.requests_file)
     for row in df.filter(~df["success"]).iter_rows(named=True):
@@ -738,6 +817,9 @@ def _records(campaign: PDCampaign, r: PDRun, rep: PDReport, tolerance: float, fa
             tolerance=tolerance,
             fail_tolerance=fail_tolerance,
             concurrency_source="measured (records, time-weighted)",
+            independent=None
+            if label == "summary"
+            else "λ and W come from the same records the in-flight count does: nothing independent to hold it against",
         )
         rep.checks.append(
             Check(

@@ -20,6 +20,7 @@ Arms are compared with the project's noise rules (:func:`benchbook.analysis.verd
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +30,15 @@ if TYPE_CHECKING:
 
 MIN_SAMPLES = 2  # power samples inside a window, besides the interpolated ends
 MAX_GAP_S = 5.0  # a window with a larger gap between power samples is not measured
+#: an energy counter and the power samples of the same GPU and window that differ by more than this
+#: (relative to the larger, and by more than COUNTER_SLACK_J) disagree: the counter is not used
+COUNTER_TOLERANCE = 0.25
+COUNTER_SLACK_J = 5.0
+#: a GPU's mean power over a window may exceed its board limit by this much (limits are enforced over
+#: about a second; a sample average can sit a little above) before the reading is refused
+POWER_MARGIN = 0.10
+#: without a known accelerator: no GPU draws more than this (a counter jump or ×1e300 is refused)
+MAX_ANY_GPU_W = 3000.0
 
 
 def _interp(ts: list[float], ps: list[float], t: float) -> float:
@@ -64,6 +74,28 @@ def gpu_counter_joules(ts: list[float], es: list[float], t0: float, t1: float) -
     return _interp(ts, es, t1) - _interp(ts, es, t0), len(used), ""
 
 
+def power_estimate(ts: list[float], ps: list[float], t0: float, t1: float) -> float | None:
+    """The trapezoid integral of the power over ``[t0, t1]`` whatever the samples inside (the counter's
+    cross-check: a window too short for :func:`gpu_joules` still has an estimate); None uncovered."""
+    if not ts or ts[0] > t0 or ts[-1] < t1:
+        return None
+    pts = [(t0, _interp(ts, ps, t0)), *[(t, p) for t, p in zip(ts, ps) if t0 < t < t1], (t1, _interp(ts, ps, t1))]
+    return sum((b[0] - a[0]) * (a[1] + b[1]) / 2 for a, b in zip(pts, pts[1:]))
+
+
+def counter_disagrees(counter_j: float, power_j: float) -> str | None:
+    """Why an energy counter's rise and the power samples' integral over one window cannot both be
+    right (:data:`COUNTER_TOLERANCE`), else None: a counter stuck while the GPU draws 490 W, a counter
+    jump of megajoules."""
+    gap = abs(counter_j - power_j)
+    if gap <= COUNTER_SLACK_J or gap <= COUNTER_TOLERANCE * max(abs(counter_j), abs(power_j)):
+        return None
+    return (
+        f"the energy counter rose {counter_j:.6g} J, the power samples integrate to {power_j:.6g} J: they differ "
+        f"by more than {COUNTER_TOLERANCE:.0%}, so the counter is not used"
+    )
+
+
 def _counters(samples: pl.DataFrame) -> dict[int, tuple[list[float], list[float]]]:
     import polars as pl
 
@@ -88,7 +120,6 @@ def _per_gpu(samples: pl.DataFrame) -> dict[int, tuple[list[float], list[float]]
 
 def idle_power(samples: pl.DataFrame, before: float, after: float | None = None) -> tuple[float | None, int]:
     """(Σ over GPUs of the median power of the samples in ``[after, before)``, samples used)."""
-    import statistics
 
     total, n = 0.0, 0
     for _g, (ts, ps) in _per_gpu(samples).items():
@@ -131,6 +162,26 @@ class WindowEnergy:
     why_not: str = ""
     methods: Mapping[int, str] = field(default_factory=dict)  # per GPU: "counter" | "power"
     notes: tuple[str, ...] = ()
+    interval_s: float | None = None  # the median gap between the samples used
+    window_source: str = ""  # where [t0, t1] came from (events.jsonl marker, capture times, result date)
+
+    @property
+    def method(self) -> str:
+        """How the joules were measured, in words, with the sampling interval ("not measured" without)."""
+        every = f", sampled every {self.interval_s:.2f} s" if self.interval_s else ""
+        kinds = set(self.methods.values())
+        if kinds == {"counter"}:
+            return "the GPU's cumulative energy counter, its rise over the window (interpolated at the ends)" + every
+        if kinds == {"power"}:
+            return "the trapezoid integral of power.draw over the window" + every
+        if kinds:
+            return "the energy counter where the GPU has one, else the integral of power.draw" + every
+        return "not measured"
+
+    @property
+    def how(self) -> str:
+        """:attr:`method` and where the window came from."""
+        return self.method + (f"; window: {self.window_source}" if self.window_source else "")
 
     @property
     def seconds(self) -> float:
@@ -192,6 +243,10 @@ class WindowEnergy:
             "why_not": self.why_not or None,
             "methods": {str(k): v for k, v in self.methods.items()},
             "notes": list(self.notes),
+            "interval_s": self.interval_s,
+            "window_source": self.window_source or None,
+            "method": self.method,
+            "how": self.how,
             "text": self.describe(),
         }
 
@@ -207,10 +262,18 @@ def window_energy(
     idle_w: float | None = None,
     run: str | None = None,
     arm: str | None = None,
+    window_source: str = "",
+    source: str | None = None,
+    max_power_w: float | None = None,
+    limit_from: str = "",
 ) -> WindowEnergy:
     """The energy of ``[t0, t1]`` summed over the GPUs of ``samples`` (module docstring): the GPU's
-    energy counter where the samples carry one, else the trapezoid integral of its power."""
+    energy counter where the samples carry one and the power samples do not contradict it
+    (:func:`counter_disagrees`), else the trapezoid integral of its power. A GPU whose mean power over
+    the window is above ``max_power_w`` (its board limit, :data:`POWER_MARGIN` allowed; without one,
+    :data:`MAX_ANY_GPU_W`) is bad input: InputError naming ``source``, the GPU and the window."""
     per, methods, notes, n, why = {}, {}, [], 0, ""
+    gaps: list[float] = []
     gpus = _per_gpu(samples)
     counters = _counters(samples)
     if not gpus and not counters:
@@ -218,8 +281,11 @@ def window_energy(
     for g in sorted(set(gpus) | set(counters)):
         if g in counters:
             j, k, w = gpu_counter_joules(*counters[g], t0, t1)
-            if j is not None:
+            est = power_estimate(*gpus[g], t0, t1) if j is not None and g in gpus else None
+            w = counter_disagrees(j, est) if est is not None else w
+            if j is not None and (est is None or w is None):
                 per[g], methods[g], n = j, "counter", n + k
+                gaps += _gaps(counters[g][0], t0, t1)
                 continue
             notes.append(f"GPU {g}: {w}")
         if g not in gpus:
@@ -230,7 +296,10 @@ def window_energy(
             why = f"GPU {g}: {w}"
             break
         per[g], methods[g], n = j, "power", n + k
+        gaps += _gaps(gpus[g][0], t0, t1)
     total = sum(per.values()) if per and not why else None
+    if total is not None and t1 > t0:
+        _check_power(per, methods, t0, t1, source, max_power_w, limit_from)
     return WindowEnergy(
         window,
         t0,
@@ -246,7 +315,33 @@ def window_energy(
         why,
         methods if total is not None else {},
         tuple(notes),
+        statistics.median(gaps) if gaps and total is not None else None,
+        window_source,
     )
+
+
+def _gaps(ts: list[float], t0: float, t1: float) -> list[float]:
+    """The gaps between one GPU's samples from the last before ``t0`` to the first after ``t1``."""
+    lo = max([i for i, t in enumerate(ts) if t <= t0], default=0)
+    hi = min([i for i, t in enumerate(ts) if t >= t1], default=len(ts) - 1)
+    return [b - a for a, b in zip(ts[lo:hi], ts[lo + 1 : hi + 1])]
+
+
+def _check_power(per, methods, t0, t1, source, max_power_w, limit_from) -> None:
+    from benchbook.errors import InputError
+
+    limit = max_power_w or MAX_ANY_GPU_W
+    name = limit_from or ("any accelerator" if not max_power_w else "the GPU")
+    for g, j in sorted(per.items()):
+        mean = j / (t1 - t0)
+        if mean > limit * (1 + POWER_MARGIN):
+            how = "its energy counter" if methods.get(g) == "counter" else "its power samples"
+            raise InputError(
+                source or "<GPU samples>",
+                f"GPU {g} [{t0:.3f}, {t1:.3f}]",
+                f"mean power {mean:.6g} W from {how} is above the {limit:g} W that {name} can draw "
+                f"({POWER_MARGIN:.0%} allowed): not a reading of one GPU",
+            )
 
 
 def compare_arms(

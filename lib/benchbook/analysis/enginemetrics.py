@@ -198,7 +198,7 @@ GAUGES = ("running", "waiting", "kv_cache_usage")
 
 
 @dataclass
-class Window:
+class MetricsWindow:
     """Engine figures over a before/after window, per label set."""
 
     profile: EngineProfile
@@ -270,10 +270,10 @@ class Window:
         return out
 
 
-def window(before: Snapshot, after: Snapshot, profile: EngineProfile | None = None) -> Window:
+def window(before: Snapshot, after: Snapshot, profile: EngineProfile | None = None) -> MetricsWindow:
     """Deltas of every counter and histogram the profile maps, gauges at the end, and the checks."""
     profile = profile or detect_profile(after)
-    w = Window(profile, before, after)
+    w = MetricsWindow(profile, before, after)
     for q in COUNTERS:
         if profile.has(q):
             w.counters[q] = counter_delta(before, after, profile, q)
@@ -287,7 +287,7 @@ def window(before: Snapshot, after: Snapshot, profile: EngineProfile | None = No
     return w
 
 
-def window_checks(w: Window) -> list[findings.Check]:
+def window_checks(w: MetricsWindow) -> list[findings.Check]:
     checks: list[findings.Check] = []
     for q, per in w.counters.items():
         for k, d in per.items():

@@ -11,8 +11,12 @@ Three steps, each testable on its own (``docs/history.md`` is the reader's versi
    the campaign's pages as ``headline.json``, so a history over hundreds of campaigns reads small
    files instead of re-analysing every campaign.
 2. :func:`history_table` turns those into one tidy polars frame, one row per (series, figure,
-   campaign): the campaign's median over its runs, [min–max] of the run values, n runs and the
-   run-to-run spread ``(max − min) / min`` (None with one run). Written as ``history.parquet``.
+   campaign). A figure is matched across campaigns on its whole context (:data:`CONTEXT_FIELDS`:
+   prompt and generation length, concurrency, load, environment, model, hardware, besides metric,
+   arm and prompt class): a 128-token and a 512-token campaign, or a campaign's two loads, are
+   separate figures, never one series, and :func:`analyse` lists them as not comparable. Per row:
+   the campaign's median over its runs, [min–max] of the run values, n runs and the run-to-run
+   spread ``(max − min) / min`` (None with one run). Written as ``history.parquet``.
 3. :func:`analyse` judges it. Campaigns of a series are ordered by ``date``, then ``order`` (from
    ``campaign.json``'s ``history``), then name.
 
@@ -39,6 +43,7 @@ Nothing here reads a rendered page; the pages format what :class:`History` holds
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -87,7 +92,42 @@ def series_of(manifest: Mapping[str, Any]) -> str:
     return str(engine.get("name") or "unnamed engine") if isinstance(engine, Mapping) else "unnamed engine"
 
 
-def _figure(metric, arm, environment, prompt_class, prompt_tokens, generation_tokens, concurrency, runs, values):
+def model_of(manifest: Mapping[str, Any]) -> str | None:
+    """The model a campaign served, for matching figures across campaigns: ``checkpoint.model`` (or
+    ``name``, ``path``, ``models``), its last path component (the same checkpoint in another folder
+    is the same model)."""
+    ck = manifest.get("checkpoint")
+    if not isinstance(ck, Mapping):
+        return None
+    for k in ("model", "name", "path", "models"):
+        v = ck.get(k)
+        if isinstance(v, str) and v.strip():
+            return v.strip().rstrip("/").rsplit("/", 1)[-1] or v.strip()
+    return None
+
+
+def hardware_of(manifest: Mapping[str, Any]) -> str | None:
+    """The hardware a campaign ran on, for matching figures: ``host.accelerator`` (with ``host.cards``'
+    count), else ``host.GPU``/``gpu``/``gpus``/``gpu_memory`` up to its first comma ("4 x RTX 2080 Ti";
+    the memory and driver after it are not the hardware's identity)."""
+    host = manifest.get("host")
+    if not isinstance(host, Mapping):
+        return None
+    acc = host.get("accelerator")
+    if isinstance(acc, str) and acc.strip():
+        cards = host.get("cards")
+        count = str(cards).split()[0] if cards is not None and str(cards).split() else ""
+        return f"{count} x {acc.strip()}" if count.isdigit() else acc.strip()
+    for k in ("GPU", "gpu", "gpus", "gpu_memory"):
+        v = host.get(k)
+        if isinstance(v, str) and v.strip():
+            return v.split(",")[0].split(";")[0].strip()
+    return None
+
+
+def _figure(
+    metric, arm, environment, prompt_class, prompt_tokens, generation_tokens, concurrency, runs, values, load=None
+):
     label, unit, hib, page = HEADLINE_FIGURES[metric]
     return {
         "metric": metric,
@@ -101,6 +141,7 @@ def _figure(metric, arm, environment, prompt_class, prompt_tokens, generation_to
         "prompt_tokens": None if prompt_tokens is None else int(round(prompt_tokens)),
         "generation_tokens": None if generation_tokens is None else int(round(generation_tokens)),
         "concurrency": concurrency,
+        "load": load or None,
         "runs": list(runs),
         "values": [float(v) for v in values],
     }
@@ -177,6 +218,8 @@ def headline(campaign: str | Path | Campaign) -> dict[str, Any]:
         "series": series_of(man),
         "commit": str(engine.get("commit") or ""),
         "provenance": str(man.get("provenance") or ""),
+        "model": model_of(man),
+        "hardware": hardware_of(man),
         "figures": figures,
     }
 
@@ -193,6 +236,8 @@ def _pd_figures(camp: Campaign) -> list[dict[str, Any]]:
         g = groups.setdefault(
             key,
             {
+                # the load without its "… in / … out" tail: prompt and generation lengths are their own fields
+                "load": _load_only(c.get("load")),
                 "environment": c.get("environment"),
                 "prompt_class": c.get("prompt_class"),
                 "prompt_tokens": c.get("prompt_tokens"),
@@ -215,10 +260,18 @@ def _pd_figures(camp: Campaign) -> list[dict[str, Any]]:
             None,
             g["runs"],
             g["values"],
+            load=g["load"],
         )
         for k, g in groups.items()
         if g["values"]
     ]
+
+
+def _load_only(text: Any) -> str | None:
+    if not isinstance(text, str) or not text:
+        return None
+    head, _, tail = text.rpartition(", ")
+    return head if head and tail.endswith(" out") else text
 
 
 # ----------------------------------------------------------------------------- the tidy table
@@ -238,6 +291,9 @@ TABLE_SCHEMA: dict[str, str] = {
     "prompt_tokens": "int",
     "generation_tokens": "int",
     "concurrency": "int",
+    "load": "str",
+    "model": "str",
+    "hardware": "str",
     "campaign": "str",
     "title": "str",
     "date": "str",
@@ -262,7 +318,7 @@ def _polars_schema() -> dict[str, Any]:
 
 def context_of(f: Mapping[str, Any]) -> str:
     """What a figure's numbers are about: arm, prompt class and length, generation length,
-    concurrency and environment (every figure states them)."""
+    concurrency, load and environment (every figure states them; model and hardware are beside it)."""
     parts = [f"arm {f['arm']}"]
     if f.get("prompt_class"):
         pt = f.get("prompt_tokens")
@@ -271,13 +327,38 @@ def context_of(f: Mapping[str, Any]) -> str:
         parts.append(f"{f['generation_tokens']} generated")
     if f.get("concurrency") and f["metric"] == "ladder_tok_s":
         parts.append(f"n={f['concurrency']}")
+    if f.get("load"):
+        parts.append(f"load {f['load']}")
     parts.append(f"env {f.get('environment') or 'default'}")
     return ", ".join(parts)
 
 
+# what must agree for two campaigns' figures to be one series: the workload (prompt and generation
+# length, concurrency, load), the environment, the model and the hardware (docs/history.md)
+CONTEXT_FIELDS: tuple[tuple[str, str], ...] = (
+    ("prompt_tokens", "prompt tokens"),
+    ("generation_tokens", "generated tokens"),
+    ("concurrency", "concurrency"),
+    ("load", "load"),
+    ("environment", "environment"),
+    ("model", "model"),
+    ("hardware", "hardware"),
+)
+
+
 def figure_id(f: Mapping[str, Any]) -> str:
+    """The figure's identity across campaigns: metric, arm, prompt class and concurrency readable,
+    then a digest of its whole context (:data:`CONTEXT_FIELDS`): figures of another workload, model or
+    hardware never share an id, so they are never one series."""
+    import hashlib
+
     keys = (f["metric"], f["arm"], f.get("prompt_class") or "", str(f.get("concurrency") or ""))
-    return "/".join(keys)
+    ctx = json.dumps([f.get(k) for k, _ in CONTEXT_FIELDS], default=str)
+    return "/".join(keys) + "/" + hashlib.sha256(ctx.encode()).hexdigest()[:8]
+
+
+def _base_id(f: Mapping[str, Any]) -> str:
+    return "/".join((f["metric"], f["arm"], f.get("prompt_class") or "", str(f.get("concurrency") or "")))
 
 
 def history_table(headlines: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
@@ -286,15 +367,21 @@ def history_table(headlines: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
 
     rows = []
     for h in headlines:
-        for f in h.get("figures", []):
+        seen: set[str] = set()
+        for f0 in h.get("figures", []):
+            f = {**f0, "model": h.get("model"), "hardware": h.get("hardware")}
             vals = [v for v in f["values"] if v is not None and math.isfinite(v)]
             if not vals:
                 continue
+            fid = figure_id(f)
+            if fid in seen:  # one campaign, one point per figure: two would be plotted as two campaigns
+                raise ValueError(f"{h['campaign']}: two headline figures with one context ({fid})")
+            seen.add(fid)
             spread = stats.run_spread(vals) if len(vals) >= 2 and min(vals) > 0 else None
             rows.append(
                 {
                     "series": h["series"],
-                    "figure": figure_id(f),
+                    "figure": fid,
                     "metric": f["metric"],
                     "label": f["label"],
                     "context": context_of(f),
@@ -307,6 +394,9 @@ def history_table(headlines: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
                     "prompt_tokens": f.get("prompt_tokens"),
                     "generation_tokens": f.get("generation_tokens"),
                     "concurrency": f.get("concurrency"),
+                    "load": f.get("load"),
+                    "model": f.get("model"),
+                    "hardware": f.get("hardware"),
                     "campaign": h["campaign"],
                     "title": h["title"],
                     "date": h["date"],
@@ -415,6 +505,7 @@ class Figure:
     segments: list[dict[str, Any]] = field(default_factory=list)  # the step fit
     steps: list[dict[str, Any]] = field(default_factory=list)  # boundaries between segments
     cannot_tell: list[str] = field(default_factory=list)  # why something could not be judged
+    setup: str = ""  # model and hardware, beside the context
 
 
 @dataclass
@@ -425,6 +516,7 @@ class History:
     figures: list[Figure]
     what_changed: list[dict[str, Any]]  # worst first
     cannot_tell: list[dict[str, Any]]
+    not_comparable: list[dict[str, Any]] = field(default_factory=list)  # one name, several contexts
 
     def figure(self, series: str, figure: str) -> Figure:
         for f in self.figures:
@@ -440,6 +532,7 @@ class History:
             "series": self.series,
             "what_changed": self.what_changed,
             "cannot_tell": self.cannot_tell,
+            "not_comparable": self.not_comparable,
             "steps": [
                 {"series": f.series, "figure": f.figure, **s} for f in self.figures for s in f.steps if s["is_result"]
             ],
@@ -585,7 +678,8 @@ def load_history(table: str | Path, *, rule: str = "seed") -> History:
 
 
 def analyse(table: pl.DataFrame, *, rule: str = "seed") -> History:
-    """Judge a :func:`history_table`: consecutive changes, steps, the "what changed" list."""
+    """Judge a :func:`history_table`: consecutive changes, steps, the "what changed" list, and the
+    figures of one name that are not comparable (another workload, model or hardware)."""
 
     figures: list[Figure] = []
     series: dict[str, list[str]] = {}
@@ -618,29 +712,38 @@ def analyse(table: pl.DataFrame, *, rule: str = "seed") -> History:
             points=pts,
             band=statistics.median(spreads) if spreads else None,
             scatter=robust_scatter([math.log(p["median"]) for p in pts if p["median"] > 0]),
+            setup=_setup(first),
         )
         if len(pts) >= MIN_STEP_CAMPAIGNS and fig.scatter:
             fig.history_noise = math.exp(HISTORY_NOISE_SIGMAS * math.sqrt(2) * fig.scatter) - 1.0
         if len(pts) >= 2:
             _consecutive(fig, rule)
             _steps(fig)
-        else:
-            fig.cannot_tell.append(f"one campaign ({pts[0]['campaign']}): nothing to compare; {CANNOT_TELL}")
-        if len(series.get(s, [])) >= 2:
+        figures.append(fig)
+    apart = _not_comparable(figures)
+    for fig in figures:
+        if len(fig.points) < 2:
+            other = next((a for a in apart if fig.figure in a["figures"]), None)
+            fig.cannot_tell.append(
+                f"one campaign ({fig.points[0]['campaign']}) in this context"
+                + (f"; the others of its name differ in {', '.join(other['differ'])} (not comparable)" if other else "")
+                + f": nothing to compare; {CANNOT_TELL}"
+            )
+        if len(series.get(fig.series, [])) >= 2:
+            label = f"{fig.label} — {fig.context}"
             for why in fig.cannot_tell:
-                cannot.append({"series": s, "figure": fid, "label": f"{fig.label} — {fig.context}", "reason": why})
+                cannot.append({"series": fig.series, "figure": fig.figure, "label": label, "reason": why})
             undecided = [c for c in fig.changes if c["verdict"] == CANNOT_TELL]
             if undecided:
                 cannot.append(
                     {
-                        "series": s,
-                        "figure": fid,
-                        "label": f"{fig.label} — {fig.context}",
+                        "series": fig.series,
+                        "figure": fig.figure,
+                        "label": label,
                         "reason": f"{len(undecided)} of {len(fig.changes)} consecutive change(s) cannot be judged: "
                         + undecided[0]["reason"],
                     }
                 )
-        figures.append(fig)
     return History(
         rule=rule,
         campaigns=table["campaign"].n_unique() if table.height else 0,
@@ -648,7 +751,54 @@ def analyse(table: pl.DataFrame, *, rule: str = "seed") -> History:
         figures=figures,
         what_changed=_what_changed(figures),
         cannot_tell=cannot,
+        not_comparable=apart,
     )
+
+
+def _setup(p: Mapping[str, Any]) -> str:
+    """Model and hardware of a figure's campaigns, as a reader sees them beside its context."""
+    return f"model {p.get('model') or 'not recorded'}, hardware {p.get('hardware') or 'not recorded'}"
+
+
+def _shown(v: Any) -> str:
+    return "not recorded" if v is None or v == "" else str(v)
+
+
+def _not_comparable(figures: list[Figure]) -> list[dict[str, Any]]:
+    """Figures of one name (metric, arm, prompt class, concurrency) in one series whose contexts differ:
+    each is its own series of campaigns, never compared with the others; one entry per name saying
+    what differs and which campaigns are in each context. Where the context a reader sees would be the
+    same (only the model or hardware differs), the differing fields are added to it."""
+    groups: dict[tuple[str, str], list[Figure]] = {}
+    for f in figures:
+        groups.setdefault((f.series, _base_id(f.points[0])), []).append(f)
+    out = []
+    for (s, _base), fs in groups.items():
+        if len(fs) < 2 or len({p["campaign"] for f in fs for p in f.points}) < 2:
+            continue  # one campaign's two loads: two figures, but nothing anyone would compare
+        differ = [(k, what) for k, what in CONTEXT_FIELDS if len({_shown(f.points[0].get(k)) for f in fs}) > 1]
+        if len({f.context for f in fs}) < len(fs):
+            for f in fs:
+                extra = [f"{what} {_shown(f.points[0].get(k))}" for k, what in differ if f"{what} " not in f.context]
+                f.context = ", ".join([f.context, *extra])
+        contexts = [
+            {"figure": f.figure, "context": f.context, "setup": f.setup, "campaigns": [p["campaign"] for p in f.points]}
+            for f in fs
+        ]
+        what = [w for _, w in differ]
+        desc = "; ".join(f"{c['context']} ({', '.join(c['campaigns'])})" for c in contexts)
+        out.append(
+            {
+                "series": s,
+                "label": f"{fs[0].label}, arm {fs[0].points[0]['arm']}",
+                "differ": what,
+                "figures": [f.figure for f in fs],
+                "contexts": contexts,
+                "reason": f"not comparable: the campaigns differ in {', '.join(what)}; shown as {len(fs)} "
+                f"separate figures, never one series: {desc}",
+            }
+        )
+    return out
 
 
 def _what_changed(figures: list[Figure]) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ import fnmatch
 import hashlib
 import math
 import os
+import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -54,17 +55,24 @@ if TYPE_CHECKING:  # pragma: no cover
 GROUPS = ("model", "dataset", "load", "deployment")
 #: the load fields that place a run on a curve (the prompt count is load-group context, not an axis)
 AXES = ("request_rate", "max_concurrency", "burstiness")
-#: zero-width characters and bidirectional controls: invisible, or reordering the text around them
+#: characters a reader cannot see, or that reorder the text around them: zero-width characters,
+#: invisible operators (U+2061-2064), bidirectional controls, variation selectors (U+FE00-FE0F,
+#: U+E0100-E01EF, Mongolian U+180B-180F), the combining grapheme joiner U+034F, tag characters
+#: (U+E0000-E007F), Hangul fillers (U+115F, U+1160, U+3164, U+FFA0), Khmer U+17B4/17B5
 _INVISIBLE = dict.fromkeys(
-    [0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD, 0x200E, 0x200F, 0x061C,
-     *range(0x202A, 0x202F), *range(0x2066, 0x206A)]
+    [0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF, 0x00AD, 0x200E, 0x200F, 0x061C, 0x034F,
+     *range(0x2061, 0x2065), *range(0x202A, 0x202F), *range(0x2066, 0x206A),
+     *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0), *range(0x180B, 0x1810), *range(0xE0000, 0xE0080),
+     0x115F, 0x1160, 0x3164, 0xFFA0, 0x17B4, 0x17B5]
 )  # fmt: skip
 
 
 def clean_text(s: str) -> str:
-    """``s`` in NFC with zero-width characters and bidirectional controls removed: what a reader sees
-    is what is compared (``eager`` and ``eager\u200b`` are one label)."""
-    return unicodedata.normalize("NFC", str(s)).translate(_INVISIBLE)
+    """``s`` in NFC with invisible characters (:data:`_INVISIBLE`) removed and whitespace — any
+    Unicode space, U+2028/2029 line and paragraph separators, tabs — collapsed to one space and
+    trimmed at both ends: what a reader sees is what is compared (``eager``, ``eager\u200b``,
+    ``eager\u2063`` and ``eager `` are one label)."""
+    return " ".join(unicodedata.normalize("NFC", str(s)).translate(_INVISIBLE).split())
 
 
 def _clean(v: Any) -> Any:
@@ -104,7 +112,7 @@ class Field:
     label: str
     value: Any
     shown: str
-    source: str = "file"  # "file" | "measured" | "user"
+    source: str = "file"  # "file" | "measured" | "user" | "campaign" (the arm campaign.json names)
 
     def agrees(self, other: Field) -> bool:
         if self.source == "measured" or other.source == "measured":
@@ -328,6 +336,9 @@ def read_identity(run: BenchmarkRun, user: Mapping[str, Any] | None = None) -> I
             group = str(v)
         elif key == "label":
             put("user_label", "deployment", "label (user)", clean_text(str(v)), source="user")
+        elif key == "campaign_arm":  # the arm campaign.json gives the run: it names the configuration too
+            if "user_label" not in f:  # a user's own label (--label, benchbook-compare.yml) comes first
+                put("user_label", "deployment", "arm (campaign.json)", clean_text(str(v)), source="campaign")
         elif key in USER_FIELDS:
             grp = next(g for g, keys in _USER_GROUPS.items() if key in keys)
             value = model_key(v) if key == "model" else _clean(v)
@@ -417,6 +428,17 @@ class Overrides:
         return list(dict.fromkeys(w.split(":", 1)[0] for _, _, w in self.entries))
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # C0 (ESC of terminal sequences, a newline …), DEL, C1
+
+
+def _no_control(s: str, file: str, where: str, what: str) -> str:
+    """``s`` if it holds no control character: one from a user's file or option never reaches a page."""
+    m = _CONTROL.search(s)
+    if m is not None:
+        raise InputError(file, where, f"{what} contains the control character \\x{ord(m.group()):02x}")
+    return s
+
+
 def _check_fields(fields: Any, file: str, where: str) -> dict[str, Any]:
     if not isinstance(fields, dict):
         raise InputError(
@@ -428,13 +450,21 @@ def _check_fields(fields: Any, file: str, where: str) -> dict[str, Any]:
             raise InputError(file, f"{where}.{k}", f"unknown field; choose from {', '.join(allowed)}")
         if not isinstance(v, (str, int, float)) or isinstance(v, bool):
             raise InputError(file, f"{where}.{k}", f"expected a string or a number, found {type(v).__name__}")
+        if isinstance(v, str):
+            _no_control(v, file, f"{where}.{k}", "value")
     return dict(fields)
 
 
 def load_overrides(files: Sequence[str | Path], labels: Mapping[str, str] | Iterable[str] = ()) -> Overrides:
     """Overrides from ``benchbook-compare.yml`` in each file's folder, then ``labels``
-    (``{file: label}`` or ``["FILE=LABEL", …]``), later entries winning."""
-    import yaml
+    (``{file: label}`` or ``["FILE=LABEL", …]``), later entries winning over the files'.
+
+    The YAML is read as every parameter file is (``jsonfile.load_yaml``: 1 MiB, no aliases, no
+    duplicate keys); a control character (ESC …) in a pattern or a value is bad input, so none
+    reaches a page. A ``--label`` pattern that is exactly a compared file's path or name is that
+    file, never a glob (``run[1].json`` is not ``run1.json``); two ``--label`` options giving one
+    file different labels are bad input (which is meant?)."""
+    from benchbook.jsonfile import MAX_PARAMS_BYTES, load_yaml
 
     ov = Overrides()
     folders: dict[Path, Path] = {}  # resolved folder -> the folder as the files were given (no machine path on a page)
@@ -445,32 +475,46 @@ def load_overrides(files: Sequence[str | Path], labels: Mapping[str, str] | Iter
             p = folder / name
             if not p.is_file():
                 continue
-            try:
-                doc = yaml.safe_load(p.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError) as e:
-                raise InputError(p, None, f"cannot read: {e}") from None
-            except yaml.YAMLError as e:
-                mark = getattr(e, "problem_mark", None)
-                raise InputError(
-                    p, f"line {mark.line + 1}" if mark else None, f"not valid YAML: {getattr(e, 'problem', e)}"
-                ) from None
+            doc = load_yaml(p, MAX_PARAMS_BYTES)
             if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
                 raise InputError(p, "$", "expected {files: {file name or pattern: {label, group, …}}}")
             for pattern, fields in doc["files"].items():
+                _no_control(str(pattern), str(p), "$.files", "file pattern")
                 where = f"{p}:$.files.{pattern}"
                 ov.entries.append((str(pattern), _check_fields(fields, str(p), f"$.files.{pattern}"), where))
                 ov.bases[where] = _norm_path(folder)
     items = labels.items() if isinstance(labels, Mapping) else [_split_label(s) for s in labels]
+    given: dict[str, tuple[str, str]] = {}  # file -> (label, the --label that gave it)
     for pattern, label in items:
-        if not any(matches(str(pattern), f) for f in files):
+        pattern, label = str(pattern), clean_text(str(label))
+        _no_control(label, "parameters", f"labels: {pattern}", "label")
+        exact = [f for f in files if pattern in (str(f), _norm_path(f), Path(f).name)]
+        hit = exact or [f for f in files if matches(pattern, f)]
+        if not hit:
             raise InputError(
                 "parameters",
                 f"labels: {pattern}",
                 f"--label {pattern}={label} matches none of the files compared ({_some(files)}); "
                 "give a file's path as given, its name or a pattern",
             )
-        ov.entries.append((str(pattern), {"label": clean_text(str(label))}, f"--label:{pattern}"))
+        for f in hit:
+            before = given.get(str(f))
+            if before is not None and before[0] != label:
+                raise InputError(
+                    "parameters",
+                    f"labels: {pattern}",
+                    f"{f} is labelled twice: --label {before[1]}={before[0]} and --label {pattern}={label} "
+                    "(which is meant? give one)",
+                )
+            given[str(f)] = (label, pattern)
+        key = _literal(pattern) if exact else pattern
+        ov.entries.append((key, {"label": label}, f"--label:{pattern}"))
     return ov
+
+
+def _literal(name: str) -> str:
+    """``name`` as an fnmatch pattern matching only itself (``[``, ``*``, ``?`` bracketed)."""
+    return re.sub(r"([\[\]*?])", r"[\1]", name)
 
 
 def _some(files: Sequence[Any], n: int = 4) -> str:

@@ -333,50 +333,53 @@ def results_ladder(camp) -> pl.DataFrame:
 
 
 def _results_ladder(camp, pl) -> pl.DataFrame:
-    from benchbook.ingest import formats
+    from benchbook.analysis.copies import copied_benchmarks
+    from benchbook.analysis.results import benchmark_runs
 
     procs = {r["id"]: (r.get("process"), r.get("point")) for r in camp.manifest.get("runs", []) if r.get("process")}
+    copies = copied_benchmarks(camp)  # a copy of another point is counted once, never as a repeat
     rows = []
     for rr in camp.results_runs:
         if rr.id not in procs:
             continue
         process, point = procs[rr.id]
-        for f in rr.files:
-            for b in formats.read(f):
-                s, c, q = b.summary, b.config, b.requests
-                ok = q.filter(pl.col("success")) if q is not None and q.height else None
-                tokens = float(ok["completion_tokens"].sum()) if ok is not None else s.get("total_output_tokens")
-                wall = s.get("duration_s")
-                if not tokens or not wall or wall <= 0:
-                    raise InputError(f, b.location, "no output tokens or no positive duration: no aggregate rate")
-                e2e = ok["e2e_s"].drop_nulls() if ok is not None and "e2e_s" in ok.columns else None
-                has_e2e = e2e is not None and e2e.len() > 0
-                rows.append(
-                    {
-                        "arm": rr.arm,
-                        "process": process,
-                        "run": rr.id,
-                        "point": point or Path(f).stem,
-                        "concurrency": c.get("max_concurrency"),
-                        "request_rate": float(c.get("request_rate") or float("inf")),
-                        "requests": int(ok.height if ok is not None else s.get("completed") or 0),
-                        "tokens": float(tokens),
-                        "wall_s": float(wall),
-                        "rate_tok_s": float(tokens) / float(wall),
-                        "tokens_per_request": float(tokens) / max(1, ok.height if ok is not None else 1),
-                        "single_s": float(e2e.median()) if has_e2e else None,
-                        "mean_latency_s": float(e2e.mean()) if has_e2e else None,
-                        "worst_latency_s": float(e2e.max()) if has_e2e else None,
-                        "best_latency_s": float(e2e.min()) if has_e2e else None,
-                        "median_ttft_ms": s.get("median_ttft_ms"),
-                        "median_tpot_ms": s.get("median_tpot_ms"),
-                        "offsets": (
-                            ((ok["start_s"] + ok["e2e_s"]) - ok["start_s"].min()).to_list()
-                            if has_e2e and "start_s" in ok.columns
-                            else None
-                        ),
-                    }
-                )
+        for f, b in benchmark_runs(camp, rr):
+            if (rr.id, str(f), b.location) in copies:
+                continue
+            s, c, q = b.summary, b.config, b.requests
+            ok = q.filter(pl.col("success")) if q is not None and q.height else None
+            tokens = float(ok["completion_tokens"].sum()) if ok is not None else s.get("total_output_tokens")
+            wall = s.get("duration_s")
+            if not tokens or not wall or wall <= 0:
+                raise InputError(f, b.location, "no output tokens or no positive duration: no aggregate rate")
+            e2e = ok["e2e_s"].drop_nulls() if ok is not None and "e2e_s" in ok.columns else None
+            has_e2e = e2e is not None and e2e.len() > 0
+            rows.append(
+                {
+                    "arm": rr.arm,
+                    "process": process,
+                    "run": rr.id,
+                    "point": point or Path(f).stem,
+                    "concurrency": c.get("max_concurrency"),
+                    "request_rate": float(c.get("request_rate") or float("inf")),
+                    "requests": int(ok.height if ok is not None else s.get("completed") or 0),
+                    "tokens": float(tokens),
+                    "wall_s": float(wall),
+                    "rate_tok_s": float(tokens) / float(wall),
+                    "tokens_per_request": float(tokens) / max(1, ok.height if ok is not None else 1),
+                    "single_s": float(e2e.median()) if has_e2e else None,
+                    "mean_latency_s": float(e2e.mean()) if has_e2e else None,
+                    "worst_latency_s": float(e2e.max()) if has_e2e else None,
+                    "best_latency_s": float(e2e.min()) if has_e2e else None,
+                    "median_ttft_ms": s.get("median_ttft_ms"),
+                    "median_tpot_ms": s.get("median_tpot_ms"),
+                    "offsets": (
+                        ((ok["start_s"] + ok["e2e_s"]) - ok["start_s"].min()).to_list()
+                        if has_e2e and "start_s" in ok.columns
+                        else None
+                    ),
+                }
+            )
     schema = {
         "arm": pl.String,
         "process": pl.String,
@@ -401,6 +404,10 @@ def _results_ladder(camp, pl) -> pl.DataFrame:
 
 
 DEFAULT_FLAT_TOLERANCE = 0.05  # without a measured spread: the pure-queueing check's own tolerance
+# a median TPOT below this is no decode step (the fastest GPU engines step in ~2-5 ms; 0.1 ms leaves a
+# wide margin): the tokens arrived in bursts, several per streamed chunk (the vLLM CPU engine's
+# 0.0027 ms), and the figure measures the client's gaps between chunks
+BURST_TPOT_MS = 0.1
 
 
 def results_ladder_analysis(
@@ -415,6 +422,9 @@ def results_ladder_analysis(
 
     * ``serialization``: :func:`flatness` of the aggregate rate over the closed-loop concurrencies
       (n=1 needed), against the measured run-to-run spread, else a 5 % tolerance (said so);
+      ``serialization_not_judged``: the processes it cannot be judged for (one load point, no single
+      request, rate points only), with the reason;
+    * ``bursts``: points whose median TPOT is below :data:`BURST_TPOT_MS` (tokens streamed in bursts);
     * ``queueing``: :func:`queueing` of each concurrency > 1 against the process's single-request
       time (median latency at concurrency 1): completions at k × that time ⇒ pure queueing;
     * ``spread``: run-to-run spread of the rate between processes of one arm at one point (the
@@ -432,12 +442,14 @@ def results_ladder_analysis(
       (mean request latency at n against the serial arm's single request; the speedup from rates).
     """
     from benchbook.analysis import stats
-    from benchbook.analysis.verdict import compare
+    from benchbook.analysis.verdict import ZERO_SPREAD, compare
 
     lad = results_ladder(camp)
     out: dict[str, Any] = {
         "points": [],
         "serialization": [],
+        "serialization_not_judged": [],  # processes whose points cannot show flatness, and why
+        "bursts": [],  # points whose median TPOT no engine reaches: the tokens came in bursts
         "queueing": [],
         "comparisons": [],
         "amortization": [],
@@ -446,7 +458,38 @@ def results_ladder_analysis(
     if lad.height == 0:
         return out
     out["points"] = lad.drop("offsets").to_dicts()
+    for p in out["points"]:
+        tpot = p.get("median_tpot_ms")
+        if tpot is not None and 0 < tpot < BURST_TPOT_MS:
+            out["bursts"].append(
+                {
+                    "arm": p["arm"],
+                    "process": p["process"],
+                    "point": p["point"],
+                    "median_tpot_ms": tpot,
+                    "reason": f"median TPOT {tpot:.2g} ms, below the {BURST_TPOT_MS:g} ms no engine's decode step "
+                    "reaches: the server streamed its tokens in bursts (several per chunk), so the gaps between "
+                    "chunks, not decode steps, make this figure",
+                }
+            )
     closed = lad.filter(pl_col_inf(lad))
+    for (arm, process), g in lad.group_by(["arm", "process"], maintain_order=True):
+        ns = sorted({int(n) for n in g.filter(pl_col_inf(g))["concurrency"] if n is not None})
+        if 1 in ns and len(ns) > 1:
+            continue  # judged below
+        if not ns:
+            why = "no closed-loop point (every point is a request-rate point): flatness is judged over concurrencies"
+        elif len(ns) == 1:
+            why = (
+                f"one load point (concurrency {ns[0]}) in this process: flatness needs the single request "
+                "(concurrency 1) and at least one queued step (2, 4, 8)"
+            )
+        else:
+            why = (
+                f"no single request (concurrency 1) among its points ({', '.join(map(str, ns))}): the queued "
+                "steps are held against it"
+            )
+        out["serialization_not_judged"].append({"arm": arm, "process": process, "concurrencies": ns, "reason": why})
     # run-to-run spread: processes of one arm at one point
     spreads = []
     for (arm, point), g in closed.group_by(["arm", "point"], maintain_order=True):
@@ -459,7 +502,8 @@ def results_ladder_analysis(
     for (arm, process), g in closed.group_by(["arm", "process"], maintain_order=True):
         rates = {int(n): float(r) for n, r in zip(g["concurrency"], g["rate_tok_s"]) if n is not None}
         if 1 in rates and len(rates) > 1:
-            tol = spread if spread is not None else DEFAULT_FLAT_TOLERANCE
+            # a spread of 0 is no yardstick (identical processes): the check's own tolerance instead
+            tol = spread if spread else DEFAULT_FLAT_TOLERANCE
             fl = flatness(rates, tol)
             serial = camp.arms.get(arm, {}).get("mode") == "serial"
             out["serialization"].append(
@@ -471,9 +515,11 @@ def results_ladder_analysis(
                     "rates": {str(k): v for k, v in fl.rates.items()},
                     "tolerance": tol,
                     "tolerance_from": "override"
-                    if spread_override is not None
+                    if spread_override
                     else "measured spread"
-                    if measured is not None
+                    if measured
+                    else "assumed 5 % (the measured spread is 0: no yardstick)"
+                    if spread == 0
                     else "assumed 5 % (no arm ran twice)",
                     "flat": fl.flat,
                     "reason": fl.reason,
@@ -530,12 +576,14 @@ def results_ladder_analysis(
             v = (decided or {}).get((b_arm, c_arm, "output_throughput", int(n)))
             if v is not None:
                 row.update(decided_row(v))
-            elif spread is None:
+            elif not spread:  # none measured, or 0 (identical processes): no yardstick, no verdict
                 row.update(
                     verdict="no verdict",
                     is_result=False,
                     reason="no arm was run twice (one server process each), so there is no measured spread; "
-                    "no difference can be called a result",
+                    "no difference can be called a result"
+                    if spread is None
+                    else ZERO_SPREAD,
                 )
             else:
                 cmp = compare(b, c, spread=spread, higher_is_better=True, rule=rule)

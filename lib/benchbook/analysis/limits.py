@@ -48,6 +48,8 @@ class Accelerator:
     memory_bandwidth_Bps: float
     peak_flops: Mapping[str, float]
     source: str
+    max_power_W: float | None = None  # the board power limit (configurable parts: their highest setting)
+    power_source: str = ""
 
     def peak(self, dtype: str) -> tuple[float | None, str]:
         """(dense peak FLOP/s for ``dtype``, the precision used): bf16 falls back to fp16 where the part
@@ -67,7 +69,15 @@ def accelerators() -> tuple[Accelerator, ...]:
 
     doc = json.loads(resources.files("benchbook").joinpath("data/accelerators.json").read_text("utf-8"))
     return tuple(
-        Accelerator(a["name"], tuple(a["match"]), float(a["memory_bandwidth_Bps"]), dict(a["peak_flops"]), a["source"])
+        Accelerator(
+            a["name"],
+            tuple(a["match"]),
+            float(a["memory_bandwidth_Bps"]),
+            dict(a["peak_flops"]),
+            a["source"],
+            float(a["max_power_W"]) if a.get("max_power_W") else None,
+            a.get("power_source", ""),
+        )
         for a in doc["accelerators"]
     )
 

@@ -23,10 +23,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from benchbook.analysis import stats
+from benchbook.analysis.verdict import NOT_A_RESULT, Evidence, Verdict, decide, point, typed_fields
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from benchbook.ingest.campaign import Campaign
 
 MIB_PER_GIB = 1024.0
 KIB_PER_GIB = 1024.0 * 1024.0
@@ -280,8 +284,8 @@ def load_ramp(gpu: pl.DataFrame, markers: pl.DataFrame, run: str, max_points: in
     g = g.with_columns((pl.col("t") - t0).alias("t_s"), (pl.col("gpu_used_mib") / MIB_PER_GIB).alias("gib"))
     if per_rank > max_points and span > 0:
         width = span / max_points
-        g = (
-            g.with_columns(((pl.col("t_s") / width).floor() * width).alias("t_s"))
+        g = (  # at most max_points bins per rank: the last sample joins the last bin
+            g.with_columns(((pl.col("t_s") / width).floor().clip(0, max_points - 1) * width).alias("t_s"))
             .group_by(["t_s", "rank"])
             .agg(pl.col("gib").max())
         )
@@ -293,6 +297,42 @@ def load_ramp(gpu: pl.DataFrame, markers: pl.DataFrame, run: str, max_points: in
         .sort("t_s")
     )
     return samples, m
+
+
+RAMP_MIN_POINTS = 10  # a rank's line needs a few points to show a ramp at all
+
+
+def load_ramps(
+    gpu: pl.DataFrame, markers: pl.DataFrame, runs: list[str], budget: int
+) -> dict[str, tuple[pl.DataFrame, pl.DataFrame]]:
+    """:func:`load_ramp` of every run in ``runs`` inside one row budget: the ``budget`` rows (less the
+    markers) shared equally by every (run, rank) line, at most :data:`RAMP_MAX_POINTS` each. Where even
+    :data:`RAMP_MIN_POINTS` per line would not fit (16 GPUs in 25 runs), each run's ranks are drawn as
+    two lines, the largest and the smallest rank at each time (``rank`` says so), so every peak stays."""
+    import polars as pl
+
+    g = gpu.filter(pl.col("run").is_in(runs))
+    ranks = dict(g.group_by("run").agg(pl.col("rank").n_unique()).iter_rows())
+    marks = markers.filter(pl.col("run").is_in(runs) & (pl.col("event") != "request_end")).height
+    room = max(0, budget - marks)
+    series = sum(ranks.get(r, 0) for r in runs)
+    collapse = series * RAMP_MIN_POINTS > room
+    if collapse:
+        series = 2 * sum(1 for r in runs if ranks.get(r))
+    k = max(2, min(RAMP_MAX_POINTS, room // max(1, series)))
+    out = {}
+    for r in runs:
+        rg = g.filter(pl.col("run") == r)
+        if collapse and rg.height:
+            n = ranks[r]
+            rg = pl.concat(
+                [
+                    rg.group_by("t").agg(pl.col("gpu_used_mib").max(), pl.lit(f"largest of {n} GPUs").alias("rank")),
+                    rg.group_by("t").agg(pl.col("gpu_used_mib").min(), pl.lit(f"smallest of {n} GPUs").alias("rank")),
+                ]
+            ).with_columns(pl.lit(r).alias("run"))
+        out[r] = load_ramp(rg if collapse else gpu, markers, r, k)
+    return out
 
 
 def process_footprints(host: pl.DataFrame, load_end: float, stop: float) -> list[dict[str, Any]]:
@@ -330,3 +370,197 @@ def process_footprints(host: pl.DataFrame, load_end: float, stop: float) -> list
         }
         for r in out.iter_rows(named=True)
     ]
+
+
+# ---- memory deltas between arms, judged (the campaign analysis's memory comparisons) -----------------
+@dataclass(frozen=True)
+class MemoryDeltaResult:
+    """Candidate − baseline memory per rank (GiB, the largest rank) for one compared arm pair."""
+
+    baseline: str
+    candidate: str
+    baseline_run: str
+    candidate_run: str
+    quantity: str  # "peak" | "steady"
+    baseline_gib: float
+    candidate_gib: float
+    delta_gib: float
+    threshold_gib: float | None  # the spread applied to the smaller of the two figures
+    verdict: str
+    is_result: bool
+    reason: str
+    typed: Verdict | None = None
+
+    def describe(self) -> str:
+        return (
+            f"{self.candidate} vs {self.baseline}: {fmt_gib(self.delta_gib, 2, signed=True)} per rank at "
+            f"{self.quantity} ({self.candidate_gib:.2f} against {self.baseline_gib:.2f} GiB, one memory run each) — "
+            f"{self.verdict}"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline,
+            "candidate": self.candidate,
+            "baseline_run": self.baseline_run,
+            "candidate_run": self.candidate_run,
+            "quantity": self.quantity,
+            "metric": f"memory_{self.quantity}_gib",
+            "baseline_gib": self.baseline_gib,
+            "candidate_gib": self.candidate_gib,
+            "delta_gib": self.delta_gib,
+            "threshold_gib": self.threshold_gib,
+            "verdict": self.verdict,
+            "is_result": self.is_result,
+            "reason": self.reason,
+            **typed_fields(self.typed),
+            "text": self.describe(),
+        }
+
+
+def memory_decision(base_gib: float, cand_gib: float, spread: float | None) -> Verdict:
+    """The typed verdict on a memory delta between two single memory runs (n=1 each).
+
+    A memory run is one process sampled once, so no memory spread is measured; the campaign's
+    run-to-run spread (the noise yardstick) is the threshold on the symmetric difference
+    max/min − 1 — equivalently |Δ| against the spread × the *smaller* figure, so swapping the arms
+    never changes the verdict. Less memory is the better direction. Without a measured spread
+    nothing is called a result."""
+    ev = Evidence(
+        point(base_gib),
+        point(cand_gib),
+        higher_is_better=False,
+        rule="seed",
+        spread=spread,
+        spread_from="the campaign's run-to-run spread (noise yardstick); n=1 memory run per arm",
+        no_spread="no arm was run twice, so there is no measured spread",
+    )
+    return decide(ev)
+
+
+def memory_verdict(base_gib: float, cand_gib: float, spread: float | None) -> tuple[float | None, str, bool, str]:
+    """(threshold GiB, verdict words, is_result, reason) of :func:`memory_decision` (kept for callers)."""
+    v = memory_decision(base_gib, cand_gib, spread)
+    return _memory_words(v, base_gib, cand_gib)
+
+
+def _memory_words(v: Verdict, base_gib: float, cand_gib: float) -> tuple[float | None, str, bool, str]:
+    spread = v.evidence.spread
+    if spread is None:
+        return None, "no verdict", False, v.reason
+    delta = cand_gib - base_gib
+    thr = spread * min(base_gib, cand_gib)
+    where = (
+        f"the {stats.fmt_pct(spread)} run-to-run spread of the smaller figure "
+        f"{min(base_gib, cand_gib):.2f} GiB ({thr:.2f} GiB); n=1 memory run per arm"
+    )
+    if v.is_result:
+        word = "more memory" if delta > 0 else "less memory"
+        return thr, f"result ({word})", True, f"|{delta:.2f}| GiB exceeds {where}"
+    return thr, NOT_A_RESULT, False, f"|{delta:.2f}| GiB is inside {where}"
+
+
+def memory_processes(camp: Campaign, markers: pl.DataFrame) -> dict[str, list[dict[str, Any]]]:
+    """Each gpu run's sampled processes (host sampler rows) while loaded, from its markers."""
+    import polars as pl
+
+    from benchbook.ingest.gpu_runs import host_processes
+
+    out = {}
+    for r in camp.runs_of("gpu"):
+        host = host_processes(camp, r)
+        if host is None:
+            continue
+        m = markers.filter(pl.col("run") == r.id)
+        _start, load_end, stop = loaded_window(list(zip(m["t"].to_list(), m["event"].to_list())), f"run {r.id}")
+        out[r.id] = process_footprints(host, load_end, stop)
+    return out
+
+
+def memory_deltas(camp: Campaign, summ: dict[str, MemorySummary], spread: float | None) -> list[MemoryDeltaResult]:
+    """Candidate − baseline peak and steady memory for each compared arm pair with a memory run each,
+    judged by :func:`memory_decision`."""
+    from benchbook.analysis import baseline
+
+    out = []
+    for base, cand in baseline.comparison_pairs(camp):
+        rb, rc = camp.runs_of("memory", base), camp.runs_of("memory", cand)
+        if not rb or not rc:
+            continue
+        sb, sc = summ[rb[0].id], summ[rc[0].id]
+        d = memory_delta(sb, sc)
+        for quantity, b, c, dv in (
+            ("peak", sb.peak_max_gib, sc.peak_max_gib, d.peak_gib),
+            ("steady", sb.steady_max_gib, sc.steady_max_gib, d.steady_gib),
+        ):
+            v = memory_decision(b, c, spread)
+            thr, verdict, is_result, reason = _memory_words(v, b, c)
+            out.append(
+                MemoryDeltaResult(
+                    base, cand, rb[0].id, rc[0].id, quantity, b, c, dv, thr, verdict, is_result, reason, v
+                )
+            )
+    return out
+
+
+@dataclass(frozen=True)
+class HostMemorySummary:
+    """One server process sampled on the host only (``host_samples.csv``, no GPU samples): its host
+    figures in GiB over the loaded window, as :class:`MemorySummary` has them, and the summed Pss's
+    peak; the GPU is "not measured"."""
+
+    loaded_samples: int
+    shmem_loaded_gib: float | None
+    mem_available_idle_gib: float | None
+    mem_available_loaded_gib: float | None
+    mem_available_fall_gib: float | None
+    pss_sum_gib: float | None  # median over the loaded samples
+    pss_sum_peak_gib: float | None
+    notes: tuple[str, ...] = ()
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "gpu": "not measured (no GPU samples: host_samples.csv only)",
+            "loaded_samples": self.loaded_samples,
+            "shmem_gib": self.shmem_loaded_gib,
+            "mem_available_fall_gib": self.mem_available_fall_gib,
+            "pss_sum_gib": self.pss_sum_gib,
+            "pss_sum_peak_gib": self.pss_sum_peak_gib,
+        }
+
+
+def host_memory_summaries(gpu: pl.DataFrame, host: pl.DataFrame, markers: pl.DataFrame) -> dict[str, HostMemorySummary]:
+    """One :class:`HostMemorySummary` per run with host samples and no GPU samples (a capture on a host
+    without nvidia-smi): Shmem and Pss over the loaded window (its markers), the MemAvailable fall from
+    the idle samples before ``load_start``."""
+    import polars as pl
+
+    out: dict[str, HostMemorySummary] = {}
+    with_gpu = set(gpu["run"].unique().to_list())
+    for run in sorted(set(host["run"].unique().to_list()) - with_gpu):
+        h = host.filter(pl.col("run") == run).sort("t")
+        m = markers.filter(pl.col("run") == run)
+        load_start, load_end, stop = loaded_window(list(zip(m["t"].to_list(), m["event"].to_list())), f"run {run}")
+        loaded = h.filter((pl.col("t") >= load_end) & (pl.col("t") <= stop))
+        idle = h.filter(pl.col("t") < load_start) if load_start is not None else h.head(0)
+
+        def med(frame: pl.DataFrame, col: str) -> float | None:
+            v = frame[col].drop_nulls()
+            return float(v.median()) / KIB_PER_GIB if v.len() else None
+
+        avail_loaded, avail_idle = med(loaded, "mem_available_kib"), med(idle, "mem_available_kib")
+        pss = loaded["pss_kib_sum"].drop_nulls()
+        notes = [PSS_NOTE] if pss.len() else []
+        if avail_idle is None and avail_loaded is not None:
+            notes.append("MemAvailable fall not computed: no idle samples before load_start")
+        out[run] = HostMemorySummary(
+            loaded_samples=loaded.height,
+            shmem_loaded_gib=med(loaded, "shmem_kib"),
+            mem_available_idle_gib=avail_idle,
+            mem_available_loaded_gib=avail_loaded,
+            mem_available_fall_gib=None if avail_idle is None or avail_loaded is None else avail_idle - avail_loaded,
+            pss_sum_gib=med(loaded, "pss_kib_sum"),
+            pss_sum_peak_gib=float(pss.max()) / KIB_PER_GIB if pss.len() else None,
+            notes=tuple(notes),
+        )
+    return out

@@ -32,7 +32,7 @@ from benchbook.findings import Check, Finding, Findings
 
 __all__ = [
     "NO_LINK",
-    "PDReport",
+    "PDDeployment",
     "analyse",
     "campaign_reports",
     "findings",
@@ -48,7 +48,7 @@ SECTION = "pd-deployment"
 
 
 @dataclass
-class PDReport:
+class PDDeployment:
     run_id: str
     prefill_gpus: int | None
     decode_gpus: int | None
@@ -135,7 +135,7 @@ def pd_exercised_check(
     )
 
 
-def analyse(run: Any, *, run_id: str = "", link_gb_s: float | None = None) -> PDReport | None:
+def analyse(run: Any, *, run_id: str = "", link_gb_s: float | None = None) -> PDDeployment | None:
     """The PD figures and checks of one run read from a Benchmark Report (None for other formats or a
     report without prefill and decode roles)."""
     c, s = run.config, run.summary
@@ -172,7 +172,7 @@ def analyse(run: Any, *, run_id: str = "", link_gb_s: float | None = None) -> PD
         pd_exercised_check(stack, obs, kv_b),
         kv_link_check(kv_rate, link_gb_s),
     ]
-    return PDReport(
+    return PDDeployment(
         run_id=run_id or run.location,
         prefill_gpus=pg,
         decode_gpus=dg,
@@ -204,14 +204,14 @@ def link_rate(value: float | None, where: str = "link_gb_s") -> float | None:
     return float(value) or None
 
 
-def campaign_reports(items: Iterable[tuple[str, Any]], link_gb_s: float | None = None) -> list[PDReport]:
+def campaign_reports(items: Iterable[tuple[str, Any]], link_gb_s: float | None = None) -> list[PDDeployment]:
     """The PD figures of every ``(run id, BenchmarkRun)`` read from a Benchmark Report that states
     prefill and decode roles, in the order given (other runs are left out: they state no roles)."""
     link = link_rate(link_gb_s)
     return [r for rid, run in items if (r := analyse(run, run_id=rid, link_gb_s=link)) is not None]
 
 
-def finding_parts(reports: Iterable[PDReport]) -> dict[str, list]:
+def finding_parts(reports: Iterable[PDDeployment]) -> dict[str, list]:
     """The deployment checks' findings lines: every failed check, and each check that could not be
     judged. A per-GPU figure is a figure, not a comparison: no result line."""
     failed, unjudged = [], []
@@ -225,7 +225,7 @@ def finding_parts(reports: Iterable[PDReport]) -> dict[str, list]:
     return {"failed": failed, "unjudged": unjudged}
 
 
-def findings(reports: Iterable[PDReport], base: Findings | None = None) -> Findings:
+def findings(reports: Iterable[PDDeployment], base: Findings | None = None) -> Findings:
     """The findings box lines of the deployment checks (:func:`finding_parts`) appended to ``base``
     (the PD page's own findings, when it has pd.json runs too)."""
     parts = finding_parts(reports)

@@ -114,10 +114,11 @@ class VerdictRow:
     load: str = ""  # the matched load the two configurations are compared at
     key: tuple[Any, ...] = ()  # that load's identity.load_key (request rate, max concurrency)
     below_gates: tuple[str, ...] = ()  # runs judged below the duration/count gates (spread measured between processes)
+    evidence: str = ""  # the engine's figures beside the ratio (analysis.evidence.attach)
 
 
 @dataclass
-class Finding:
+class CompareFinding:
     kind: str  # "fail" | "result" | "cannot" | "not comparable" | "saturation" | "slo" | "duplicate" | "noise"
     text: str
     anchor: str  # the page section that shows it
@@ -140,7 +141,7 @@ class ResultSet:
     slo_highest: list[tuple[str, slo_mod.HighestLoad]]
     gate_params: dict[str, Any]
     overrides: list[str]
-    findings: list[Finding] = field(default_factory=list)
+    findings: list[CompareFinding] = field(default_factory=list)
     headlines: list[dict[str, Any]] = field(default_factory=list)  # across configurations at matched load
     preset: str = ""  # "smoke": gates lowered, every result labelled smoke
     gates: gates_mod.Gates | None = None  # the gates applied, with where they came from
@@ -214,8 +215,11 @@ class ResultSet:
         return stats.cell(vals) if vals else None
 
     def findings_box(self, audit: Any = None) -> Findings:
-        """The compare page's findings box (see :func:`findings_box`)."""
-        return findings_box(self, audit)
+        """The compare page's findings box of files compared outside a campaign
+        (:func:`benchbook.analysis.campaign_findings.result_set_findings`)."""
+        from benchbook.analysis.campaign_findings import result_set_findings
+
+        return result_set_findings(self, audit)
 
     def request_views(self) -> list[Any]:
         """Per-request views of every run that carries per-request records (:func:`per_request.views`)."""
@@ -364,8 +368,8 @@ def build(
         user = {}
         for j in [i] + [k for d in dup_sets if d.kept == i for k in d.members if k != i]:
             user = {**overrides.for_file(raw[j][1].source), **user}
-        if arms and rid in arms:
-            user = {"label": arms[rid], **user}
+        if arms and rid in arms:  # the campaign's arm (campaign.json, often init's): not the user's label
+            user = {"campaign_arm": arms[rid], **user}
         e = Entry(rid, r, carried[i], ident.read_identity(r, user))
         e.gpus = ident.gpu_count(r, e.identity)
         e.gates = run_gates(r, **gate_args)
@@ -792,15 +796,15 @@ def gate_lines(rs: ResultSet) -> list[str]:
     return [text for _, text, _ in gates_mod.gate_lines(rs)]
 
 
-def _findings(rs: ResultSet) -> list[Finding]:
-    out: list[Finding] = [Finding("fail", line, "compare-checks") for line in gate_lines(rs)]
+def _findings(rs: ResultSet) -> list[CompareFinding]:
+    out: list[CompareFinding] = [CompareFinding("fail", line, "compare-checks") for line in gate_lines(rs)]
     for h in rs.headlines:
-        out.append(Finding("headline", h["text"], "compare-verdicts"))
+        out.append(CompareFinding("headline", h["text"], "compare-verdicts"))
     results = [v for v in rs.verdicts if v.judgement.state == "result"]
     results.sort(key=lambda v: (v.judgement.direction != "regression", -abs(math.log(v.judgement.ratio))))
     for v in results:
         out.append(
-            Finding(
+            CompareFinding(
                 "result",
                 f"{v.candidate} vs {v.baseline}: {v.metric} {v.judgement.ratio:.3g}x, a result "
                 f"({v.judgement.direction})",
@@ -812,27 +816,31 @@ def _findings(rs: ResultSet) -> list[Finding]:
         if v.judgement.state == "cannot":
             cannot.setdefault((v.candidate, v.baseline), []).append(short_why(v.judgement))
     for (c, b), whys in cannot.items():
-        out.append(Finding("cannot", f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts"))
+        out.append(
+            CompareFinding("cannot", f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts")
+        )
     for p in rs.pairings:
         if p.kind == "not comparable":
-            out.append(Finding("not comparable", f"{p.other} vs {p.reference}: {p.reason}", "compare-pairings"))
+            out.append(CompareFinding("not comparable", f"{p.other} vs {p.reference}: {p.reason}", "compare-pairings"))
         elif p.kind == "no verdict":
-            out.append(Finding("cannot", f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings"))
+            out.append(
+                CompareFinding("cannot", f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings")
+            )
     for sw in rs.sweeps:
         if sw.saturation is not None:
             pts = ", ".join(p.load_shown for p in sw.points if p.saturated)
             out.append(
-                Finding(
+                CompareFinding(
                     "saturation",
                     f"curve {sw.series}: saturated at {sw.axis} {sw.saturation} (saturated points: {pts})",
                     "compare-sweeps",
                 )
             )
         elif sw.notes:
-            out.append(Finding("cannot", f"curve {sw.series}: {'; '.join(sw.notes)}", "compare-sweeps"))
+            out.append(CompareFinding("cannot", f"curve {sw.series}: {'; '.join(sw.notes)}", "compare-sweeps"))
     for series, h in rs.slo_highest:
         out.append(
-            Finding(
+            CompareFinding(
                 "slo",
                 f"curve {series}: highest load meeting the SLO ({rs.slo.describe() if rs.slo else ''}): {h.text}",
                 "compare-slo",
@@ -840,53 +848,18 @@ def _findings(rs: ResultSet) -> list[Finding]:
         )
     for d in rs.duplicates:
         out.append(
-            Finding(
+            CompareFinding(
                 "duplicate",
                 f"one run read {len(d['files'])} times, counted once: {', '.join(d['files'])}",
                 "compare-duplicates",
             )
         )
     if rs.preset == "smoke":  # a smoke run checks the set-up: nothing on it is a measurement to publish
-        out = [Finding(f.kind, f"smoke: {f.text}", f.anchor) for f in out]
+        out = [CompareFinding(f.kind, f"smoke: {f.text}", f.anchor) for f in out]
     return out
 
 
 # ---- the one serialized form (compare page values and ``summary --json``) --------------------------
-def findings_box(rs: ResultSet, audit: Any = None) -> Findings:
-    """The compare page's findings box from its result set: failed validity gates first, the verdicts
-    that are results (worst first: regressions, then by the size of the ratio), and what could not be
-    judged (per compared pair, and pairings without a verdict) — the lines the result set's own
-    findings list holds, counted the way every other page counts them. ``audit``: the campaign's audit;
-    its failed checks (preemption, a short count, a figure beyond its limit) lead the box."""
-    failed = [
-        (f"{c['name']}: {c['detail']}", "audit") for c in (audit.all_checks() if audit else []) if c["status"] == "fail"
-    ]
-    # one line per failed validity gate with the runs it caught, as the page shows them (issue 23)
-    smoke = "smoke: " if rs.preset == "smoke" else ""
-    failed += [(smoke + line, "compare-checks") for line in gate_lines(rs)]
-    results = []
-    for v in rs.verdicts:
-        j = v.judgement
-        if j.is_result:
-            text = f"{v.candidate} vs {v.baseline}: {v.metric} {j.ratio:.3g}x, a result ({j.direction})"
-            better = j.ratio if v.higher_is_better else 1 / j.ratio
-            results.append((j.direction, better, text, "compare-verdicts"))
-    cannot: dict[tuple[str, str], list[str]] = {}
-    for v in rs.verdicts:
-        if v.judgement.state == "cannot":
-            cannot.setdefault((v.candidate, v.baseline), []).append(short_why(v.judgement))
-    unjudged = [
-        (f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts")
-        for (c, b), whys in cannot.items()
-    ]
-    unjudged += [
-        (f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings")
-        for p in rs.pairings
-        if p.kind == "no verdict"
-    ]
-    return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="compare-verdicts")
-
-
 def identity_rows(rs: ResultSet) -> list[dict[str, Any]]:
     return [
         {
@@ -923,6 +896,7 @@ def verdict_rows(rs: ResultSet) -> list[dict[str, Any]]:
             "p_value": v.judgement.p_value,
             "ci": list(v.judgement.ci) if v.judgement.ci else None,
             "why": v.judgement.why,
+            "evidence": v.evidence,
             **verdict_fields(v.judgement),
         }
         for v in rs.verdicts

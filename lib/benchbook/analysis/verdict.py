@@ -41,23 +41,41 @@ RULES: tuple[str, ...] = ("seed", "strict", "small-n")
 #: the one spelling of "not a result" (pages, summaries and every analysis use this constant)
 NOT_A_RESULT = "within noise — not a result"
 
+# What each rule is called where a reader meets it (--help, "How to read this page", docs/statistics.md):
+# the words say what the rule tests; the short name is what --rule and render.yml take.
+RULE_NAMES: dict[str, str] = {
+    "seed": "the range-and-spread rule",
+    "strict": "the doubled-band rule",
+    "small-n": "the pairwise rule",
+}
+
 # How each rule reads on a page ("How to read this page").
 RULE_TEXT: dict[str, str] = {
     "seed": (
-        "a difference is a result only when the [min–max] ranges do not overlap AND it exceeds the "
-        "run-to-run spread measured between two identical runs; otherwise it is within noise — not a result"
+        "the range-and-spread rule (seed): a difference is a result only when the [min–max] ranges do not "
+        "overlap AND it exceeds the run-to-run spread measured between two identical runs; otherwise it is "
+        "within noise — not a result"
     ),
     "strict": (
-        "strict: a noise band of max(2 %, 2 × the measured spread); a result needs disjoint ranges and a "
-        "difference beyond the band; a side whose own range is wider than the band is unstable"
+        "the doubled-band rule (strict): a noise band of max(2 %, 2 × the measured spread); a result needs "
+        "disjoint ranges and a difference beyond the band; a side whose own range is wider than the band is "
+        "unstable"
     ),
     "small-n": (
-        "small-n: every pairwise difference between the two sides' runs must agree in sign and exceed the "
-        "run-to-run spread measured between identical runs; the Hodges–Lehmann shift is shown with the "
-        "[min, max] of the pairwise differences (90 % coverage at 3 vs 3); otherwise within noise (all pairs "
-        "inside the spread) or cannot tell"
+        "the pairwise rule (small-n): every pairwise difference between the two sides' runs must agree in sign "
+        "and exceed the run-to-run spread measured between identical runs; the Hodges–Lehmann shift is shown "
+        "with the [min, max] of the pairwise differences (90 % coverage at 3 vs 3); otherwise within noise "
+        "(all pairs inside the spread) or cannot tell"
     ),
 }
+
+# --rule's help, one line per rule (summary; the pages' render.yml `rule:` takes the same names)
+RULE_HELP = (
+    "the noise rule that decides a verdict: seed = the range-and-spread rule (default: the [min–max] ranges "
+    "apart and the difference beyond the measured run-to-run spread); strict = the doubled-band rule (the "
+    "difference beyond max(2 %%, 2 × the spread), ranges apart); small-n = the pairwise rule (every pairwise "
+    "difference between the two sides' runs beyond the spread). docs/statistics.md#choosing-a-noise-rule"
+)
 
 STRICT_MIN_BAND = 0.02
 
@@ -123,6 +141,12 @@ STATE_WORDS: dict[State, str] = {
 
 DIRECTION_FLIP = {"improvement": "regression", "regression": "improvement", "no change": "no change"}
 NO_SPREAD = "no configuration in this comparison was run more than once, so the run-to-run noise is unknown"
+#: a measured spread of exactly 0 is no yardstick: identical repeats are copies of one run (or figures
+#: rounded to a few digits), and any difference would beat it
+ZERO_SPREAD = (
+    "the run-to-run spread is 0.0 %: repeats that agree exactly are copies of one run (or rounded "
+    "figures), not a measure of noise, so no difference can be called a result"
+)
 
 
 @dataclass(frozen=True)
@@ -288,14 +312,22 @@ def decide(ev: Evidence) -> Verdict:
         return Verdict(State.NOT_COMPARABLE, direction, ev.not_comparable, ev, "–", **common)
     _check_positive(b, "baseline")
     _check_positive(c, "candidate")
-    diff = common["difference"]
     result = State.IMPROVEMENT if direction == "improvement" else State.REGRESSION
+    if ev.spread is not None and not ev.spread >= 0:
+        raise InputError(None, "spread", f"spread must be a non-negative fraction, got {ev.spread}")
+    v = _decide(ev, direction, result, common)
+    if ev.spread == 0 and v.state.is_result:  # a zero yardstick is beaten by any difference: no result
+        return dataclasses.replace(v, state=State.CANNOT_TELL, reason=f"{ZERO_SPREAD} ({v.reason})", mark="?")
+    return v
+
+
+def _decide(ev: Evidence, direction: str, result: State, common: dict) -> Verdict:
+    b, c = ev.baseline, ev.candidate
+    diff = common["difference"]
     if ev.rule == "rank":
         return _rank(ev, direction, result, common)
     if ev.spread is None:
         return Verdict(State.CANNOT_TELL, direction, ev.no_spread, ev, "?", **common)
-    if not ev.spread >= 0:
-        raise InputError(None, "spread", f"spread must be a non-negative fraction, got {ev.spread}")
     ranged = b.has_range and c.has_range
     overlap = b.overlaps(c) if ranged else None
     if ev.rule == "seed":
@@ -413,7 +445,10 @@ class Comparison:
 
     @property
     def verdict(self) -> str:
-        """``result (improvement)`` / ``result (regression)`` / ``within noise — not a result``."""
+        """``result (improvement)`` / ``result (regression)`` / ``within noise — not a result`` (``cannot
+        tell`` against a zero spread)."""
+        if self.typed is not None and self.typed.reason.startswith(ZERO_SPREAD):
+            return STATE_WORDS[State.CANNOT_TELL]
         return f"result ({self.direction})" if self.is_result else NOT_A_RESULT
 
     def describe(self) -> str:
@@ -589,7 +624,8 @@ def judge(
     if nb >= stats.MIN_N_FOR_TEST and nc >= stats.MIN_N_FOR_TEST:
         v = decide(Evidence(b, c, higher_is_better, "rank", spread, margin=margin, alpha=alpha))
         return _from_verdict(v, spread)
-    threshold = None if spread is None else noise_band(spread) if rule == "strict" else spread
+    # a zero spread stays 0 (never a result: decide), not the strict band's 2 % floor
+    threshold = None if spread is None else noise_band(spread) if rule == "strict" and spread else spread
     v = decide(Evidence(b, c, higher_is_better, "small-n", threshold, margin=margin, alpha=alpha, no_spread=NO_SPREAD))
     reach = f"no rank test at n={nb} vs {nc} (needs ≥ {stats.MIN_N_FOR_TEST} runs per side"
     if v.state is State.CANNOT_TELL and v.evidence.spread is not None:

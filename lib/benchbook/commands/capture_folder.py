@@ -8,7 +8,9 @@ with the reason, until the last step sets ``"complete": true``. docs/capture.md 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
 import json
 import os
 import platform
@@ -21,6 +23,7 @@ from typing import Any
 
 from benchbook import __version__
 from benchbook.errors import InputError
+from benchbook.jsonfile import gzip_bytes
 
 FORMAT = "benchbook.capture/1"
 NOT_SAMPLED = "not sampled"
@@ -33,14 +36,57 @@ def utc(unix_s: float) -> str:
     )
 
 
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+
+
+class DiskFull(InputError):
+    """A write that found the disk (or quota) full: exit 2 naming the file, never "internal error";
+    it stops the capture (not a scrape error to note and go on from)."""
+
+    def __init__(self, path: Path | str):
+        super().__init__(
+            path,
+            "-",
+            "cannot write: no space left on device (the disk or quota is full); the capture stopped, the files "
+            "written before are whole (free space and capture again)",
+        )
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """``data`` as ``path``: a temporary file beside it, then a rename. A full disk leaves no half
+    temporary file behind and is :class:`DiskFull`."""
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if e.errno in DISK_FULL:
+            raise DiskFull(path) from None
+        raise
+
+
+EVENTS_FILE = "events.jsonl"
+
+
+def append_line(path: Path, line: str) -> None:
+    """Append one line to ``path`` in a single write (O_APPEND): never rewriting what is there."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode() + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _rel_to(target: Path, start: Path) -> str:
+    return Path(os.path.relpath(target, start)).as_posix()
 
 
 def dump_json(doc: Any) -> bytes:
@@ -111,8 +157,10 @@ class RunFolder:
         arm: str | None = None,
         run: str | None = None,
         point: str | None = None,
+        compress: bool = False,
     ):
         self.path, self.run_dir, where = layout(out, kind, arm, run, point)
+        self.compress = compress
         if self.path.exists() and (not self.path.is_dir() or any(self.path.iterdir())):
             raise InputError(self.path, "-", "the run folder exists and is not empty; give a new --out folder")
         self.path.mkdir(parents=True, exist_ok=True)
@@ -126,6 +174,7 @@ class RunFolder:
             "started_at": None,
             "ended_at": None,
             "host": host_facts(),
+            "compressed": compress,
             "files": {},
         }
         if where is not None:
@@ -134,6 +183,33 @@ class RunFolder:
     def write(self, rel: str, data: bytes | str) -> str:
         write_atomic(self.path / rel, data.encode() if isinstance(data, str) else data)
         return rel
+
+    def write_metrics(self, stem: str, text: str) -> str:
+        """A ``/metrics`` scrape as ``STEM.prom``, or with ``--compress`` ``STEM.prom.gz`` (gzip, the same
+        bytes for the same text: no time or name in the header); returns the name written."""
+        if self.compress:
+            return self.write(f"{stem}.prom.gz", gzip_bytes(text.encode()))
+        return self.write(f"{stem}.prom", text)
+
+    @property
+    def prom(self) -> str:
+        """The scrapes' file ending: ``.prom`` or ``.prom.gz`` (capture.json's ``files`` says which)."""
+        return ".prom.gz" if self.compress else ".prom"
+
+    @property
+    def point_name(self) -> str:
+        """The point folder's name (``conc8``, ``ladder``): the label of this capture's markers."""
+        where = self.doc.get("layout")
+        return where["point"] if where else self.path.name
+
+    def mark(self, label: str, t_start: float, t_end: float, **extra: Any) -> None:
+        """Append one marker ``{"event": "bench_<label>", "t_start", "t_end", …}`` (Unix seconds) to the
+        run folder's ``events.jsonl`` — the runner's format, read by init as memory and energy windows —
+        and count it in capture.json's ``markers``."""
+        line = {"event": f"bench_{label}", "t_start": round(t_start, 6), "t_end": round(t_end, 6), **extra}
+        append_line(self.run_dir / EVENTS_FILE, json.dumps(line, allow_nan=False))
+        m = self.doc.setdefault("markers", {"file": _rel_to(self.run_dir / EVENTS_FILE, self.path), "lines": 0})
+        m["lines"] += 1
 
     def save(self) -> None:
         self.write("capture.json", dump_json(self.doc))

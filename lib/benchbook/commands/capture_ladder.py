@@ -29,8 +29,9 @@ import httpx
 from benchbook.commands.capture_folder import RunFolder, dump_json, utc
 from benchbook.commands.capture_memory import MemorySampling
 from benchbook.commands.capture_phases import REQUEST_TIMEOUT_S, StreamResult, stream_completion
+from benchbook.commands.capture_progress import Progress
 from benchbook.commands.capture_prompts import capture_header, distinct, fit_prompts, new_nonce, prompts_note
-from benchbook.commands.scrape import MetricsEndpoint
+from benchbook.commands.scrape import SETTLE_TIMEOUT_S, MetricsEndpoint, settle_note, settled_after
 from benchbook.errors import InputError
 
 INTERLEAVE_DELAY_S = 0.5  # the seeds' harness sent the short request 0.5 s into the long one
@@ -80,6 +81,8 @@ def capture_ladder(
     run: str | None = None,
     point: str | None = None,
     server_pid: int | None = None,
+    compress: bool = False,
+    settle_s: float = SETTLE_TIMEOUT_S,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     need = {"short"} | ({"long"} if interleave else set())
@@ -98,7 +101,7 @@ def capture_ladder(
             max_tokens=max_tokens,
             default_classes=default_classes,
         )
-        folder = RunFolder(out, "ladder", arguments, arm=arm, run=run, point=point)
+        folder = RunFolder(out, "ladder", arguments, arm=arm, run=run, point=point, compress=compress)
     except BaseException:
         endpoint.close()
         raise
@@ -130,7 +133,7 @@ def capture_ladder(
             "t0_unix": round(first.unix_s, 6),
             "files": {
                 "requests": "requests.json (benchbook.requests/1), requests.ndjson (+ round, ttft)",
-                "metrics": "metrics/<step>.before.prom / .after.prom",
+                "metrics": f"metrics/<step>.before{folder.prom} / .after{folder.prom}",
             },
             "steps": [],
         }
@@ -146,20 +149,25 @@ def capture_ladder(
         f"steps {', '.join(s[0] for s in plan)} -> {folder.path}"
     )
     t0_mono = first.mono_s
+    progress = Progress(sum(len(c) for _n, _s, c in plan), "requests")  # how far, about how long is left
     stopped = None
     try:
         for name, scenario, classes in plan:
-            before = endpoint.check_fetch()
-            folder.write(f"metrics/{name}.before.prom", before.text)
+            before = endpoint.fetch()
+            b_snap = endpoint.check(before)
+            metrics_before = folder.write_metrics(f"metrics/{name}.before", before.text)
             texts, prefixes = [], []
             for i, cls in enumerate(classes):
                 t, p = (prompts[cls], None) if same_prompt else distinct(prompts[cls], nonce, f"{name}-{i}")
                 texts.append(t)
                 prefixes.append(p)
             delays = [0.0, interleave_delay_s] if scenario == "interleave" else [0.0] * len(classes)
-            results = _send_together(base, model, texts, delays, max_tokens, ignore_eos, request_timeout_s)
-            after = endpoint.check_fetch()
-            folder.write(f"metrics/{name}.after.prom", after.text)
+            results = _send_together(base, model, texts, delays, max_tokens, ignore_eos, request_timeout_s, name)
+            # the engine counts a finished request a moment after its last byte: wait (bounded) for all n
+            after, _a_snap, settle = settled_after(endpoint, b_snap, profile, len(classes), settle_s)
+            if settle_note(name, settle):
+                log(settle_note(name, settle))
+            metrics_after = folder.write_metrics(f"metrics/{name}.after", after.text)
             n = len(classes)
             step_recs = []
             for i, (cls, res) in enumerate(zip(classes, results)):
@@ -185,6 +193,14 @@ def capture_ladder(
                 if res.first_token_s is not None:
                     line["ttft"] = round(res.first_token_s, 6)
                 nd_lines.append(json.dumps(line))
+            folder.mark(
+                f"{folder.point_name}/{name}",
+                min(res.start_unix for res in results),
+                max(res.start_unix + res.client_total_s for res in results),
+                kind="ladder",
+                scenario=scenario,
+                requests=n,
+            )
             folder.write("requests.json", dump_json(requests_doc))
             folder.write("requests.ndjson", "\n".join(nd_lines) + "\n")
             doc["steps"].append(
@@ -192,10 +208,11 @@ def capture_ladder(
                     "step": name,
                     "scenario": scenario,
                     "n": n,
-                    "metrics_before": f"metrics/{name}.before.prom",
-                    "metrics_after": f"metrics/{name}.after.prom",
+                    "metrics_before": metrics_before,
+                    "metrics_after": metrics_after,
                     "before_at": utc(before.unix_s),
                     "after_at": utc(after.unix_s),
+                    "settle": settle,
                     "requests": [
                         {
                             "index": r["index"],
@@ -213,7 +230,7 @@ def capture_ladder(
             wall = max(r["end"] for r, _ in step_recs) - min(r["start"] for r, _ in step_recs)
             toks = sum(r["completion_tokens"] for r, _ in step_recs)
             log(
-                f"  {name}: {n} request{'s' * (n > 1)}, wall {wall:.3f} s, {toks} tokens, "
+                f"  {progress.advance(n)} {name}: {n} request{'s' * (n > 1)}, wall {wall:.3f} s, {toks} tokens, "
                 f"{toks / wall if wall > 0 else float('nan'):.1f} tok/s; latencies "
                 + ", ".join(f"{r['end'] - r['start']:.3f}" for r, _ in step_recs)
             )
@@ -238,6 +255,7 @@ def _send_together(
     max_tokens: int,
     ignore_eos: bool,
     timeout_s: float,
+    step: str = "step",
 ) -> list[StreamResult]:
     """Send the requests at once (request i ``delays[i]`` seconds after the first); the results in order.
     Any request's failure fails the step (a partial step would not be a concurrency-k measurement)."""
@@ -262,7 +280,7 @@ def _send_together(
         if ignore_eos:
             body["ignore_eos"] = True
         try:
-            results[i] = stream_completion(base, body, timeout_s)
+            results[i] = stream_completion(base, body, timeout_s, f"{step} request {i}")
         except BaseException as e:  # noqa: BLE001 - handed to the main thread, re-raised there
             errors[i] = e
 

@@ -17,7 +17,8 @@ Memory is sampled meanwhile into the run folder (``capture_memory``).
 
 An engine may update its counters a moment after the last byte of the stream (vLLM records stats
 after handing the output to the HTTP layer), so the *after* scrape is repeated, for at most
-``settle_s``, until the success counter has moved; the attribution checks (each count moved by
+``settle_s`` (``--settle-timeout``), until the success counter has moved (``scrape.settled_after``);
+the attribution checks (each count moved by
 exactly one) are left to the analysis, as for any phases run.
 """
 
@@ -33,8 +34,10 @@ import httpx
 
 from benchbook import httpread
 from benchbook.analysis import enginemetrics
+from benchbook.commands import openai_answers
 from benchbook.commands.capture_folder import RunFolder, dump_json, utc
 from benchbook.commands.capture_memory import MemorySampling
+from benchbook.commands.capture_progress import Progress
 from benchbook.commands.capture_prompts import (
     capture_header,
     default_prompts,
@@ -45,12 +48,11 @@ from benchbook.commands.capture_prompts import (
     prompts_note,
     quote_error,
 )
-from benchbook.commands.scrape import MetricsEndpoint
+from benchbook.commands.scrape import SETTLE_TIMEOUT_S, MetricsEndpoint, settle_note, settled_after
 from benchbook.errors import InputError, SourceError
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile
 
-SETTLE_S = 2.0
 REQUEST_TIMEOUT_S = 300.0
 MAX_STREAM_BYTES = 256 * 2**20  # one streamed completion's events
 
@@ -71,10 +73,25 @@ class StreamResult:
     first_token_s: float | None = None  # first event carrying generated text, from start
 
 
-def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> StreamResult:
+def check_usage(url: str, step: str, body: dict[str, Any], usage: dict[str, Any]) -> None:
+    """The client's word checked where it is received: an answer whose ``usage.completion_tokens``
+    exceeds the request's ``max_tokens`` cannot be what the server generated (a server reporting 100x
+    the tokens turned a ladder into 51,674 tok/s: issue 34) — refused (SourceError, exit 4)."""
+    n, cap = usage.get("completion_tokens"), body.get("max_tokens")
+    if isinstance(n, (int, float)) and not isinstance(n, bool) and isinstance(cap, int) and n > cap:
+        raise SourceError(
+            url,
+            f"{step}: the answer's usage.completion_tokens is {n:g}, above the request's max_tokens {cap}: the "
+            "server's usage is not what it generated, so no figure of this capture can rest on it (refused)",
+        )
+
+
+def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float, step: str = "request") -> StreamResult:
     """One streamed completion; times on the monotonic clock from just before the request is sent.
     ``timeout_s`` bounds the whole request (connect, every event, the end of the stream), and a line
-    without a line feed is cut at :data:`benchbook.httpread.MAX_LINE_BYTES`."""
+    without a line feed is cut at :data:`benchbook.httpread.MAX_LINE_BYTES`. A server that answers one
+    JSON object instead of a stream (non-streamed) has its ``usage`` and finish reason read from it.
+    Completion tokens above ``max_tokens`` are refused (:func:`check_usage`; ``step`` names where)."""
     url = base_url.rstrip("/") + "/v1/completions"
     start_unix = time.time()
     t0 = time.monotonic()
@@ -103,8 +120,11 @@ def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> 
                 if 400 <= r.status < 500:  # the request is wrong (model name, options): bad input
                     raise InputError(url, "-", msg)
                 raise SourceError(url, msg)
+            plain: list[str] = []  # a non-streamed answer: one JSON object, no data: lines
             for line in r.lines():
                 if not line.startswith("data:"):
+                    if events == 0 and line.strip():
+                        plain.append(line)
                     continue
                 now = time.monotonic()
                 if first is None:
@@ -113,22 +133,22 @@ def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> 
                 if data == "[DONE]":
                     break
                 events += 1
-                try:
-                    chunk = json.loads(data)
-                except ValueError:
-                    raise SourceError(url, f"stream event is not JSON: {data[:120]!r}") from None
-                if not isinstance(chunk, dict):
-                    raise SourceError(url, f"stream event is not a JSON object: {data[:120]!r}")
-                if chunk.get("usage"):
-                    usage = chunk["usage"]
-                for ch in chunk.get("choices") or []:
-                    if ch.get("text") or (ch.get("delta") or {}).get("content"):
-                        if events == 1:
-                            first_has_text = True
-                        if first_text is None:
-                            first_text = now
-                    if ch.get("finish_reason"):
-                        finish = ch["finish_reason"]
+                ev = openai_answers.stream_event(data, url, events)  # checked: exit 4 naming the place
+                if ev.has_usage:
+                    usage = {"prompt_tokens": ev.prompt_tokens, "completion_tokens": ev.completion_tokens}
+                if ev.has_text:
+                    if events == 1:
+                        first_has_text = True
+                    if first_text is None:
+                        first_text = now
+                finish = ev.finish_reason or finish
+            if events == 0 and plain:  # not JSON: no usage to read; JSON: checked like an event
+                where = "the (non-streamed) answer"
+                whole = openai_answers.loads_if_json("\n".join(plain), url, where)
+                if whole is not None:
+                    ev = openai_answers.completion(whole, url, where)
+                    usage = {"prompt_tokens": ev.prompt_tokens, "completion_tokens": ev.completion_tokens}
+                    finish = ev.finish_reason
     except httpread.HTTPReadError as e:
         if e.kind == "timeout":
             raise SourceError(
@@ -136,6 +156,7 @@ def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> 
             ) from None
         raise SourceError(url, f"request failed: {e.reason}") from None
     end = time.monotonic()
+    check_usage(url, step, body, usage)
     return StreamResult(
         start_unix,
         end - t0,
@@ -148,12 +169,6 @@ def stream_completion(base_url: str, body: dict[str, Any], timeout_s: float) -> 
         t0,
         None if first_text is None else first_text - t0,
     )
-
-
-def _successes(snap: prometheus.Snapshot, profile: EngineProfile | None) -> float | None:
-    if profile is None or not profile.has("requests_success"):
-        return None
-    return sum(enginemetrics.values(snap, profile, "requests_success").values())
 
 
 def attribution(before: prometheus.Snapshot, after: prometheus.Snapshot, profile: EngineProfile | None) -> str:
@@ -188,13 +203,14 @@ def capture_phases(
     request_timeout_s: float = REQUEST_TIMEOUT_S,
     scrape_timeout_s: float = 10.0,
     retries: int = 3,
-    settle_s: float = SETTLE_S,
+    settle_s: float = SETTLE_TIMEOUT_S,
     same_prompt: bool = False,
     default_classes: Collection[str] = (),
     arm: str | None = None,
     run: str | None = None,
     point: str | None = None,
     server_pid: int | None = None,
+    compress: bool = False,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     """Run the harness; returns the folder (``doc["complete"]`` says whether every sample was taken).
@@ -215,7 +231,7 @@ def capture_phases(
     except BaseException:
         endpoint.close()
         raise
-    folder = RunFolder(out, "phases", arguments, arm=arm, run=run, point=point)
+    folder = RunFolder(out, "phases", arguments, arm=arm, run=run, point=point, compress=compress)
     where = folder.doc.get("layout")
     run_id = f"{where['arm']}-{where['run']}-{where['point']}" if where else folder.path.name
     nonce = new_nonce()
@@ -244,7 +260,10 @@ def capture_phases(
             "warmup_rounds": warmup,
             "repeats": repeats,
             "request": {"endpoint": "/v1/completions", "stream": True, "temperature": 0.0, "ignore_eos": ignore_eos},
-            "files": {"phases": "phases.json", "metrics": "metrics/<class>-<repeat>.before.prom / .after.prom"},
+            "files": {
+                "phases": "phases.json",
+                "metrics": f"metrics/<class>-<repeat>.before{folder.prom} / .after{folder.prom}",
+            },
             "samples": [],
         }
     )
@@ -263,9 +282,11 @@ def capture_phases(
         f"{len(prompts)} prompt classes x {warmup + repeats} rounds ({warmup} warm-up) -> {folder.path}"
     )
     total = (warmup + repeats) * len(prompts)
+    progress = Progress(total, "samples")  # each line: how far, and about how long is left
     stopped = None
     try:
         for rnd in range(warmup + repeats):
+            spans: list[tuple[float, float]] = []
             for name, text in prompts.items():
                 prefix = None
                 if not same_prompt:
@@ -283,10 +304,13 @@ def capture_phases(
                 stem = f"metrics/{name}-{rnd}"
                 before = endpoint.fetch()
                 b_snap = endpoint.check(before)
-                res = stream_completion(base, body, request_timeout_s)
-                after, a_snap, tries = _settled_after(endpoint, b_snap, profile, settle_s)
-                folder.write(f"{stem}.before.prom", before.text)
-                folder.write(f"{stem}.after.prom", after.text)
+                res = stream_completion(base, body, request_timeout_s, f"{name} round {rnd}")
+                spans.append((res.start_unix, res.start_unix + res.client_total_s))
+                after, a_snap, settle = settled_after(endpoint, b_snap, profile, 1, settle_s)
+                if settle_note(f"{name} #{rnd}", settle):
+                    log(settle_note(f"{name} #{rnd}", settle))
+                metrics_before = folder.write_metrics(f"{stem}.before", before.text)
+                metrics_after = folder.write_metrics(f"{stem}.after", after.text)
                 sample: dict[str, Any] = {
                     "prompt_class": name,
                     "repeat": rnd,
@@ -297,8 +321,8 @@ def capture_phases(
                     # phases.json's first_event_s is an event *before* the first token (a role chunk); a
                     # stream whose first event carries text has none (capture.json keeps the time anyway)
                     sample["first_event_s"] = round(res.first_event_s, 6)
-                sample["metrics_before"] = f"{stem}.before.prom"
-                sample["metrics_after"] = f"{stem}.after.prom"
+                sample["metrics_before"] = metrics_before
+                sample["metrics_after"] = metrics_after
                 if prefix is not None:
                     sample["prompt_prefix"] = prefix
                 phases["samples"].append(sample)
@@ -321,17 +345,27 @@ def capture_phases(
                         "stream_events": res.events,
                         "before_at": utc(before.unix_s),
                         "after_at": utc(after.unix_s),
-                        "after_scrapes": tries,
+                        "after_scrapes": settle["scrapes"],
+                        "settle": settle,
                         "prompt_prefix": prefix,
                     }
                 )
                 folder.save()
                 fe = "-" if res.first_event_s is None else f"{res.first_event_s:.4f}"
                 log(
-                    f"  {name} #{rnd}{' (warm-up)' if rnd < warmup else ''}: client {res.client_total_s:.4f} s, "
+                    f"  {progress.advance()} {name} #{rnd}{' (warm-up)' if rnd < warmup else ''}: client {res.client_total_s:.4f} s, "
                     f"first event {fe} s, {res.prompt_tokens} prompt + {res.completion_tokens} completion tokens "
                     f"({res.finish_reason}); {attribution(b_snap, a_snap, profile)}"
                 )
+            folder.mark(
+                f"{folder.point_name}/round-{rnd}",
+                spans[0][0],
+                spans[-1][1],
+                kind="phases",
+                warmup=rnd < warmup,
+                requests=len(spans),
+            )
+            folder.save()
     except KeyboardInterrupt:
         stopped = f"interrupted (Ctrl-C) after {len(phases['samples'])} of {total} samples"
         raise
@@ -343,22 +377,3 @@ def capture_phases(
         doc["memory_samples"] = sampling.stop()
         folder.finish(stopped, time.time())
     return folder
-
-
-def _settled_after(
-    endpoint: MetricsEndpoint, before: prometheus.Snapshot, profile: EngineProfile | None, settle_s: float
-):
-    """The *after* scrape, repeated until the success counter moved (at most ``settle_s``)."""
-    want = _successes(before, profile)
-    deadline = time.monotonic() + settle_s
-    tries = 0
-    while True:
-        tries += 1
-        s = endpoint.fetch()
-        snap = endpoint.check(s)
-        if want is None:
-            return s, snap, tries
-        now = _successes(snap, profile)
-        if (now is not None and now > want) or time.monotonic() >= deadline:
-            return s, snap, tries
-        time.sleep(0.05)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchbook import httpread
+from benchbook.commands import openai_answers
 from benchbook.errors import InputError
 
 _WORDS = (
@@ -99,15 +100,14 @@ def served_model(base: str, model: str, timeout_s: float = 10.0) -> ServedModel:
     sm = ServedModel()
     try:
         r = httpread.request("GET", base + "/v1/models", timeout_s=timeout_s, max_bytes=MAX_ANSWER_BYTES)
-        doc = json.loads(r.body) if r.status == 200 else None
-    except (httpread.HTTPReadError, ValueError) as e:
-        sm.notes.append(f"/v1/models: {getattr(e, 'reason', type(e).__name__)}")
+    except httpread.HTTPReadError as e:
+        sm.notes.append(f"/v1/models: {e.reason}")
         return sm
-    if not isinstance(doc, dict):
+    if r.status != 200:
         sm.notes.append(f"/v1/models: HTTP {r.status}")
         return sm
-    for m in doc.get("data") or []:
-        if isinstance(m, dict) and m.get("id") == model:
+    for m in openai_answers.model_entries(r.body, base + "/v1/models"):  # a malformed answer: exit 4
+        if m.get("id") == model:
             n = m.get("max_model_len")
             if isinstance(n, int) and n > 0:
                 sm.max_model_len, sm.source = n, "/v1/models max_model_len"
@@ -129,12 +129,11 @@ def count_tokens(base: str, model: str, text: str, timeout_s: float = 30.0) -> i
             body=json.dumps({"model": model, "prompt": text}).encode(),
             headers={"Content-Type": "application/json"},
         )
-        if r.status != 200:
-            return None
-        n = json.loads(r.body).get("count")
-    except (httpread.HTTPReadError, ValueError, AttributeError):
+    except httpread.HTTPReadError:
         return None
-    return n if isinstance(n, int) else None
+    if r.status != 200:
+        return None
+    return openai_answers.tokenize_count(r.body, base + "/tokenize")  # a malformed answer: exit 4
 
 
 def fit_prompts(

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchbook.commands.capture_folder import RunFolder, utc
+from benchbook.commands.capture_folder import DiskFull, RunFolder, layout, utc
 from benchbook.commands.capture_memory import MemorySampling
-from benchbook.commands.scrape import MetricsEndpoint, Scrape
+from benchbook.commands.scrape import SETTLE_TIMEOUT_S, MetricsEndpoint, Scrape, settle_note, settled_after
 from benchbook.errors import BenchbookError, InputError
 from benchbook.jsonfile import sha256_file
 
@@ -44,12 +44,48 @@ def result_dirs_from_command(cmd: list[str]) -> list[str]:
     return out
 
 
-def _new_files(place: Path, since_unix: float) -> list[Path]:
+def check_places(places: list[str], folder: Path, given_by: str) -> None:
+    """No result folder holds the capture folder, or lies inside it: the files the capture is still
+    writing would be copied as the benchmark's results (or the results copied into themselves).
+    Checked before anything runs (symlinks followed)."""
+    mine = Path(folder).resolve()
+    for place in places:
+        p = Path(place).resolve()
+        if p == mine or mine.is_relative_to(p) or p.is_relative_to(mine):
+            where = "holds" if p != mine and mine.is_relative_to(p) else "is" if p == mine else "lies inside"
+            raise InputError(
+                "--results" if given_by == "--results" else "command",
+                place,
+                f"this result folder ({given_by}) {where} the capture folder {folder}: the capture would copy "
+                "its own files as results; give a result folder outside the capture folder, and --out outside it",
+            )
+
+
+def _listing(places: list[str]) -> dict[Path, tuple[int, int]]:
+    """``{file: (mtime_ns, size)}`` of every file under the result places, taken before the command starts."""
+    out: dict[Path, tuple[int, int]] = {}
+    for place in places:
+        p = Path(place)
+        for f in [p] if p.is_file() else sorted(p.rglob("*")) if p.is_dir() else []:
+            if f.is_file():
+                st = f.stat()
+                out[f] = (st.st_mtime_ns, st.st_size)
+    return out
+
+
+def _new_files(place: Path, before: dict[Path, tuple[int, int]]) -> list[Path]:
+    """The files under ``place`` created or changed since :func:`_listing` (a sweep writing every point's
+    result into one folder: each point copies its own file, not the points' before it)."""
+
+    def changed(f: Path) -> bool:
+        st = f.stat()
+        return before.get(f) != (st.st_mtime_ns, st.st_size)
+
     if place.is_file():
-        return [place] if place.stat().st_mtime >= since_unix - 1 else []
+        return [place] if changed(place) else []
     if not place.is_dir():
         return []
-    return sorted(p for p in place.rglob("*") if p.is_file() and p.stat().st_mtime >= since_unix - 1)
+    return sorted(p for p in place.rglob("*") if p.is_file() and changed(p))
 
 
 class _Tee(threading.Thread):
@@ -59,11 +95,17 @@ class _Tee(threading.Thread):
         super().__init__(daemon=True)
         self.stream, self.log_path, self.echo = stream, log_path, echo
 
+    error: str | None = None  # why command.log stopped being written (a full disk): the output is still drained
+
     def run(self) -> None:
         with open(self.log_path, "ab") as log:
             for line in iter(self.stream.readline, b""):
-                log.write(line)
-                log.flush()
+                if self.error is None:
+                    try:
+                        log.write(line)
+                        log.flush()
+                    except OSError as e:  # keep reading: a child whose pipe fills would block forever
+                        self.error = f"command.log not written on from here: {e.strerror or e}"
                 if self.echo:
                     sys.stdout.buffer.write(line)
                     sys.stdout.flush()
@@ -102,7 +144,7 @@ def capture_run(
     out: str,
     command: list[str],
     arguments: dict[str, Any],
-    every_s: float = 5.0,
+    every_s: float = 0.5,
     results: list[str] | None = None,
     time_limit_s: float | None = None,
     scrape_timeout_s: float = 10.0,
@@ -112,6 +154,9 @@ def capture_run(
     run: str | None = None,
     point: str | None = None,
     server_pid: int | None = None,
+    compress: bool = False,
+    expect_requests: int | None = None,
+    settle_s: float = SETTLE_TIMEOUT_S,
     log: Callable[[str], None] = print,
 ) -> RunFolder:
     if not command:
@@ -123,10 +168,12 @@ def capture_run(
     exe = shutil.which(command[0])
     if exe is None:
         raise InputError("command", command[0], "not found on PATH")
-    endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
-    first, _snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before creating the folder
-    folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point)
     places = list(results) if results else result_dirs_from_command(command)
+    given_by = "--results" if results else "the command's result-folder option"
+    check_places(places, layout(out, "run", arm, run, point)[0], given_by)
+    endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
+    first, first_snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before the folder
+    folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point, compress=compress)
     doc = folder.doc
     doc.update(
         {
@@ -149,7 +196,7 @@ def capture_run(
             "result_places": places,
             "result_files": [],
             "files": {
-                "snapshots": "metrics/before.prom, metrics/during-NNNN.prom, metrics/after.prom",
+                "snapshots": f"metrics/before{folder.prom}, metrics/during-NNNN{folder.prom}, metrics/after{folder.prom}",
                 "command_log": "command.log",
                 "results": "results/ (copies of the files the command wrote)",
             },
@@ -157,7 +204,7 @@ def capture_run(
     )
 
     def keep(s: Scrape, name: str, phase: str) -> None:
-        rel = folder.write(f"metrics/{name}.prom", s.text)
+        rel = folder.write_metrics(f"metrics/{name}", s.text)
         doc["snapshots"].append({"file": rel, "phase": phase, "at": utc(s.unix_s), "unix_s": round(s.unix_s, 6)})
 
     keep(first, "before", "before")
@@ -165,12 +212,15 @@ def capture_run(
     folder.save()
     log(
         f"capture run: {endpoint.url} ({profile.name if profile else 'no known engine profile: ' + str(why)}), "
-        f"every {every_s:g} s -> {folder.path}"
+        f"every {every_s:g} s -> {folder.path}; "
+        # no ETA of its own: the command's output (shown) has its progress, --time-limit the bound
+        + (f"stops the command after at most {time_limit_s:g} s" if time_limit_s else "runs until the command ends")
     )
     stopped: str | None = None
     interrupted = False
     proc = None
     start = time.time()
+    existing = _listing(places)
     try:
         doc["command"]["started_at"] = utc(start)
         proc = subprocess.Popen(
@@ -198,12 +248,17 @@ def capture_run(
             n += 1
             try:
                 s = endpoint.fetch()
-                endpoint.check(s)
+                endpoint.check_light(s)  # cheap: a huge /metrics is not parsed at every interval
                 keep(s, f"during-{n:04d}", "during")
+            except DiskFull as e:  # not a scrape to note and go on from: the capture stops, exit 2
+                stopped = str(e)
+                raise
             except BenchbookError as e:
                 doc["scrape_errors"].append({"at": utc(time.time()), "error": str(e)})
+            n = _skip_missed(doc, n, t0, every_s, log)
             folder.save()
         tee.join(timeout=5)
+        stopped = stopped or tee.error
     except KeyboardInterrupt:
         stopped = "interrupted (Ctrl-C): the command was stopped before it finished"
         interrupted = True
@@ -221,9 +276,17 @@ def capture_run(
                 cmd["signal"] = signal.Signals(-rc).name
             if rc and stopped is None:
                 stopped = f"the command failed (exit status {rc}); see command.log"
-        _collect(folder, places, start)
+        if proc is not None:
+            folder.mark(folder.point_name, start, end, kind="run", exit_status=cmd["exit_status"])
+        _collect(folder, places, existing)
         try:
-            keep(endpoint.check_fetch(), "after", "after")
+            # a command that ran to the end: wait (bounded) until the engine counted its requests
+            wait = expect_requests if cmd.get("exit_status") == 0 and not interrupted else None
+            after, _a, settle = settled_after(endpoint, first_snap, profile, wait, settle_s)
+            doc["settle"] = settle
+            if settle_note("the command", settle):
+                log(settle_note("the command", settle))
+            keep(after, "after", "after")
         except BenchbookError as e:
             doc["scrape_errors"].append({"at": utc(time.time()), "error": f"after scrape: {e}"})
             stopped = stopped or f"the scrape after the command failed: {e}"
@@ -240,11 +303,24 @@ def capture_run(
     return folder
 
 
-def _collect(folder: RunFolder, places: list[str], since_unix: float) -> None:
+def _skip_missed(doc: dict[str, Any], n: int, t0: float, every_s: float, log: Callable[[str], None]) -> int:
+    """After scrape ``n``: the intervals that passed while it ran (a slow server, a huge /metrics) are
+    skipped, not scraped back to back, and said in capture.json's ``scrape_errors``."""
+    due = int((time.monotonic() - t0) / every_s)
+    if due <= n:
+        return n
+    missed = due - n
+    msg = f"missed {missed} interval(s) of {every_s:g} s after scrape {n}: the scrape took longer than --every"
+    doc["scrape_errors"].append({"at": utc(time.time()), "error": msg})
+    log(f"capture run: {msg}")
+    return due
+
+
+def _collect(folder: RunFolder, places: list[str], existing: dict[Path, tuple[int, int]]) -> None:
     doc = folder.doc
     for place in places:
         p = Path(place)
-        for f in _new_files(p, since_unix):
+        for f in _new_files(p, existing):
             rel = Path("results") / (f.relative_to(p) if p.is_dir() else f.name)
             if any(r["file"] == str(rel) for r in doc["result_files"]):
                 continue

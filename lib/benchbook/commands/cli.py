@@ -12,7 +12,7 @@ import importlib
 import sys
 
 from benchbook import __version__
-from benchbook.errors import EXIT_INTERNAL, BenchbookError
+from benchbook.errors import EXIT_BAD_INPUT, EXIT_INTERNAL, BenchbookError
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -21,7 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "render": ("benchbook.commands.render", "render a campaign's pages to HTML"),
     "prefill-sim": ("benchbook.commands.prefill_sim", "simulate chunked-prefill admission batches"),
     "synth": ("benchbook.commands.synth", "generate a synthetic campaign (marked synthetic)"),
-    "capture": ("benchbook.commands.capture", "make runs against a server: /metrics around a benchmark, phases"),
+    "capture": (
+        "benchbook.commands.capture",
+        "measure your own server: the phase harness, the concurrency ladder, /metrics around any benchmark",
+    ),
     "init": ("benchbook.commands.init", "scaffold a campaign from result files and capture folders"),
 }
 
@@ -56,6 +59,11 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
+        if getattr(args, "allow_source", None):  # the servers this run may query where a campaign names one
+            from benchbook.metrics.source_allow import allowing
+
+            with allowing(args.allow_source):
+                return int(module.run(args) or 0)
         return int(module.run(args) or 0)
     except BenchbookError as e:
         print(f"benchbook {name}: {e.one_line()}", file=sys.stderr)
@@ -64,6 +72,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"benchbook {name}: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - last resort: one line, not a traceback
+        import errno
+
+        if isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT):  # the machine's, not a bug
+            where = e.filename if e.filename is not None else "-"
+            print(
+                f"benchbook {name}: {where}: -: cannot write: no space left on device (the disk or quota is full)",
+                file=sys.stderr,
+            )
+            return EXIT_BAD_INPUT
         print(
             f"benchbook {name}: internal error: {type(e).__name__}: {e} "
             "(a bug in benchbook; rerun with BENCHBOOK_DEBUG=1 for the traceback)",

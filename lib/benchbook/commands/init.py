@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import socket
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -55,6 +56,12 @@ def add_arguments(p) -> None:
     )
     p.add_argument("--title", default=None, help="campaign title (default: made from the models and tools)")
     p.add_argument("--question", default=None, help="the question the campaign answers (default: a TODO)")
+    p.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also print what validate found in every file (one line per file and load point)",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="print only problems")
 
 
@@ -91,18 +98,67 @@ def _unique(base: str, taken: set[str]) -> str:
 
 
 def _is_capture(p: Path) -> bool:
-    if p.suffix.lower() not in CAPTURE_SUFFIXES:
-        return False
-    from benchbook.jsonfile import open_regular
+    """A ``/metrics`` capture, plain or gzip-compressed (``before.prom.gz``: kept compressed in the copy)."""
+    from benchbook.jsonfile import plain_suffix, read_head
 
-    with open_regular(p, "/metrics capture", 2**62) as f:  # a FIFO is refused, never opened to block
-        head = f.read(64).lstrip()
+    if plain_suffix(p) not in CAPTURE_SUFFIXES:
+        return False
+    head = read_head(p, 64, "/metrics capture").lstrip()  # a FIFO is refused, never opened to block
     return head[:1] not in (b"{", b"[")
 
 
+def _kind_error(where: Path, at: str, v: Any, want: str) -> InputError:
+    shown = repr(v) if len(repr(v)) <= 60 else repr(v)[:57] + "..."
+    return InputError(where, at, f"is {shown}, expected {want} (is this a capture.json written by benchbook capture?)")
+
+
+def load_capture(cap_file: Path) -> dict[str, Any] | None:
+    """A folder's ``capture.json`` (None where there is none), checked in every part init reads: a
+    JSON object; ``result_files`` a list of file names (or objects with ``file``); ``snapshots`` a
+    list of objects with a ``file`` name, a ``phase`` and a numeric ``unix_s``; ``prompt_classes`` an
+    object of objects; ``samples`` a list of objects. The file names are checked to stay inside the
+    folder when they are used (:func:`_from_capture_run`): nothing outside it is read."""
+    from benchbook.jsonfile import load_json
+
+    if not cap_file.is_file():
+        return None
+    cap = load_json(cap_file)
+    if not isinstance(cap, dict):
+        raise InputError(cap_file, "$", "expected a JSON object (a capture.json written by benchbook capture)")
+    kind = cap.get("kind")
+    if kind is not None and not isinstance(kind, str):
+        raise _kind_error(cap_file, "$.kind", kind, "text")
+    lists = {"result_files": "a list", "snapshots": "a list", "samples": "a list"}
+    for key, want in lists.items():
+        if cap.get(key) is not None and not isinstance(cap[key], list):
+            raise _kind_error(cap_file, f"$.{key}", cap[key], want)
+    for i, f in enumerate(cap.get("result_files") or []):
+        name = f.get("file") if isinstance(f, dict) else f
+        if not isinstance(name, str):
+            raise _kind_error(cap_file, f"$.result_files[{i}]", f, "a file name or an object with its 'file' name")
+    for i, s in enumerate(cap.get("snapshots") or []):
+        if not isinstance(s, dict) or not isinstance(s.get("file"), str):
+            raise _kind_error(cap_file, f"$.snapshots[{i}]", s, "an object with the snapshot's 'file' name")
+        if s.get("phase") is not None and not isinstance(s["phase"], str):
+            raise _kind_error(cap_file, f"$.snapshots[{i}].phase", s["phase"], "'before', 'during' or 'after'")
+        t = s.get("unix_s")
+        if t is not None and (isinstance(t, bool) or not isinstance(t, (int, float))):
+            raise _kind_error(cap_file, f"$.snapshots[{i}].unix_s", t, "the scrape's Unix time (a number)")
+    for i, s in enumerate(cap.get("samples") or []):
+        if not isinstance(s, dict):
+            raise _kind_error(cap_file, f"$.samples[{i}]", s, "an object")
+    pcs = cap.get("prompt_classes")
+    if pcs is not None and not isinstance(pcs, dict):
+        raise _kind_error(cap_file, "$.prompt_classes", pcs, "an object of prompt classes")
+    return cap
+
+
 def _files_under(folder: Path) -> list[Path]:
+    from benchbook.jsonfile import walk
+
     out = []
-    for p in sorted(folder.rglob("*")):
+    entries = sorted(Path(d, n) for d, dirs, files in walk(folder) for n in [*dirs, *files])
+    for p in entries:
         if p.is_symlink():
             raise InputError(p, "-", "is a symlink; init copies regular files only (copy the file itself in)")
         if p.is_file():
@@ -139,7 +195,6 @@ def _order_captures(caps: list[Path]) -> tuple[Path | None, Path | None, list[Pa
 def plan(inputs: list[Path]) -> tuple[list[PlannedRun], list[str]]:
     """Classify the inputs into runs; the second value lists what a person must still decide."""
     from benchbook.ingest import formats
-    from benchbook.jsonfile import load_json
 
     runs: list[PlannedRun] = []
     todo: list[str] = []
@@ -155,9 +210,7 @@ def plan(inputs: list[Path]) -> tuple[list[PlannedRun], list[str]]:
             continue
         if src.is_dir():
             cap_file = src / "capture.json"
-            cap = load_json(cap_file) if cap_file.is_file() else None
-            if cap is not None and not isinstance(cap, dict):
-                raise InputError(cap_file, "$", "expected a JSON object (a capture.json written by benchbook capture)")
+            cap = load_capture(cap_file)
             kind = (cap or {}).get("kind")
             if kind == "phases" or (kind is None and (src / "phases.json").is_file()):
                 if not (src / "phases.json").is_file():
@@ -256,17 +309,19 @@ def _detect(p: Path) -> bool:
 
 def _from_capture_run(r: PlannedRun, src: Path, cap: dict[str, Any]) -> None:
     """A `benchbook capture run` folder: result files and snapshots as its capture.json lists them."""
+    from benchbook.jsonfile import join_inside
+
     where = src / "capture.json"
     for i, f in enumerate(cap.get("result_files") or []):
         rel = f.get("file") if isinstance(f, dict) else f
-        p = src / str(rel)
+        p = join_inside(src, src, rel, where, f"$.result_files[{i}]", "result file")  # nothing outside is read
         if not p.is_file():
             raise InputError(where, f"$.result_files[{i}]", f"{rel!r} is not in the folder")
         if _detect(p):
             r.files.append(p)
     snaps = cap.get("snapshots") or []
     for i, s in enumerate(snaps):
-        p = src / str(s.get("file"))
+        p = join_inside(src, src, s["file"], where, f"$.snapshots[{i}].file", "snapshot")
         if not p.is_file():
             raise InputError(where, f"$.snapshots[{i}].file", f"{s.get('file')!r} is not in the folder")
         phase = s.get("phase")
@@ -317,7 +372,11 @@ def _engine(runs: list[PlannedRun]) -> tuple[dict[str, str] | None, str | None]:
         cap = r.capture or {}
         snap_path = r.after or next((p for p, _ in r.snapshots), None)
         if r.harness == "phases":
-            prom = sorted((r.source / "metrics").glob("*.prom")) if (r.source / "metrics").is_dir() else []
+            prom = (
+                sorted(p for p in (r.source / "metrics").iterdir() if _is_capture(p))
+                if (r.source / "metrics").is_dir()
+                else []
+            )
             snap_path = prom[-1] if prom else None
         if snap_path is None:
             continue
@@ -471,7 +530,7 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
         "date": date,
         "provenance": "measured",
         "scope": {
-            "measured": [f"{len(entries)} run(s) brought in by benchbook init from {', '.join(dict.fromkeys(tools))}"],
+            "measured": [],  # filled below, counted in the one vocabulary (manifest.counts_text)
             "outside": ["TODO: what these runs do not cover (hardware, other loads, other models)"],
         },
     }
@@ -486,7 +545,7 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
         manifest["engine"] = engine
     phases = [r for r in runs if r.harness == "phases"]
     for pf in lay.phase_folders if lay is not None else []:  # the layout's benchbook phases folders
-        cap = load_json(pf / "capture.json") if (pf / "capture.json").is_file() else None
+        cap = load_capture(pf / "capture.json")
         phases.append(PlannedRun(pf.name, "phases", pf, capture=cap, phases_doc=load_json(pf / "phases.json")))
     if phases:
         manifest["environments"] = {
@@ -515,6 +574,11 @@ def build(dir_: Path, runs: list[PlannedRun], todo: list[str], title: str | None
     if arms:  # none when every results run holds several configurations: the page makes them from identity
         manifest["arms"] = arms
     manifest["runs"] = entries
+    from benchbook.ingest.manifest import counts_text
+
+    manifest["scope"]["measured"] = [
+        f"{counts_text(manifest)}, brought in by benchbook init from {', '.join(dict.fromkeys(tools))}"
+    ]
     if lay is not None and lay.comparisons and only_layout:
         manifest["comparisons"] = lay.comparisons
     notes = [f"date: {date_from}"]
@@ -654,10 +718,19 @@ def _readme(manifest: dict, hashes: list[tuple[str, str, str]], notes: list[str]
         "",
         "| file | sha256 | copied from |",
         "|---|---|---|",
-        *[f"| `{c}` | `{h}` | `{o}` |" for c, h, o in hashes],
+        *[f"| `{c}` | `{h}` | `{o}` |" for (c, h, _), o in zip(hashes, _from_names([o for *_, o in hashes]))],
         "",
     ]
     return "\n".join(lines)
+
+
+def _from_names(originals: list[str]) -> list[str]:
+    """Where each file was copied from, relative to the folder above all of them (``in/arm/p1/x.json``
+    → ``arm/p1/x.json``): the README names no folder of the machine init ran on."""
+    if not originals:
+        return []
+    top = os.path.dirname(os.path.commonpath([os.path.dirname(o) for o in originals]))
+    return [os.path.relpath(o, top) for o in originals]
 
 
 # ---------------------------------------------------------------------------------------- CLI
@@ -681,13 +754,43 @@ def _check_names(runs: list[PlannedRun]) -> None:
                     ) from None
 
 
+def _remove_stale_temps(d: Path) -> list[str]:
+    """The temporary folders a killed ``init`` of ``d`` left beside it (``.d.init-<pid>@<host>.*``:
+    87-145 MB each in the issue), removed when their process is gone on this host; a live init's,
+    another host's (a shared disk) and an older init's without its PID are left alone."""
+    from benchbook.pipeline.plan import INIT_TEMP
+
+    host = socket.gethostname()
+    removed = []
+    try:
+        entries = list(d.parent.iterdir())
+    except OSError:
+        return removed
+    for p in entries:
+        m = INIT_TEMP.match(p.name)
+        if m is None or m["dir"] != d.name or m["pid"] is None or m["host"] != host or p.is_symlink():
+            continue
+        try:
+            os.kill(int(m["pid"]), 0)
+            continue  # still running (or another user's process: not ours to judge)
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(p, ignore_errors=True)
+        removed.append(p.name)
+        print(f"benchbook init: removed {p.name}, left by a killed init (process {m['pid']})", file=sys.stderr)
+    return removed
+
+
 def _build_whole(d: Path, runs: list[PlannedRun], todo: list[str], title, question) -> dict:
     """:func:`build` into a temporary sibling folder, renamed to ``d`` once complete: a failure
     leaves no half-written DIR behind (a rerun would find it not empty)."""
     import tempfile
 
     d.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.init-", dir=d.parent))
+    _remove_stale_temps(d)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{d.name}.init-{os.getpid()}@{socket.gethostname()}.", dir=d.parent))
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o777 & ~umask)  # a folder as mkdir makes it, not mkdtemp's 0700
@@ -708,6 +811,8 @@ def run(args) -> int:
     from benchbook.commands.validate import validate_campaign
 
     out = (lambda *_a, **_k: None) if args.quiet else print
+    # what validate found in each file: a line per file and load point (120 for 8 processes), behind -v
+    detail = print if getattr(args, "verbose", False) and not args.quiet else (lambda *_a, **_k: None)
     d: Path = args.dir
     if d.is_symlink():  # a dangling one too (exists() is False for it; mkdir failed, exit 1)
         raise InputError(d, "-", "is a symlink; init writes a new campaign folder (give a new DIR, not a link)")
@@ -723,10 +828,12 @@ def run(args) -> int:
     runs, todo = plan(list(args.inputs))
     _check_names(runs)
     manifest = _build_whole(d, runs, todo, args.title, args.question)
-    out(f"benchbook init: wrote {d / 'campaign.json'}: {len(runs)} run(s), {len(manifest.get('arms', {}))} arm(s)")
+    from benchbook.ingest.manifest import counts_text
+
+    out(f"benchbook init: wrote {d / 'campaign.json'}: {counts_text(manifest)}")
     for t in manifest["todo"]:
         out(f"  todo: {t}")
-    errors = validate_campaign(d, out)
+    errors = validate_campaign(d, detail)
     for e in errors:
         print(str(e), file=sys.stderr)
     if errors:
@@ -735,17 +842,20 @@ def run(args) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
-    out(f"benchbook init: {d} is valid; render it with: benchbook render {d} --out reports/{d.name}")
+    out(
+        f"benchbook init: {d} is valid"
+        + ("" if getattr(args, "verbose", False) else " (-v lists what was read from each file)")
+        + f"; render it with: benchbook render {d} --out reports/{d.name}"
+    )
     return 0
 
 
 def point_files(folder: Path) -> tuple[list[Path], Path | None, Path | None, list[tuple[Path, float | None]]]:
     """A load-point folder's result files, before/after captures and timed snapshots."""
-    from benchbook.jsonfile import load_json
 
-    cap_file = folder / "capture.json"
-    if cap_file.is_file() and (load_json(cap_file) or {}).get("kind") == "run":
-        r = PlannedRun("p", "results", folder, capture=load_json(cap_file))
+    cap = load_capture(folder / "capture.json")
+    if cap is not None and cap.get("kind") == "run":
+        r = PlannedRun("p", "results", folder, capture=cap)
         _from_capture_run(r, folder, r.capture)
         return r.files, r.before, r.after, r.snapshots
     files = _files_under(folder)

@@ -15,7 +15,8 @@ from benchbook.errors import UsageError
 
 def add_arguments(parser) -> None:
     parser.epilog = (
-        "Example (the PD seed): benchbook prefill-sim --prompt-tokens 16388 --requests 320 "
+        "Example (the PD campaign in data/pd-prefill-cap: 320 prompts of 16388 tokens): "
+        "benchbook prefill-sim --prompt-tokens 16388 --requests 320 "
         "--global-chunk-size 131072 --dp 16 --page-size 128 --max-requests 2"
     )
     g = parser.add_argument_group("prompts (one of)")

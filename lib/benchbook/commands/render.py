@@ -28,6 +28,9 @@ def _quiet(msg: str) -> None:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("campaign", nargs="?", type=Path, help="campaign folder (holds campaign.json)")
+    from benchbook.metrics.source_allow import add_allow_argument
+
+    add_allow_argument(p)
     p.add_argument(
         "--all",
         dest="data_dir",

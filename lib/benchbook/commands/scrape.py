@@ -9,6 +9,7 @@ something that is not Prometheus text exposition (an HTML page, JSON, an empty b
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -19,10 +20,14 @@ from benchbook.errors import InputError, SourceError
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, detect_profile
 
+SETTLE_TIMEOUT_S = 5.0  # --settle-timeout: the longest wait for the engine to count a step's requests
+SETTLE_POLL_S = 0.1  # between the after scrapes of that wait
 RETRIES = 3  # attempts per scrape
 BACKOFF_S = 0.5  # sleep before the 2nd attempt, doubled for each further one
 TIMEOUT_S = 10.0  # connect + whole body, per attempt
 MAX_SCRAPE_BYTES = 256 * 2**20  # one /metrics answer, decoded (the capture-file limit, jsonfile.MAX_METRICS_BYTES)
+_FIRST_SAMPLE = re.compile(r"^[ \t]*([^#\s])", re.M)  # the first line that is not blank or a comment
+_NAME_START = re.compile(r"[a-zA-Z_:]")  # a metric name's first character
 
 
 @dataclass(frozen=True)
@@ -85,8 +90,10 @@ class MetricsEndpoint:
                     headers={"Accept": "text/plain;version=0.0.4"},
                 )
             except httpread.HTTPReadError as e:
-                if e.kind in ("timeout", "connect"):
-                    last = f"no answer within {self.timeout_s:g} s" if e.kind == "timeout" else f"cannot connect ({e})"
+                if e.kind in ("timeout", "connect", "truncated"):
+                    last = {"timeout": f"no answer within {self.timeout_s:g} s", "truncated": str(e)}.get(
+                        e.kind, f"cannot connect ({e})"
+                    )
                     continue
                 raise SourceError(self.url, e.reason) from None  # too big, a redirect elsewhere: retrying won't help
             t1 = time.monotonic()
@@ -99,7 +106,8 @@ class MetricsEndpoint:
             # later than it was read, shortening busy stretches; the midpoint halves that error
             mid = (t1 - t0) / 2
             return Scrape(r.text(), time.time() - mid, t1 - mid, t1 - t0, attempt)
-        raise SourceError(self.url, f"{last} after {self.retries} attempt{'s' * (self.retries > 1)}; is the server up?")
+        hint = "" if last.startswith(("answer cut short", "gzip", "deflate")) else "; is the server up?"
+        raise SourceError(self.url, f"{last} after {self.retries} attempt{'s' * (self.retries > 1)}{hint}")
 
     def check(self, scrape: Scrape) -> prometheus.Snapshot:
         """Parse the whole text with benchbook's reader (prometheus_client + its checks)."""
@@ -119,6 +127,30 @@ class MetricsEndpoint:
             raise InputError(self.url, "-", "Prometheus text without a single sample")
         return snap
 
+    def check_light(self, scrape: Scrape) -> None:
+        """The cheap check of a periodic scrape (``capture run --every``): it looks like Prometheus
+        text at its start (not empty, not an HTML page or JSON, a first sample line that starts like a
+        metric name) and ends with a line feed (not cut off) — reading its first 4 KB and last byte,
+        not parsing it: a 44 MB /metrics parsed at every interval took minutes and a gigabyte. The
+        scrapes that bracket the window are parsed whole (:meth:`check`); ``validate`` parses the rest."""
+        text = scrape.text
+        head = text[:4096].lstrip()
+        if not head:
+            raise InputError(self.url, "-", "empty answer: not Prometheus text exposition (no samples)")
+        if head[:1] in ("<", "{", "["):
+            kind = "HTML" if head[:1] == "<" else "JSON"
+            raise InputError(
+                self.url, "-", f"answered {kind}, not Prometheus text exposition: is this the /metrics endpoint?"
+            )
+        first = _FIRST_SAMPLE.search(text)
+        if first is None:
+            raise InputError(self.url, "-", "Prometheus text without a single sample")
+        if not _NAME_START.match(first.group(1)):
+            shown = text[first.start(1) : first.start(1) + 40]
+            raise InputError(self.url, "-", f"not Prometheus text exposition: its first sample line starts {shown!r}")
+        if not text.endswith("\n"):
+            raise InputError(self.url, "-", "the answer's last line has no line feed: cut off?")
+
     def check_fetch(self) -> Scrape:
         """A scrape whose text passed :meth:`check`."""
         s = self.fetch()
@@ -134,3 +166,69 @@ class MetricsEndpoint:
             return s, snap, detect_profile(snap), None
         except InputError as e:
             return s, snap, None, e.reason
+
+
+def finished_requests(snap: prometheus.Snapshot, profile: EngineProfile | None) -> float | None:
+    """The engine's own finished-request count (vLLM ``vllm:request_success_total`` summed over its
+    labels, SGLang ``sglang:num_requests_total``, … — the profile's ``requests_success``), or None
+    when the profile has none."""
+    from benchbook.analysis import enginemetrics
+
+    if profile is None or not profile.has("requests_success"):
+        return None
+    return sum(enginemetrics.values(snap, profile, "requests_success").values())
+
+
+def settled_after(
+    endpoint: MetricsEndpoint,
+    before: prometheus.Snapshot,
+    profile: EngineProfile | None,
+    expected: int | None,
+    timeout_s: float = SETTLE_TIMEOUT_S,
+    poll_s: float = SETTLE_POLL_S,
+) -> tuple[Scrape, prometheus.Snapshot, dict]:
+    """A step's *after* scrape, taken once the engine has counted the step's ``expected`` requests:
+    an engine counts a finished request a moment after the stream's last byte (vLLM records its stats
+    after handing the output to the HTTP layer; on a busy host much later), and a count that lands
+    after the scrape belongs to the wrong window. /metrics is scraped every ``poll_s`` until the
+    finished-request counter has grown by ``expected`` since ``before``, for at most ``timeout_s``;
+    then the last scrape is taken as it is. Without a counter (no profile, or none with one) or a
+    known count, one scrape. Returns (scrape, snapshot, what happened: ``expected``, ``counted``,
+    ``waited_s``, ``scrapes``, ``timed_out``, ``timeout_s``) — a time-out is said, never fatal."""
+    t0 = time.monotonic()
+    want = finished_requests(before, profile) if expected else None
+    scrapes = 0
+    while True:
+        scrapes += 1
+        s = endpoint.fetch()
+        snap = endpoint.check(s)
+        counted = None if want is None else (finished_requests(snap, profile) or 0.0) - want
+        done = counted is None or counted >= expected
+        late = time.monotonic() - t0 >= timeout_s
+        if done or late:
+            info = {
+                "expected": expected,
+                "counted": counted,
+                "waited_s": round(s.mono_s - t0, 3) if scrapes > 1 else 0.0,
+                "scrapes": scrapes,
+                "timed_out": not done,
+                "timeout_s": timeout_s,
+            }
+            if want is None:
+                info["note"] = (
+                    "no wait: the number of requests is not known"
+                    if not expected
+                    else "no wait: the engine profile has no finished-request counter"
+                )
+            return s, snap, info
+        time.sleep(poll_s)
+
+
+def settle_note(step: str, info: dict) -> str | None:
+    """The console line of a settle wait that timed out (None when it did not)."""
+    if not info.get("timed_out"):
+        return None
+    return (
+        f"  {step}: the engine counted {info['counted']:g} of {info['expected']} requests within "
+        f"{info['timeout_s']:g} s (--settle-timeout); the after scrape was taken anyway (capture.json: settle)"
+    )

@@ -41,10 +41,21 @@ def build(
 
 def add_arguments(p) -> None:
     p.add_argument("campaign", type=Path, help="campaign folder")
-    p.add_argument("--json", action="store_true", help="print one JSON object (the stable, documented shape)")
-    from benchbook.analysis.verdict import RULES
+    from benchbook.metrics.source_allow import add_allow_argument
 
-    p.add_argument("--rule", choices=list(RULES), default="seed", help="noise rule for verdicts")
+    add_allow_argument(p)
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print one JSON object (the stable, documented shape)")
+    out.add_argument(
+        "--csv",
+        action="store_true",
+        help="print the per-point table as CSV for a spreadsheet: one row per benchmark run (configuration, "
+        "load, counts, throughputs, latency mean/median/p99, validity), or per figure for a campaign without "
+        "result files (docs/summary.md)",
+    )
+    from benchbook.analysis.verdict import RULE_HELP, RULES
+
+    p.add_argument("--rule", choices=list(RULES), default="seed", help=RULE_HELP)
     p.add_argument(
         "--warmup-rounds",
         type=int,
@@ -68,6 +79,19 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
+    if getattr(args, "csv", False):
+        from benchbook.analysis.campaign_analysis import analyse
+        from benchbook.analysis.point_table import write_csv
+
+        an = analyse(
+            args.campaign,
+            rule=args.rule,
+            warmup_rounds=args.warmup_rounds,
+            cached_prefill=args.cached_prefill,
+            allow_preemption=args.allow_preemption,
+        )
+        write_csv(an, sys.stdout)
+        return 0
     s = build(
         args.campaign,
         rule=args.rule,

@@ -15,6 +15,9 @@ from benchbook.errors import EXIT_BAD_INPUT, EXIT_SOURCE, InputError, InputError
 def add_arguments(p) -> None:
     p.add_argument("path", type=Path, help="a campaign folder (holding campaign.json) or one input file")
     p.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    from benchbook.metrics.source_allow import add_allow_argument
+
+    add_allow_argument(p)
 
 
 def _collect(fn, errors: list[InputError]):
@@ -34,6 +37,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
     found, ``progress`` (when given) a ``[i/n] run`` line per run; ``benchbook validate`` sends it to
     stderr unless ``--quiet``, ``init`` shows none."""
     from benchbook.ingest.campaign import Campaign, load_campaign
+    from benchbook.ingest.manifest import counts_text
 
     errors: list[InputError] = []
     _collect(lambda: check_folder_files(root), errors)
@@ -41,6 +45,9 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
     camp: Campaign | None = _collect(lambda: load_campaign(root), errors)
     if camp is None:
         return errors
+    from benchbook.analysis.audit import check_text_files
+
+    _collect(lambda: check_text_files(camp), errors)  # nvidia_smi_q.txt, *.log: as the audit reads them
     pd_runs = {}
     if camp.runs_of("pd"):
         from benchbook.ingest.pd_runs import load_pd_campaign
@@ -50,7 +57,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
             pd_runs = {r.id: r for r in pdc.runs}
     engine = camp.manifest.get("engine")
     out(
-        f"{root / 'campaign.json'}: campaign {camp.title!r}: {len(camp.arms)} arms, {len(camp.runs)} runs, "
+        f"{root / 'campaign.json'}: campaign {camp.title!r}: {counts_text(camp.manifest)}, "
         + (f"engine profile {engine['profile']}" if engine else "no engine named (results runs detect it)")
         + f", provenance {camp.manifest['provenance']}"
     )
@@ -59,7 +66,8 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
     total = len(camp.runs)
     # (arm, harness) -> [usable samples, excluded samples, first file] over runs that loaded
     usable: dict[tuple[str, str], list] = {}
-    unreachable: set[str] = set()  # Prometheus servers that did not answer: listed once, not per run
+    unreachable: set = set()  # Prometheus servers that did not answer (or were not allowed): listed once
+    read: dict[str, list] = {"results": [], "phases": [], "requests": []}  # for the copy check
     for i, r in enumerate(camp.runs, 1):
         if progress is not None:
             progress(f"[{i}/{total}] {r.id}")
@@ -75,6 +83,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
                 out(f"{r.file}: {df.height} requests in {groups} scenario groups, {len(excl)} excluded")
                 for e in excl:
                     out(f"  excluded {e.sample}: {e.reason}")
+                read["requests"].append(df)
                 u = usable.setdefault((r.arm, "requests"), [0, 0, r.file])
                 u[0] += df.filter(df["scenario"] != "warmup").height
                 u[1] += len(excl)
@@ -92,6 +101,7 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
                 out(f"{r.file}: {df.height} phase samples ({warm} warm-up), {len(excl)} excluded")
                 for e in excl:
                     out(f"  excluded {e.sample}: {e.reason}")
+                read["phases"].append(df)
                 u = usable.setdefault((r.arm, "phase samples"), [0, 0, r.file])
                 u[0] += df.height - warm
                 u[1] += len(excl)
@@ -100,8 +110,15 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
             if tabs is not None:
                 gpu, host, _ = tabs
                 out(f"{r.file}: {host.height} memory samples, {gpu['rank'].n_unique()} ranks")
+        elif r.harness == "gpu":  # its GPU (and host) samples and events, read as the memory page reads them
+            tabs = _collect(lambda: single.memory, errors)
+            if tabs is not None:
+                gpu, host, _ = tabs
+                out(
+                    f"{r.file}: {gpu.height} GPU samples of {gpu['rank'].n_unique()} GPU(s), {host.height} host samples"
+                )
         elif r.harness == "results":
-            _validate_results_run(camp, r, errors, out)
+            read["results"] += _validate_results_run(camp, r, errors, out)
         elif r.harness == "pd" and r.id in pd_runs:
             p = pd_runs[r.id]
             extra = (", per-request records" if p.requests_file else "") + (", prefill log" if p.prefill_log else "")
@@ -120,6 +137,8 @@ def validate_campaign(root: Path, out=print, progress=None) -> list[InputError]:
             )
             if line is not None:
                 out(f"{r.server_log}: startup line {line.line}: batch width {line.batch_width}")
+    for c in _copies(camp, read):  # a copy is no repeat: the pages count it once and say so
+        out(f"{root / 'campaign.json'}: todo: {c}")
     # An arm whose every sample was excluded would leave a hole in every table: that is bad input.
     for (arm, what), (n_ok, n_excl, file) in usable.items():
         if n_ok == 0:
@@ -140,12 +159,11 @@ def check_folder_files(root: Path) -> None:
     import os
     import stat as st
 
-    from benchbook.jsonfile import special_kind
+    from benchbook.jsonfile import special_kind, walk
 
     found: list[InputError] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        for name in sorted(filenames):
+    for dirpath, _dirnames, filenames in walk(root):  # depth-bounded: a folder 1,000 deep is bad input
+        for name in filenames:
             p = os.path.join(dirpath, name)
             try:
                 mode = os.lstat(p).st_mode
@@ -195,23 +213,39 @@ def _check_render_params(root: Path, errors: list, out) -> None:
         out(f"{f}: page parameters for {', '.join(sorted(own)) or 'no page'}, valid")
 
 
-def _validate_results_run(camp, r, errors: list, out) -> None:
+def _copies(camp, read: dict[str, list]) -> list[str]:
+    """The copy check (``analysis.copies``) over what validating the runs read: one line per copy."""
+    import polars as pl
+
+    from benchbook.analysis import copies
+
+    procs = {r["id"]: r["process"] for r in camp.manifest.get("runs", []) if r.get("process")}
+    files = {r.id: str(r.file) for r in camp.runs}
+    frames = {k: pl.concat(v, how="vertical") if v else None for k, v in read.items() if k != "results"}
+    found = copies.find_copies(read["results"], frames["phases"], frames["requests"], procs, files)
+    return copies.lines(found)
+
+
+def _validate_results_run(camp, r, errors: list, out) -> list:
     """A results run: its results.json, every result file it names, its engine window (captures parsed
-    in full, or the Prometheus window fetched) and the model check against it."""
+    in full, or the Prometheus window fetched) and the model check against it. Returns ``(run id,
+    file, BenchmarkRun)`` for each benchmark run read."""
     from benchbook.analysis import results
     from benchbook.ingest import formats
     from benchbook.metrics import prometheus
 
     rr = _collect(lambda: camp.results_run(r), errors)
     if rr is None:
-        return
-    bench = []
+        return []
+    bench, read = [], []
     for f in rr.files:
         got = _collect(lambda f=f: formats.read(f), errors)
         if got is not None:
             bench += got
+            read += [(r.id, f, b) for b in got]
             for line in formats.describe(got):
                 out(f"{f}: {line}")
+    _check_compare_yml(rr.files, errors)
     if rr.metrics_before is not None:
         for p in (rr.metrics_before, rr.metrics_after):
             _collect(lambda p=p: prometheus.read(p), errors)
@@ -219,21 +253,22 @@ def _validate_results_run(camp, r, errors: list, out) -> None:
     if ew is None:
         if not rr.has_engine:
             out(f"{r.file}: {len(bench)} benchmark run(s), no engine window (nothing to reconcile)")
-        return
+        return read
     out(f"{r.file}: {len(bench)} benchmark run(s), engine window over {len(ew.window.series)} series")
     if len(bench) == 1:
         model, _ = results.pick_series(bench[0], ew)
         out(f"  {model.name}: {model.status}: {model.detail}")
+    return read
 
 
-def _prometheus_ok(camp, run, index: int, errors: list, out, unreachable: set[str]) -> bool:
+def _prometheus_ok(camp, run, index: int, errors: list, out, unreachable: set) -> bool:
     """When the run names a Prometheus source: ``promsource.check_source`` over its windows.
 
     An unreachable server is a SourceError (exit 4); series the phase split needs but the server
     lacks are InputErrors (exit 2). False when the run's samples cannot be read from the source.
     A server found unreachable for one run (``unreachable``) is not probed again for the next.
     """
-    from benchbook.metrics import phases, promsource
+    from benchbook.metrics import phases, promsource, source_allow
 
     named = camp.manifest.get("prometheus") or any(
         r.get("prometheus") for r in camp.manifest["runs"] if r["id"] == run.id
@@ -248,6 +283,14 @@ def _prometheus_ok(camp, run, index: int, errors: list, out, unreachable: set[st
         return False
     where = f"$.runs[{index}].prometheus"
     mpath = camp.root / "campaign.json"
+    refused = source_allow.refusal(src["url"])
+    if refused:  # the person running validate did not allow this server: nothing is sent to it
+        if ("refused", src["url"]) not in unreachable:  # said once per server
+            unreachable.add(("refused", src["url"]))
+            out(f"{mpath}: {where}: {refused}")
+        if windows:
+            out(f"{run.file}: {len(windows)} sample window(s) not queried (their server is not allowed in this run)")
+        return not windows  # a run without windows is read from its files; windows are not read at all
     try:
         client = promsource.PromClient(src["url"], src.get("timeout_s", promsource.DEFAULT_TIMEOUT_S))
     except InputError as e:
@@ -293,7 +336,9 @@ def validate_file(path: Path, out=print) -> list[InputError]:
 
     if _collect(lambda: open_regular(path, limit=2**62).close(), errors) is None and errors:
         return errors  # a FIFO, a device, a socket: refused before anything is read
-    suffix = path.suffix.lower()
+    from benchbook.jsonfile import plain_suffix
+
+    suffix = plain_suffix(path)  # before.prom.gz is read as the /metrics text it holds
     from benchbook.ingest import telemetry  # GPU telemetry: AIPerf export, DCGM-exporter scrape
 
     line = _collect(lambda: telemetry.validate_line(path), errors)
@@ -366,7 +411,19 @@ def validate_file(path: Path, out=print) -> list[InputError]:
     if runs is not None:
         for line in formats.describe(runs):
             out(f"{path}: {line}")
+        _check_compare_yml([path], errors)
     return errors
+
+
+def _check_compare_yml(files, errors: list) -> None:
+    """``benchbook-compare.yml`` beside result files, read as the compare page and a campaign's
+    results read it (``identity.load_overrides``): what render would refuse, validate refuses. Each
+    problem is listed once, however many runs share the folder."""
+    from benchbook.analysis.identity import load_overrides
+
+    found: list = []
+    _collect(lambda: load_overrides(list(files)), found)
+    errors.extend(e for e in found if str(e) not in {str(x) for x in errors})
 
 
 def _engine_line(snap) -> str:
@@ -394,11 +451,17 @@ def _engine_line(snap) -> str:
 
 
 def _looks_json(path: Path) -> bool:
-    from benchbook.jsonfile import open_regular
+    from benchbook.jsonfile import read_head
 
-    with open_regular(path, "file", 2**62) as f:
-        head = f.read(64).lstrip()
-    return head[:1] in (b"{", b"[")
+    return read_head(path, 64).lstrip()[:1] in (b"{", b"[")
+
+
+def _collect_error(fn) -> InputError:
+    try:
+        fn()
+    except InputError as e:
+        return e
+    raise AssertionError("open_manifest accepted a folder without campaign.json")  # pragma: no cover
 
 
 def _progress(line: str) -> None:
@@ -411,7 +474,9 @@ def run(args) -> int:
     if path.is_dir() and (path / "campaign.json").exists():
         errors = validate_campaign(path, out, progress=None if args.quiet else _progress)
     elif path.is_dir():
-        errors = [InputError(path, "-", "no campaign.json in this folder (an empty or non-campaign folder)")]
+        from benchbook.ingest.manifest import open_manifest
+
+        errors = [_collect_error(lambda: open_manifest(path))]  # its message: run `benchbook init` first
     else:
         errors = validate_file(path, out)
     for e in errors:

@@ -173,7 +173,7 @@ class Campaign:
 
                 files.update(gpu_inputs(self, r))
             if r.harness == "phases":
-                for i, s in enumerate(self._phases_doc(r)["samples"]):
+                for i, s in enumerate(self.phases_doc(r)["samples"]):
                     if "window" in s:  # counters from a Prometheus server: no capture file
                         continue
                     for key in ("metrics_before", "metrics_after"):
@@ -193,7 +193,7 @@ class Campaign:
             return []
         return [
             (float(s["window"]["t0"]), float(s["window"]["t1"]))
-            for s in self._phases_doc(run)["samples"]
+            for s in self.phases_doc(run)["samples"]
             if "window" in s
         ]
 
@@ -328,7 +328,9 @@ class Campaign:
             )
         return pl.DataFrame(rows, schema=REQUEST_SCHEMA())
 
-    def _phases_doc(self, r: Run) -> dict[str, Any]:
+    def phases_doc(self, r: Run) -> dict[str, Any]:
+        """A phases run's ``phases.json``, read and validated once per campaign (the split, the checks,
+        the audit and the explore notebook all read its samples)."""
         cache = self.__dict__.setdefault("_phase_docs", {})
         if r.id not in cache:
             doc = load_json(r.file)
@@ -351,7 +353,7 @@ class Campaign:
         names = phases_mod.needed_names(self.profile)
         problems: list[InputError] = []
         seen: set[Path] = set()
-        for i, s in enumerate(self._phases_doc(r)["samples"]):
+        for i, s in enumerate(self.phases_doc(r)["samples"]):
             for key in ("metrics_before", "metrics_after"):
                 if key not in s:
                     continue
@@ -371,12 +373,12 @@ class Campaign:
         """``(before, after, window, restarted)`` of sample ``i`` of phases run ``r``: the one reader
         of phase samples, whichever source they come from — two capture files (``window`` None), or
         the run's Prometheus server for the sample's ``window`` (the two Snapshots of a
-        ``promsource.Window``, whose ``check_resets`` tells a reset inside it). ``restarted`` says
+        ``promsource.PromWindow``, whose ``check_resets`` tells a reset inside it). ``restarted`` says
         why the engine restarted between two captures (``phases.restart`` over every counter family
         and the process start time), else None. Capture files are checked to lie inside the
         campaign folder and parsed once per campaign object (the split's samples: a histogram's
         ``_sum``/``_count``, no buckets); windows are fetched once."""
-        doc = self._phases_doc(r)
+        doc = self.phases_doc(r)
         s = doc["samples"][i]
         where = f"$.samples[{i}]"
         cache = self.__dict__.setdefault("_snapshots", {})
@@ -404,7 +406,7 @@ class Campaign:
         from benchbook.ingest.results_runs import metrics_labels
 
         for r in self.runs_of("phases"):
-            doc = self._phases_doc(r)
+            doc = self.phases_doc(r)
             labels, labels_key = metrics_labels(self.manifest, r.id)
             seen: dict[tuple[str, int], int] = {}
             for i, s in enumerate(doc["samples"]):
@@ -589,11 +591,11 @@ def _fetch_window(camp: Campaign, run: Run, sample: dict[str, Any], where: str, 
     """The counters of a sample whose window comes from the run's Prometheus source.
 
     ``promsource.fetch_window`` gives the same Snapshots as two capture files; the phase split
-    excludes the sample when a counter reset inside the window (``Window.check_resets``). An
+    excludes the sample when a counter reset inside the window (``PromWindow.check_resets``). An
     unreachable server raises SourceError (exit 4); a query that returns nothing raises InputError
     (exit 2).
     """
-    from benchbook.metrics import promsource
+    from benchbook.metrics import promsource, source_allow
     from benchbook.metrics.promsource import DEFAULT_TIMEOUT_S
 
     src = camp.prometheus_source(run)
@@ -606,6 +608,9 @@ def _fetch_window(camp: Campaign, run: Run, sample: dict[str, Any], where: str, 
     w = sample["window"]
     if not w["t1"] > w["t0"]:
         raise InputError(run.file, where, f"t1 {w['t1']} is not after t0 {w['t0']}")
+    refused = source_allow.refusal(src["url"])
+    if refused:  # a campaign file does not choose what this machine queries: the sample is listed
+        raise phases_mod.Excluded(refused)
     return promsource.fetch_window(
         src["url"], w["t0"], w["t1"], src["matchers"], profile, timeout=src.get("timeout_s", DEFAULT_TIMEOUT_S)
     )

@@ -157,6 +157,44 @@ def seconds(value: Any, file: str, where: str) -> float | None:
     return float(v)
 
 
+# No request reads or writes this many tokens (the largest contexts are ~10⁷): a larger count is a
+# unit or encoding error, and a negative one is no count at all.
+MAX_REQUEST_TOKENS = 10**8
+
+
+def tokens(value: Any, file: str, where: str) -> int | None:
+    """A per-request token count: a whole number in [0, MAX_REQUEST_TOKENS], or None."""
+    v = to_int(value, file, where)
+    if v is None:
+        return None
+    if v < 0:
+        raise InputError(file, where, f"{v} (negative) is not a token count")
+    if v > MAX_REQUEST_TOKENS:
+        raise InputError(file, where, f"{v} tokens is more than {MAX_REQUEST_TOKENS:.0e}: no request holds that many")
+    return v
+
+
+def start_span_problem(starts: Sequence[float | None], duration: Any) -> tuple[int, str] | None:
+    """``(index, reason)`` of a request start that cannot belong to a run of ``duration`` seconds:
+    every start lies within the run, so the starts span at most the duration (allowed: twice it, and
+    a minute more — a tool's clock and its duration are taken a little apart). None when fine or not
+    checkable. (A start years before the others made every queueing offset a lie.)"""
+    vals = [(i, v) for i, v in enumerate(starts) if v is not None]
+    if len(vals) < 2 or not isinstance(duration, (int, float)) or not duration > 0:
+        return None
+    allowed = max(2 * duration, duration + 60.0)
+    lo, hi = min(vals, key=lambda x: x[1]), max(vals, key=lambda x: x[1])
+    if hi[1] - lo[1] <= allowed:
+        return None
+    others = sorted(v for _, v in vals)
+    mid = others[len(others) // 2]
+    i, v = lo if mid - lo[1] > hi[1] - mid else hi
+    return i, (
+        f"start {v!r} is {abs(v - mid):.6g} s from the run's median start, but the run lasted {duration:.6g} s: "
+        "not a start time of this run"
+    )
+
+
 def _impossible(v: float) -> str:
     if math.isnan(v) or math.isinf(v):
         return f"{v} (not finite)"
@@ -186,6 +224,13 @@ def check_run_values(run: BenchmarkRun) -> None:
     if df is None:
         return
     _check_request_times(run)
+    for col in ("prompt_tokens", "completion_tokens"):  # readers that did not check them field by field
+        bad = df.filter((df[col] < 0) | (df[col] > MAX_REQUEST_TOKENS)) if df[col].null_count() < df.height else None
+        if bad is not None and bad.height:
+            tokens(int(bad[col][0]), f, f"{where} request {bad['index'][0]} {col}")  # raises, naming it
+    span = start_span_problem(df["start_s"].to_list(), s.get("duration_s"))
+    if span is not None:
+        raise InputError(f, f"{where} request {df['index'][span[0]]} start", span[1])
     if run.format not in _EVERY_REQUEST:  # GuideLLM keeps a sample of the requests: counts may differ
         return
     n = df.height
@@ -370,17 +415,22 @@ def load(path: str | Path) -> Loaded:
     result with per-request arrays) is parsed member by member, without holding the file
     (``jsonfile.stream_object``); its arrays of number lists are kept as polars Series."""
     from benchbook import jsonfile
-    from benchbook.jsonfile import MAX_FILE_BYTES, check_duplicate_keys, check_json_limits, load_yaml, read_bytes
+    from benchbook.jsonfile import MAX_LLMD_YAML_BYTES, check_duplicate_keys, check_json_limits, load_yaml, read_bytes
 
     p = Path(path)
     suffix = p.suffix.lower()
+    if suffix in (".yaml", ".yml"):  # no aliases, no duplicate keys, nesting limited; YAML's own size limit
+        return Loaded(p, "yaml", load_yaml(p, MAX_LLMD_YAML_BYTES))
     if suffix not in (".yaml", ".yml", ".csv", ".jsonl"):
         import os
 
-        with jsonfile.open_regular(p, "result file") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            head = fh.read(4096).lstrip()
-        if size > jsonfile.STREAM_BYTES and head[:1] == b"{":
+        try:
+            size = os.stat(p).st_size  # a FIFO or a device has none: read_bytes below refuses it, naming it
+        except OSError:
+            size = 0  # read_bytes says why
+        big = size > jsonfile.STREAM_BYTES and not jsonfile.is_gzip_name(p)  # a .gz is read whole, decompressed
+        head = jsonfile.read_head(p, 4096, "result file").lstrip() if big else b""
+        if head[:1] == b"{":
             try:
                 doc = jsonfile.stream_object(p, loads=_json_loads, batch_hook=_compact, join=_join)
             except jsonfile.NotOneObject:
@@ -388,8 +438,6 @@ def load(path: str | Path) -> Loaded:
             else:
                 return Loaded(p, "json", doc)
     data = read_bytes(p, "result file")  # the size limit holds
-    if suffix in (".yaml", ".yml"):  # no aliases, no duplicate keys, nesting limited
-        return Loaded(p, "yaml", load_yaml(p, MAX_FILE_BYTES))
     text_head = data[:4096].lstrip()
     if suffix == ".csv" or (text_head[:1] not in (b"{", b"[") and b"," in text_head.split(b"\n", 1)[0]):
         try:
@@ -659,9 +707,11 @@ def detect(path: str | Path) -> str:
 
 
 def read(path: str | Path) -> list[BenchmarkRun]:
-    """Read every run in ``path``; InputError (file, location, reason) on bad input."""
+    """Read every run in ``path``; InputError (file, location, reason) on bad input. Read once per
+    analysis (:mod:`benchbook.reads`): the runs are shared, never changed after reading."""
+    from benchbook.reads import cached
 
-    return read_loaded(load(path))
+    return cached("result file", path, lambda: read_loaded(load(path)))
 
 
 def read_loaded(ld: Loaded) -> list[BenchmarkRun]:

@@ -75,11 +75,31 @@ HOST_REQUIRED = ("t", "MemAvailable_kB")
 
 _NOT_A_VALUE = {"", "[n/a]", "n/a", "[not supported]", "[unknown error]", "[insufficient permissions]"}
 _UNITS = (" MiB", " W", " %", " MHz", " C")
+# a memory column's unit (the header's ``[...]``, or a value's own suffix) -> factor to MiB
+MEMORY_UNITS = {"": 1.0, "MiB": 1.0, "GiB": 1024.0, "KiB": 1 / 1024, "MB": 1e6 / 2**20, "GB": 1e9 / 2**20}
+_MEMORY_COLUMNS = ("memory_used_mib", "memory_total_mib")
+MAX_GPU_INDEX = 65535  # an index beyond is not a GPU of one host (1e20 would overflow the table's integers)
 
 
 def _field(header: str) -> str:
     """``memory.used [MiB]`` -> ``memory.used``."""
     return header.split("[", 1)[0].strip()
+
+
+def _unit(header: str) -> str:
+    """``memory.used [GiB]`` -> ``GiB``; ``""`` without brackets (``--format=csv,nounits`` keeps them)."""
+    return header.split("[", 1)[1].split("]", 1)[0].strip() if "[" in header else ""
+
+
+def _memory_factor(header: str, path: Path) -> float:
+    unit = _unit(header)
+    if unit not in MEMORY_UNITS:
+        raise InputError(
+            path,
+            f"line 1, column {_field(header)}",
+            f"unit [{unit}] is not a memory unit ({', '.join(u for u in MEMORY_UNITS if u)})",
+        )
+    return MEMORY_UNITS[unit]
 
 
 def _number(raw: str, path: Path, where: str) -> float | None:
@@ -97,6 +117,17 @@ def _number(raw: str, path: Path, where: str) -> float | None:
     if not math.isfinite(v) or v < 0:
         raise InputError(path, where, f"{raw.strip()!r} is not a possible sample value")
     return v
+
+
+def _memory(raw: str, factor: float, path: Path, where: str) -> float | None:
+    """A memory value in MiB: the header's unit, or the value's own (``79.5 GiB``)."""
+    s = raw.strip()
+    for unit in ("GiB", "KiB", "MiB"):
+        if s.endswith(" " + unit):
+            s, factor = s[: -len(unit)], MEMORY_UNITS[unit]
+            break
+    v = _number(s, path, where)
+    return None if v is None else v * factor
 
 
 def _timestamp(raw: str, path: Path, where: str, tz_offset_s: float) -> float:
@@ -143,16 +174,36 @@ def read_gpu_csv(path: str | Path, tz_offset_s: float = 0.0):
             f"{', '.join(GPU_REQUIRED)}; the columns seen are {', '.join(header)}",
         )
     cols: dict[str, list] = {c: [] for c in GPU_COLUMNS}
+    factors = {i: _memory_factor(h, path) for i, h in enumerate(header) if GPU_FIELDS.get(fields[i]) in _MEMORY_COLUMNS}
+    last_t: tuple[float, int] | None = None
     for n, row in enumerate(rows, start=2):
         if len(row) != len(header):
             raise InputError(path, f"line {n}", f"{len(row)} fields, the header has {len(header)}")
         got: dict[str, float | None] = {}
-        for f, raw in zip(fields, row):
+        for i, (f, raw) in enumerate(zip(fields, row)):
             col = GPU_FIELDS.get(f)
             if col is None or col in got:
                 continue
             where = f"line {n}, column {f}"
-            got[col] = _timestamp(raw, path, where, tz_offset_s) if col == "t" else _number(raw, path, where)
+            if col == "t":
+                got[col] = _timestamp(raw, path, where, tz_offset_s)
+            elif col in _MEMORY_COLUMNS:
+                got[col] = _memory(raw, factors[i], path, where)
+            else:
+                got[col] = _number(raw, path, where)
+        g = got.get("gpu")
+        if g is not None and (not g.is_integer() or g > MAX_GPU_INDEX):
+            raise InputError(
+                path, f"line {n}, column index", f"{g:g} is not a GPU index (a whole number, 0 to {MAX_GPU_INDEX})"
+            )
+        t = got.get("t")
+        if last_t is not None and t < last_t[0]:
+            raise InputError(
+                path,
+                f"line {n}, column timestamp",
+                f"time steps back {last_t[0] - t:g} s from line {last_t[1]}: samples must go forward in time",
+            )
+        last_t = (t, n)
         for c in GPU_COLUMNS:
             cols[c].append(got.get(c))
     if not cols["t"]:
@@ -165,7 +216,13 @@ def read_gpu_csv(path: str | Path, tz_offset_s: float = 0.0):
 
 def read_host_csv(path: str | Path):
     """The host sampler's CSV (``t, MemTotal_kB, MemAvailable_kB, Shmem_kB, Cached_kB, pid, comm,
-    rss_kB, pss_kB``) as a frame; columns it lacks are null."""
+    rss_kB, pss_kB``) as a frame; columns it lacks are null. Read once per analysis (:mod:`benchbook.reads`)."""
+    from benchbook.reads import cached
+
+    return cached("host samples", path, lambda: _read_host_csv(path))
+
+
+def _read_host_csv(path: str | Path):
     import polars as pl
 
     path = Path(path)

@@ -43,8 +43,10 @@ from benchbook.ingest.formats import (  # the detectors live with the registry
     number,
     object_at,
     requests_frame,
+    seconds,
     stats_ms,
     summary_from_requests,
+    tokens,
 )
 
 LAYOUT = "inference-perf lifecycle report (0.7 layout; tested 0.7.0)"
@@ -166,6 +168,24 @@ def _error_text(e: Any) -> str | None:
     return str(e)
 
 
+def _gaps(gaps: list[Any] | None, f: str, where: str) -> list[float] | None:
+    """The gaps between a request's tokens, each a time in seconds (``formats.seconds``): a null, a
+    string or a negative gap is bad input naming it (it crashed the reader: exit 1)."""
+    if gaps is None:
+        return None
+    out = []
+    for j, g in enumerate(gaps):
+        v = seconds(g, f, f"{where}[{j}]") if not isinstance(g, str) else None
+        if v is None:
+            raise InputError(
+                f,
+                f"{where}[{j}]",
+                f"{'null' if g is None else repr(g)} is not a gap between tokens (expected a number of seconds)",
+            )
+        out.append(v)
+    return out
+
+
 def read_per_request(ld: Loaded) -> list[BenchmarkRun]:
     f = ld.file
     tool_tpot: list[float | None] = []  # inference-perf's own per-request TPOT (computed_metrics)
@@ -195,6 +215,7 @@ def read_per_request(ld: Loaded) -> list[BenchmarkRun]:
             gaps = [b - a for a, b in zip(times, times[1:])]
         if gaps is not None and not isinstance(gaps, list):
             raise InputError(f, f"{where}.computed_metrics.inter_token_latencies", "expected a list")
+        gaps = _gaps(gaps, f, f"{where}.computed_metrics.inter_token_latencies" if cm else f"{where}.info")
         out_tokens = cm.get("output_tokens", resp.get("output_tokens"))
         in_tokens = cm.get("input_tokens", req.get("input_tokens"))
         err = _error_text(r.get("error"))
@@ -202,12 +223,14 @@ def read_per_request(ld: Loaded) -> list[BenchmarkRun]:
         cols["start_s"].append(start)
         cols["ttft_s"].append(ttft)
         cols["e2e_s"].append(None if start is None or end is None else end - start)
-        cols["itl"].append([float(g) for g in gaps] if gaps else None)
+        cols["itl"].append(gaps or None)
         cols["itl_mean_s"].append(
             number(cm.get("inter_token_latency"), f, f"{where}.computed_metrics.inter_token_latency")
         )
-        cols["prompt_tokens"].append(number(in_tokens, f, f"{where}: input_tokens"))
-        cols["completion_tokens"].append(number(out_tokens, f, f"{where}: output_tokens"))
+        side = "computed_metrics" if "input_tokens" in cm else "info.request_metrics.text"
+        cols["prompt_tokens"].append(tokens(in_tokens, f, f"{where}.{side}.input_tokens"))
+        side = "computed_metrics" if "output_tokens" in cm else "info.response_metrics"
+        cols["completion_tokens"].append(tokens(out_tokens, f, f"{where}.{side}.output_tokens"))
         cols["success"].append(err is None)
         cols["error"].append(err)
         if err is None:

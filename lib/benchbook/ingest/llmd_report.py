@@ -43,6 +43,7 @@ A ``version`` newer than 0.2.1 is read where its keys match what 0.2.1 has; the 
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from benchbook.errors import InputError
@@ -116,6 +117,12 @@ def _engine(ld: Loaded, comp: Any, where: str) -> dict[str, Any] | None:
         raise InputError(ld.file, f"{where}.standardized.role", f"role {role!r}: expected replica, prefill or decode")
     replicas = number(std.get("replicas", 1), ld.file, f"{where}.standardized.replicas")
     count = number(acc.get("count"), ld.file, f"{where}.standardized.accelerator.count")
+    # per-GPU figures divide by these: a zero or negative count would put them over the wrong GPUs
+    for v, key in ((replicas, "replicas"), (count, "accelerator.count")):
+        if v is not None and not (math.isfinite(v) and v >= 1 and float(v).is_integer()):
+            raise InputError(
+                ld.file, f"{where}.standardized.{key}", f"{v!r}: a component runs on a whole number of at least 1"
+            )
     return {
         "label": object_at(ld, comp.get("metadata"), f"{where}.metadata").get("label"),
         "role": role,
@@ -159,11 +166,12 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
     scen = object_at(ld, d.get("scenario"), "$.scenario")
     res = object_at(ld, d.get("results"), "$.results")
 
-    stack = []
+    stack, at = [], []  # the engine components and their places in scenario.stack
     for i, comp in enumerate(_list(ld, scen.get("stack"), "$.scenario.stack")):
         e = _engine(ld, comp, f"$.scenario.stack[{i}]")
         if e is not None:
             stack.append(e)
+            at.append(f"$.scenario.stack[{i}]")
     load = object_at(
         ld, object_at(ld, scen.get("load"), "$.scenario.load").get("standardized"), "$.scenario.load.standardized"
     )
@@ -172,6 +180,16 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
 
     roles = {e["role"] for e in stack}
     pd = {"prefill", "decode"} <= roles
+    models = [(i, e["model"]) for i, e in enumerate(stack) if e["model"] is not None]
+    other = next(((i, m) for i, m in models if m != models[0][1]), None)
+    if other is not None:  # one deployment serves one model: prefill and decode of two are two servers
+        (j, m), (k, m0) = other, models[0]
+        raise InputError(
+            f,
+            f"{at[j]}.standardized.model.name",
+            f"the {stack[j]['role']} component serves {m!r}, the {stack[k]['role']} component ({at[k]}) {m0!r}: "
+            "one deployment serves one model",
+        )
     params: dict[str, Any] = {}
     for role in ("prefill", "decode", "replica"):
         comps = [e for e in stack if e["role"] == role]
@@ -248,6 +266,15 @@ def read_report(ld: Loaded) -> list[BenchmarkRun]:
         "mean_input_length": _stat(ld, reqs.get("input_length"), f"{w}.requests.input_length"),
         "mean_output_length": _stat(ld, reqs.get("output_length"), f"{w}.requests.output_length"),
     }
+    for v, key in ((total, "total"), (failures, "failures"), (incomplete, "incomplete")):
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise InputError(f, f"{w}.requests.{key}", f"{v!r} is not a count of requests")
+    if total is not None and (failures or 0) + (incomplete or 0) > total:
+        raise InputError(
+            f,
+            f"{w}.requests.failures",
+            f"{failures or 0} failures + {incomplete or 0} incomplete of {total} requests in total: more than were sent",
+        )
     if total is not None:
         values["completed"] = total - (failures or 0) - (incomplete or 0)
     for m, key in _LATENCY.items():

@@ -31,7 +31,7 @@ STATS = ("Average", "Min", "Max", "Median", "P75", "P90", "P99", "N")
 
 __all__ = [
     "PDArm",
-    "Window",
+    "SummaryWindow",
     "PDRun",
     "PDCampaign",
     "load_pd_campaign",
@@ -69,7 +69,7 @@ class PDArm:
 
 
 @dataclass(frozen=True)
-class Window:
+class SummaryWindow:
     """One statistics window of the tool's summary. Times in ms (AISBench's units)."""
 
     name: str
@@ -105,7 +105,7 @@ class PDRun:
     arm: str
     file: Path
     load: dict[str, Any]
-    windows: dict[str, Window]
+    windows: dict[str, SummaryWindow]
     speculative: dict[str, Any] | None = None
     reported: dict[str, Any] = field(default_factory=dict)
     derived: dict[str, str] = field(default_factory=dict)
@@ -191,9 +191,9 @@ def load_pd_run(
     file = Path(file)
     doc = load_json(file)
     validate(doc, "pd_run", file)
-    windows: dict[str, Window] = {}
+    windows: dict[str, SummaryWindow] = {}
     for name, w in doc["windows"].items():
-        win = Window(
+        win = SummaryWindow(
             name=name,
             metrics={m: dict(v) for m, v in w.get("metrics", {}).items()},
             common=dict(w.get("common", {})),
@@ -249,7 +249,7 @@ def _ref(file: Path, root: str | Path, base: Path, rel: str | None, where: str) 
     return p
 
 
-def _check_window(file: Path, w: Window) -> None:
+def _check_window(file: Path, w: SummaryWindow) -> None:
     """Reject figures no single window can produce (a Min above a Max, more successes than requests)."""
     where = f"$.windows.{w.name}"
     for m, st in w.metrics.items():

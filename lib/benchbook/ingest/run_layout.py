@@ -27,11 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import InputError
-from benchbook.jsonfile import load_json, read_text
+from benchbook.jsonfile import load_json, plain_suffix, read_head, read_text, walk_files
 
 CAPTURE_SUFFIXES = (".prom", ".metrics", ".txt")
 LOG_NAMES = ("server.log", "server_log.txt", "vllm.log", "sglang.log")
 INFO_NAMES = ("server_info.json", "get_server_info.json")
+VERSION_NAMES = ("version.json",)  # the server's GET /version answer
 PROCESS_MARKERS = ("gpu_samples.csv", "host_samples.csv", "events.jsonl")
 RUN_MARKERS = (*PROCESS_MARKERS, *LOG_NAMES)
 _SKIP_DIRS = {"scripts", "__pycache__"}
@@ -66,6 +67,7 @@ class RunFolder:
     events: Path | None = None
     logs: list[Path] = field(default_factory=list)
     infos: list[Path] = field(default_factory=list)
+    versions: list[Path] = field(default_factory=list)  # saved GET /version answers
     captures: list[Path] = field(default_factory=list)  # every .prom of the process (server config)
 
     @property
@@ -74,10 +76,10 @@ class RunFolder:
 
 
 def _is_capture(p: Path) -> bool:
-    if p.suffix.lower() not in CAPTURE_SUFFIXES or not p.is_file():
+    """A ``/metrics`` capture: ``.prom``/``.metrics``/``.txt``, or the same gzip-compressed (``.prom.gz``)."""
+    if plain_suffix(p) not in CAPTURE_SUFFIXES or not p.is_file():
         return False
-    with open(p, "rb") as f:
-        head = f.read(64).lstrip()
+    head = read_head(p, 64).lstrip()
     if head[:1] in (b"{", b"["):
         return False
     from benchbook.ingest import telemetry
@@ -108,8 +110,32 @@ def _is_result(p: Path) -> bool:
     return True
 
 
+def is_scrape_series(p: Path) -> bool:
+    """A JSON Lines series of the engine's timed /metrics scrapes (``{"t_start", "t_end", "text"}`` per
+    line, the runner's ``<point>_scrapes.jsonl``), told by its first line."""
+    if p.suffix.lower() != ".jsonl" or not p.is_file():
+        return False
+    with open(p, "rb") as f:
+        head = f.read(4096)
+    return head.lstrip()[:1] == b"{" and b'"text"' in head and (b'"t_start"' in head or b'"t"' in head)
+
+
 def _subdirs(d: Path) -> list[Path]:
-    return sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink() and not p.name.startswith("."))
+    """The folders in ``d`` (hidden ones left out). A symlink to a folder is refused, as a file
+    symlink is: leaving it out would drop a run folder without a word."""
+    out = []
+    for p in sorted(d.iterdir()):
+        if p.name.startswith(".") or not p.is_dir():
+            continue
+        if p.is_symlink():
+            raise InputError(
+                p,
+                "-",
+                "is a symlink to a folder; init copies regular files and folders only "
+                "(copy the folder itself in, or give its real path)",
+            )
+        out.append(p)
+    return out
 
 
 def point_kind(d: Path) -> str | None:
@@ -196,7 +222,7 @@ def _pair(results: list[Path], captures: list[Path]) -> list[Point]:
                 rest = base[len(s) :] if base.startswith(s) else None
                 if rest is None or (rest and rest[0] not in "_-."):
                     continue
-                word = re.sub(r"\.(prom|metrics|txt|jsonl)$", "", rest).strip("_-.")
+                word = re.sub(r"\.(prom|metrics|txt|jsonl)(\.gz)?$", "", rest).strip("_-.")
                 if word == "before":
                     pt.before = c
                 elif word == "after":
@@ -238,6 +264,8 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
             rf.logs.append(p)
         elif p.name in INFO_NAMES:
             rf.infos.append(p)
+        elif p.name in VERSION_NAMES:
+            rf.versions.append(p)
         elif p.suffix.lower() == ".csv":
             header = read_text(p).split("\n", 1)[0]
             cols = [c.strip() for c in header.split(",")]
@@ -258,12 +286,13 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
     metrics = d / "metrics"
     caps = sorted(p for p in metrics.iterdir() if p.is_file()) if metrics.is_dir() else []
     caps += [p for p in sorted(d.iterdir()) if _is_capture(p)]
-    rf.points = _pair(results, [c for c in caps if _is_capture(c) or c.suffix == ".jsonl"])
+    rf.points = _pair(results, [c for c in caps if _is_capture(c) or plain_suffix(c) == ".jsonl"])
     rf.captures = [c for c in caps if _is_capture(c)]
     for pf in rf.point_folders + rf.phases_folders + rf.ladder_folders:
-        rf.captures += [c for c in sorted(pf.rglob("*")) if _is_capture(c)]
+        rf.captures += [c for c in walk_files(pf) if _is_capture(c)]
         rf.logs += [pf / n for n in LOG_NAMES if (pf / n).is_file()]
         rf.infos += [pf / n for n in INFO_NAMES if (pf / n).is_file()]
+        rf.versions += [pf / n for n in VERSION_NAMES if (pf / n).is_file()]
     return rf
 
 
@@ -333,8 +362,15 @@ def harness_phases(path: Path, prefix: str) -> tuple[dict[str, Any], dict[str, d
         }
         # the harness's first_event_s is its first *content* event (a token), not the role chunk
         # benchbook's first_event_s means (data/README.md): left out, as capture phases does
-        samples.append(out)
         usage = s.get("usage") if isinstance(s.get("usage"), dict) else {}
+        # the client's counts (the server's usage), reconciled with the engine's Δ tokens by the audit
+        for key in ("prompt_tokens", "completion_tokens"):
+            if isinstance(usage.get(key), int):
+                out[key] = usage[key]
+        for key in ("max_tokens", "finish_reason"):
+            if s.get(key) is not None:
+                out[key] = s[key]
+        samples.append(out)
         tok = usage.get("prompt_tokens")
         if isinstance(tok, int) and tok >= 1:
             c = classes.setdefault(out["prompt_class"], {"tokens": tok})

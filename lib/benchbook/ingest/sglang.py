@@ -9,6 +9,7 @@ the router reported) and the run is marked ``disaggregated``.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from benchbook.errors import InputError
@@ -87,13 +88,39 @@ def _steady(ld: Loaded, where: str, r: dict[str, Any], run: BenchmarkRun) -> Non
              "total_output": "steady_total_output_tokens", "window_start": "steady_window_start",
              "window_end": "steady_window_end"}  # fmt: skip
     for k, out in names.items():
-        run.summary[out] = number(r.get(k), f, f"{where}.{k}")
+        v = run.summary[out] = number(r.get(k), f, f"{where}.{k}")
+        if v is not None and not (math.isfinite(v) and v >= 0):
+            raise InputError(f, f"{where}.{k}", f"{v} is impossible for a steady-state figure (negative or not finite)")
+    _check_steady(f, where, run)
     ratio = run.summary["steady_concurrency_ratio"]
     run.notes.append(
         f"steady-state window ({where}): the longest interval with at least {ratio:g} x peak concurrency in flight, "
         f"{run.summary['steady_duration_s']:.3g} s, {run.summary['steady_completed']} requests; figures steady_*"
     )
     run.tool_version = (run.tool_version or "SGLang") + " + steady_state_serving"
+
+
+def _check_steady(f: str, where: str, run: BenchmarkRun) -> None:
+    """A steady-state window is a part of the run it follows: a positive duration no longer than the
+    run's, an end after its start, no more requests completed than the run completed."""
+    s = run.summary
+    d, a, b = s.get("steady_duration_s"), s.get("steady_window_start"), s.get("steady_window_end")
+    if d is not None and not d > 0:
+        raise InputError(f, f"{where}.duration", f"duration {d!r} s: a steady-state window lasts more than 0 s")
+    if a is not None and b is not None and not b > a:
+        raise InputError(f, f"{where}.window_end", f"window_end {b!r} is not after window_start {a!r}")
+    run_d = s.get("duration_s")
+    if d is not None and run_d is not None and d > run_d * (1 + 1e-6) + 1e-3:
+        raise InputError(
+            f, f"{where}.duration", f"a {d:g} s steady-state window inside a {run_d:g} s run ({run.location})"
+        )
+    done, run_done = s.get("steady_completed"), s.get("completed")
+    if done is not None and run_done is not None and done > run_done:
+        raise InputError(
+            f,
+            f"{where}.completed",
+            f"{done} requests completed in the window, {run_done} in the whole run ({run.location})",
+        )
 
 
 def _first_server(info: Any) -> dict[str, Any]:

@@ -51,7 +51,8 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import InputError
-from benchbook.ingest.gpu_samples import GPU_COLUMNS
+from benchbook.ingest.gpu_samples import GPU_COLUMNS, MAX_GPU_INDEX
+from benchbook.jsonfile import MAX_METRICS_BYTES, plain_suffix, read_bytes, read_head
 
 __all__ = [
     "DCGM_FIELDS",
@@ -102,6 +103,16 @@ AIPERF_FIELDS: dict[str, tuple[str, float]] = {
 _AIPERF_KEYS = {"timestamp_ns", "gpu_index", "telemetry_data"}
 
 
+def _sample(v: float, path: Any, where: str) -> float:
+    """A telemetry value as ``gpu_samples``' CSV reader takes one: finite and not negative (a power,
+    an energy counter, memory, a rate, a clock or a temperature), else bad input naming it."""
+    import math
+
+    if not math.isfinite(v) or v < 0:
+        raise InputError(path, where, f"{v!r} is not a possible sample value (negative or not finite)")
+    return v
+
+
 def _frame(cols: dict[str, list[Any]]):
     import polars as pl
 
@@ -143,8 +154,8 @@ def read_aiperf_telemetry(path: str | Path):
         if isinstance(ts, bool) or not isinstance(ts, (int, float)):
             raise InputError(p, f"{where}.timestamp_ns", f"expected a number, found {ts!r}")
         gpu = rec["gpu_index"]
-        if isinstance(gpu, bool) or not isinstance(gpu, int):
-            raise InputError(p, f"{where}.gpu_index", f"expected a whole number, found {gpu!r}")
+        if isinstance(gpu, bool) or not isinstance(gpu, int) or not 0 <= gpu <= MAX_GPU_INDEX:
+            raise InputError(p, f"{where}.gpu_index", f"expected a GPU index (0 to {MAX_GPU_INDEX}), found {gpu!r}")
         row: dict[str, Any] = {c: None for c in TELEMETRY_COLUMNS}
         row.update(t=ts / 1e9, gpu=gpu, host=rec.get("hostname"))
         data = rec["telemetry_data"]
@@ -154,7 +165,7 @@ def read_aiperf_telemetry(path: str | Path):
                 continue
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise InputError(p, f"{where}.telemetry_data.{key}", f"expected a number, found {v!r}")
-            row[col] = float(v) * factor
+            row[col] = _sample(float(v), p, f"{where}.telemetry_data.{key}") * factor
         for c in TELEMETRY_COLUMNS:
             cols[c].append(row[c])
         n += 1
@@ -193,7 +204,7 @@ def read_dcgm_text(text: str, source: str | Path = "<metrics>", t: float | None 
                 raise InputError(
                     source, name, f"two series for GPU {gpu} (labels {labels}): one scrape per file, one host per file"
                 )
-            row[col] = value * factor
+            row[col] = _sample(value, source, f"{name}{{gpu={gpu}}}") * factor
             found = True
     if not found:
         raise InputError(
@@ -234,28 +245,70 @@ def read_dcgm(paths: Sequence[str | Path] | str | Path, times: Iterable[float | 
 AIPERF_LAYOUT = "AIPerf GPU telemetry export (0.13 layout: nvidia_* fields; older gpu_* names read too)"
 DCGM_LAYOUT = "DCGM-exporter scrape (DCGM_FI_DEV_* series)"
 DCGM_SERIES_LAYOUT = "DCGM-exporter scrape series (timed scrapes in JSON Lines, DCGM_FI_DEV_* series)"
+NVIDIA_SMI_LAYOUT = "nvidia-smi --query-gpu CSV (timestamp, index, memory.used …)"
+
+
+def key_by_host(df, source: str | Path = "<telemetry>"):
+    """GPUs keyed by host and index: telemetry from several hosts (GPU 0 on each) would otherwise
+    be one GPU sampled twice at once. With more than one ``host``, the ``gpu`` key is renumbered
+    host by host (hosts sorted by name, then index: ``node-a`` GPU 0, 1 -> 0, 1; ``node-b`` GPU 0 ->
+    2), the host kept in ``host``. Two samples of one host's GPU at one instant are bad input."""
+    import polars as pl
+
+    if df["host"].drop_nulls().n_unique() + (1 if df["host"].null_count() else 0) > 1:
+        pairs = (
+            df.select(pl.col("host").fill_null(""), "gpu")
+            .unique()
+            .sort(["host", "gpu"], nulls_last=True)
+            .with_row_index("_key")
+        )
+        df = (
+            df.with_columns(pl.col("host").fill_null("").alias("_host"))
+            .join(pairs.rename({"host": "_host"}), on=["_host", "gpu"], how="left", nulls_equal=True)
+            .with_columns(pl.col("_key").cast(pl.Int64).alias("gpu"))
+            .drop("_host", "_key")
+            .select(TELEMETRY_COLUMNS)
+            .sort(["t", "gpu"], nulls_last=True)
+        )
+    twice = df.filter(pl.col("t").is_not_null()).group_by(["t", "gpu"]).len().filter(pl.col("len") > 1)
+    if twice.height:
+        t, gpu = twice.sort(["t", "gpu"]).row(0)[:2]
+        host = df.filter((pl.col("t") == t) & (pl.col("gpu") == gpu))["host"][0]
+        raise InputError(
+            source,
+            "-",
+            f"two samples of GPU {gpu}{f' on host {host!r}' if host else ''} at t={t}: one sample per GPU per "
+            "instant (the same file given twice, or two hosts without their hostname?)",
+        )
+    return df
 
 
 def describe(df, layout: str) -> str:
-    """One line for ``benchbook validate``: layout, samples, GPUs, span and the fields present."""
+    """One line for ``benchbook validate``: layout, samples, GPUs (and hosts), span and the fields present."""
     present = [c for c in TELEMETRY_COLUMNS[2:] if c != "host" and df[c].null_count() < df.height]
     t = df["t"].drop_nulls()
     span = f", {t.max() - t.min():.1f} s" if t.len() > 1 else ""
-    return f"{layout}: {df.height} samples, {df['gpu'].n_unique()} GPU(s){span}; fields {', '.join(present) or 'none'}"
+    hosts = df["host"].drop_nulls().n_unique()
+    on = f" on {hosts} hosts (keyed by host and index)" if hosts > 1 else ""
+    gpus = df.select("host", "gpu").unique().height
+    return f"{layout}: {df.height} samples, {gpus} GPU(s){on}{span}; fields {', '.join(present) or 'none'}"
 
 
 def validate_line(path: str | Path) -> str | None:
     """The validate line of a GPU telemetry file, or None when ``path`` is not one (InputError when it
     is one with bad content)."""
     p = Path(path)
-    with open(p, "rb") as f:
-        head = f.read(4096)
+    head = _head(p, 4096)
     if head.lstrip()[:1] == b"{" and b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
-        return describe(read_aiperf_telemetry(p), AIPERF_LAYOUT)
+        return describe(key_by_host(read_aiperf_telemetry(p), p), AIPERF_LAYOUT)
     if kind_of(p) == "dcgm-series":
-        return describe(read_dcgm_series(p), DCGM_SERIES_LAYOUT)
-    if b"DCGM_FI_DEV_" in head or (p.suffix in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in p.read_bytes()):
+        return describe(key_by_host(read_dcgm_series(p), p), DCGM_SERIES_LAYOUT)
+    if b"DCGM_FI_DEV_" in head or (
+        plain_suffix(p) in (".prom", ".txt", ".metrics") and b"DCGM_FI_DEV_" in read_bytes(p, limit=MAX_METRICS_BYTES)
+    ):
         return describe(read_dcgm(p), DCGM_LAYOUT)
+    if kind_of(p) == "nvidia-smi" or (p.suffix.lower() == ".csv" and re.search(r"gpu|smi", p.name.lower())):
+        return describe(read_gpu_samples(p), NVIDIA_SMI_LAYOUT)  # a CSV named so but not one: its columns said
     return None
 
 
@@ -265,8 +318,7 @@ _SCRAPE_TIME = re.compile(r"(?<![0-9])(1[0-9]{9}(?:\.[0-9]+)?)(?![0-9])")  # Uni
 
 
 def _head(p: Path, n: int = 65536) -> bytes:
-    with open(p, "rb") as f:
-        return f.read(n)
+    return read_head(p, n)  # decompressed for a .gz name (benchbook capture --compress)
 
 
 def kind_of(path: str | Path) -> str | None:
@@ -277,7 +329,7 @@ def kind_of(path: str | Path) -> str | None:
     if not p.is_file() or p.is_symlink():
         return None
     head = _head(p)
-    suffix = p.suffix.lower()
+    suffix = plain_suffix(p)  # conc8_scrapes.jsonl.gz is a .jsonl
     if suffix == ".jsonl" or head.lstrip()[:1] == b"{":
         if b'"telemetry_data"' in head and b'"timestamp_ns"' in head:
             return "aiperf"
@@ -317,26 +369,36 @@ def scrape_time(path: str | Path) -> float:
     return float(m[0])
 
 
-def read_dcgm_series(path: str | Path):
-    """A JSON Lines series of timed scrapes (``{t_start, t_end, text}`` or ``{t, text}`` per line): the
-    DCGM series of each scrape as telemetry rows at the scrape's middle. Lines whose text has no DCGM
-    series are skipped (an engine's scrapes in the same file); none at all is an error."""
+def scrape_lines(path: str | Path, keep=None):
+    """(line number, Unix time, text) of each scrape of a JSON Lines scrape series (``{t_start, t_end,
+    text}`` or ``{t, text}`` per line; the time is the scrape's middle), for the lines whose text
+    ``keep`` accepts (all by default). A line of another shape, or without a numeric time, is refused
+    naming the file and the line."""
     from benchbook.jsonfile import json_lines
 
     p = Path(path)
-    cols = _empty_cols()
-    scrapes = 0
     for lineno, rec in json_lines(p, "scrape series"):
         if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
             keys = sorted(rec) if isinstance(rec, dict) else type(rec).__name__
             raise InputError(p, f"line {lineno}", f"expected a scrape {{t_start, t_end, text}}; found {keys}")
-        if "DCGM_FI_DEV_" not in rec["text"]:
+        if keep is not None and not keep(rec["text"]):
             continue
         t0, t1 = rec.get("t_start", rec.get("t")), rec.get("t_end", rec.get("t_start", rec.get("t")))
         for key, v in (("t_start", t0), ("t_end", t1)):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise InputError(p, f"line {lineno}.{key}", f"expected the scrape's Unix time, found {v!r}")
-        part = read_dcgm_text(rec["text"], f"{p}: line {lineno}", (float(t0) + float(t1)) / 2)
+        yield lineno, (float(t0) + float(t1)) / 2, rec["text"]
+
+
+def read_dcgm_series(path: str | Path):
+    """A JSON Lines series of timed scrapes (``{t_start, t_end, text}`` or ``{t, text}`` per line): the
+    DCGM series of each scrape as telemetry rows at the scrape's middle. Lines whose text has no DCGM
+    series are skipped (an engine's scrapes in the same file); none at all is an error."""
+    p = Path(path)
+    cols = _empty_cols()
+    scrapes = 0
+    for lineno, t, text in scrape_lines(p, keep=lambda text: "DCGM_FI_DEV_" in text):
+        part = read_dcgm_text(text, f"{p}: line {lineno}", t)
         for c in TELEMETRY_COLUMNS:
             cols[c] += part[c]
         scrapes += 1
@@ -354,10 +416,27 @@ def telemetry_files(folder: str | Path) -> list[Path]:
     return [p for p in sorted(d.iterdir()) if kind_of(p) in ("aiperf", "dcgm-series", "dcgm-prom")]
 
 
+def _telemetry_file(p: Path):
+    """One file :func:`kind_of` calls ``aiperf``, ``dcgm-series`` or ``dcgm-prom``."""
+    kind = kind_of(p)
+    if kind == "aiperf":
+        return read_aiperf_telemetry(p)
+    if kind == "dcgm-series":
+        return read_dcgm_series(p)
+    return read_dcgm([p], [scrape_time(p)])
+
+
 def read_gpu_samples(path: str | Path):
     """GPU samples from whatever a ``gpu`` run names: an nvidia-smi CSV, an AIPerf export, a DCGM scrape
     series or .prom scrape, or a folder of telemetry files (all of them, as one frame sorted by time).
-    The frame has :data:`TELEMETRY_COLUMNS` (``energy_j`` null where the source has no counter)."""
+    The frame has :data:`TELEMETRY_COLUMNS` (``energy_j`` null where the source has no counter). Read
+    once per analysis (:mod:`benchbook.reads`)."""
+    from benchbook.reads import cached
+
+    return cached("gpu samples", path, lambda: _read_gpu_samples(path))
+
+
+def _read_gpu_samples(path: str | Path):
     import polars as pl
 
     p = Path(path)
@@ -367,15 +446,10 @@ def read_gpu_samples(path: str | Path):
             raise InputError(
                 p, "-", "no GPU telemetry in this folder (AIPerf export, DCGM *_scrapes.jsonl or DCGM .prom scrapes)"
             )
-        frames = [read_gpu_samples(f) for f in files]
-        return pl.concat(frames, how="vertical").sort(["t", "gpu"], nulls_last=True)
-    kind = kind_of(p)
-    if kind == "aiperf":
-        return read_aiperf_telemetry(p)
-    if kind == "dcgm-series":
-        return read_dcgm_series(p)
-    if kind == "dcgm-prom":
-        return read_dcgm([p], [scrape_time(p)])
+        frames = [_telemetry_file(f) for f in files]
+        return key_by_host(pl.concat(frames, how="vertical").sort(["t", "gpu"], nulls_last=True), p)
+    if kind_of(p) in ("aiperf", "dcgm-series", "dcgm-prom"):
+        return key_by_host(_telemetry_file(p), p)
     from benchbook.ingest import gpu_samples
 
     df = gpu_samples.read_gpu_csv(p)  # an nvidia-smi CSV (or its error, naming the columns it saw)

@@ -30,8 +30,10 @@ from benchbook.ingest.formats import (
     requests_frame,
     same_length,
     seconds,
+    start_span_problem,
     summary_from_requests,
     to_int,
+    tokens,
 )
 
 # keys of the result itself; anything else scalar at top level is a swept parameter (bench sweep)
@@ -222,22 +224,23 @@ def per_request_arrays(ld: Loaded, where: str, r: dict[str, Any], notes: list[st
     if arrays["start_times"] is not None:
         notes.append("start_s from 'start_times' (the client's monotonic clock: only differences are meaningful)")
     start = arrays["start_times"]
+    if start is not None:
+        start = [None if v is None else float(number(v, f, f"{where}.start_times[{i}]")) for i, v in enumerate(start)]
+        span = start_span_problem(start, number(r.get("duration"), f, f"{where}.duration"))
+        if span is not None:
+            raise InputError(f, f"{where}.start_times[{span[0]}]", span[1])
     return requests_frame(
         {
             "index": list(range(n)),
-            "start_s": [
-                None if v is None else float(number(v, f, f"{where}.start_times[{i}]")) for i, v in enumerate(start)
-            ]
-            if start is not None
-            else [None] * n,
+            "start_s": start if start is not None else [None] * n,
             "ttft_s": ttft_out,
             "e2e_s": e2e,
             "itl": itls,
             "prompt_tokens": [
-                to_int(v, f, f"{where}.input_lens[{i}]") for i, v in enumerate(arrays["input_lens"] or [None] * n)
+                tokens(v, f, f"{where}.input_lens[{i}]") for i, v in enumerate(arrays["input_lens"] or [None] * n)
             ],
             "completion_tokens": [
-                to_int(v, f, f"{where}.output_lens[{i}]") for i, v in enumerate(arrays["output_lens"] or [None] * n)
+                tokens(v, f, f"{where}.output_lens[{i}]") for i, v in enumerate(arrays["output_lens"] or [None] * n)
             ],
             "success": success,
             "error": err,

@@ -431,10 +431,17 @@ _NAME_START = re.compile(r"[a-zA-Z_:]")  # a metric name's first character
 
 
 def read_capture(path: str | Path) -> str:
-    """A `/metrics` capture file's text: not empty, not gzip (a compressed scrape saved as-is), UTF-8."""
+    """A `/metrics` capture file's text: not empty, UTF-8; a ``.gz`` name (``before.prom.gz``) is read
+    decompressed, within the same limit (jsonfile.read_bytes); gzip data under a plain name (a compressed
+    scrape saved as-is) is refused. Read once per analysis (:mod:`benchbook.reads`)."""
+    from benchbook.reads import cached
+
+    return cached("capture", path, lambda: _read_capture(Path(path)))
+
+
+def _read_capture(path: Path) -> str:
     from benchbook.jsonfile import MAX_METRICS_BYTES, read_bytes
 
-    path = Path(path)
     raw = read_bytes(path, "/metrics text file", MAX_METRICS_BYTES)
     if raw[:2] == b"\x1f\x8b":
         raise InputError(path, "-", "this is gzip-compressed data, not /metrics text: decompress it (gunzip) first")

@@ -4,7 +4,7 @@ Given a server's base URL, a time window [t0, t1] (Unix seconds), equality label
 ``instance``, ``model`` …) and an engine profile, this module returns what the capture-file path
 returns, so the analyses do not care where the numbers came from:
 
-* :func:`fetch_window` → :class:`Window` whose ``before``/``after`` are
+* :func:`fetch_window` → :class:`PromWindow` whose ``before``/``after`` are
   :class:`benchbook.metrics.prometheus.Snapshot` objects (the counter and histogram ``_sum``/``_count``/
   ``_bucket`` values at t0 and at t1, from instant queries). ``benchbook.metrics.phases.split`` and
   ``benchbook.metrics.prometheus.delta`` work on them unchanged. Labels pinned by the matchers are dropped
@@ -23,7 +23,7 @@ when the engine restarted inside the window the edge delta is wrong — negative
 lower, and *plausible but wrong* if it climbed past its old value again. Edge values cannot tell.
 The server can: :func:`fetch_window` also asks, per counter, ``resets(x[R])`` (how many times the
 counter went down in the window) and ``increase(x[R])`` (which adds the pre-reset value back). A
-series with a reset is listed in ``Window.resets`` and :meth:`Window.split` excludes the sample,
+series with a reset is listed in ``PromWindow.resets`` and :meth:`PromWindow.split` excludes the sample,
 naming the series and quoting ``increase()``. ``increase()`` is not used as the delta itself: it
 extrapolates to the range edges, so even without a reset it differs from the edge delta by up to
 about one scrape interval's worth of growth; the edge delta is exact, ``increase()`` is an estimate.
@@ -40,12 +40,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from benchbook.errors import InputError, SourceError
 from benchbook.metrics import phases as phases_mod
 from benchbook.metrics.profiles import EngineProfile, MetricRef
 from benchbook.metrics.prometheus import LabelKey, Snapshot, _fmt_labels
+from benchbook.metrics.source_allow import public_url
 
 # Prometheus refuses a range query with more than this many points per series.
 MAX_POINTS = 11_000
@@ -70,17 +70,6 @@ def _ts(t: Time) -> float:
 
 def _fmt_t(t: float) -> str:
     return f"{t:.3f}"
-
-
-def _public_url(url: str) -> str:
-    """The URL with any user:password removed (it goes into messages and provenance)."""
-    parts = urlsplit(url)
-    if parts.username or parts.password:
-        host = parts.hostname or ""
-        if parts.port:
-            host = f"{host}:{parts.port}"
-        parts = parts._replace(netloc=host)
-    return urlunsplit(parts).rstrip("/")
 
 
 def _escape(value: str) -> str:
@@ -176,7 +165,7 @@ class PromClient:
         if not url.startswith(("http://", "https://")):
             raise InputError("<prometheus>", "url", f"{url!r} is not an http:// or https:// URL")
         self.url = url.rstrip("/")
-        self.name = _public_url(url)
+        self.name = public_url(url)
         self.timeout = timeout
         self.queries: list[str] = []  # every query sent, in order (for provenance)
         self._http = None
@@ -195,8 +184,8 @@ class PromClient:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _send(self, path: str, data: dict[str, Any] | None) -> tuple[int, bytes]:
-        """(status, body) of one API call; HTTPReadError on a failure of the exchange."""
+    def _send(self, path: str, data: dict[str, Any] | None) -> tuple[int, str, bytes]:
+        """(status, content type, body) of one API call; HTTPReadError on a failure of the exchange."""
         from urllib.parse import urlencode
 
         from benchbook import httpread
@@ -204,7 +193,7 @@ class PromClient:
         url = f"{self.url}{path}"
         if self._http is not None:  # a test double
             resp = self._http.get(url) if data is None else self._http.post(url, data=data)
-            return resp.status_code, resp.content
+            return resp.status_code, resp.headers.get("content-type", ""), resp.content
         if data is None:
             r = httpread.request("GET", url, timeout_s=self.timeout, max_bytes=MAX_ANSWER_BYTES)
         else:
@@ -216,7 +205,7 @@ class PromClient:
                 body=urlencode(data, doseq=True).encode(),
                 headers={"Content-Type": "application/x-www-form-urlencoded"},
             )
-        return r.status, r.body
+        return r.status, r.headers.get("content-type", ""), r.body
 
     def _call(self, path: str, what: str, data: dict[str, Any] | None) -> Any:
         """POST ``data`` as a form (GET when None) to an API path; the answer's ``data`` member."""
@@ -225,7 +214,7 @@ class PromClient:
         from benchbook.httpread import HTTPReadError
 
         try:
-            status, raw = self._send(path, data)
+            status, ctype, raw = self._send(path, data)
         except HTTPReadError as e:
             if e.kind == "timeout":
                 raise SourceError(self.name, f"no answer within {self.timeout:g} s to {what}") from None
@@ -244,21 +233,21 @@ class PromClient:
             raise
         try:
             body = json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what the parser follows
             body = None
-        if not isinstance(body, dict) or "status" not in body:
-            snippet = raw[:120].decode("utf-8", "replace").replace("\n", " ")
+        # An answer's text is never quoted (it goes onto pages and the index): a source may be a
+        # service that is not Prometheus, and what it answers is not ours to publish.
+        shape = f"{_content_type(ctype)}, {len(raw)} bytes; its text is not quoted"
+        if not isinstance(body, dict) or body.get("status") not in ("success", "error"):
             hint = "is this the server's base URL?"
             if 300 <= status < 400:
                 hint = "a redirect was not followed; give the URL it points to"
-            raise SourceError(
-                self.name,
-                f"HTTP {status} to {what}: not a Prometheus API answer ({snippet!r}); {hint}",
-            )
+            raise SourceError(self.name, f"HTTP {status} to {what}: not a Prometheus API answer ({shape}); {hint}")
         if body["status"] != "success" or status >= 400:
+            kind = body.get("errorType")
+            kind = f"Prometheus error {kind}" if kind in ERROR_TYPES else "an error"
             raise SourceError(
-                self.name,
-                f"HTTP {status} to {what}: {body.get('errorType', 'error')}: {body.get('error', 'no reason given')}",
+                self.name, f"HTTP {status} to {what}: {kind} ({shape}: send the query to the server to read it)"
             )
         return body.get("data")
 
@@ -304,14 +293,32 @@ class PromClient:
         return data if isinstance(data, dict) else {}
 
 
+#: Prometheus's API error types and result types: the only words of an answer a message repeats
+ERROR_TYPES = ("timeout", "canceled", "execution", "bad_data", "internal", "unavailable", "not_found", "not_acceptable")
+RESULT_TYPES = ("vector", "matrix", "scalar", "string")
+
+
+def _content_type(ctype: str) -> str:
+    """The answer's media type for a message (``application/json``), never anything a server chose freely."""
+    t = ctype.split(";")[0].strip().lower()
+    return (
+        t
+        if re.fullmatch(r"[a-z0-9.+-]{1,40}/[a-z0-9.+-]{1,60}", t)
+        else "no content type"
+        if not t
+        else "a content type"
+    )
+
+
 def _result(source: str, what: str, data: Any, kind: str) -> list[dict[str, Any]]:
     if not isinstance(data, dict) or data.get("resultType") != kind or not isinstance(data.get("result"), list):
-        got = data.get("resultType") if isinstance(data, dict) else type(data).__name__
-        raise InputError(source, what, f"expected a {kind} result, got {got!r}")
+        got = data.get("resultType") if isinstance(data, dict) else None
+        got = repr(got) if got in RESULT_TYPES else "another shape (not quoted)"
+        raise InputError(source, what, f"expected a {kind} result, got {got}")
     key = "value" if kind == "vector" else "values"
-    for el in data["result"]:
+    for i, el in enumerate(data["result"]):
         if not isinstance(el, dict) or not isinstance(el.get("metric"), dict) or key not in el:
-            raise InputError(source, what, f"malformed {kind} element {str(el)[:120]}")
+            raise InputError(source, what, f"malformed {kind} element {i}: expected {{metric, {key}}} (not quoted)")
     return data["result"]
 
 
@@ -320,7 +327,7 @@ def _value(source: str, what: str, pair: Any) -> tuple[float, float]:
         t, v = pair
         return float(t), float(v)
     except (TypeError, ValueError):
-        raise InputError(source, what, f'malformed sample {pair!r}, expected [time, "value"]') from None
+        raise InputError(source, what, 'malformed sample, expected [time, "value"] (not quoted)') from None
 
 
 # ---- windows: snapshots at t0 and t1 -----------------------------------------------------------
@@ -346,7 +353,7 @@ class Reset:
 
 
 @dataclass
-class Window:
+class PromWindow:
     """Engine counters of one time window, shaped like two capture files."""
 
     source: str
@@ -419,7 +426,7 @@ def fetch_window(
     quantities: Iterable[str] = tuple(phases_mod.NEEDED),
     timeout: float = DEFAULT_TIMEOUT_S,
     client: PromClient | None = None,
-) -> Window:
+) -> PromWindow:
     """Counter and histogram values of ``quantities`` at t0 and t1, as two Snapshots.
 
     Every series of every needed sample name must exist at both edges; a query that returns
@@ -440,11 +447,11 @@ def fetch_window(
 
 def _fetch_window(
     client: PromClient, t0: float, t1: float, matchers: dict[str, str], profile: EngineProfile, quantities: list[str]
-) -> Window:
+) -> PromWindow:
     first = len(client.queries)
     before = Snapshot(source=f"{client.name} @ {_fmt_t(t0)}")
     after = Snapshot(source=f"{client.name} @ {_fmt_t(t1)}")
-    win = Window(client.name, matchers, t0, t1, before, after)
+    win = PromWindow(client.name, matchers, t0, t1, before, after)
     hint = (
         f"no series named so with labels {matchers} had a sample in the 5 minutes up to that time; "
         "check the job/instance/model matchers and that the server scraped the engine then"
@@ -663,7 +670,7 @@ def to_exposition(snap: Snapshot) -> str:
     return generate_latest(reg).decode("utf-8")
 
 
-def write_captures(win: Window, before_path, after_path) -> None:
+def write_captures(win: PromWindow, before_path, after_path) -> None:
     """Write ``win.before``/``win.after`` as capture files (atomically: temp file, then rename)."""
     import os
     from pathlib import Path

@@ -157,8 +157,11 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
             if lim.inputs.get("weights_source") or lim.inputs.get("parameters_source")
         )
         src = limits[0].inputs
-        note = f"{src['accelerator']}: {src['accelerator_source']}." + (
-            f" Weights: {'; '.join(sources)}." if sources else ""
+        named = f"GPU {src['gpu']!r} named by {src['gpu_source']}. " if src.get("gpu_source") else ""
+        note = (
+            named
+            + f"{src['accelerator']}: {src['accelerator_source']}."
+            + (f" Weights: {'; '.join(sources)}." if sources else "")
         )
         out.append(
             str(bd.heading("Distance to the physical limit", 3, id="audit-limits"))
@@ -186,6 +189,7 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
                 "J / request": _num(e.j_per_request, "{:.1f}"),
                 "Idle W (stated apart)": _num(e.idle_w),
                 "J / token above idle": _num(e.above_idle_j_per_token, "{:.3f}"),
+                "Window from": e.window_source or "—",
             }
             for e in energy
         ]
@@ -194,26 +198,25 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
                 bd.table(
                     rows,
                     id="audit-energy",
-                    caption="Trapezoid integral of power.draw over each window, summed over GPUs; tokens as the engine counted them over the window",
+                    caption="Energy over each window, summed over GPUs: "
+                    + ("; ".join(dict.fromkeys(e.method for e in energy if e.joules is not None)) or "not measured")
+                    + "; tokens and requests as the engine counted them over the window; idle power (the GPUs "
+                    "loaded and waiting, before the window) stated apart",
                 )
             )
         )
         for e in energy:
             if e.joules is None:
                 out.append(str(bd.text("{t}", t=e.describe())))
+    # said once: the comparisons of one verdict and one reason are one line naming each with its ratio
+    by_why: dict[tuple[str, str], list[str]] = {}
     for c in audit.energy_comparisons:
-        out.append(
-            str(
-                bd.text(
-                    "J per output token, {cand} vs {base}: ×{r} — {v} ({why})",
-                    cand=c["candidate"],
-                    base=c["baseline"],
-                    r=f"{c['ratio']:.3f}",
-                    v=c["verdict"],
-                    why=c["why"],
-                )
-            )
+        at = f" at {c['point']}" if c.get("point") else ""
+        by_why.setdefault((c["verdict"], c["why"]), []).append(
+            f"{c['candidate']} vs {c['baseline']}{at} ×{c['ratio']:.3f}"
         )
+    for (verdict, why), which in by_why.items():
+        out.append(str(bd.text("J per output token, {w}: {v} ({why})", w="; ".join(which), v=verdict, why=why)))
     for n in _said_once(audit.energy_notes):
         out.append(str(bd.text("{n}", n=n)))
     return bd.Block("".join(out))

@@ -13,9 +13,11 @@ from typing import Any
 
 from benchbook.analysis.baseline import METRIC_NAMES, PHASE_METRICS, WHOLE_METRICS
 from benchbook.errors import InputError
-from benchbook.numfmt import fmt_pct
+from benchbook.numfmt import fmt_num, fmt_pct
+from benchbook.pages import charts, sections
 from benchbook.pages import display as bd
-from benchbook.pages import sections
+from benchbook.pages.memory_section import memory, memory_deltas, memory_processes, memory_ramp  # noqa: F401
+from benchbook.pages.results_ladder_section import results_ladder  # noqa: F401  (notebook: bp.results_ladder)
 
 
 @dataclass
@@ -167,9 +169,9 @@ def configuration(page: Page) -> bd.Block:
             "Label": c.arm_label(a),
             "Mode": c.arms[a]["mode"],
             "Environment": c.arm_environment(a),
-            "Server args (requested)": " ".join(
-                f"--{k.replace('_', '-')} {v}" for k, v in c.arms[a].get("server_args", {}).items()
-            ),
+            # what was asked for on the command line: init's arms say it as `requested` (their server_args
+            # are what ran); a hand-written arm's server_args are what it requested
+            "Server args (requested)": _cli_flags(c.arms[a].get("requested", c.arms[a].get("server_args", {}))),
             "Commit": c.arms[a].get("commit", "—"),
             "Series": c.arms[a].get("series", "—"),
         }
@@ -201,7 +203,11 @@ def configuration(page: Page) -> bd.Block:
             )
         )
         + "<h3>Arms</h3>"
-        + str(bd.table(arms, id="arms", caption="Each arm is one configuration; each run one server process."))
+        + str(
+            bd.table(
+                arms, id="arms", caption="Each arm is one server configuration; its server processes are the repeats."
+            )
+        )
         + "<h3>Environment</h3>"
         + str(
             bd.collapsed(
@@ -214,6 +220,14 @@ def configuration(page: Page) -> bd.Block:
             )
         )
     )
+
+
+def _mode(page: Page, arm: str) -> str:
+    return sections.arm_mode(page.camp.arms[arm])
+
+
+def _cli_flags(args: dict[str, Any]) -> str:
+    return sections.cli_flags(args)
 
 
 # ---- whole request -----------------------------------------------------------------------------
@@ -236,19 +250,22 @@ def whole_request(page: Page) -> bd.Block:
                     "Mode": _mode(page, r["arm"]),
                     "Single request": _lat_rate(r["single_latency_s"], r["single_tok_s"]),
                     **{f"n={n}": _ladder(r, n, series_has_walls=len(sr) <= 2) for n in (2, 4, 8)},
-                    "Interleave, short latency": _s(r["interleave_short_latency_s"]),
+                    "Interleave, short latency": "not measured"
+                    if r["interleave_short_latency_s"] is None
+                    else _s(r["interleave_short_latency_s"]),
                 }
             )
         for cmp_row in _ratio_rows(page, sr):
             table.append(cmp_row)
-        commit = page.camp.arms[sr[0]["arm"]].get("commit") or page.camp.manifest["engine"].get("commit", "unrecorded")
+        commit = page.camp.arms[sr[0]["arm"]].get("commit") or page.camp.manifest["engine"].get("commit")
+        commit = f"engine commit {commit}" if commit else "engine commit not recorded (campaign.json engine.commit)"
         out.append(
             str(
                 bd.table(
                     table,
                     id=f"whole-request-{sections.slug(series)}",
                     caption=(
-                        f"{_series_prefix(series)}commit {commit}. Each row is one server process; {_ctx(page)}; the "
+                        f"{_series_prefix(series)}{commit}. Each row is one server process; {_ctx(page)}; the "
                         "interleave "
                         "figure is the latency of a short request started while a long one is in flight. Ladder columns are "
                         "aggregate rates n × tokens / wall (output tok/s)."
@@ -257,15 +274,6 @@ def whole_request(page: Page) -> bd.Block:
             )
         )
     return bd.Block("".join(out))
-
-
-def _mode(page: Page, arm: str) -> str:
-    a = page.camp.arms[arm]
-    sa = a.get("server_args", {})
-    s = f"{a['mode']}, mbs={sa.get('max_batch_size', '?')}"
-    if sa.get("prefill_token_budget"):
-        s += f", budget {sa['prefill_token_budget']}"
-    return s
 
 
 def _s(v):
@@ -373,9 +381,11 @@ def phase_split(page: Page) -> bd.Block:
         "<h2>Prefill and decode separately</h2>",
         str(
             bd.text(
-                "Each cell is the median after the warm-up discard, with [min–max] of the samples; ptok is the "
-                "prompt token count the engine counted, ctok the generated count. prefill_s = Δ TTFT sum; decode "
-                "tokens = Δ generation tokens − 1; decode_s = Δ duration sum − prefill_s. Decode rates are floors."
+                "Each cell is the median after the warm-up discard, with [min–max] of the samples; the prompt "
+                "and generated token counts are the engine's. Prefill time = the change of the engine's "
+                "time-to-first-token sum; decode tokens = the change of its generated-token count − 1; decode "
+                "time = the change of its request-duration sum − prefill time. Decode rates are floors (the "
+                "duration runs to the end of the response)."
             )
         ),
     ]
@@ -400,10 +410,10 @@ def phase_split(page: Page) -> bd.Block:
                             **({"Process": label[run]} if several else {}),
                             "Env": page.camp.arm_environment(a),
                             "Prompt": pclass,
-                            "ptok": int(f["prompt_tokens"]),
+                            "Prompt tokens": int(f["prompt_tokens"]),
                             "Prefill": "—" if pt is None else f"{pt.median:.3f} s",
                             "Prefill tok/s": "—" if pts is None else pts.fmt(1),
-                            "ctok": int(f["generated_tokens"]),
+                            "Generated tokens": int(f["generated_tokens"]),
                             "Decode tok/s": "—" if dt is None else dt.fmt(3),
                             "Total": "—" if tot is None else f"{tot.median:.3f} s",
                             "n": max(c.n for c in (pt, dt, tot) if c is not None) if any((pt, dt, tot)) else 0,
@@ -463,7 +473,8 @@ def _interval_rates(page: Page) -> str:
         ],
         id="interval-rates",
         caption=(
-            f"(ptok₂ − ptok₁) / (prefill₂ − prefill₁) between the two prompt classes: an {label}. The interval "
+            f"(prompt tokens₂ − prompt tokens₁) / (prefill time₂ − prefill time₁) between the two prompt classes: "
+            f"an {label}. The interval "
             "contains the fixed per-request cost; it is not a prefill throughput, and no curve is fitted through "
             "two points."
         ),
@@ -513,17 +524,22 @@ def _references(page: Page) -> str:
     )
 
 
+PHASE_CHART_TITLES = {"prefill_tok_s": "prefill tok/s", "decode_tok_s": "decode tok/s (a floor)"}
+
+
 def phase_chart(page: Page) -> bd.Block:
     import altair as alt
     import polars as pl
 
     if not page.camp.runs_of("phases"):
         return bd.Block("")
-    cells = page.analysis.phase_cells_of(page.arms).filter(pl.col("metric").is_in(["prefill_tok_s", "decode_tok_s"]))
+    cells = page.analysis.phase_cells_of(page.arms).filter(pl.col("metric").is_in(list(PHASE_CHART_TITLES)))
     label = _process_labels(page, cells)
-    d = cells.with_columns(pl.col("run").replace_strict(label, default=None).alias("process")).select(
-        "process", "prompt_class", "metric", "median", "min", "max"
-    )
+    # one row per server process of each arm; panels titled in words, not by the metric's variable name
+    d = cells.with_columns(
+        pl.col("run").replace_strict(label, default=None).alias("process"),
+        pl.col("metric").replace_strict(PHASE_CHART_TITLES),
+    ).select("process", "prompt_class", "metric", "median", "min", "max")
     order = list(dict.fromkeys(label[r] for r in cells["run"].to_list()))  # every process of each arm
     base = alt.Chart(d)
     pts = base.mark_point(filled=True, size=60).encode(
@@ -537,8 +553,10 @@ def phase_chart(page: Page) -> bd.Block:
     ch = (
         alt.layer(rng, pts)
         .properties(width=230, height=22 * max(1, len(order)))
-        .facet(column=alt.Column("metric:N", title=None))
+        .facet(column=alt.Column("metric:N", title=None, sort=list(PHASE_CHART_TITLES.values())))
         .resolve_scale(x="independent")
+        # room at the left for arm names: the browser's font may be wider than the one vl-convert measured
+        .properties(padding={"left": 24, "top": 5, "right": 40, "bottom": 5})
     )
     return bd.chart(
         ch,
@@ -575,6 +593,14 @@ def engine_gauges(page: Page) -> bd.Block:
     out = ["<h2>Engine state over each run</h2>"]
     if d is not None:
         d = d.with_columns(pl.col("quantity").replace_strict(GAUGE_TITLES, default=pl.col("quantity")).alias("gauge"))
+        binned = d.height > charts.ROW_BUDGET  # many runs or long windows: one budget for every line
+        if binned:
+            lines = d.select("run", "gauge").unique().height
+            k = max(2, charts.ROW_BUDGET // max(1, lines))
+            d = charts.bin_series(d, x="s", y="value", by=["run", "gauge"], bins=k).select(
+                "run", "gauge", pl.col("x").alias("s"), pl.col("hi").alias("value")
+            )
+        bd.record("engine_gauges_rows", d.height)
         ch = (
             alt.Chart(d.select("run", "gauge", "s", "value"))
             .mark_line(interpolate="step-after")
@@ -596,6 +622,7 @@ def engine_gauges(page: Page) -> bd.Block:
                     caption=(
                         f"Gauges and token rates from the Prometheus server ({', '.join(src_names)}) over each run's span, first "
                         "sample window to last. Rates are rate() over several scrape intervals: interval rates, not throughput."
+                        + (" Binned to fit the chart: each point is the largest value of its bin." if binned else "")
                     ),
                 )
             )
@@ -734,7 +761,8 @@ def forest_chart(page: Page) -> bd.Block:
 def _cell_txt(c, side):
     med, lo, hi, n = (c[f"{side}_{k}"] for k in ("median", "min", "max", "n"))
     d = 1 if "prefill_tok" in c["metric"] else 3
-    return f"{med:.{d}f}" if n == 1 else f"{med:.{d}f} [{lo:.{d}f}–{hi:.{d}f}]"
+    f = lambda v: fmt_num(v, d)  # noqa: E731 - the seeds' decimals, no more digits than the figure carries
+    return f(med) if n == 1 else f"{f(med)} [{f(lo)}–{f(hi)}]"
 
 
 def amortization(page: Page) -> bd.Block:
@@ -774,170 +802,7 @@ def audit(page: Page) -> bd.Block:
     return audit_section.section(page.analysis.audit)
 
 
-# ---- memory and clamps --------------------------------------------------------------------------
-def memory(page: Page) -> bd.Block:
-    runs = [r for r in page.camp.runs_of("memory") + page.camp.runs_of("gpu") if r.arm in page.arms]
-    if not runs:
-        return bd.Block("")
-    summ = page.analysis.memory
-    t = page.analysis.memory_table()
-    bd.record("memory", t)
-    rows = []
-    for r in runs:
-        s = summ[r.id]
-        rows.append(
-            {
-                "Run": r.id,
-                "Env": page.camp.arm_environment(r.arm),
-                "Mode": _mode(page, r.arm),
-                "Peak GPU per rank": f"{s.peak_max_gib:.2f} GiB",
-                "Steady GPU per rank": f"{s.steady_max_gib:.2f} GiB",
-                "Host (Shmem)": "—" if s.shmem_loaded_gib is None else f"{s.shmem_loaded_gib:.1f} GiB",
-                "MemAvailable fall": "—" if s.mem_available_fall_gib is None else f"{s.mem_available_fall_gib:.1f} GiB",
-                "Summed Pss (not a footprint)": "—" if s.pss_sum_gib is None else f"{s.pss_sum_gib:.0f} GiB",
-            }
-        )
-    notes = sorted({n for s in summ.values() for n in s.notes})
-    return bd.Block(
-        "<h2>Memory</h2>"
-        + str(
-            bd.table(
-                rows,
-                id="memory",
-                caption=(
-                    "GPU columns are per rank (the largest rank); steady is the median over the second half of the loaded samples. "
-                    "Host footprint is Shmem while loaded and the fall of MemAvailable from idle; summed Pss counts shared "
-                    "page cache once per process and is not a footprint."
-                ),
-            )
-        )
-        + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in notes)
-        + _memory_delta_table(page)
-        + str(memory_ramp(page))
-        + str(memory_processes(page))
-    )
-
-
-def memory_processes(page: Page) -> bd.Block:
-    """Each sampled process of a gpu run while loaded (median Pss and Rss, peak Rss), from the analysis."""
-    procs = {r: v for r, v in page.analysis.memory_processes.items() if page.camp.run(r).arm in page.arms}
-    bd.record("memory_processes", procs)
-    if not procs:
-        return bd.Block("")
-
-    def gib(v):
-        return "—" if v is None else f"{v:.2f} GiB"
-
-    rows = []
-    for run, ps in procs.items():
-        rows += [
-            {
-                "Run": run,
-                "Process": f"{p['comm']} (pid {p['pid']})",
-                "Pss while loaded (median)": gib(p["pss_gib"]),
-                "Rss while loaded (median)": gib(p["rss_gib"]),
-                "Peak Rss": gib(p["peak_rss_gib"]),
-                "Loaded samples": p["loaded_samples"],
-            }
-            for p in ps
-            if p["loaded_samples"]
-        ]
-        gone = [p for p in ps if not p["loaded_samples"]]  # start-up only: compilers, the engine's launcher
-        if gone:
-            names = {c: sum(p["comm"] == c for p in gone) for c in dict.fromkeys(p["comm"] for p in gone)}
-            rows.append(
-                {
-                    "Run": run,
-                    "Process": f"{len(gone)} start-up process(es), none alive while loaded: "
-                    + ", ".join(f"{c} ×{k}" if k > 1 else c for c, k in names.items()),
-                    "Pss while loaded (median)": "—",
-                    "Rss while loaded (median)": "—",
-                    "Peak Rss": gib(max(p["peak_rss_gib"] or 0 for p in gone)),
-                    "Loaded samples": 0,
-                }
-            )
-    return bd.collapsed(
-        "Host memory per process (Pss, Rss)",
-        bd.table(
-            rows,
-            id="memory-processes",
-            caption="Each process the server started, from the host sampler; the processes with no loaded samples ran "
-            "only during start-up (the engine's compilers among them): one line per run, the largest peak Rss. Pss "
-            "shares shared pages between processes: their sum is not a footprint.",
-        ),
-    )
-
-
-def memory_ramp(page: Page) -> bd.Block:
-    """GPU memory over time of each sampled server process (``gpu`` runs: nvidia-smi samples), with the
-    run's events as markers: the load ramp (weights, KV cache, graphs) and each load point."""
-    import altair as alt
-
-    runs = [r for r in page.camp.runs_of("gpu") if r.arm in page.arms]
-    if not runs:
-        return bd.Block("")
-    charts, recorded = [], {}
-    for r in runs:
-        samples, marks = page.analysis.load_ramp(r.id)
-        recorded[r.id] = {"points": samples.height, "markers": marks.height, "peak_gib": float(samples["gib"].max())}
-        line = (
-            alt.Chart(samples, title=f"{r.id} ({r.arm})")
-            .mark_line()
-            .encode(
-                x=alt.X("t_s:Q", title="seconds from the first sample"),
-                y=alt.Y("gib:Q", title="GPU memory used (GiB)"),
-                color=alt.Color("rank:N", title="GPU"),
-            )
-        )
-        rules = (
-            alt.Chart(marks)
-            .mark_rule(strokeDash=[3, 3], opacity=0.6)
-            .encode(x="t_s:Q", stroke=alt.Stroke("event:N", title="event"))
-        )
-        charts.append(alt.layer(line, rules).resolve_scale(color="independent").properties(width=520, height=180))
-    bd.record("memory_ramp", recorded)
-    return bd.Block(
-        str(bd.heading("Memory over time (the load ramp)", 3, id="memory-ramp"))
-        + str(
-            bd.chart(
-                alt.vconcat(*charts),
-                caption="nvidia-smi memory.used per GPU; dashed lines: the run's events (load start, ready = load "
-                "end, each load point's start, stop). Bins keep the largest sample, so no peak is averaged away.",
-            )
-        )
-    )
-
-
-def _memory_deltas(page: Page) -> list:
-    return [d for d in page.analysis.memory_deltas if d.baseline in page.arms and d.candidate in page.arms]
-
-
-def _memory_delta_table(page: Page) -> str:
-    deltas = _memory_deltas(page)
-    bd.record("memory_deltas", [d.as_dict() for d in deltas])
-    if not deltas:
-        return ""
-    pairs: dict[tuple[str, str], dict[str, Any]] = {}
-    for d in deltas:  # one row per compared pair: peak and steady side by side
-        row = pairs.setdefault((d.candidate, d.baseline), {"Candidate vs baseline": f"{d.candidate} vs {d.baseline}"})
-        row[f"{d.quantity.capitalize()} GPU per rank (baseline → candidate, delta)"] = bd.Block(
-            f"{d.baseline_gib:.2f} → {d.candidate_gib:.2f} GiB, <b>{d.delta_gib:+.2f} GiB</b><br>"
-            f"{bd.mark('result' if d.is_result else 'noise', d.verdict)}"
-            f"<details><summary>why</summary>{bd.esc(d.reason)}</details>"
-        )
-    rows = list(pairs.values())
-    return "<h3>Memory deltas between compared arms</h3>" + str(
-        bd.table(
-            rows,
-            id="memory-deltas",
-            caption=(
-                "Candidate − baseline per rank (the largest rank), one memory run per arm. No memory spread is "
-                "measured, so the campaign's run-to-run spread, applied to the baseline's figure, is the threshold."
-            ),
-        )
-    )
-
-
+# ---- memory and clamps (memory: pages/memory_section.py) ------------------------------------
 def _clamp_findings(page: Page) -> list[dict[str, Any]]:
     """The analysis's clamp results for this page's arms (requested vs what the startup line says ran)."""
     return [c.as_dict() for c in page.analysis.clamps if c.arm in page.arms]
@@ -986,11 +851,3 @@ def exclusions(page: Page) -> bd.Block:
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:
     return sections.provenance(page.camp.input_files(), parameters, root=page.camp.root)
-
-
-# ---- the ladder from results runs (benchbook init's arm/run layout) -------------------------------
-def results_ladder(page: Page) -> bd.Block:
-    """The ladder from benchmark-tool result files (:func:`benchbook.pages.ladder_section.section`)."""
-    from benchbook.pages import ladder_section
-
-    return ladder_section.section(page)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from benchbook.analysis.resultset import Entry, Finding, ResultSet
+from benchbook.analysis.resultset import CompareFinding, Entry, ResultSet
 from benchbook.analysis.stats import MIN_N_FOR_TEST
 from benchbook.analysis.verdict import RULE_TEXT, STATE_TEXT
 from benchbook.errors import InputError
@@ -281,7 +281,7 @@ def configurations(page: Page) -> bd.Block:
             {
                 "Configuration": c.label + (" (reference)" if c.label == rs.baseline else ""),
                 "Runs": ", ".join(e.id for e in c.entries),
-                "Loads (n)": ", ".join(f"{p.shown} ({len(p.entries)})" for p in c.points),
+                "Loads (n)": _loads_text(c.points),
                 "Why grouped": c.why,
                 "Spread between repeats": ", ".join(f"{k} {fmt_pct(v)}" for k, v in c.spreads.items()) or "—",
                 "Identity": "; ".join(
@@ -301,6 +301,24 @@ def configurations(page: Page) -> bd.Block:
     return _section(
         "compare-configurations", "Configurations", str(bd.table(rows, id="compare-configurations", caption=cap))
     )
+
+
+def _loads_text(points) -> str:
+    """``concurrency 1, 2, 4, 8 (n=2 each)``: a configuration's loads in a few words (one load kind named
+    once, one n said once), ``concurrency 1 (2), rate 4 (1)`` where they differ."""
+    if not points:
+        return "—"
+    kinds = {p.shown.rsplit(" ", 1)[0] for p in points if " " in p.shown}
+    ns = {len(p.entries) for p in points}
+    if len(kinds) == 1 and all(" " in p.shown for p in points):
+        values = ", ".join(p.shown.rsplit(" ", 1)[1] for p in points)
+        text = f"{next(iter(kinds))} {values}"
+    else:
+        text = ", ".join(p.shown for p in points)
+    if len(ns) == 1:
+        n = next(iter(ns))
+        return f"{text} (n={n}{' each' if len(points) > 1 else ''})"
+    return ", ".join(f"{p.shown} ({len(p.entries)})" for p in points)
 
 
 def duplicates(page: Page) -> bd.Block:
@@ -366,6 +384,7 @@ def runs_table(page: Page) -> bd.Block:
                 "In tokens": s.get("total_input_tokens") or "—",
                 "Out tokens": s.get("total_output_tokens") or "—",
                 **{lab: _n(s.get(k)) for k, lab in THROUGHPUT},
+                **_energy_cells(page, e.id),
             }
         )
     bd.record(
@@ -400,6 +419,19 @@ def runs_table(page: Page) -> bd.Block:
             "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset)."
         ),
     )
+
+
+def _energy_cells(page: Page, run: str) -> dict[str, str]:
+    """J per output token and per request of a run where the campaign's audit measured any energy."""
+    if page.audit is None or not any(x.joules is not None for x in page.audit.energy):
+        return {}
+    e = page.audit.energy_of(run)
+    if e is None or e.joules is None:
+        return {"J / output token": "not measured", "J / request": "not measured"}
+    return {
+        "J / output token": _n(e.j_per_token, 3),
+        "J / request": _n(e.j_per_request, 1),
+    }
 
 
 def latency_table(page: Page) -> bd.Block:
@@ -467,7 +499,9 @@ def verdicts(page: Page) -> bd.Block:
         pairs.setdefault((v.baseline, v.candidate, v.load), []).append(v)
     cannot = {k: vs for k, vs in pairs.items() if all(v.judgement.state == "cannot" for v in vs)}
     if cannot:
-        # one row per pair: the ratios, and the pair's reason
+        # one row per pair: the ratios; every row's verdict is "cannot tell", and its reason is said once
+        # below for the rows it applies to (a verdict and a prose column per row pushed the table past
+        # its frame)
         rows = [
             {
                 "Reference": b,
@@ -477,22 +511,34 @@ def verdicts(page: Page) -> bd.Block:
                     METRIC_NAME.get(v.metric, v.metric): f"{v.candidate_cell.fmt(2)} ({v.judgement.ratio:.3f}x)"
                     for v in vs
                 },
-                "Verdict": bd.mark("cannot"),
-                "Why": "; ".join(dict.fromkeys(rs.short_why(v.judgement) for v in vs)),
             }
             for (b, c, ld), vs in cannot.items()
         ]
-        rows, note = sections.said_once(rows, "Why")
+        why: dict[str, list[str]] = {}
+        for (b, c, ld), vs in cannot.items():
+            reason = "; ".join(dict.fromkeys(rs.short_why(v.judgement) for v in vs))
+            why.setdefault(reason, []).append(f"{c} vs {b} at {ld}")
         out.append(
             str(
                 bd.table(
                     rows,
-                    note=note or None,
                     id="compare-cannot-tell",
-                    caption="Cannot tell, for the reason given per row. Each cell is the configuration's median with "
-                    "its ratio to the reference.",
+                    caption="Cannot tell — no verdict for these rows, for the reasons listed below the table. Each "
+                    "cell is the configuration's median with its ratio to the reference.",
                 )
             )
+            + "<ul>"
+            + "".join(
+                f"<li>{bd.mark('cannot')} {bd.esc('; '.join(where))}: {bd.esc(reason)}</li>"
+                for reason, where in why.items()
+            )
+            + "</ul>"
+            # the engine's figures beside each row (analysis.evidence), listed: a column would not fit
+            + "".join(
+                f"<li>{bd.esc(f'{c} vs {b} at {ld}')} — engine: {bd.esc(vs[0].evidence)}</li>"
+                for (b, c, ld), vs in cannot.items()
+                if vs[0].evidence
+            ).join(("<ul>", "</ul>") if any(vs[0].evidence for vs in cannot.values()) else ("", ""))
         )
     rows = [
         {
@@ -505,6 +551,7 @@ def verdicts(page: Page) -> bd.Block:
             "Ratio": f"{v.judgement.ratio:.3f}x",
             "Verdict": bd.mark(STATE_MARK[v.judgement.state], STATE_TEXT[v.judgement.state]),
             "Why": v.judgement.why,
+            "Evidence (engine)": v.evidence or "—",
         }
         for k, vs in pairs.items()
         if k not in cannot
@@ -512,6 +559,13 @@ def verdicts(page: Page) -> bd.Block:
     ]
     if rows:
         rows, note = sections.said_once(rows, "Why")  # a reason every row shares is said once, under the table
+        last: dict[tuple, Any] = {}  # the engine's figures of one pair at one load: on its first row only
+        for row in rows:
+            key, ev = (row["Reference"], row["Configuration"], row["At"]), row.get("Evidence (engine)")
+            if key in last and last[key] == ev:
+                row["Evidence (engine)"] = "〃 (as above)"
+            else:
+                last[key] = ev
         out.append(
             str(
                 bd.table(
@@ -867,13 +921,13 @@ def checks(page: Page) -> bd.Block:
     )
 
 
-def _audit_failures(page: Page) -> list[Finding]:
+def _audit_failures(page: Page) -> list[CompareFinding]:
     """The audit's failed checks (preemption, token accounting, a figure beyond its limit) as findings."""
     from benchbook.pages import audit_section
 
     if page.audit is None:
         return []
-    return [Finding("fail", t, "sec-" + s) for t, s in audit_section.failed_lines(page.audit)]
+    return [CompareFinding("fail", t, "sec-" + s) for t, s in audit_section.failed_lines(page.audit)]
 
 
 def audit(page: Page) -> bd.Block:

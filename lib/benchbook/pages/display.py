@@ -29,7 +29,8 @@ from typing import Any
 from markupsafe import Markup
 
 from benchbook import findings as _findings
-from benchbook.jsonfile import sha256_file
+from benchbook.jsonfile import sha256_file, walk_files
+from benchbook.numfmt import fmt_num
 
 VALUES_MIME = "application/vnd.benchbook.values+json"
 
@@ -46,7 +47,7 @@ __all__ = [
     "text",
     "chart",
     "collapsed",
-    "Finding",
+    "BoxLine",
     "findings_box",
     "render_timestamp",
 ]
@@ -182,7 +183,7 @@ def not_zero(value: Any, shown: str) -> str:
     return shown
 
 
-def _fmt_cell(value: Any, fmt: Format | None, float_format: str) -> tuple[str, bool]:
+def _fmt_cell(value: Any, fmt: Format | None, float_format: str | None) -> tuple[str, bool]:
     """Return (html, is_numeric) for one cell."""
     if hasattr(value, "__html__"):
         return value.__html__(), False
@@ -196,7 +197,8 @@ def _fmt_cell(value: Any, fmt: Format | None, float_format: str) -> tuple[str, b
     if isinstance(value, int):
         return str(value), True
     if isinstance(value, float):
-        return esc(not_zero(value, float_format.format(value))), True
+        shown = fmt_num(value) if float_format is None else float_format.format(value)
+        return esc(not_zero(value, shown)), True
     if isinstance(value, (list, tuple)):
         return _wrap_long(", ".join(str(v) for v in value)), False
     return _wrap_long(str(value)), False
@@ -255,7 +257,7 @@ def table(
     id: str,
     caption: str | None = None,
     formats: Mapping[str, Format] | None = None,
-    float_format: str = "{:.3f}",
+    float_format: str | None = None,
     headers: Mapping[str, str] | None = None,
     note: str | None = None,
     compact: bool = False,
@@ -265,7 +267,8 @@ def table(
     ``id`` is fixed by the caller (lowercase, digits, dashes) and becomes ``id="bb-<id>"``.
     Cells are escaped unless they are :class:`Markup`/:class:`Block` (e.g. :func:`mark`).
     ``formats`` maps a column to a format string (``"{:.2f}"``) or a callable; other floats use
-    ``float_format``. Rows keep the frame's order: sort before displaying.
+    ``float_format``, by default :func:`benchbook.numfmt.fmt_num` (at most 3 decimals and about 5
+    significant digits: ``1091.4``, ``4.868``, ``0.0027`` — never ``1091.400`` or ``0.000``). Rows keep the frame's order: sort before displaying.
     ``caption`` should state prompt length, generation length and environment of the figures.
     A column whose every cell is a number, or text starting with one ("3.430 s / 12.0 tok/s"), is
     right-aligned, header included. ``compact`` marks a one-row-per-item table (folded details per row).
@@ -468,7 +471,8 @@ FINDING_ORDER = tuple(FINDING_KINDS)
 # the exporter replaces this with the page's table of contents (benchbook.pipeline.outline)
 TOC_PLACEHOLDER = '<nav class="bb-toc" id="bb-toc" aria-label="Contents"></nav>'
 
-Finding = _findings.Finding  # the one finding type (kind, text, section, links, pages)
+BoxLine = _findings.Finding  # the one finding type (kind, text, section, links, where); its ids are checked
+Finding = BoxLine
 
 
 def _href(section: str, where: tuple[tuple[str, str], ...], page: str) -> str:
@@ -490,7 +494,7 @@ def _href(section: str, where: tuple[tuple[str, str], ...], page: str) -> str:
 
 
 def findings_box(
-    findings: Iterable[Finding],
+    findings: Iterable[BoxLine],
     *,
     headline: str,
     empty: str = "Nothing to report.",
@@ -624,7 +628,7 @@ def file_hashes(inputs: Iterable[str | Path], root: Path | None = None) -> list[
         if p.is_dir():
             files.update(
                 f
-                for f in p.rglob("*")
+                for f in walk_files(p)
                 if f.is_file() and not any(part.startswith(".") for part in f.relative_to(p).parts)
             )
         elif p.is_file():

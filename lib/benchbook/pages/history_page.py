@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.analysis.history import MIN_STEP_CAMPAIGNS, STEP_PENALTY_PER_LOG_N, Figure, History, load_history
-from benchbook.analysis.verdict import RULE_TEXT
+from benchbook.analysis.verdict import RULE_NAMES, RULE_TEXT
 from benchbook.numfmt import fmt_pct
 from benchbook.pages import display as bd
 from benchbook.pages.sections import slug
@@ -64,7 +64,7 @@ def header(page: Page) -> bd.Block:
     return bd.Block(
         f"<h1>{bd.esc(page.title)}</h1>"
         f"<p>{h.campaigns} campaign(s) in {len(h.series)} series: {bd.esc(series or 'none')}. "
-        f"Noise rule: {bd.esc(h.rule)}.</p>{note}"
+        f"Noise rule: {bd.esc(RULE_NAMES[h.rule])} ({bd.esc(h.rule)}).</p>{note}"
     )
 
 
@@ -80,7 +80,7 @@ def findings(page: Page) -> bd.Block:
         for r in h.what_changed:
             rows.append(
                 {
-                    "": bd.mark("result", r["direction"]),
+                    "": _mark(r["direction"]),
                     "Figure": bd.Block(f'<a href="#bb-{_fig_id_of(r)}">{bd.esc(r["label"])}</a>'),
                     "Context": r["context"],
                     "Series": r["series"],
@@ -97,12 +97,28 @@ def findings(page: Page) -> bd.Block:
                     rows,
                     id="what-changed",
                     caption="Changes beyond the noise, regressions first, largest first. Each figure's "
-                    "context (arm, prompt and generation length, environment) is beside it.",
+                    "context (arm, prompt and generation length, load, environment) is beside it; only "
+                    "campaigns of the same context, model and hardware are compared.",
                 )
             )
         )
     else:
         out.append("<p>No change beyond the noise in any headline figure.</p>")
+    bd.record("not_comparable", h.not_comparable)
+    if h.not_comparable:
+        out.append("<h3>Not comparable: one figure, different contexts</h3><ul>")
+        for c in h.not_comparable:
+            links = "; ".join(
+                f'<a href="#bb-{slug(c["series"] + "-" + x["figure"])}">{bd.esc(x["context"])}</a> '
+                f"({bd.esc(', '.join(x['campaigns']))})"
+                for x in c["contexts"]
+            )
+            out.append(
+                f"<li>{bd.mark('note', 'not comparable')} {bd.esc(c['label'])} (series {bd.esc(c['series'])}): "
+                f"the campaigns differ in {bd.esc(', '.join(c['differ']))}, so each context is its own series, "
+                f"never compared with the others: {links}</li>"
+            )
+        out.append("</ul>")
     if h.cannot_tell:
         out.append("<h3>What could not be judged</h3><ul>")
         for c in h.cannot_tell:
@@ -119,8 +135,14 @@ def findings(page: Page) -> bd.Block:
             if f.series == s:
                 toc.append(f'<li><a href="#bb-{_fig_id(f)}">{bd.esc(f.label)} — {bd.esc(f.context)}</a></li>')
         toc.append("</ul></li>")
+    toc.append('<li><a href="#sec-provenance">Provenance</a></li>')
     toc.append("</ul></nav>")
     return bd.Block("".join(out) + "".join(toc))
+
+
+def _mark(direction: str | None) -> bd.Block:
+    """The pages' marks: ▼ for a regression, ▲ for an improvement (display.MARKS)."""
+    return bd.mark("regression" if direction == "regression" else "result", direction or None)
 
 
 def _fig_id_of(r: dict[str, Any]) -> str:
@@ -135,7 +157,11 @@ def how_to_read(page: Page) -> bd.Block:
         noise_rule=f"{RULE_TEXT[page.history.rule]}. Between consecutive campaigns the spread is the larger "
         "of the two campaigns' measured run-to-run spreads; a campaign with one run has none, so the change "
         "is 'cannot tell'",
+        marks=("regression", "result", "noise", "note"),
         extra=[
+            "Like with like: a figure is one series only over campaigns of the same context — prompt and "
+            "generation length, concurrency, load, environment, model and hardware. A campaign of another "
+            "context is a figure of its own, listed under 'Not comparable', never compared.",
             "Order: campaigns of a series (campaign.json history.series, else the engine name) by date, then "
             "history.order, then folder name.",
             "Steps over the whole history: exact optimal partitioning of ln(median) into constant levels "
@@ -175,9 +201,14 @@ def _chart(f: Figure):
     # a frame, not alt.Data(values=…): Altair then stores the rows once (a named top-level dataset the
     # layers share) instead of validating and copying them into every layer
     base = alt.Chart(pl.DataFrame(rows)).encode(
-        x=alt.X("yearmonthdate(date):T", title="campaign date", axis=alt.Axis(format="%Y-%m-%d", labelAngle=-30))
+        x=alt.X(
+            "yearmonthdate(date):T",
+            title="campaign date",
+            # level labels, the first and last flush with the chart's edges: none reaches outside it
+            axis=alt.Axis(format="%Y-%m-%d", labelAngle=0, labelFlush=True, labelOverlap=True),
+        )
     )
-    ytitle = f"{f.label} ({f.unit})"
+    ytitle = f"median, {f.unit}"  # the figure's name is the section's heading and the chart's caption
     layers = []
     if f.segments:
         layers.append(
@@ -217,8 +248,8 @@ def trends(page: Page) -> bd.Block:
             out.append(f'<section id="bb-{fid}"><h3>{bd.esc(f.label)} — {bd.esc(f.context)}</h3>')
             band = "not measured (one run per campaign)" if f.band is None else fmt_pct(f.band)
             out.append(
-                f"<p>{len(f.points)} campaign(s); noise band (median run-to-run spread) {bd.esc(band)}; "
-                f"{'higher' if f.higher_is_better else 'lower'} is better.</p>"
+                f"<p>{len(f.points)} campaign(s); {bd.esc(f.setup)}; noise band (median run-to-run spread) "
+                f"{bd.esc(band)}; {'higher' if f.higher_is_better else 'lower'} is better.</p>"
             )
             if len(f.points) >= 2:
                 out.append(str(bd.chart(_chart(f), id=f"chart-{fid}", caption=f"{f.label}, {f.context}")))
@@ -227,7 +258,7 @@ def trends(page: Page) -> bd.Block:
             if f.steps:
                 rows = [
                     {
-                        "": bd.mark("result" if st["is_result"] else "noise", st["direction"] or None),
+                        "": _mark(st["direction"]) if st["is_result"] else bd.mark("noise"),
                         "At": _link(st["at"], f.page, f"{st['at']} ({st['at_date']})"),
                         "Previous": _link(st["previous"], f.page, st["previous"]),
                         "Level before": st["before"],

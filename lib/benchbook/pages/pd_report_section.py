@@ -11,7 +11,7 @@ link_gb_s)`` formats reports the campaign's analysis already made (the PD page p
 
 from __future__ import annotations
 
-from benchbook.analysis.pd_report import NO_LINK, SECTION, PDReport
+from benchbook.analysis.pd_report import NO_LINK, SECTION, PDDeployment
 from benchbook.pages import display as bd
 
 __all__ = ["block", "section"]
@@ -21,13 +21,13 @@ def _n(v: float | None, fmt: str = "{:,.0f}") -> str:
     return "—" if v is None else fmt.format(v)
 
 
-def section(reports: list[PDReport], link_gb_s: float | None = None) -> bd.Block:
+def section(reports: list[PDDeployment], link_gb_s: float | None = None) -> bd.Block:
     """The PD deployment section of reports the analysis made (``ResultSet.pd_deployment``), recorded."""
     bd.record("pd_report", [r.as_dict() for r in reports])
     return block(reports, link_gb_s)
 
 
-def block(reports: list[PDReport], link_gb_s: float | None = None, *, level: int = 2) -> bd.Block:
+def block(reports: list[PDDeployment], link_gb_s: float | None = None, *, level: int = 2) -> bd.Block:
     """The deployment table and its checks for reports already made (empty without one)."""
     if not reports:
         return bd.Block("")

@@ -1,4 +1,5 @@
-"""Page sections every page kind shares: the exclusions list and the provenance block.
+"""Page sections every page kind shares: the exclusions list and the provenance block; an arm's mode
+and requested switches in words.
 
 A page module passes its campaign root and what it excluded; the section records what it shows
 (``exclusions``) so tests read the same rows a reader sees.
@@ -6,7 +7,7 @@ A page module passes its campaign root and what it excluded; the section records
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -112,27 +113,6 @@ def findings_box(box: _findings.Findings, page: str = "") -> bd.Block:
     bd.record("headline", box.headline)
     bd.record("findings_box", {k: v for k, v in box.as_dict().items() if k != "headline"})
     return bd.findings_box(box.lines, headline=box.headline, page=page, rules=box.rules)
-
-
-def comparison_findings(
-    comparisons: Iterable[Mapping[str, Any]], name: Callable[[Mapping[str, Any]], str], section: str
-) -> tuple[list[tuple[str, float, str, str]], list[tuple[str, str]]]:
-    """Results and unjudged lines from comparison rows (``is_result``, ``verdict``, ``speedup``,
-    ``change_pct``, ``reason``, as :func:`benchbook.analysis.baseline.comparisons` returns them)."""
-    results, why_not = [], {}
-    for c in comparisons:
-        if c["is_result"]:
-            direction = c["direction"]  # typed by the analysis; never read back out of the verdict's words
-            results.append(
-                (direction, c["speedup"], f"{name(c)}: {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)", section)
-            )
-        elif c.get("speedup") is None:  # no verdict possible (e.g. no measured spread): one line per reason
-            why_not.setdefault(c["reason"], []).append(c)
-    unjudged = [
-        (f"{len(cs)} comparison{'s' * (len(cs) != 1)} without a verdict: {reason}", section)
-        for reason, cs in why_not.items()
-    ]
-    return results, unjudged
 
 
 def _plain(v: Any) -> str:
@@ -274,3 +254,41 @@ def checks_table(
         label = passed_label.format(n=len(good)) + (": show them" if bad else " (all of them): show them")
         out.append(str(bd.collapsed(label, folded)))
     return bd.Block("".join(out))
+
+
+# ---- an arm in words (the baseline page's tables, its memory section) ------------------------------
+def arm_mode(a: Mapping[str, Any]) -> str:
+    """The arm's mode and how many requests it may run at once, in the engine's own words: ``width 8,
+    budget 4096`` (the pocket engine's startup line: "batch width 8 …, prefill budget 4096"),
+    ``max_num_seqs 16`` (vLLM's switch), nothing where neither is known."""
+    sa = a.get("server_args", {})
+    parts = [a["mode"]]
+    if sa.get("max_batch_size") is not None:
+        parts.append(f"width {sa['max_batch_size']}")
+    elif sa.get("max_num_seqs") is not None:
+        parts.append(f"max_num_seqs {sa['max_num_seqs']}")
+    if sa.get("prefill_token_budget"):
+        parts.append(f"budget {sa['prefill_token_budget']}")
+    return ", ".join(parts)
+
+
+def cli_flags(args: Mapping[str, Any]) -> str:
+    """Switches as a server's command line takes them: ``--max-num-seqs 1``, a true switch bare
+    (``--enforce-eager``), a false one negated (``--no-enable-prefix-caching``); "default" (the engine
+    chose) is no switch at all."""
+    import json
+
+    out = []
+    for k, v in args.items():
+        flag = k.replace("_", "-")
+        if v is True:
+            out.append(f"--{flag}")
+        elif v is False:
+            out.append(f"--no-{flag}")
+        elif v is None or v == "default":
+            continue
+        elif isinstance(v, (dict, list)):
+            out.append(f"--{flag} '{json.dumps(v, sort_keys=True)}'")
+        else:
+            out.append(f"--{flag} {v}")
+    return " ".join(out) or "none (the engine's defaults)"

@@ -96,10 +96,17 @@ def recorded_values(nb: Any) -> dict[str, Any]:
 
 
 def _normalize(nb: Any) -> None:
-    """Make the executed notebook's volatile parts deterministic: cell ids by position; timing
-    metadata dropped when SOURCE_DATE_EPOCH is set (reproducible build)."""
+    """Make the executed notebook's volatile parts deterministic: cell ids by position; papermill's
+    ``input_path``/``output_path`` as the notebook's file name, never the checkout's absolute path
+    (a page names no folder of the machine that rendered it); timing metadata dropped when
+    SOURCE_DATE_EPOCH is set (reproducible build)."""
     for i, cell in enumerate(nb.cells):
         cell["id"] = f"cell-{i:03d}"
+    meta = nb.metadata.get("papermill")
+    if isinstance(meta, dict):
+        for k in ("input_path", "output_path"):
+            if isinstance(meta.get(k), str):
+                meta[k] = os.path.basename(meta[k])
     if os.environ.get("SOURCE_DATE_EPOCH"):
         pm = nb.metadata.get("papermill", {})
         for k in ("start_time", "end_time", "duration"):

@@ -45,7 +45,9 @@ _CSS_URL = re.compile(r"url\(\s*(['\"]?)(.*?)\1\s*\)", re.I | re.S)
 
 
 @dataclass(frozen=True)
-class Finding:
+class OutsideReference:
+    """A reference in a rendered page that would leave it (where, which tag and attribute, why)."""
+
     file: str
     line: int
     what: str
@@ -91,12 +93,12 @@ class _Scanner(HTMLParser):
     def __init__(self, file: str):
         super().__init__(convert_charrefs=True)
         self.file = file
-        self.findings: list[Finding] = []
+        self.findings: list[OutsideReference] = []
         self._in_style = False
         self._style_line = 0
 
     def _add(self, what: str, reason: str, line: int | None = None) -> None:
-        self.findings.append(Finding(self.file, line or self.getpos()[0], what, reason))
+        self.findings.append(OutsideReference(self.file, line or self.getpos()[0], what, reason))
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         for name, value in attrs:
@@ -130,7 +132,7 @@ class _Scanner(HTMLParser):
                 self._add(f"<style> {what}", reason, self._style_line)
 
 
-def scan_html(text: str, file: str = "<html>") -> list[Finding]:
+def scan_html(text: str, file: str = "<html>") -> list[OutsideReference]:
     """Every external reference in one HTML document."""
     s = _Scanner(file)
     s.feed(text)
@@ -146,7 +148,7 @@ def pages_under(folder: Path) -> list[Path]:
     )
 
 
-def scan(paths: list[Path]) -> list[Finding]:
+def scan(paths: list[Path]) -> list[OutsideReference]:
     files: list[Path] = []
     for p in paths:
         if p.is_dir():
@@ -155,7 +157,7 @@ def scan(paths: list[Path]) -> list[Finding]:
             files.append(p)
         else:
             raise FileNotFoundError(str(p))
-    out: list[Finding] = []
+    out: list[OutsideReference] = []
     for f in files:
         out.extend(scan_html(f.read_text(encoding="utf-8", errors="replace"), str(f)))
     return out

@@ -7,6 +7,7 @@ a page's parameters (:mod:`benchbook.pipeline.params`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -95,9 +96,18 @@ def page_title(manifest: Mapping[str, Any], campaign: Path, page: str) -> str:
     return f"{manifest.get('title') or campaign.name} — {PAGES[page][1]}"
 
 
+#: ``benchbook init DIR``'s folder while it builds (``.DIR.init-<pid>@<host>.<random>``, or an older
+#: init's ``.DIR.init-<random>``): never a campaign, even once its campaign.json is written
+INIT_TEMP = re.compile(r"^\.(?P<dir>.+)\.init-(?:(?P<pid>\d+)@(?P<host>.+)\.)?[A-Za-z0-9_]+$")
+
+
 def find_campaigns(data_dir: Path) -> list[Path]:
-    """Every folder directly under ``data_dir`` holding a ``campaign.json``, sorted by name."""
+    """Every folder directly under ``data_dir`` holding a ``campaign.json``, sorted by name; a folder
+    ``init`` is building (or a killed one left, :data:`INIT_TEMP`) is not one."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise InputError(data_dir, None, "data folder does not exist")
-    return sorted((p for p in data_dir.iterdir() if (p / "campaign.json").is_file()), key=lambda p: p.name)
+    return sorted(
+        (p for p in data_dir.iterdir() if (p / "campaign.json").is_file() and not INIT_TEMP.match(p.name)),
+        key=lambda p: p.name,
+    )

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook import __version__
+from benchbook.metrics import source_allow
 from benchbook.pages.display import PACKAGES
 
 KEY_SUFFIX = ".key"
@@ -79,8 +80,9 @@ def folder_digest(folder: Path) -> str:
     root = os.fspath(folder)
     h = hashlib.sha256()
     entries: list[tuple[str, str]] = []  # (relative posix path, path)
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
+    from benchbook.jsonfile import walk
+
+    for dirpath, _dirnames, filenames in walk(root):  # a stack, depth-bounded: a 1,000-deep folder is bad input
         rel_dir = os.path.relpath(dirpath, root).replace(os.sep, "/")
         prefix = "" if rel_dir == "." else rel_dir + "/"
         entries.extend((prefix + name, os.path.join(dirpath, name)) for name in filenames)
@@ -129,6 +131,13 @@ def render_key(*parts: Any) -> str:
     return h.hexdigest()
 
 
+def _read_own(path: Path) -> bytes:
+    """A file of the output folder, read only when regular (:func:`benchbook.pipeline.writes.read_own`)."""
+    from benchbook.pipeline.writes import read_own
+
+    return read_own(path)
+
+
 def key_path(target: Path) -> Path:
     return Path(target).with_suffix(KEY_SUFFIX)
 
@@ -137,7 +146,7 @@ def is_current(target: Path, key: str) -> bool:
     """True when ``target`` exists and the key recorded beside it is ``key``."""
     kp = key_path(target)
     try:
-        return Path(target).is_file() and kp.read_text(encoding="utf-8").strip() == key
+        return Path(target).is_file() and _read_own(kp).decode("utf-8", "replace").strip() == key
     except OSError:
         return False
 
@@ -403,14 +412,6 @@ class Pool:
         self.close()
 
 
-def run_jobs(
-    jobs: list[Job], workers: int, notebooks: Path, on_done: Callable[[Done], None] | None = None
-) -> list[Done]:
-    """Run ``jobs`` on a :class:`Pool` of ``workers`` (1: in this process). Results in job order."""
-    with Pool(1 if len(jobs) == 1 else workers, notebooks) as pool:
-        return pool.run(jobs, on_done)
-
-
 def default_workers() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
@@ -435,7 +436,7 @@ def history_jobs(out: Path, campaigns: list[str], notebooks: Path, force: bool) 
     for name in sorted(campaigns):
         f = out / name / HEADLINE
         try:
-            heads.append((name, key_path(f).read_text(encoding="utf-8").strip() if f.is_file() else ""))
+            heads.append((name, _read_own(key_path(f)).decode("utf-8", "replace").strip() if f.is_file() else ""))
         except OSError:
             heads.append((name, ""))
     nb_hash = hashlib.sha256(nb.read_bytes()).hexdigest()
@@ -447,7 +448,7 @@ def history_jobs(out: Path, campaigns: list[str], notebooks: Path, force: bool) 
     from benchbook.analysis.history import history_table
     from benchbook.pipeline import writes
 
-    docs = [json.loads((out / n / HEADLINE).read_text(encoding="utf-8")) for n, k in heads if k]
+    docs = [json.loads(_read_own(out / n / HEADLINE)) for n, k in heads if k]
     buf = io.BytesIO()
     history_table(docs).write_parquet(buf, statistics=False)
     _write_atomic(table, buf.getvalue())
@@ -533,6 +534,7 @@ def plan_campaign(
     if digest is None or digest.startswith("unreadable: "):
         digest = folder_digest(campaign)  # raises what made it unreadable, for this campaign alone
     code = code_fingerprint()
+    allowed = source_allow.key()  # a page made without its Prometheus source is not current once it is allowed
     applies = page_plan.pages_for(manifest, campaign)
     wanted = [p for p in applies if only is None or p in only]
     if not applies:
@@ -548,7 +550,7 @@ def plan_campaign(
         overrides_page = dict(params_all.get(page) or {})
         target = Path(out_dir) / f"{page}.html"
         nb_hash = hashlib.sha256(nb.read_bytes()).hexdigest()
-        key = render_key("page", page, str(campaign), digest, nb_hash, overrides_page, code)
+        key = render_key("page", page, str(campaign), digest, nb_hash, overrides_page, code, allowed)
         if not force and is_current(target, key):
             plan.unchanged.append(page)
             continue
@@ -565,7 +567,7 @@ def plan_campaign(
             )
         )
     head = Path(out_dir) / HEADLINE
-    hkey = render_key("headline", digest, code)
+    hkey = render_key("headline", digest, code, allowed)
     if force or not is_current(head, hkey):
         plan.jobs.append(Job(name, str(campaign), str(writes.fixed_name(head)), hkey))
     return plan
@@ -603,7 +605,16 @@ def tree_inputs(
             digests[str(c)] = "unreadable: " + str(e)
     nbs = sorted((p.name, hashlib.sha256(p.read_bytes()).hexdigest()) for p in nbdir.glob("*.ipynb") if p.is_file())
     params_hash = None if params is None else hashlib.sha256(params).hexdigest()
-    key = render_key("tree", sorted(digests.items()), str(nbdir.resolve()), nbs, code_fingerprint(), params_hash, only)
+    key = render_key(
+        "tree",
+        sorted(digests.items()),
+        str(nbdir.resolve()),
+        nbs,
+        code_fingerprint(),
+        params_hash,
+        only,
+        source_allow.key(),
+    )
     return TreeInputs(key, digests)
 
 
@@ -615,7 +626,7 @@ def _output_keys(out: Path) -> dict[str, str]:
         if any(part.startswith(".") for part in kp.relative_to(out).parts):
             continue  # this record itself; nothing else hidden holds a key
         try:
-            found[kp.relative_to(out).as_posix()] = kp.read_text(encoding="utf-8").strip()
+            found[kp.relative_to(out).as_posix()] = _read_own(kp).decode("utf-8", "replace").strip()
         except OSError:
             continue
     return found
@@ -631,7 +642,7 @@ def unchanged_tree(out: Path, inputs: TreeInputs) -> dict[str, Any] | None:
     nothing it read has changed since and everything it wrote is still there; else None. A no-op
     ``render --all`` then reads no manifest, starts no worker and leaves every file untouched."""
     try:
-        rec = json.loads((Path(out) / TREE_KEY).read_text(encoding="utf-8"))
+        rec = json.loads(_read_own(Path(out) / TREE_KEY))
     except (OSError, ValueError):
         return None
     if not isinstance(rec, dict) or rec.get("inputs") != inputs.key or not (Path(out) / "index.html").is_file():

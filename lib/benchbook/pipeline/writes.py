@@ -43,8 +43,8 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from benchbook.errors import LockedError
-from benchbook.jsonfile import sha256_file
+from benchbook.errors import InputError, LockedError
+from benchbook.jsonfile import read_bytes, sha256_file
 
 GENERATIONS = ".pages"  # the older layout's folder of page generations (converted, then removed)
 FOLDER_LOCK = ".benchbook-write.lock"  # held while publishing into / cleaning one output folder
@@ -106,7 +106,7 @@ def set_path(out: Path, stem: str) -> Path:
 
 def _read_set(out: Path, stem: str) -> dict[str, dict[str, str]]:
     try:
-        doc = json.loads(set_path(out, stem).read_text(encoding="utf-8"))
+        doc = json.loads(read_own(set_path(out, stem)))
     except (OSError, ValueError):
         return {}
     files = doc.get("files") if isinstance(doc, dict) else None
@@ -116,8 +116,23 @@ def _read_set(out: Path, stem: str) -> dict[str, dict[str, str]]:
 def _sha256(path: Path) -> str | None:
     try:
         return sha256_file(path)
-    except OSError:
+    except (OSError, InputError):  # missing, or not a regular file (never opened for reading)
         return None
+
+
+OWN_LIMIT = 256 * 2**20  # a file benchbook wrote into an output folder (a page with its charts: a few MB)
+
+
+def read_own(path: str | Path, limit: int = OWN_LIMIT) -> bytes:
+    """A file benchbook wrote into an output folder (a key, a values file, a page manifest, the
+    index), read only when it is a regular file of at most ``limit`` bytes — a FIFO planted there
+    would block a render holding the folder's lock, a device would never end. Anything else is an
+    OSError, which every reader of these files takes as "not there" (the render writes it anew,
+    replacing what was there)."""
+    try:
+        return read_bytes(path, "output file", limit)
+    except InputError as e:
+        raise OSError(errno.EINVAL, f"{e.file}: {e.reason}") from None
 
 
 def publish(out: Path, stem: str, files: Mapping[str, bytes]) -> None:
@@ -241,9 +256,45 @@ def _clean_folder(out: Path) -> list[str]:
     return sorted(removed)
 
 
-def _flock(path: Path, blocking: bool) -> int | None:
+def _open_lock(path: Path) -> int:
+    """The lock file ``path`` opened read-write, created if absent — only as a regular file of its own
+    folder: the final name is never followed (``O_NOFOLLOW``, opened relative to the folder's own
+    descriptor), a FIFO or device never blocks (``O_NONBLOCK``) and is refused, and so is a file with
+    another name elsewhere (a hard link, ``st_nlink`` > 1). Nothing is truncated here; nothing outside
+    the folder is created or written. InputError (exit 2) naming the path otherwise."""
+    import stat
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    dfd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+        try:
+            fd = os.open(path.name, flags, 0o644, dir_fd=dfd)
+        except OSError as e:
+            if e.errno == errno.ELOOP or os.path.islink(path):
+                raise InputError(
+                    path,
+                    "-",
+                    f"is a symlink (to {os.readlink(path)!r}): benchbook's lock is a regular file of "
+                    "the output folder and is never followed; remove the link",
+                ) from None
+            raise InputError(path, "-", f"cannot open the lock file: {e.strerror or e}") from None
+    finally:
+        os.close(dfd)
+    st = os.fstat(fd)
+    why = None
+    if not stat.S_ISREG(st.st_mode):
+        why = "is not a regular file (a FIFO, device, socket or folder)"
+    elif st.st_nlink > 1:
+        why = f"has {st.st_nlink} names (a hard link to a file elsewhere?)"
+    if why:
+        os.close(fd)
+        raise InputError(path, "-", f"{why}: benchbook's lock is a regular file of the output folder; remove it")
+    return fd
+
+
+def _flock(path: Path, blocking: bool) -> int | None:
+    fd = _open_lock(path)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
     except OSError as e:
@@ -272,13 +323,17 @@ def render_lock(out: Path, *, wait: bool = False) -> Iterator[None]:
     fd = _flock(path, blocking=wait)
     if fd is None:
         try:
-            holder = path.read_text(encoding="utf-8").strip() or "?"
-        except OSError:
+            probe = _open_lock(path)  # the holder's pid, read through the same checks (never a FIFO)
+            try:
+                holder = os.pread(probe, 64, 0).decode("utf-8", "replace").strip() or "?"
+            finally:
+                os.close(probe)
+        except (OSError, InputError):  # the holder's pid is a courtesy
             holder = "?"
         raise LockedError(Path(out), f"another benchbook render (pid {holder}) is writing into this folder")
     try:
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        os.ftruncate(fd, 0)  # our own regular file (checked): the pid of this render
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)
@@ -333,7 +388,7 @@ def clean_kernel_dirs(tmp: Path | None = None) -> list[str]:
             if d.is_symlink() or not d.is_dir() or d.stat().st_uid != uid or str(d) in _kernel_locks:
                 continue
             owner = d / KERNEL_OWNER
-            if owner.is_file():
+            if owner.is_file() and not owner.is_symlink():
                 fd = _flock(owner, blocking=False)
                 if fd is None:
                     continue  # a live render holds it
@@ -345,7 +400,7 @@ def clean_kernel_dirs(tmp: Path | None = None) -> list[str]:
                 shutil.rmtree(d, ignore_errors=True)
             else:
                 continue
-        except OSError:
-            continue  # another render cleaned it first
+        except (OSError, InputError):
+            continue  # another render cleaned it first, or its owner lock is not ours to open
         removed.append(d.name)
     return removed
