@@ -353,7 +353,10 @@ def test_a_starved_kv_cache_preempts_and_loses_throughput_at_64(summary):
         for c in summary["results_ladder"]["comparisons"]
         if (c["baseline"], c["candidate"], c["concurrency"]) == ("batch", "kvlimited", 64)
     )
-    assert cmp["ratio"] == pytest.approx(ratio, rel=1e-9) and cmp["is_result"] is True
+    assert cmp["ratio"] == pytest.approx(ratio, rel=1e-9)
+    # one 10-s run per arm at 64 (batch's second process was cut before it): below the duration gate with no
+    # repeat to stand in for it, so the 0.57x is shown, not judged -- the same on every page (issue 33)
+    assert cmp["is_result"] is False and "neither arm was run twice at concurrency 64" in cmp["reason"]
     # the engine's counters, as the summary reads them: one check per results run, failed where it preempted
     checks = {
         c["run"]: c for c in summary["checks"] if c["name"].startswith("preemption:") and c["kind"] == "results run"
@@ -366,7 +369,9 @@ def test_a_starved_kv_cache_preempts_and_loses_throughput_at_64(summary):
         assert checks[rid]["status"] == ("fail" if v else "pass")
     # the ablation row says what the arm changed and carries the preemptions behind its figure
     row = _ablation_row(summary, "kvlimited", "output tok/s", "concurrency 64")
-    assert row["candidate_median"] == pytest.approx(rate(r64), rel=1e-9) and row["is_result"] is True
+    # (its verdict is not asserted: the switch ablation still judges it without the campaign's gates, where the
+    # results ladder above says "cannot tell" -- a disagreement issue 33 has left open)
+    assert row["candidate_median"] == pytest.approx(rate(r64), rel=1e-9)
     assert "gpu_memory_utilization" in row["switches"]
     assert "30 preemption" in json.dumps(row)
 

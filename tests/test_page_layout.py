@@ -135,14 +135,20 @@ def test_the_baseline_page_is_half_as_tall_and_keeps_every_figure(reports, open_
     p = Rows()
     p.feed(text)
     assert p.rows["bb-comparisons"] - 1 == len(v["comparisons"])  # minus the header row
-    assert p.rows["bb-exclusions"] - 1 == len(v["exclusions"])
-    assert p.rows.get("bb-checks", 1) - 1 + p.rows.get("bb-checks-passed", 1) - 1 == len(v["checks"])
+    # said once: one row per reason, naming every sample it left out (all of them recorded)
+    assert p.rows["bb-exclusions"] - 1 == len({e["Reason"] for e in v["exclusions"]})
+    # said once: checks of one cause and status are one row naming each run (their figures folded below)
+    checks = text[text.index('id="sec-checks"') :]
+    checks = checks[: checks.index("<h2", 10)]
+    assert all(c["name"].split(": ", 1)[-1] in checks for c in v["checks"])
     assert "bb-forest" in text and "bb-environment" in text
     box = v["findings_box"]
     assert v["headline"].startswith(f"{box['results']} results") and box["failed_checks"] >= 1
     kinds = [line["kind"] for line in box["lines"]]
     assert kinds[: box["failed_checks"]] == ["fail"] * box["failed_checks"]  # failed checks lead
-    assert kinds[box["failed_checks"]] == "regression"  # then the results, worst first
+    at = box["failed_checks"] + box["warnings"]
+    assert kinds[box["failed_checks"] : at] == ["warn"] * box["warnings"]  # then the warnings, by cause
+    assert kinds[at] == "regression"  # then the results, worst first
 
 
 def test_the_index_says_what_each_page_found(reports, open_page):

@@ -102,6 +102,10 @@ class PDAnalysis:
         """The PD page's findings box: results (worst first), failed checks (window-validity checks
         linked to the windows section), and the gains it could not judge — each per-card gain on its
         own line, the other figures grouped by verdict."""
+        return Findings.build(**self.finding_parts(), results_section="throughput")
+
+    def finding_parts(self) -> dict[str, list]:
+        """The lines of :meth:`findings` before they are ordered (the campaign's findings join them)."""
         results, unjudged, others = [], [], {}
         for c in self.comparisons:
             where = "throughput" if c["key"] == "output_tok_s_per_card" else "other-figures"
@@ -124,7 +128,7 @@ class PDAnalysis:
             for c in self.checks
             if c["status"] == "fail"
         ]
-        return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="throughput")
+        return {"results": results, "failed": failed, "unjudged": unjudged}
 
     def check(self, name: str) -> dict[str, str]:
         for c in self.checks:

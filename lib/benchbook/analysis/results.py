@@ -201,8 +201,9 @@ def reconcile_run(run: BenchmarkRun, ew: EngineWindow) -> list[Check]:
     picked, every reconciliation check is listed as not comparable (never passed)."""
     model, key = pick_series(run, ew)
     if key is None:
-        why = "not comparable: " + model.detail.split(": ", 1)[-1] if model.status == "fail" else model.detail
-        return [model, *(Check(name, "warn", f"not checked ({why})") for name in RECONCILE_CHECKS)]
+        # the reason is the model check's, said there once; each check left unmade points to it
+        why = f"not checked: no engine series for the client's model (see {MODEL_CHECK!r})"
+        return [model, *(Check(name, "warn", why) for name in RECONCILE_CHECKS)]
     out = [model, *reconcile(run, ew.window.engine(key))]
     if ew.snapshots or ew.series:
         out.append(littles_law(run, ew, key))

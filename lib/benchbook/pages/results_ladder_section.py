@@ -12,6 +12,7 @@ from typing import Any
 from benchbook.analysis.ladder import BURST_TPOT_MS
 from benchbook.numfmt import fmt_num
 from benchbook.pages import display as bd
+from benchbook.pages import sections
 
 
 def results_ladder(page: Any) -> bd.Block:
@@ -74,7 +75,7 @@ def results_ladder(page: Any) -> bd.Block:
             )
         )
     items = [
-        f"<li>{bd.mark('pass' if s['flat'] else 'note', 'flat' if s['flat'] else 'not flat')} "
+        f"<li>{bd.status_mark(s['status'], 'flat' if s['flat'] else 'not flat')} "  # the status its words describe
         f"{bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])} "
         f"(tolerance: {bd.esc(s['tolerance_from'])})</li>"
         for s in rl["serialization"]
@@ -99,27 +100,24 @@ def results_ladder(page: Any) -> bd.Block:
         )
     if rl["comparisons"]:
         parts.append(bd.heading("Output rate between arms", 3))
-        parts.append(
-            bd.table(
-                [
-                    {
-                        "candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
-                        "concurrency": c["concurrency"],
-                        "baseline tok/s": c["baseline_median"],
-                        "candidate tok/s": c["candidate_median"],
-                        "ratio": f"{c['ratio']:.2f}×",
-                        "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
-                        "verdict": c["verdict"],
-                        # one column for the reason and the engine's evidence: nine columns did not fit the
-                        # page (the H200 campaign's table was 25 px too wide)
-                        "why (and the engine's evidence)": c["reason"]
-                        + (f"; engine: {c['evidence']}" if c.get("evidence") else ""),
-                    }
-                    for c in rl["comparisons"]
-                ],
-                id="results-ladder-verdicts",
-            )
-        )
+        rows, note = sections.said_once(
+            [
+                {
+                    "candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
+                    "concurrency": c["concurrency"],
+                    "baseline tok/s": c["baseline_median"],
+                    "candidate tok/s": c["candidate_median"],
+                    "ratio": f"{c['ratio']:.2f}×",
+                    "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
+                    "verdict": c["verdict"],
+                    "why": c["reason"],
+                    "evidence (engine)": c.get("evidence") or "—",
+                }
+                for c in rl["comparisons"]
+            ],
+            "why",
+        )  # a reason several rows share is said once, under the table
+        parts.append(bd.table(rows, id="results-ladder-verdicts", note=note or None))
     if rl["amortization"]:
         items = [
             f"<li>{bd.esc(a['batched_arm'])} vs {bd.esc(a['serial_arm'])}: {bd.esc(a['explanation'])}"

@@ -21,6 +21,7 @@ class SwitchPage:
     camp: Any
     title: str
     switch: Any  # SwitchAblation
+    analysis: Any = None  # the campaign's analysis (CampaignAnalysis): its findings box and reading guide
 
     rule = property(lambda self: self.switch.rule)
     baseline_arm = property(lambda self: self.switch.baseline_arm)
@@ -28,9 +29,11 @@ class SwitchPage:
 
 
 def findings(page: SwitchPage) -> bd.Block:
-    """The findings box the switch ablation decided (:meth:`SwitchAblation.findings`): the results, and
-    what could not be judged (no measured spread, interactions not measured)."""
-    return sections.findings_box(page.switch.findings())
+    """The campaign's findings box (the same on every page of it), which holds the switch ablation's
+    results and what it could not judge; without the campaign's analysis, the ablation's own box."""
+    if page.analysis is None:
+        return sections.findings_box(page.switch.findings(), "ablation")
+    return sections.findings_box(page.analysis.campaign_findings(), "ablation")
 
 
 def header(page: SwitchPage) -> bd.Block:
@@ -55,6 +58,15 @@ def how_to_read(page: SwitchPage) -> bd.Block:
     sa = page.switch
     bd.record("noise_spread", sa.spread)
     bd.record("rule", sa.rule)
+    if page.analysis is not None:  # generated from what the campaign holds
+        guide = page.analysis.reading_guide("ablation", page.all_arms)
+        return bd.how_to_read(
+            n_per_cell=guide["n_per_cell"],
+            warmup="the phase harness's warm-up round (round 0) is discarded before statistics",
+            noise_rule=guide["noise_rule"],
+            marks=("result", "noise", "cannot"),
+            extra=guide["extra"],
+        )
     return bd.how_to_read(
         n_per_cell=(
             "ladder figures: one value per server process of the arm (n = processes); phase figures: the median "
