@@ -104,7 +104,12 @@ def _run_folder(root: Path, kind: str, s: list[dict]) -> Path:
         shutil.copy(AIPERF / f"metrics_{side}.prom", run / "metrics" / f"profile_export_{side}.prom")
     t0, t1 = _window()
     events = [("server_start", int(t0) - 10.0), ("ready", int(t0) - 5.0), ("server_stop", t1 + 10.0)]
-    (run / "events.jsonl").write_text("".join(json.dumps({"event": e, "t": t}) + "\n" for e, t in events))
+    # the runner's marker of the point (docs/checks.md "Windows", source 1): without it the DCGM layout's
+    # window would be its scrape series' span (source 2), wider than the requests and than its own samples
+    marker = {"event": "bench_profile_export", "t_start": t0, "t_end": t1}
+    (run / "events.jsonl").write_text(
+        "".join(json.dumps(x) + "\n" for x in [*({"event": e, "t": t} for e, t in events), marker])
+    )
     if kind == "csv":
         (run / "gpu_samples.csv").write_text(_csv(s))
     elif kind == "aiperf":

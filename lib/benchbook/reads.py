@@ -34,6 +34,7 @@ class ReadCache:
     entries: dict[tuple, Any] = field(default_factory=dict, repr=False)
     reads: Counter[str] = field(default_factory=Counter)  # file -> reads from disk through this cache
     hits: int = 0  # asks answered without reading
+    _reading: set[str] = field(default_factory=set, repr=False)  # files being read now (nested asks)
 
     @contextlib.contextmanager
     def active(self) -> Iterator[ReadCache]:
@@ -51,13 +52,21 @@ class ReadCache:
             st = p.stat()
         except OSError:
             return read()  # reading it says why (missing, unreadable)
-        key = (what, str(p.resolve()), st.st_mtime_ns, st.st_size, args)
+        rp = str(p.resolve())
+        key = (what, rp, st.st_mtime_ns, st.st_size, args)
         if key in self.entries:
             self.hits += 1
             return self.entries[key]
-        value = read()
+        nested = rp in self._reading  # a reader's own cached read of the file (its text): one read from disk
+        self._reading.add(rp)
+        try:
+            value = read()
+        finally:
+            if not nested:
+                self._reading.discard(rp)
         self.entries[key] = value
-        self.reads[str(p)] += 1
+        if not nested:
+            self.reads[str(p)] += 1
         return value
 
     def release(self) -> None:

@@ -294,6 +294,9 @@ def _comparison_lines(
             text = (
                 f"{r['arm']} ({r['switches']}) vs {sa.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x"
             )
+            if r["is_result"] and {sa.baseline_arm, r["arm"]} & unmeasured:
+                add(key, "ablation", "ablation", None, 1.0, text, False, UNRECONCILED)
+                continue
             add(key, "ablation", "ablation", r["direction"], r["speedup"], text, r["is_result"],
                 r["reason"] if r["verdict"] in ("no verdict", "cannot tell") else None)  # fmt: skip
     rs = an.results

@@ -34,9 +34,9 @@ def _distinct(xs) -> list[str]:
 
 
 def from_smi_csv(path: Path) -> list[str]:
-    from benchbook.jsonfile import read_text
+    from benchbook.ingest.gpu_samples import sample_text
 
-    text = read_text(path, "GPU sample file")
+    text = sample_text(path, "GPU sample file")
     rows = csv.reader(io.StringIO(text))
     header = [h.split("[", 1)[0].strip() for h in next(rows, [])]
     if "name" not in header:

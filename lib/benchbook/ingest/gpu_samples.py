@@ -146,8 +146,16 @@ def _timestamp(raw: str, path: Path, where: str, tz_offset_s: float) -> float:
         ) from None
 
 
+def sample_text(path: str | Path, what: str = "GPU sample file") -> str:
+    """A sample CSV's text (within :data:`MAX_SAMPLE_BYTES`), read once per analysis
+    (:mod:`benchbook.reads`): the frame readers and the GPU-name lookup share the one read."""
+    from benchbook.reads import cached
+
+    return cached("sample text", path, lambda: read_text(path, what, limit=MAX_SAMPLE_BYTES))
+
+
 def _rows(path: Path, what: str) -> tuple[list[str], list[list[str]]]:
-    text = read_text(path, what, limit=MAX_SAMPLE_BYTES)
+    text = sample_text(path, what)
     rows = [r for r in csv.reader(io.StringIO(text)) if r and any(c.strip() for c in r)]
     if not rows:
         raise InputError(path, "line 1", f"empty {what}")

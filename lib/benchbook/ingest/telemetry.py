@@ -375,9 +375,11 @@ def scrape_lines(path: str | Path, keep=None):
     ``keep`` accepts (all by default). A line of another shape, or without a numeric time, is refused
     naming the file and the line."""
     from benchbook.jsonfile import json_lines
+    from benchbook.reads import cached
 
     p = Path(path)
-    for lineno, rec in json_lines(p, "scrape series"):
+    # the series' records, read once per analysis (benchbook.reads): engine checks, audits and DCGM share them
+    for lineno, rec in cached("scrape series", p, lambda: list(json_lines(p, "scrape series"))):
         if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
             keys = sorted(rec) if isinstance(rec, dict) else type(rec).__name__
             raise InputError(p, f"line {lineno}", f"expected a scrape {{t_start, t_end, text}}; found {keys}")
