@@ -127,7 +127,9 @@ def test_sweep_runs_each_point_as_a_capture_run_and_init_reads_the_layout(tmp_pa
     manifest = json.loads((tmp_path / "camp" / "campaign.json").read_text())
     got = sorted((x["point"], x["harness"]) for x in manifest["runs"] if x["harness"] == "results")
     assert got == [("conc1", "results"), ("conc4", "results")]
-    for x in manifest["runs"]:
+    # the sweep's host_samples.csv is the process's gpu run (gpu/gpu.json, docs/init.md): no results.json
+    assert {x["harness"] for x in manifest["runs"]} == {"results", "gpu"}
+    for x in (x for x in manifest["runs"] if x["harness"] == "results"):
         doc = json.loads((tmp_path / "camp" / x["path"] / "results.json").read_text())
         assert doc["metrics_before"].endswith("before.prom") and doc["metrics_after"].endswith("after.prom")
 

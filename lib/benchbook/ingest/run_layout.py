@@ -112,11 +112,10 @@ def _is_result(p: Path) -> bool:
 
 def is_scrape_series(p: Path) -> bool:
     """A JSON Lines series of the engine's timed /metrics scrapes (``{"t_start", "t_end", "text"}`` per
-    line, the runner's ``<point>_scrapes.jsonl``), told by its first line."""
-    if p.suffix.lower() != ".jsonl" or not p.is_file():
+    line, the runner's ``<point>_scrapes.jsonl``, or it gzipped: ``.jsonl.gz``), told by its first line."""
+    if plain_suffix(p) != ".jsonl" or not p.is_file():
         return False
-    with open(p, "rb") as f:
-        head = f.read(4096)
+    head = read_head(p, 4096, "scrape series")
     return head.lstrip()[:1] == b"{" and b'"text"' in head and (b'"t_start"' in head or b'"t"' in head)
 
 
