@@ -56,7 +56,9 @@ def test_campaign_checks_name_cache_limits_and_energy(camp_dir):
     assert cache["status"] == "warn" and "same prompt text every round" in cache["detail"]
     assert by["prefix cache: phases-noprefix (8 phase samples)"]["status"] == "pass"
     assert by["prefix cache: batch-conc2 (1 results run)"]["cached_share"] > 0.98
-    assert "--seed" in by["prefix cache: batch-conc2 (1 results run)"]["detail"]
+    # a hand-made campaign names no server process: the cause beyond the warm-up is not asserted
+    assert "is not found" in by["prefix cache: batch-conc2 (1 results run)"]["detail"]
+    assert "--seed" not in by["prefix cache: batch-conc2 (1 results run)"]["detail"]
     assert all(c["status"] == "pass" for n, c in by.items() if n.startswith(("preemption", "token accounting")))
     floor = by["decode floor: serial-conc1: median TPOT at concurrency 1"]
     assert floor["status"] == "pass" and floor["share"] == pytest.approx(0.64, abs=0.01)

@@ -37,7 +37,8 @@ def test_baseline_page_shows_the_audit_and_leads_with_the_failed_check(tmp_path)
     assert any(lim["kind"] == "prefill ceiling" for lim in au["limits"])
     box = v["findings_box"]
     fails = [line for line in box["lines"] if line["kind"] == "fail"]
-    assert box["failed_checks"] >= 1 and "preemption: phases-noprefix" in fails[0]["text"]
+    assert box["failed_checks"] >= 1 and fails[0]["text"].startswith("preemption: 2 preemption(s) in 1 window(s)")
+    assert [x["label"] for x in fails[0]["links"]] == ["phases-noprefix: long repeat 2: 2"]  # the window, linked
     text = html.read_text()
     assert 'id="sec-audit"' in text and "Distance to the physical limit" in text
     assert "left out of the prefill figures" in text
@@ -53,5 +54,6 @@ def test_compare_section_formats_the_results_runs(tmp_path):
     assert "Energy" in out and "J / output token" in out
     assert "64 %" in out  # the decode floor row of serial-conc1
     assert "×0.502 — cannot tell" in out  # batch vs serial J/token: one run each, no measured spread
-    assert "prefix cache: batch-conc2" in out  # the checks table: this page's own checks do not carry them
+    # the checks table (this page's own checks do not carry them): the cause, then each run it is for
+    assert "<td>prefix cache</td>" in out and "batch-conc2 (1 results run):" in out
     assert compare_page._audit_failures(page) == []

@@ -69,7 +69,10 @@ def test_later_ladder_points_are_partly_cache_hits():
         b, a = _pair("batch", f"metrics/{p}_before.prom", f"metrics/{p}_after.prom")
         audits.append(checks.audit(b, a, VLLM, window=p, kind="results run", run=p))
     cks = {c["run"]: c for c in checks.run_checks(audits) if c["name"].startswith("prefix cache")}
-    assert cks["conc2"]["status"] == "warn" and "--seed" in cks["conc2"]["detail"]
+    # without the campaign's files (seeds, prompt lengths, the points' order) no cause is asserted:
+    # tests/test_cache_cause.py finds it ("prompts repeated across points") from them
+    assert cks["conc2"]["status"] == "warn" and "reached this server before" in cks["conc2"]["detail"]
+    assert "--seed" not in cks["conc2"]["detail"]
     assert cks["conc2"]["mostly_cached"] == ["conc2"]
 
 

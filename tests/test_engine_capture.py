@@ -768,3 +768,67 @@ def eng_in_flight(snap: prometheus.Snapshot) -> bool:
     from benchbook.analysis.engine_concurrency import in_flight
 
     return in_flight(snap, VLLM) > 0
+
+
+# issue 34: a KV-starved server. 17 blocks of 128 tokens (2,176 tokens: the fewest that hold one
+# 2,048-token request) against 8 requests of ~321 prompt + 256 generated tokens each: the engine cannot
+# keep them all and preempts (measured: 4 preemptions at n=8 on the CPU engine).
+STARVED_BLOCKS = 17
+STARVED_PROMPT = "hello world " * 40
+
+
+def _starved_ladder(e: eng.Engine, root: Path, arm: str) -> None:
+    r = _bb(
+        "capture", "ladder", "--url", e.url, "--model", e.model, "--concurrency", "1,8", "--warmup", "0",
+        "--max-tokens", "256", "--ignore-eos", "--prompt", f"short={STARVED_PROMPT}",
+        "--arm", arm, "--run", "p1", "--out", str(root), timeout=600,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
+    if e.log.is_file():
+        shutil.copyfile(e.log, root / arm / "p1" / "server.log")
+
+
+def test_a_kv_starved_servers_setting_and_preemptions_are_on_the_ablation_page(batched_engine, tmp_path):
+    """The module's engine (the default 1 GiB of KV cache) and one started with
+    `--num-gpu-blocks-override 17`, each measured with `capture ladder`: init says what the starved arm
+    changed, and the ablation page's row for its n=8 step carries the setting, the capacity the engine
+    stated and the preemptions its counter recorded, with the baseline's 0 beside them."""
+    from argparse import Namespace
+
+    from benchbook.commands import init as init_cmd
+    from benchbook.pipeline import plan as render
+    from benchbook.pipeline.execute import render_page
+
+    root = tmp_path / "caps"
+    _starved_ladder(batched_engine, root, "batch")
+    extra = ("--num-gpu-blocks-override", str(STARVED_BLOCKS))
+    (tmp_path / "vllm-starved").mkdir()
+    with eng.serving(tmp_path / "vllm-starved", args=extra, preexec_fn=eng.prioritized()) as e:
+        _starved_ladder(e, root, "kvstarved")
+    dest = tmp_path / "camp"
+    assert init_cmd.run(Namespace(dir=dest, inputs=[root], title=None, question=None, quiet=True)) == 0
+    m = json.loads((dest / "campaign.json").read_text())
+    assert m["arms"]["batch"]["role"] == "baseline" and m["arms"]["kvstarved"]["role"] == "ablation"
+    (line,) = [t for t in m["todo"] if t.startswith("arm kvstarved vs the baseline batch:")]
+    assert (
+        f"KV cache {STARVED_BLOCKS * 128:,} vs" in line
+        and f"num_gpu_blocks_override {STARVED_BLOCKS} blocks vs not set" in line
+    )
+    assert not any("do not differ in what ran" in t for t in m["todo"])
+    render_page(
+        render.notebook_for("ablation"),
+        {"campaign": str(dest)},
+        tmp_path / "ablation.html",
+        title="kv-starved",
+        page="ablation",
+        cwd=eng.ROOT / "notebooks",
+    )
+    values = json.loads((tmp_path / "ablation.values.json").read_text())
+    (row,) = [r for r in values["ablation_rows"] if r["arm"] == "kvstarved" and r["context"] == "concurrency 8"]
+    pre = row["evidence_figures"]["candidate"]["preemptions"]
+    assert pre > 0 and row["evidence_figures"]["baseline"]["preemptions"] == 0
+    assert f"{int(pre)} preemption" in row["evidence"] and "(batch 0)" in row["evidence"]
+    assert row["evidence"].startswith(f"KV cache {STARVED_BLOCKS * 128:,} vs ")
+    html = (tmp_path / "ablation.html").read_text()
+    assert "nothing beyond the baseline" not in html and f"{int(pre)} preemption" in html
+    print(f"\nKV-starved ablation row: {row['ratio']:.2f}x; {row['evidence']}", file=sys.stderr)

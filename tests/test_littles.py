@@ -49,7 +49,9 @@ def test_check_statuses():
     # over the client's concurrency cap: impossible in one window
     over = littles.check(3.0, 50.0, None, limit=128)
     assert over.status == "fail" and "exceeds the concurrency limit 128" in over.detail
-    assert littles.check(2.5975, 42.9285, None, limit=128).status == "pass"
+    # within the cap but no L measured: nothing independent to hold λ × W against — not judged, not a pass
+    under = littles.check(2.5975, 42.9285, None, limit=128)
+    assert under.status == "warn" and "not judged: no concurrency measured apart from λ and W" in under.detail
 
 
 def test_check_detail_names_the_figures():

@@ -143,6 +143,7 @@ def test_failed_renders_keep_the_previous_pages_and_index(tmp_path, monkeypatch,
         "alpha/baseline.values.json",
         "alpha/headline.json",
         "alpha/headline.key",
+        "alpha/summary.json",  # summary --json of the campaign: the index reads its findings from it
     ]
     capsys.readouterr()
 

@@ -68,7 +68,8 @@ def test_littles_law_and_acceptance_length(v):
     assert ll["cap2-n640"]["completion_rate"] == pytest.approx(3.3836)
     assert ll["cap2-n640"]["mean_e2e_s"] == pytest.approx(32.7640)
     assert ll["cap2-n640"]["lambda_w"] == pytest.approx(110.859, abs=2e-3)
-    assert all(x["status"] == "pass" for x in ll.values())
+    # the seeds' Concurrency is Σ E2EL / duration, λ × W by construction: agreement is not judged a pass
+    assert all(x["status"] == "warn" for x in ll.values())
     al = {x["run"]: round(x["acceptance_length"], 4) for x in v["acceptance"]}
     assert al == {"cap1-n640": 5.7483, "cap2-n640": 5.7494}
 

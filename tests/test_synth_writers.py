@@ -51,4 +51,8 @@ def test_pd_scheduler_log_is_the_admission_simulation(tmp_path):
     rep = disaggregation.analyse(root)
     assert [b for b in rep.batch_composition if b.get("reports") == 645]
     little = [c for c in rep.checks if "Little" in c.get("name", "")]
-    assert little and all(c["status"] == "pass" for c in little)
+    # the records' own in-flight count holds against the summary's λ × W; the summary's Concurrency is
+    # λ × W by construction: not judged (issue 34), never a pass
+    measured = [c for c in little if c["name"].startswith("Little's law, measured")]
+    assert measured and all(c["status"] == "pass" for c in measured)
+    assert all(c["status"] == "warn" and "not judged" in c["detail"] for c in little if c not in measured)

@@ -311,6 +311,10 @@ class CampaignAblation:
     def findings(self) -> Findings:
         """The ablation page's findings box: every cell called a result (worst first; interactions
         said so) and the cells that could not be compared."""
+        return Findings.build(**self.finding_parts(), results_section="ablation")
+
+    def finding_parts(self) -> dict[str, list]:
+        """The lines of :meth:`findings` before they are ordered (the campaign's findings join them)."""
         inter = {(i.arm, i.cell) for i in self.ablation.interactions}
         results, unjudged = [], []
         for a in self.arms:
@@ -325,7 +329,7 @@ class CampaignAblation:
                 if (a, k) in inter:
                     text += f" — an interaction of {len(self.ablation.switches.get(a, ()))} switches, each within noise alone"
                 results.append((cmp.state.value, cmp.speedup, text, "ablation"))
-        return Findings.build(results=results, unjudged=unjudged, results_section="ablation")
+        return {"results": results, "unjudged": unjudged}
 
     def digits(self, key: CellKey) -> int:
         """Decimals a figure of this cell is shown with (its metric's, baseline.PHASE_METRICS)."""
@@ -712,12 +716,23 @@ class SwitchAblation:
     rows: list[dict[str, Any]] = field(default_factory=list)
     interactions: list[dict[str, Any]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # arm -> where its server ran otherwise than the baseline's (analysis.what_ran, capacity included)
+    what_ran: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    settings: dict[str, dict[str, str]] = field(default_factory=dict)  # arm -> its settings as table cells
+
+    def differs(self, arm: str) -> str:
+        """What ``arm``'s server ran otherwise than the baseline's, as one phrase ("" when nothing)."""
+        from benchbook.analysis import what_ran
+
+        return what_ran.text([what_ran.SettingDifference(**_diff_args(d)) for d in self.what_ran.get(arm, [])])
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "baseline_arm": self.baseline_arm,
             "arms": list(self.arms),
             "switches": self.switches,
+            "what_ran": self.what_ran,
+            "settings": self.settings,
             "spread": self.spread,
             "spread_from": self.spread_from,
             "rule": self.rule,
@@ -733,7 +748,8 @@ class SwitchAblation:
             (
                 r["direction"],
                 r["speedup"],
-                f"{r['arm']} ({r['switches']}) vs {self.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x",
+                f"{r['arm']} ({r['switches']}) vs {self.baseline_arm}, {r['metric']} ({r['context']}): {r['ratio']:.2f}x"
+                + (f"; {r['evidence']}" if r.get("evidence") else ""),
                 "ablation",
             )
             for r in self.rows
@@ -746,15 +762,38 @@ class SwitchAblation:
         return Findings.build(results=results, unjudged=unjudged, results_section="ablation")
 
 
+def _diff_args(d: dict[str, Any]) -> dict[str, Any]:
+    return {"name": d["setting"], "a": d["a"], "b": d["b"], "unit": d["unit"], "kind": d["kind"]}
+
+
 NO_SPREAD = (
     "no arm was run twice (one server process each), so there is no measured spread; no difference can be "
     "called a result"
 )
 
 
-def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | None = None) -> SwitchAblation | None:
+def _decided_fields(v: Any) -> dict[str, Any]:
+    """A row's figures and verdict from the campaign's decision: a result set's ``VerdictRow`` (a
+    concurrency) or a phase comparison row (:func:`benchbook.analysis.baseline.comparisons`)."""
+    if isinstance(v, dict):
+        keys = ("baseline_median", "baseline_min", "baseline_max", "candidate_median", "candidate_min",
+                "candidate_max", "ratio", "speedup", "direction", "verdict", "is_result", "reason", "state",
+                "verdict_evidence")  # fmt: skip
+        return {k: v[k] for k in keys if k in v}
+    from benchbook.analysis.ladder import decided_row
+
+    d = decided_row(v)
+    return {k: d[k] for k in ("baseline_median", "candidate_median", "verdict", "is_result", "reason", "ratio",
+                              "speedup", "direction", "state", "verdict_evidence") if k in d}  # fmt: skip
+
+
+def switch_ablation(
+    camp: Any, *, rule: str = "seed", spread_override: float | None = None, decided: Any = None
+) -> SwitchAblation | None:
     """The server-switch ablation of a campaign in init's arm/run layout (None when it has no
-    role-baseline arm with ablation arms, or no ladder or phase runs to compare)."""
+    role-baseline arm with ablation arms, or no ladder or phase runs to compare). ``decided``: the
+    campaign's one decision per comparison at a concurrency (see :func:`ladder.results_ladder_analysis`):
+    the output-rate and TPOT rows carry its verdicts."""
     import polars as pl
 
     from benchbook.analysis import baseline as bl
@@ -789,17 +828,33 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
         else "none: no arm was run twice"
     )
     out = SwitchAblation(base, arms, sw, spread, spread_from, rule, notes=notes)
+    from benchbook.analysis import what_ran
 
-    def values(arm: str) -> dict[tuple[str, str], tuple[list[float], bool, str]]:
-        vals: dict[tuple[str, str], tuple[list[float], bool, str]] = {}
+    out.what_ran = {a: [d.as_dict() for d in what_ran.arm_differences(camp, a, base)] for a in arms}
+    out.settings = {a: what_ran.columns(what_ran.arm_settings(camp, a)) for a in [base, *arms]}
+
+    def values(arm: str) -> dict[tuple[str, str], tuple[list[float], bool, str, tuple]]:
+        vals: dict[tuple[str, str], tuple[list[float], bool, str, tuple]] = {}
         if closed.height:
             g = closed.filter(pl.col("arm") == arm)
             for n in sorted(set(g["concurrency"].to_list())):
                 gn = g.filter(pl.col("concurrency") == n)
-                vals[("output tok/s", f"concurrency {n}")] = (gn["rate_tok_s"].to_list(), True, "tok/s")
+                vals[("output tok/s", f"concurrency {n}")] = (
+                    gn["rate_tok_s"].to_list(), True, "tok/s", ("output_throughput", int(n)))  # fmt: skip
                 tp = [v for v in gn["median_tpot_ms"].to_list() if v is not None]
                 if tp:
-                    vals[("median TPOT", f"concurrency {n}")] = (tp, False, "ms")
+                    vals[("median TPOT", f"concurrency {n}")] = (tp, False, "ms", ("median_tpot_ms", int(n)))
+        if camp.runs_of("requests", arm):  # capture ladder runs: the aggregate rate per step, a value per process
+            wc = bl.whole_request_cells(camp)
+            for metric, name in (("single_tok_s", "ladder output tok/s"), ("ladder_tok_s", "ladder output tok/s")):
+                g = wc.filter((pl.col("arm") == arm) & (pl.col("metric") == metric))
+                for n in sorted(set(g["concurrency"].drop_nulls().to_list())):
+                    vals[(name, f"concurrency {n}")] = (
+                        g.filter(pl.col("concurrency") == n)["median"].to_list(),
+                        True,
+                        "tok/s",
+                        (metric, int(n)),
+                    )
         if camp.runs_of("phases", arm):
             cells = bl.phase_cells(camp, [arm])
             for m in DEFAULT_METRICS:
@@ -808,24 +863,32 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
                     if c is not None:
                         name = PHASE_NAME.get(m, m)
                         pr = camp.prompt_classes[pc].get("tokens", "?")
+                        # several processes: a value per process (its median over rounds), as the ladder's
+                        per_run = cells.filter(
+                            (pl.col("arm") == arm) & (pl.col("prompt_class") == pc) & (pl.col("metric") == m)
+                        )["median"].to_list()
                         vals[(f"{name} tok/s", f"{pc} prompt ({pr} tokens), {camp.generation_tokens} generated")] = (
-                            [c.min, c.median, c.max] if c.n >= 3 else [c.median],
+                            per_run if len(per_run) > 1 else [c.min, c.median, c.max] if c.n >= 3 else [c.median],
                             bl.PHASE_METRICS[m][1],
                             "tok/s",
+                            (m, pc),
                         )
         return vals
 
     base_vals = values(base)
     verdicts: dict[tuple[str, tuple[str, str]], dict[str, Any]] = {}
     for a in arms:
-        for key, (cv, hib, unit) in values(a).items():
+        for key, (cv, hib, unit, look) in values(a).items():
             if key not in base_vals:
                 continue
             b = stats.cell(base_vals[key][0])
             c = stats.cell(cv)
             row = {
                 "arm": a,
-                "switches": " + ".join(f"{k}={v}" for k, v in sw[a].items()) or "nothing beyond the baseline",
+                "switches": " + ".join(f"{k}={v}" for k, v in sw[a].items())
+                or out.differs(a)
+                or "nothing beyond the baseline",
+                "what_ran": out.differs(a),
                 "metric": key[0],
                 "context": key[1],
                 "unit": unit,
@@ -839,7 +902,10 @@ def switch_ablation(camp: Any, *, rule: str = "seed", spread_override: float | N
                 "speedup": c.median / b.median if hib else b.median / c.median,  # > 1 is better
                 "direction": direction_of(b.median, c.median, hib),
             }
-            if spread is None:
+            v = (decided or {}).get((base, a, *look))
+            if v is not None:  # the campaign's one decision on this comparison (its figures and verdict)
+                row.update(_decided_fields(v))
+            elif spread is None:
                 row.update(verdict="no verdict", is_result=False, reason=NO_SPREAD)
             else:
                 cmp = compare(b, c, spread=spread, higher_is_better=hib, rule=rule)

@@ -79,6 +79,12 @@ class CampaignAudit:
     energy_comparisons: list[dict[str, Any]] = field(default_factory=list)
     energy_notes: list[str] = field(default_factory=list)
 
+    def energy_of(self, name: str) -> energy_mod.WindowEnergy | None:
+        """The energy of one window, by its name (a page run id) or its results run id."""
+        return next((e for e in self.energy if e.window == name), None) or next(
+            (e for e in self.energy if e.run == name), None
+        )
+
     def limit_checks(self) -> list[dict[str, Any]]:
         return [lim.check().as_dict() for lim in self.limits]
 
@@ -119,50 +125,154 @@ def campaign_audit(
     if results_inputs is not None:
         res, out.window_notes = checks_mod.results_audits(camp, results_inputs)
         out.windows += res
+    if camp.runs_of("requests"):  # each capture ladder step against its own scrapes (analysis.step_audits)
+        from benchbook.analysis.step_audits import ladder_audits, ladder_distinct
+
+        steps, step_notes = ladder_audits(camp)
+        out.windows += steps
+        out.window_notes += step_notes
+    from benchbook.analysis import cache_cause
+
     distinct = {r.id: camp.phases_doc(r).get("distinct_prompts") for r in camp.runs_of("phases")}
-    out.checks = checks_mod.run_checks(out.windows, allow_preemption=allow_preemption, distinct=distinct)
+    if camp.runs_of("requests"):
+        distinct.update(ladder_distinct(camp))
+    out.checks = checks_mod.run_checks(
+        out.windows,
+        allow_preemption=allow_preemption,
+        distinct=distinct,
+        causes=cache_cause.causes(camp, results_inputs, out.windows),
+        caching={r.id: cache_cause.caching(camp, r.id) for r in camp.runs_of("phases") + camp.runs_of("requests")},
+    )
     out.limits, out.limit_notes = campaign_limits(camp, phase_cells, results_inputs)
     out.limits += estimate_limits(camp, out.windows)
+    if out.limits:  # every limit says which file named the GPU it was drawn for
+        import dataclasses
+
+        name, where = gpu_name(camp)
+        out.limits = [
+            dataclasses.replace(lim, inputs={**lim.inputs, "gpu": name, "gpu_source": where}) for lim in out.limits
+        ]
     out.energy, out.energy_notes = campaign_energy(camp, results_inputs, out.windows)
-    per_arm: dict[str, list[float]] = {}
-    for e in out.energy:
+    out.energy_comparisons = energy_comparisons(camp, out.energy, spread=spread, rule=rule)
+    return out
+
+
+def energy_comparisons(
+    camp: Campaign, energy: list[energy_mod.WindowEnergy], *, spread: float | None, rule: str
+) -> list[dict[str, Any]]:
+    """J per output token between arms at matched load: per load point of init's layout (the manifest's
+    ``point``: conc8 against conc8), else over each arm's windows; the pairs the campaign compares
+    (its ``comparisons``), else every arm against the role-baseline arm (or the first with figures).
+    One row per (point, pair)."""
+    point = {e.get("id"): e.get("point") for e in camp.manifest.get("runs", []) if isinstance(e, dict)}
+    groups: dict[str | None, dict[str, list[float]]] = {}
+    for e in energy:
         if e.j_per_token is not None and e.arm is not None:
-            per_arm.setdefault(e.arm, []).append(e.j_per_token)
-    if len(per_arm) > 1:
-        base = next(iter(per_arm))
-        out.energy_comparisons = energy_mod.compare_arms(per_arm, base, spread=spread, rule=rule)
+            groups.setdefault(point.get(e.run), {}).setdefault(e.arm, []).append(e.j_per_token)
+    pairs = [
+        (c["baseline"], c["candidate"])
+        for c in camp.manifest.get("comparisons") or []
+        if isinstance(c, dict) and c.get("baseline") and c.get("candidate")
+    ]
+    role = next((a for a, v in camp.arms.items() if v.get("role") == "baseline"), None)
+    out = []
+    for pt, per_arm in groups.items():
+        todo = [(b, c) for b, c in pairs if b in per_arm and c in per_arm]
+        if not pairs and len(per_arm) > 1:
+            base = role if role in per_arm else next(iter(per_arm))
+            todo = [(base, a) for a in per_arm if a != base]
+        for b, c in todo:
+            for row in energy_mod.compare_arms({b: per_arm[b], c: per_arm[c]}, b, spread=spread, rule=rule):
+                out.append({**row, "point": pt})
     return out
 
 
 # ---- limits -------------------------------------------------------------------------------------------
 def gpu_name(camp: Campaign) -> tuple[str | None, str]:
-    """(the GPU's name, where it came from): ``nvidia-smi -q`` in the campaign or a run folder, else the
-    manifest's ``host.GPU``."""
-    for folder in [camp.root, *sorted({r.path for r in camp.runs})]:
+    """(the GPU's name, where it came from), from the first source that names it: ``nvidia-smi -q``
+    (``Product Name``) in the campaign or a run folder; the manifest's ``host.GPU`` (or the GPUs init
+    read from a capture's host facts); a GPU sample file's ``name`` column, GPU telemetry (DCGM
+    ``modelName``, AIPerf ``gpu_model_name``); a ``capture.json``'s own GPU facts; an engine log line
+    naming its device (:mod:`benchbook.ingest.gpu_names`)."""
+    return camp.derived(("gpu_name",), lambda: _gpu_name(camp))
+
+
+def _gpu_name(camp: Campaign) -> tuple[str | None, str]:
+    from benchbook.ingest import gpu_names, telemetry
+
+    folders = [camp.root, *sorted({r.path for r in camp.runs})]
+    for folder in folders:
         p = folder / SMI_Q_FILE
         if p.is_file():
             name = limits_mod.gpu_from_smi_q(_text(_own(camp, p, "nvidia-smi -q output"), MAX_SMI_Q_BYTES))
             if name:
                 return name, f"{p.relative_to(camp.root)}: Product Name"
     host = camp.manifest.get("host") or {}
-    for key in ("GPU", "gpu", "accelerator"):
-        if isinstance(host.get(key), str):
+    for key in ("GPU", "gpu", "accelerator", "gpu_memory"):
+        if isinstance(host.get(key), str) and host[key].strip():
             return host[key], f"campaign.json $.host.{key}"
-    return None, "no nvidia_smi_q.txt and no host.GPU in campaign.json"
+    # the run folders' own files: init copies each process's folder whole, so look up to the process
+    procs = sorted({p for f in folders[1:] for p in (f, f.parent, f.parent.parent) if p.is_relative_to(camp.root)})
+    procs = [p for p in procs if p != camp.root]
+    for folder in procs:
+        for p in (
+            sorted(folder.glob("*.csv"))
+            + telemetry.telemetry_files(folder)
+            + telemetry.telemetry_files(folder / "metrics")
+        ):
+            names = (
+                gpu_names.from_smi_csv(_own(camp, p, "GPU sample file"))
+                if p.suffix.lower() == ".csv"
+                else gpu_names.from_telemetry(_own(camp, p, "GPU telemetry"))
+            )
+            if names:
+                return names[0], f"{p.relative_to(camp.root)}: " + (
+                    "name column" if p.suffix.lower() == ".csv" else "the telemetry's GPU model"
+                )
+    for folder in procs:
+        for p in sorted(folder.glob("*/capture.json")) + sorted(folder.glob("capture.json")):
+            from benchbook.jsonfile import load_json
+
+            names = gpu_names.from_capture(load_json(_own(camp, p, "capture.json")))
+            if names:
+                return names[0], f"{p.relative_to(camp.root)}: host.gpu_memory.gpus[0].name"
+    for folder in procs:
+        for p in sorted(folder.glob("*.log")):
+            names = gpu_names.from_log(_text(_own(camp, p, "engine log"), MAX_LOG_BYTES))
+            if names:
+                return names[0], f"{p.relative_to(camp.root)}: the engine's device line"
+    return None, (
+        "no file names the GPU (nvidia_smi_q.txt, host.GPU in campaign.json, a name column in the GPU samples, "
+        "DCGM/AIPerf telemetry, a capture.json's GPU facts or an engine log's device line)"
+    )
 
 
 def _arm_dtype(camp: Campaign, arm: str) -> tuple[str, str]:
+    from benchbook.analysis.what_ran import arm_settings
+
     args = camp.arms.get(arm, {}).get("server_args", {}) or {}
     for k in ("dtype", "--dtype"):
         if isinstance(args, dict) and args.get(k):
             return str(args[k]), f"server argument dtype={args[k]}"
+    st = arm_settings(camp, arm).get("dtype")
+    if isinstance(st, dict) and st.get("value"):
+        return str(st["value"]), f"dtype {st['value']} ({st.get('source', 'the server config')})"
     return "bfloat16", "assumed bfloat16 (2 bytes per parameter): no dtype among the server arguments"
 
 
 def _arm_weights(camp: Campaign, arm: str) -> limits_mod.Weights | None:
     """The weights one GPU holds, from the engine's load line in a log of one of the arm's runs: its
     ``server.log``, else any ``*.log`` in the run folder (a vLLM log has no benchbook startup line, so
-    a campaign may keep it under another name)."""
+    a campaign may keep it under another name); in init's arm/run layout, the process's settings
+    (``server_config.settings.weights_gib``, read from its log at init)."""
+    from benchbook.analysis.what_ran import arm_settings
+
+    w = arm_settings(camp, arm).get("weights_gib")
+    if isinstance(w, dict) and isinstance(w.get("value"), (int, float)):
+        return limits_mod.Weights(
+            float(w["value"]) * limits_mod.GIB,
+            f"{w.get('source', 'server log')}: 'Model loading took {w['value']} GiB'",
+        )
     for r in camp.runs:
         if r.arm != arm:
             continue
@@ -272,40 +382,49 @@ def estimate_limits(camp: Campaign, windows: list[checks_mod.WindowAudit]) -> li
 
 # ---- energy -------------------------------------------------------------------------------------------
 def _unix(text: Any) -> float | None:
-    import datetime as dt
+    from benchbook.ingest.windows import unix
 
-    if not isinstance(text, str):
-        return None
-    try:
-        t = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return (t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)).timestamp()
+    return unix(text)
 
 
 def energy_window(rr: Any, run: Any) -> tuple[float, float, str] | None:
-    """(t0, t1, what) of a results run in Unix seconds: the results file's ``started_at``/``ended_at``
-    (the capture's span), else its requests' span when their start times are Unix time (vllm bench
-    serve records ``time.perf_counter()``, which is not)."""
+    """(t0, t1, where it came from) of a results run in Unix seconds: the results file's
+    ``started_at``/``ended_at`` (init writes them from the runner's markers, the capture's own times or
+    the result file's date; ``window_source`` says which), else its requests' span when their start
+    times are Unix time (vllm bench serve records ``time.perf_counter()``, which is not), else the result
+    file's ``date`` less its ``duration`` (``ingest.windows.result_window``)."""
     import polars as pl
+
+    from benchbook.ingest.windows import result_window
 
     t0, t1 = _unix(rr.doc.get("started_at")), _unix(rr.doc.get("ended_at"))
     if t0 is not None and t1 is not None and t1 > t0:
-        return t0, t1, "results.json started_at → ended_at"
+        return t0, t1, str(rr.doc.get("window_source") or "results.json started_at → ended_at")
     df = run.requests
-    if df is None or df.height == 0:
-        return None
-    ok = df.filter(pl.col("success") & pl.col("start_s").is_not_null())
-    if ok.height == 0 or float(ok["start_s"].min()) < 1e9:
-        return None
-    return float(ok["start_s"].min()), float((ok["start_s"] + ok["e2e_s"]).max()), "first request start → last end"
+    if df is not None and df.height:
+        ok = df.filter(pl.col("success") & pl.col("start_s").is_not_null())
+        if ok.height and float(ok["start_s"].min()) >= 1e9:
+            return (
+                float(ok["start_s"].min()),
+                float((ok["start_s"] + ok["e2e_s"]).max()),
+                "first request start → last end",
+            )
+    w = result_window(run.config.get("date"), run.summary.get("duration_s"), Path(str(run.source)).name)
+    return None if w is None else (w.t0, w.t1, w.source)
 
 
 def _process_gpu_runs(camp: Campaign) -> dict[str, Any]:
     """Results run id -> the ``gpu`` run of the same server process (init's arm/run layout: the
     manifest's ``process``), for the runs whose process was sampled."""
+    from benchbook.ingest.gpu_runs import has_gpu_samples
+    from benchbook.jsonfile import load_json
+
     procs = {e.get("id"): e.get("process") for e in camp.manifest.get("runs", []) if isinstance(e, dict)}
-    gpu = {procs[r.id]: r for r in camp.runs if r.harness == "gpu" and procs.get(r.id)}
+    gpu = {
+        procs[r.id]: r
+        for r in camp.runs
+        if r.harness == "gpu" and procs.get(r.id) and has_gpu_samples(load_json(r.file))
+    }
     return {r.id: gpu[procs[r.id]] for r in camp.runs if r.harness == "results" and procs.get(r.id) in gpu}
 
 
@@ -352,11 +471,11 @@ def campaign_energy(
             win = energy_window(rrs[r.id], run)
             if win is None:
                 notes.append(
-                    f"{pid}: not measured — no window in Unix time (no started_at/ended_at in results.json and "
-                    "the request start times are not Unix time)"
+                    f"{pid}: not measured — no window in Unix time (no marker in events.jsonl, no started_at/ended_at "
+                    "in results.json, no date in the result file, and the request start times are not Unix time)"
                 )
                 continue
-            t0, t1, _what = win
+            t0, t1, what = win
             a = engine.get(r.id) if len(runs) == 1 else None
             if a is not None and a.generation_tokens:
                 toks, reqs = a.generation_tokens, a.requests
@@ -378,6 +497,7 @@ def campaign_energy(
                     idle_w=idle,
                     run=r.id,
                     arm=r.arm,
+                    window_source=what,
                     source=str(source),
                     max_power_w=limit[0],
                     limit_from=limit[1],

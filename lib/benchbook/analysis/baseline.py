@@ -228,10 +228,13 @@ def _excl(file: str, sample: str, reason: str) -> Exclusion:
     return Exclusion(file, sample, reason)
 
 
-def cell_of(cells: pl.DataFrame, arm: str, prompt_class: str, metric: str) -> stats.Cell | None:
+def cell_of(cells: pl.DataFrame, arm: str, prompt_class: str, metric: str, run: str | None = None) -> stats.Cell | None:
+    """The cell of ``arm`` (its first run's, or ``run``'s) for one prompt class and metric."""
     import polars as pl
 
     r = cells.filter((pl.col("arm") == arm) & (pl.col("prompt_class") == prompt_class) & (pl.col("metric") == metric))
+    if run is not None:
+        r = r.filter(pl.col("run") == run)
     if r.height == 0:
         return None
     row = r.row(0, named=True)
@@ -250,6 +253,7 @@ def whole_request_cells(camp: Campaign) -> pl.DataFrame:
 def _whole_request_cells(camp: Campaign) -> pl.DataFrame:
     import polars as pl
 
+    from benchbook.analysis import interleave
     from benchbook.analysis.ladder import ladder_table
 
     req = camp.requests
@@ -316,7 +320,9 @@ def _whole_request_cells(camp: Campaign) -> pl.DataFrame:
             add_cell(r, "ladder_wall_s", "wall_s", n)
             add_cell(r, "mean_latency_s", "mean_latency_s", n)
             add_cell(r, "worst_latency_s", "worst_latency_s", n)
-    inter = req.filter((pl.col("scenario") == "interleave") & (pl.col("prompt_class") == "short"))
+    # only short requests that started while a long one was in flight (analysis.interleave): a round
+    # whose long request had ended first measured a short request alone, not an interleave
+    inter = interleave.overlapping(req)
     if "round" in inter.columns and inter.select(pl.col("round").n_unique()).item() > 1:
         for r in over_rounds(inter, ["arm", "run", "n"], ["latency"]).iter_rows(named=True):
             add_cell(r, "interleave_short_latency_s", "latency", r["n"])
@@ -640,11 +646,15 @@ def checks(camp: Campaign) -> list[dict[str, Any]]:
             rates = {1: single["median"][0], **dict(zip(lad["concurrency"].to_list(), lad["median"].to_list()))}
             f = ladder.flatness(rates, spread)
             batch = camp.arms[run.arm]["mode"] == "batch"
+            serial = camp.arms[run.arm]["mode"] == "serial"
             out.append(
                 Check(
                     f"serialization: {run.id}",
-                    "warn" if (f.flat and batch) else "pass",
-                    f.reason + (" — a batch arm that serializes: see the clamp check" if f.flat and batch else ""),
+                    # the status its words describe: a batched arm that is flat, a serial arm that is not
+                    "warn" if (f.flat and batch) or (serial and not f.flat) else "pass",
+                    f.reason
+                    + (" — a batch arm that serializes: see the clamp check" if f.flat and batch else "")
+                    + (" — a serial arm should serve one request at a time" if serial and not f.flat else ""),
                     {"kind": "serialization", "run": run.id, "flat": f.flat},
                 ).as_dict()
             )

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from benchbook.analysis import baseline, copies, stats
+from benchbook.analysis import baseline, copies, evidence, interleave, stats
+from benchbook.analysis.campaign_findings import UNRECONCILED, miscounted
 from benchbook.analysis.clamps import ClampResult
 from benchbook.analysis.engine_gauges import EngineGauges, engine_gauges
 from benchbook.analysis.memory import MemoryDeltaResult, MemorySummary
@@ -58,6 +59,7 @@ class CampaignAnalysis:
     checks: list[dict[str, Any]]
     memory: dict[str, MemorySummary] = field(default_factory=dict)
     memory_deltas: list[MemoryDeltaResult] = field(default_factory=list)
+    host_memory: dict[str, Any] = field(default_factory=dict)  # run -> memory.HostMemorySummary (no GPU sampled)
     clamps: list[ClampResult] = field(default_factory=list)
     interval_rates: list[IntervalRateResult] = field(default_factory=list)
     references: list[ReferenceResult] = field(default_factory=list)
@@ -133,9 +135,11 @@ class CampaignAnalysis:
         return self._memo(key, lambda: baseline.phase_cells(self.camp, arms, self.warmup_rounds))
 
     @staticmethod
-    def cell_of(cells: pl.DataFrame, arm: str, prompt_class: str, metric: str) -> stats.Cell | None:
-        """One cell of a phase-cells frame (:func:`baseline.cell_of`)."""
-        return baseline.cell_of(cells, arm, prompt_class, metric)
+    def cell_of(
+        cells: pl.DataFrame, arm: str, prompt_class: str, metric: str, run: str | None = None
+    ) -> stats.Cell | None:
+        """One cell of a phase-cells frame (:func:`baseline.cell_of`; ``run``: that process's)."""
+        return baseline.cell_of(cells, arm, prompt_class, metric, run)
 
     def whole_request_rows(self) -> list[dict[str, Any]]:
         """The whole-request table, one row per run in manifest order (:func:`baseline.whole_request_rows`)."""
@@ -276,9 +280,13 @@ class CampaignAnalysis:
         chosen = list(arms) if arms else baseline.main_arms(camp)
         comps = [c for c in self.comparisons if c["baseline"] in chosen and c["candidate"] in chosen]
         checks = [c for c in self.checks if c.get("run") is None or camp.run(c["run"]).arm in chosen]
+        # an arm whose engine did not generate the tokens its client reports: its figures are not measured
+        unmeasured = {camp.run(c["run"]).arm for c in checks if c.get("run") and miscounted(c)}
         results, why_not = [], {}
         for c in comps:
-            if c["is_result"]:
+            if c["is_result"] and {c["baseline"], c["candidate"]} & unmeasured:
+                why_not.setdefault(UNRECONCILED, []).append(c)
+            elif c["is_result"]:
                 name = f"{c['candidate']} vs {c['baseline']}, {baseline.METRIC_NAMES.get(c['metric'], c['metric'])}"
                 text = f"{name} ({c['context']}): {c['ratio']:.2f}x ({c['change_pct']:+.1f}%)"
                 results.append((c["state"], c["speedup"], text, "comparisons"))
@@ -288,6 +296,7 @@ class CampaignAnalysis:
             (f"{len(cs)} comparison{'s' * (len(cs) != 1)} without a verdict: {reason}", "comparisons")
             for reason, cs in why_not.items()
         ]
+        unjudged += [(n, "comparisons") for n in interleave.not_measured(camp, chosen)]
         failed = [(f"{c['name']}: {c['detail']}", "checks") for c in checks if c["status"] == "fail"]
         failed += [
             (
@@ -309,7 +318,8 @@ class CampaignAnalysis:
                 (
                     c["direction"],
                     c["speedup"],
-                    f"{c['candidate']} vs {c['baseline']}, output tok/s at concurrency {c['concurrency']}: {c['ratio']:.2f}x",
+                    f"{c['candidate']} vs {c['baseline']}, output tok/s at concurrency {c['concurrency']}: {c['ratio']:.2f}x"
+                    + (f"; {c['evidence']}" if c.get("evidence") else ""),
                     "results-ladder",
                 )
                 for c in rcomps
@@ -334,23 +344,38 @@ class CampaignAnalysis:
             )
         return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="comparisons")
 
+    def campaign_findings(self) -> Findings:
+        """The campaign's one findings list (:func:`benchbook.analysis.campaign_findings.campaign_findings`):
+        failed checks, warnings by cause, results, what was not judged, and the rules — every page of
+        the campaign opens with it, ``summary --json`` and the index carry it."""
+        from benchbook.analysis.campaign_findings import campaign_findings
+
+        return self._memo("campaign_findings", lambda: campaign_findings(self))
+
+    def verdict_sentences(self, arms: list[str]) -> list[str]:
+        """The baseline page's verdict for ``arms`` (:func:`benchbook.analysis.narrative.verdict_sentences`)."""
+        from benchbook.analysis.narrative import verdict_sentences
+
+        return verdict_sentences(self, arms)
+
+    def processes_sentence(self, arms: list[str] | None = None) -> str:
+        """How many server processes (repeats) each arm ran (:func:`narrative.processes_sentence`)."""
+        from benchbook.analysis.narrative import processes_sentence
+
+        return processes_sentence(self.camp, arms)
+
+    def reading_guide(self, kind: str, arms: list[str] | None = None) -> dict[str, Any]:
+        """The "How to read this page" items of a page of ``kind`` (:func:`narrative.reading_guide`)."""
+        from benchbook.analysis.narrative import reading_guide
+
+        return reading_guide(self, kind, arms)
+
     @property
     def findings(self) -> dict[str, Findings]:
-        """Each page's findings box with the page's default parameters, by page kind — what the pages
-        show, what the index counts and what ``summary --json`` carries (``findings``)."""
-        out: dict[str, Findings] = {}
-        for kind in self.page_kinds():
-            if kind == "baseline":
-                out[kind] = self.baseline_findings()
-            elif kind == "ablation" and self.ablation is not None:
-                out[kind] = self.ablation.findings()
-            elif kind == "pd" and self.pd is not None:
-                out[kind] = self.pd_findings()
-            elif kind == "pd" and self.pd_deployment:
-                out[kind] = self.pd_findings()
-            elif kind == "compare" and self.results is not None:
-                out[kind] = results_findings(self.results, self.audit)
-        return out
+        """Each page's findings box, by page kind: the campaign's one list on every page (what the pages
+        show, what the index counts and what ``summary --json`` carries)."""
+        box = self.campaign_findings()
+        return {kind: box for kind in self.page_kinds()}
 
     def as_dict(self) -> dict[str, Any]:
         """The summary (``benchbook.summary/3``): plain values; :func:`benchbook.jsonfile.plain` makes it JSON."""
@@ -372,6 +397,7 @@ class CampaignAnalysis:
             "checks": self.checks + (pd.checks if pd else []),
             "memory": [{"run": run, **s.figures(), "notes": list(s.notes)} for run, s in sorted(self.memory.items())],
             "memory_deltas": [d.as_dict() for d in self.memory_deltas],
+            "host_memory": {r: s.figures() for r, s in self.host_memory.items()},
             "memory_processes": self.memory_processes,
             "clamps": [c.as_dict() for c in self.clamps],
             "interval_rates": [r.as_dict() for r in self.interval_rates],
@@ -505,18 +531,12 @@ def _analyse(
     )
     if camp.runs_of("memory") or camp.runs_of("gpu"):
         gpu, host, markers = camp.memory
-        from benchbook.analysis.memory import memory_deltas, memory_processes, memory_summaries
+        from benchbook.analysis.memory import host_memory_summaries, memory_deltas, memory_processes, memory_summaries
 
         out.memory = memory_summaries(gpu, host, markers)
+        out.host_memory = host_memory_summaries(gpu, host, markers)
         out.memory_deltas = memory_deltas(camp, out.memory, out.spread)
         out.memory_processes = memory_processes(camp, markers)
-    if any(r.get("process") for r in camp.manifest.get("runs", []) if r.get("harness") == "results"):
-        from benchbook.analysis.ladder import results_ladder_analysis
-
-        out.results_ladder = results_ladder_analysis(camp, rule=rule, spread_override=spread_override)
-        from benchbook.analysis.ablation import switch_ablation
-
-        out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override)
     from benchbook.analysis.clamps import campaign_clamps
     from benchbook.analysis.references import interval_rates, references
 
@@ -530,24 +550,56 @@ def _analyse(
 
         out.pd = disaggregation.analyse(camp, **pd_options)  # the campaign's own PD part, not a reload
     if camp.results_runs:  # other tools' result files: identity, pairings, verdicts, sweeps, gates, engine checks
-        from benchbook.analysis import results, resultset
+        from benchbook.analysis import gates, results, resultset
 
-        inputs = results.campaign_inputs(camp)
-        out.results_inputs = inputs
-        out.results = resultset.build(
+        out.results_inputs = inputs = results.campaign_inputs(camp)
+        opts = {k: v for k, v in results_options.items() if k not in (*gates.GATE_DEFAULTS, "preset")}
+        procs = {r["id"]: r["process"] for r in camp.manifest.get("runs", []) if r.get("process")}
+        out.results = resultset.build(  # one configuration per arm, the campaign's pairs, processes and gates
             inputs.files,
             rule=rule,
             runs=[(pid, r) for pid, _, r in inputs.runs],
             arms=inputs.configs,
-            **results_options,
+            processes={pid: procs[rid] for pid, rid, _ in inputs.runs if rid in procs},
+            pairs=[(camp.arm_label(b), camp.arm_label(c)) for b, c in baseline.comparison_pairs(camp)],
+            gates=gates.resolve(results_options, camp.manifest.get("gates")),
+            **opts,
         )
         out.results_engine_checks = inputs.engine_checks()
         from benchbook.analysis import pd_report
 
         # runs counted once (a duplicate set's kept copy): their Benchmark Reports' PD deployments
         out.pd_deployment = pd_report.campaign_reports(((e.id, e.run) for e in out.results.entries), link_gb_s)
+    _one_decision(out, rule, spread_override)
     out.audit = _audit(out, cached_prefill, allow_preemption)
+    evidence.attach(out)  # every comparison row with the engine's figures beside it
     return out
+
+
+def _one_decision(out: CampaignAnalysis, rule: str, spread_override: float | None) -> None:
+    """The ladder from result files and the switch ablation of init's arm/run layout, carrying the
+    campaign's one decision per comparison: the result set's verdict at a concurrency, the phase
+    comparison of a prompt class (a comparison has one verdict on every page and in the summary)."""
+    camp = out.camp
+    runs = camp.manifest.get("runs", [])
+    decided: dict[tuple, Any] = {}
+    for c in out.comparisons:  # a phase figure by prompt class, a whole-request figure by concurrency
+        decided[(c["baseline"], c["candidate"], c["metric"], c["prompt_class"])] = c
+        if c.get("concurrency") is not None:
+            decided[(c["baseline"], c["candidate"], c["metric"], int(c["concurrency"]))] = c
+    if out.results is not None:
+        decided.update(out.results.verdict_lookup({camp.arm_label(a): a for a in camp.arms}))
+    if any(r.get("process") for r in runs if r.get("harness") == "results"):
+        from benchbook.analysis.ladder import ladder_checks, results_ladder_analysis
+
+        out.results_ladder = results_ladder_analysis(
+            camp, rule=rule, spread_override=spread_override, decided=decided, pairs=baseline.comparison_pairs(camp)
+        )
+        out.checks += ladder_checks(out.results_ladder)
+    if any(r.get("process") for r in runs):  # init's arm/run layout: its ablation
+        from benchbook.analysis.ablation import switch_ablation
+
+        out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override, decided=decided)
 
 
 def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) -> CampaignAudit:

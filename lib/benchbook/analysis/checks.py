@@ -54,16 +54,14 @@ AUDIT_QUANTITIES = (
     "queue",
     "e2e",
     "waiting",
+    "running",
+    "kv_cache_usage",
     "estimated_flops",
     "estimated_read_bytes",
 )
 SAME_PROMPT_WHY = (
     "the phase harness sends the same prompt text every round, so with prefix caching on every round after "
     "the first finds its prompt in the cache"
-)
-SAME_SEED_WHY = (
-    "a sweep that passes one --seed to every point sends the same random prompts again, so a later point on "
-    "a prefix-caching server finds earlier points' prompts in the cache"
 )
 
 
@@ -147,10 +145,14 @@ class WindowAudit:
     waiting_mean: float | None = None
     waiting_max: float | None = None
     waiting_points: int = 0
+    kv_usage_max: float | None = None  # the KV cache usage gauge's peak over the scrapes (fraction 0–1)
+    running_max: float | None = None
     estimated_flops: float | None = None  # vLLM's own estimate, where exported and non-zero
     estimated_read_bytes: float | None = None
     client: Mapping[str, Any] = field(default_factory=dict)  # prompt_tokens, received, requested, short
-    sample: tuple[str, str, int] | None = None  # a phase sample's (run, prompt class, repeat)
+    sample: tuple[str, str, int] | None = (
+        None  # a phase sample's (run, prompt class, repeat); a ladder step's (run, step, n)
+    )
 
     @property
     def cached_share(self) -> float | None:
@@ -195,6 +197,8 @@ class WindowAudit:
             "waiting_mean": self.waiting_mean,
             "waiting_max": self.waiting_max,
             "waiting_points": self.waiting_points,
+            "kv_usage_max": self.kv_usage_max,
+            "running_max": self.running_max,
             "generation_tokens": self.generation_tokens,
             "estimated_flops": self.estimated_flops,
             "estimated_read_bytes": self.estimated_read_bytes,
@@ -238,6 +242,8 @@ def audit(
     q_sum, _ = histogram_sums(before, after, profile, "queue", labels)
     e_sum, e_count = histogram_sums(before, after, profile, "e2e", labels)
     waiting = gauge_series(scrapes, profile, "waiting", labels)
+    kv_usage = gauge_series(scrapes, profile, "kv_cache_usage", labels)
+    running = gauge_series(scrapes, profile, "running", labels)
     flops, _ = counter_sum(before, after, profile, "estimated_flops", labels)
     rbytes, _ = counter_sum(before, after, profile, "estimated_read_bytes", labels)
     return WindowAudit(
@@ -257,6 +263,8 @@ def audit(
         waiting_mean=sum(waiting) / len(waiting) if waiting else None,
         waiting_max=max(waiting) if waiting else None,
         waiting_points=len(waiting),
+        kv_usage_max=max(kv_usage) if kv_usage else None,
+        running_max=max(running) if running else None,
         estimated_flops=flops or None,  # vLLM exports 0 unless its cost estimate is enabled
         estimated_read_bytes=rbytes or None,
         client=dict(client or {}),
@@ -269,9 +277,24 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f} %"
 
 
+TOKEN_TOLERANCE = 0.10  # a phase sample or ladder step: engine and client counts within 10 % of each other
+OWN_WINDOWS = ("phase sample", "ladder step")  # windows holding only the harness's own requests
+
+
+def _apart(a: float, b: float) -> float:
+    return abs(a - b) / max(a, b) if max(a, b) > 0 else 0.0
+
+
+def _times(hi: float, lo: float) -> str:
+    return f"{hi / lo:,.1f}× as many" if lo > 0 else "the other counted none"
+
+
 def token_check(a: WindowAudit) -> Check | None:
-    """Engine Δ tokens against the client's counts; fails on a short count (named) or an engine that
-    counted fewer generated tokens than the client received. None without client counts."""
+    """Engine Δ tokens against the client's counts (the server's ``usage``); fails on a short count
+    (named), on a client that received more tokens than the engine generated (a server whose usage
+    over-reports: every figure made from the client's counts is then not measured), and — in a window
+    of the harness's own requests (:data:`OWN_WINDOWS`) — on engine and client generation or prompt
+    counts more than :data:`TOKEN_TOLERANCE` apart. None without client counts."""
     c = a.client
     if not c:
         return None
@@ -297,23 +320,38 @@ def token_check(a: WindowAudit) -> Check | None:
     if rec is not None and req is not None:
         notes.append(f"client received {rec:g} of {req:g} requested completion tokens")
     gen = a.generation_tokens
+    own = a.kind in OWN_WINDOWS  # the window holds the harness's own requests and nothing else
     if gen is not None and rec is not None:
         if gen < rec:
             problems.append(
-                f"the engine counted {gen:g} generated tokens, fewer than the {rec:g} the client received: "
-                "the scrapes do not enclose this window"
+                f"the client's usage reports {rec:g} completion tokens, the engine generated {gen:g} between the "
+                f"window's scrapes ({_times(rec, gen)}): the server's usage does not state what the engine did, or "
+                "the scrapes do not enclose this window — figures made from the client's counts are not measured"
+            )
+        elif own and _apart(gen, rec) > TOKEN_TOLERANCE:
+            problems.append(
+                f"the engine generated {gen:g} tokens between the window's scrapes, the client's usage reports "
+                f"{rec:g} ({_times(gen, rec)}, tolerance {_pct(TOKEN_TOLERANCE)}): another client's requests in "
+                "the window, or a server whose usage under-reports"
             )
         else:
             notes.append(f"engine generated {gen:g}")
     cp, ep = c.get("prompt_tokens"), a.prompt_tokens
     if cp is not None and ep is not None:
-        notes.append(f"engine prompt tokens {ep:g} against the client's {cp:g}")
+        if own and _apart(ep, cp) > TOKEN_TOLERANCE:
+            problems.append(
+                f"the engine counted {ep:g} prompt tokens, the client's usage {cp:g} ({_times(max(ep, cp), min(ep, cp))}, "
+                f"tolerance {_pct(TOKEN_TOLERANCE)}): the two do not describe the same requests"
+            )
+        else:
+            notes.append(f"engine prompt tokens {ep:g} against the client's {cp:g}")
     status = "fail" if problems else "pass"
     return Check(f"token accounting: {a.window}", status, "; ".join(problems + notes) or "no counts to compare", fig)
 
 
 # ---- campaign windows -----------------------------------------------------------------------------
-def _read(path, profile: EngineProfile) -> Snapshot:
+def read_snapshot(path, profile: EngineProfile) -> Snapshot:
+    """A window's /metrics capture, parsed for what :func:`audit` reads."""
     from benchbook.metrics import prometheus
 
     return prometheus.parse(prometheus.read_capture(path), path, audit_names(profile))
@@ -336,10 +374,12 @@ def phase_audits(camp: Campaign) -> list[WindowAudit]:
                 if "window" in s:
                     before, after, _w, _r = camp.sample_snapshots(r, i)
                 else:
-                    before = _read(
+                    before = read_snapshot(
                         camp.snapshot_path(r, s["metrics_before"], f"$.samples[{i}].metrics_before"), profile
                     )
-                    after = _read(camp.snapshot_path(r, s["metrics_after"], f"$.samples[{i}].metrics_after"), profile)
+                    after = read_snapshot(
+                        camp.snapshot_path(r, s["metrics_after"], f"$.samples[{i}].metrics_after"), profile
+                    )
             except (InputError, Excluded):  # the phase split already excluded and listed this sample
                 continue
             out.append(
@@ -402,7 +442,6 @@ def results_audits(camp: Campaign, inputs: Any) -> tuple[list[WindowAudit], list
     snapshots as the waiting series, the client's counts from its requests; and, per window that could
     not be audited, why."""
     from benchbook.analysis.results import pick_series
-    from benchbook.metrics import prometheus
 
     out: list[WindowAudit] = []
     notes: list[str] = []
@@ -420,7 +459,7 @@ def results_audits(camp: Campaign, inputs: Any) -> tuple[list[WindowAudit], list
             notes.append(f"{rid}: not audited — {model.detail}")
             continue
         w = ew.window
-        scrapes = [prometheus.parse(prometheus.read_capture(p), p, audit_names(w.profile)) for p, _t in ew.snapshots]
+        scrapes = [snap for _t, snap in ew.scrapes(audit_names(w.profile), untimed=True)]
         out.append(
             audit(
                 w.before,
@@ -456,8 +495,13 @@ def _results_client(run: Any) -> dict[str, Any]:
     }
 
 
-def _why_cached(kind: str, cached_any: bool, distinct: bool | None) -> str:
-    if kind == "phase sample":
+def _why_cached(
+    kind: str, cached_any: bool, distinct: bool | None, caching: tuple[bool | None, str] = (None, "")
+) -> str:
+    """Why a phases run's rounds were (or were not) served from the cache; ``caching``: whether the
+    engine states prefix caching on, and where (``cache_cause.caching``) — a hint never contradicts it."""
+    on, src = caching
+    if kind in OWN_WINDOWS:
         if distinct:
             return (
                 "each round's prompt was distinct, so the hits are the part every prompt shares (chat template, "
@@ -465,20 +509,33 @@ def _why_cached(kind: str, cached_any: bool, distinct: bool | None) -> str:
                 if cached_any
                 else "each round's prompt was distinct: nothing to reuse"
             )
-        return SAME_PROMPT_WHY if cached_any else "no round found its prompt in the cache (prefix caching off?)"
+        if cached_any:
+            return SAME_PROMPT_WHY if kind == "phase sample" else "the same prompt text was sent again (--same-prompt)"
+        if on is False:
+            return f"prefix caching is off ({src} states enable_prefix_caching False)"
+        if on:
+            return f"no round found its prompt in the cache, with prefix caching on ({src})"
+        return "no round found its prompt in the cache (the files do not state whether prefix caching was on)"
     if cached_any:
-        return "these prompts (or their prefixes) reached this server before: " + SAME_SEED_WHY
+        return "these prompts (or their prefixes) reached this server before"
     return "no prompt of this run was found in the cache"
 
 
 def run_checks(
-    audits: Sequence[WindowAudit], *, allow_preemption: bool = False, distinct: Mapping[str, bool | None] | None = None
+    audits: Sequence[WindowAudit],
+    *,
+    allow_preemption: bool = False,
+    distinct: Mapping[str, bool | None] | None = None,
+    causes: Mapping[str, str] | None = None,
+    caching: Mapping[str, tuple[bool | None, str]] | None = None,
 ) -> list[dict[str, Any]]:
     """The checks of a campaign's windows, one per (run, what): the prefix cache (warn when any prompt
     token came from it, with the share and why), preemption (fail when > 0 unless allowed), queueing
     (warn from :data:`QUEUE_SHARE_WARN` of E2E) and token accounting (fail on a short count or an engine
     that counted fewer tokens than the client received, naming the windows). ``distinct``: per run,
-    whether its phase prompts were distinct per round (what ``capture phases`` records)."""
+    whether its phase prompts were distinct per round (what ``capture phases`` records); ``causes``: per
+    results run, why its prompts were cached (``cache_cause.causes``); ``caching``: per run, whether the
+    engine states prefix caching on (``cache_cause.caching``)."""
     groups: dict[tuple[str, str], list[WindowAudit]] = {}
     for a in audits:
         groups.setdefault((a.run or a.window, a.kind), []).append(a)
@@ -488,7 +545,9 @@ def run_checks(
         measured = [a for a in g if a.cached_tokens is not None]
         if measured:
             hit = [a for a in measured if a.cached_tokens]
-            why = _why_cached(kind, bool(hit), (distinct or {}).get(run))
+            why = (causes or {}).get(run) or _why_cached(
+                kind, bool(hit), (distinct or {}).get(run), (caching or {}).get(run, (None, ""))
+            )
             tot_c = sum(a.cached_tokens or 0 for a in measured)
             tot_p = sum(a.prompt_tokens or 0 for a in measured)
             share = tot_c / tot_p if tot_p else None

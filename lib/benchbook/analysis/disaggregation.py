@@ -102,6 +102,10 @@ class PDAnalysis:
         """The PD page's findings box: results (worst first), failed checks (window-validity checks
         linked to the windows section), and the gains it could not judge — each per-card gain on its
         own line, the other figures grouped by verdict."""
+        return Findings.build(**self.finding_parts(), results_section="throughput")
+
+    def finding_parts(self) -> dict[str, list]:
+        """The lines of :meth:`findings` before they are ordered (the campaign's findings join them)."""
         results, unjudged, others = [], [], {}
         for c in self.comparisons:
             where = "throughput" if c["key"] == "output_tok_s_per_card" else "other-figures"
@@ -124,7 +128,7 @@ class PDAnalysis:
             for c in self.checks
             if c["status"] == "fail"
         ]
-        return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="throughput")
+        return {"results": results, "failed": failed, "unjudged": unjudged}
 
     def check(self, name: str) -> dict[str, str]:
         for c in self.checks:
@@ -552,6 +556,8 @@ def analyse(
                     limit=_concurrency_limit(r, w),
                     tolerance=tolerance,
                     fail_tolerance=fail_tolerance,
+                    independent="the tool's Concurrency is its requests' summed E2E over the duration, λ × W by "
+                    "construction (it only shows the figures belong to one window)",
                 )
                 rep.checks.append(lc.as_check(f"Little's law: {r.id} {wname}").as_dict())
             if wname == "native":
@@ -811,6 +817,9 @@ def _records(campaign: PDCampaign, r: PDRun, rep: PDAnalysis, tolerance: float, 
             tolerance=tolerance,
             fail_tolerance=fail_tolerance,
             concurrency_source="measured (records, time-weighted)",
+            independent=None
+            if label == "summary"
+            else "λ and W come from the same records the in-flight count does: nothing independent to hold it against",
         )
         rep.checks.append(
             Check(

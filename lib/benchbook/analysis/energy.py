@@ -20,6 +20,7 @@ Arms are compared with the project's noise rules (:func:`benchbook.analysis.verd
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -119,7 +120,6 @@ def _per_gpu(samples: pl.DataFrame) -> dict[int, tuple[list[float], list[float]]
 
 def idle_power(samples: pl.DataFrame, before: float, after: float | None = None) -> tuple[float | None, int]:
     """(Σ over GPUs of the median power of the samples in ``[after, before)``, samples used)."""
-    import statistics
 
     total, n = 0.0, 0
     for _g, (ts, ps) in _per_gpu(samples).items():
@@ -162,6 +162,26 @@ class WindowEnergy:
     why_not: str = ""
     methods: Mapping[int, str] = field(default_factory=dict)  # per GPU: "counter" | "power"
     notes: tuple[str, ...] = ()
+    interval_s: float | None = None  # the median gap between the samples used
+    window_source: str = ""  # where [t0, t1] came from (events.jsonl marker, capture times, result date)
+
+    @property
+    def method(self) -> str:
+        """How the joules were measured, in words, with the sampling interval ("not measured" without)."""
+        every = f", sampled every {self.interval_s:.2f} s" if self.interval_s else ""
+        kinds = set(self.methods.values())
+        if kinds == {"counter"}:
+            return "the GPU's cumulative energy counter, its rise over the window (interpolated at the ends)" + every
+        if kinds == {"power"}:
+            return "the trapezoid integral of power.draw over the window" + every
+        if kinds:
+            return "the energy counter where the GPU has one, else the integral of power.draw" + every
+        return "not measured"
+
+    @property
+    def how(self) -> str:
+        """:attr:`method` and where the window came from."""
+        return self.method + (f"; window: {self.window_source}" if self.window_source else "")
 
     @property
     def seconds(self) -> float:
@@ -223,6 +243,10 @@ class WindowEnergy:
             "why_not": self.why_not or None,
             "methods": {str(k): v for k, v in self.methods.items()},
             "notes": list(self.notes),
+            "interval_s": self.interval_s,
+            "window_source": self.window_source or None,
+            "method": self.method,
+            "how": self.how,
             "text": self.describe(),
         }
 
@@ -238,6 +262,7 @@ def window_energy(
     idle_w: float | None = None,
     run: str | None = None,
     arm: str | None = None,
+    window_source: str = "",
     source: str | None = None,
     max_power_w: float | None = None,
     limit_from: str = "",
@@ -248,6 +273,7 @@ def window_energy(
     the window is above ``max_power_w`` (its board limit, :data:`POWER_MARGIN` allowed; without one,
     :data:`MAX_ANY_GPU_W`) is bad input: InputError naming ``source``, the GPU and the window."""
     per, methods, notes, n, why = {}, {}, [], 0, ""
+    gaps: list[float] = []
     gpus = _per_gpu(samples)
     counters = _counters(samples)
     if not gpus and not counters:
@@ -259,6 +285,7 @@ def window_energy(
             w = counter_disagrees(j, est) if est is not None else w
             if j is not None and (est is None or w is None):
                 per[g], methods[g], n = j, "counter", n + k
+                gaps += _gaps(counters[g][0], t0, t1)
                 continue
             notes.append(f"GPU {g}: {w}")
         if g not in gpus:
@@ -269,6 +296,7 @@ def window_energy(
             why = f"GPU {g}: {w}"
             break
         per[g], methods[g], n = j, "power", n + k
+        gaps += _gaps(gpus[g][0], t0, t1)
     total = sum(per.values()) if per and not why else None
     if total is not None and t1 > t0:
         _check_power(per, methods, t0, t1, source, max_power_w, limit_from)
@@ -287,7 +315,16 @@ def window_energy(
         why,
         methods if total is not None else {},
         tuple(notes),
+        statistics.median(gaps) if gaps and total is not None else None,
+        window_source,
     )
+
+
+def _gaps(ts: list[float], t0: float, t1: float) -> list[float]:
+    """The gaps between one GPU's samples from the last before ``t0`` to the first after ``t1``."""
+    lo = max([i for i, t in enumerate(ts) if t <= t0], default=0)
+    hi = min([i for i, t in enumerate(ts) if t >= t1], default=len(ts) - 1)
+    return [b - a for a, b in zip(ts[lo:hi], ts[lo + 1 : hi + 1])]
 
 
 def _check_power(per, methods, t0, t1, source, max_power_w, limit_from) -> None:

@@ -135,10 +135,15 @@ def flatness(rates: Mapping[int, float], spread: float) -> Flatness:
                 f"{fmt_pct(spread)} spread — requests are served one at a time (serialization){single}"
             )
         else:
-            reason = (
-                f"not flat: the rate grows from {others[lo_n]:.3f} (n={lo_n}) to {others[hi_n]:.3f} (n={hi_n}), "
-                f"{fmt_pct(width)} apart, beyond the {fmt_pct(spread)} spread{single}"
-            )
+            seq = [others[n] for n in others]
+            path = " → ".join(f"{others[n]:.3f} (n={n})" for n in others)
+            if all(a <= b for a, b in zip(seq, seq[1:])):
+                how = f"the rate grows from {others[lo_n]:.3f} (n={lo_n}) to {others[hi_n]:.3f} (n={hi_n})"
+            elif all(a >= b for a, b in zip(seq, seq[1:])):
+                how = f"the rate falls from {others[hi_n]:.3f} (n={hi_n}) to {others[lo_n]:.3f} (n={lo_n})"
+            else:
+                how = f"the rate goes up and down, {path}"
+            reason = f"not flat: {how}, {fmt_pct(width)} apart, beyond the {fmt_pct(spread)} spread{single}"
         return Flatness(r1, dict(sorted(rates.items())), diffs, spread, flat, reason)
     outside = [n for n, d in diffs.items() if d > spread]
     if outside:
@@ -405,7 +410,14 @@ DEFAULT_FLAT_TOLERANCE = 0.05  # without a measured spread: the pure-queueing ch
 BURST_TPOT_MS = 0.1
 
 
-def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float | None = None) -> dict[str, Any]:
+def results_ladder_analysis(
+    camp,
+    *,
+    rule: str = "seed",
+    spread_override: float | None = None,
+    decided: Mapping[tuple, Any] | None = None,
+    pairs: Sequence[tuple[str, str]] | None = None,
+) -> dict[str, Any]:
     """The seeds' ladder questions for results runs, per arm and server process:
 
     * ``serialization``: :func:`flatness` of the aggregate rate over the closed-loop concurrencies
@@ -420,7 +432,12 @@ def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float 
     * ``comparisons``: the rate at each common concurrency, candidate vs baseline arm (a serial arm
       against the role-baseline / first batched arm; ablation arms against the baseline arm), one
       value per process, judged with :func:`benchbook.analysis.verdict.compare` against the spread
-      (or ``spread_override``); without either, "no verdict" and why;
+      (or ``spread_override``); without either, "no verdict" and why. ``decided``: the campaign's one
+      decision per comparison (:meth:`benchbook.analysis.resultset.ResultSet.verdict_lookup`, by
+      (baseline arm, candidate arm, metric, concurrency)): where it holds the pair, its verdict is
+      the row's — the compare page and the summary carry the same; ``pairs``: the campaign's
+      (baseline, candidate) arms (default: each serial arm against the baseline, the baseline
+      against each ablation arm);
     * ``amortization``: :func:`amortization` at each concurrency of a batched arm with a serial arm
       (mean request latency at n against the serial arm's single request; the speedup from rates).
     """
@@ -488,10 +505,13 @@ def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float 
             # a spread of 0 is no yardstick (identical processes): the check's own tolerance instead
             tol = spread if spread else DEFAULT_FLAT_TOLERANCE
             fl = flatness(rates, tol)
+            serial = camp.arms.get(arm, {}).get("mode") == "serial"
             out["serialization"].append(
                 {
                     "arm": arm,
                     "process": process,
+                    # a serial arm should be flat, a batched one should rise: the other outcome warns
+                    "status": "pass" if fl.flat == serial else "warn",
                     "rates": {str(k): v for k, v in fl.rates.items()},
                     "tolerance": tol,
                     "tolerance_from": "override"
@@ -527,9 +547,11 @@ def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float 
     base = next((a for a, v in arms.items() if v.get("role") == "baseline"), None) or next(
         (a for a in arms if arms[a].get("mode") == "batch" and a in set(closed["arm"])), None
     )
-    pairs = [(s, base) for s in serial if base]
-    pairs += [(base, a) for a, v in arms.items() if v.get("role") == "ablation" and base and a in set(closed["arm"])]
-    for b_arm, c_arm in pairs:
+    present = set(closed["arm"])
+    if pairs is None:  # a serial arm against the baseline; ablation arms against the baseline
+        pairs = [(s, base) for s in serial if base]
+        pairs += [(base, a) for a, v in arms.items() if v.get("role") == "ablation" and base and a in present]
+    for b_arm, c_arm in [(b, c) for b, c in pairs if b in present and c in present]:
         ns = sorted(
             set(closed.filter(closed["arm"] == b_arm)["concurrency"])
             & set(closed.filter(closed["arm"] == c_arm)["concurrency"])
@@ -551,7 +573,10 @@ def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float 
                 "speedup": c.median / b.median,  # a rate: > 1 is better
                 "direction": direction_of(b.median, c.median, True),
             }
-            if not spread:  # none measured, or 0 (identical processes): no yardstick, no verdict
+            v = (decided or {}).get((b_arm, c_arm, "output_throughput", int(n)))
+            if v is not None:
+                row.update(decided_row(v))
+            elif not spread:  # none measured, or 0 (identical processes): no yardstick, no verdict
                 row.update(
                     verdict="no verdict",
                     is_result=False,
@@ -592,6 +617,52 @@ def results_ladder_analysis(camp, *, rule: str = "seed", spread_override: float 
                     }
                 )
     return out
+
+
+def ladder_checks(rl: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The results ladder's serialization rows as the campaign's checks (one per server process): the
+    status each row carries, the same in its section, the checks table, the findings and the summary."""
+    from benchbook.findings import Check
+
+    return [
+        Check(
+            f"serialization: {s['process']}",
+            s["status"],
+            s["reason"]
+            + (
+                " — a serial arm should serve one request at a time"
+                if s["status"] == "warn" and s["flat"] is False
+                else ""
+            )
+            + (" — a batched arm that serializes: see the clamp check" if s["status"] == "warn" and s["flat"] else ""),
+            {"kind": "serialization", "arm": s["arm"], "process": s["process"], "flat": s["flat"]},
+        ).as_dict()
+        for s in (rl or {}).get("serialization", [])
+    ]
+
+
+def decided_row(v: Any) -> dict[str, Any]:
+    """A comparison row's figures and verdict from the campaign's decision (a result set's
+    ``VerdictRow``): the medians and n it judged, its typed verdict, the words of its state."""
+    from benchbook.analysis.verdict import STATE_WORDS, State, typed_fields
+
+    j, typed = v.judgement, v.judgement.verdict
+    state = typed.state if typed is not None else State.CANNOT_TELL
+    return {
+        "baseline_median": v.baseline_cell.median,
+        "baseline_n": v.baseline_cell.n,
+        "candidate_median": v.candidate_cell.median,
+        "candidate_n": v.candidate_cell.n,
+        "ratio": j.ratio,
+        "speedup": j.ratio if v.higher_is_better else 1 / j.ratio,
+        "direction": j.direction,
+        "verdict": STATE_WORDS[state],
+        "is_result": j.is_result,
+        "reason": j.why,
+        "threshold": j.spread,
+        "below_gates": list(v.below_gates),
+        **typed_fields(typed),
+    }
 
 
 def pl_col_inf(frame):

@@ -139,8 +139,15 @@ def check(
     tolerance: float = TOLERANCE,
     fail_tolerance: float = FAIL_TOLERANCE,
     concurrency_source: str = "reported mean concurrency",
+    independent: str | None = None,
 ) -> LittlesCheck:
-    """Compare L with λ × W (and λ × W with the concurrency limit); see the module docstring."""
+    """Compare L with λ × W (and λ × W with the concurrency limit); see the module docstring.
+
+    ``independent``: None when L was measured apart from the client's λ and W (the engine's in-flight
+    gauges, requests counted from their own times); else why it was not (the tool's Concurrency is
+    Σ E2E ÷ duration). A check with nothing independent to hold λ × W against — no L, or an L that is
+    λ × W by construction — is not judged (``warn``, "not judged: …"), never a pass; a limit exceeded or
+    a disagreement still fails (the figures cannot belong to one window)."""
     if not 0 <= tolerance <= fail_tolerance:
         raise ValueError("need 0 <= tolerance <= fail_tolerance")
     lw = implied_concurrency(completion_rate, mean_e2e_s)
@@ -164,4 +171,8 @@ def check(
             parts.append(f"exceeds the concurrency limit {limit:g}: impossible for one window")
         else:
             parts.append(f"within the concurrency limit {limit:g}")
+    why = "no concurrency measured apart from λ and W" if concurrency is None else independent
+    if why and status == "pass":
+        status = "warn"
+        parts.append(f"not judged: {why}, so agreement is not a check of Little's law")
     return LittlesCheck(status, concurrency, lw, gap, limit, "; ".join(parts))

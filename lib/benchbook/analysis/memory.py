@@ -501,3 +501,66 @@ def memory_deltas(camp: Campaign, summ: dict[str, MemorySummary], spread: float 
                 )
             )
     return out
+
+
+@dataclass(frozen=True)
+class HostMemorySummary:
+    """One server process sampled on the host only (``host_samples.csv``, no GPU samples): its host
+    figures in GiB over the loaded window, as :class:`MemorySummary` has them, and the summed Pss's
+    peak; the GPU is "not measured"."""
+
+    loaded_samples: int
+    shmem_loaded_gib: float | None
+    mem_available_idle_gib: float | None
+    mem_available_loaded_gib: float | None
+    mem_available_fall_gib: float | None
+    pss_sum_gib: float | None  # median over the loaded samples
+    pss_sum_peak_gib: float | None
+    notes: tuple[str, ...] = ()
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "gpu": "not measured (no GPU samples: host_samples.csv only)",
+            "loaded_samples": self.loaded_samples,
+            "shmem_gib": self.shmem_loaded_gib,
+            "mem_available_fall_gib": self.mem_available_fall_gib,
+            "pss_sum_gib": self.pss_sum_gib,
+            "pss_sum_peak_gib": self.pss_sum_peak_gib,
+        }
+
+
+def host_memory_summaries(gpu: pl.DataFrame, host: pl.DataFrame, markers: pl.DataFrame) -> dict[str, HostMemorySummary]:
+    """One :class:`HostMemorySummary` per run with host samples and no GPU samples (a capture on a host
+    without nvidia-smi): Shmem and Pss over the loaded window (its markers), the MemAvailable fall from
+    the idle samples before ``load_start``."""
+    import polars as pl
+
+    out: dict[str, HostMemorySummary] = {}
+    with_gpu = set(gpu["run"].unique().to_list())
+    for run in sorted(set(host["run"].unique().to_list()) - with_gpu):
+        h = host.filter(pl.col("run") == run).sort("t")
+        m = markers.filter(pl.col("run") == run)
+        load_start, load_end, stop = loaded_window(list(zip(m["t"].to_list(), m["event"].to_list())), f"run {run}")
+        loaded = h.filter((pl.col("t") >= load_end) & (pl.col("t") <= stop))
+        idle = h.filter(pl.col("t") < load_start) if load_start is not None else h.head(0)
+
+        def med(frame: pl.DataFrame, col: str) -> float | None:
+            v = frame[col].drop_nulls()
+            return float(v.median()) / KIB_PER_GIB if v.len() else None
+
+        avail_loaded, avail_idle = med(loaded, "mem_available_kib"), med(idle, "mem_available_kib")
+        pss = loaded["pss_kib_sum"].drop_nulls()
+        notes = [PSS_NOTE] if pss.len() else []
+        if avail_idle is None and avail_loaded is not None:
+            notes.append("MemAvailable fall not computed: no idle samples before load_start")
+        out[run] = HostMemorySummary(
+            loaded_samples=loaded.height,
+            shmem_loaded_gib=med(loaded, "shmem_kib"),
+            mem_available_idle_gib=avail_idle,
+            mem_available_loaded_gib=avail_loaded,
+            mem_available_fall_gib=None if avail_idle is None or avail_loaded is None else avail_idle - avail_loaded,
+            pss_sum_gib=med(loaded, "pss_kib_sum"),
+            pss_sum_peak_gib=float(pss.max()) / KIB_PER_GIB if pss.len() else None,
+            notes=tuple(notes),
+        )
+    return out

@@ -211,10 +211,9 @@ def campaign_reports(items: Iterable[tuple[str, Any]], link_gb_s: float | None =
     return [r for rid, run in items if (r := analyse(run, run_id=rid, link_gb_s=link)) is not None]
 
 
-def findings(reports: Iterable[PDDeployment], base: Findings | None = None) -> Findings:
-    """The findings box lines of the deployment checks — every failed check, and each check that
-    could not be judged — appended to ``base`` (the PD page's own findings, when it has pd.json
-    runs too). A per-GPU figure is a figure, not a comparison: no result line."""
+def finding_parts(reports: Iterable[PDDeployment]) -> dict[str, list]:
+    """The deployment checks' findings lines: every failed check, and each check that could not be
+    judged. A per-GPU figure is a figure, not a comparison: no result line."""
     failed, unjudged = [], []
     for r in reports:
         for c in r.checks:
@@ -223,6 +222,14 @@ def findings(reports: Iterable[PDDeployment], base: Findings | None = None) -> F
                 failed.append(line)
             elif c.status == "warn":
                 unjudged.append(line)
+    return {"failed": failed, "unjudged": unjudged}
+
+
+def findings(reports: Iterable[PDDeployment], base: Findings | None = None) -> Findings:
+    """The findings box lines of the deployment checks (:func:`finding_parts`) appended to ``base``
+    (the PD page's own findings, when it has pd.json runs too)."""
+    parts = finding_parts(reports)
+    failed, unjudged = parts["failed"], parts["unjudged"]
     if base is None:
         base = Findings.build()
     return dataclasses.replace(

@@ -17,9 +17,10 @@ campaign.json picks the series, and the check names that key.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import enginemetrics
 from benchbook.analysis.reconcile import figure_check as Check  # the one check model, with its figures
@@ -58,6 +59,13 @@ class EngineWindow:
     labels_key: str  # the campaign.json key that sets ``labels``
     sources: list[str]
     snapshots: list[tuple[Path, float | None]] = field(default_factory=list)  # periodic, (file, unix_s)
+    series: list[Path] = field(default_factory=list)  # JSON Lines scrape series taken during the run
+
+    def scrapes(self, names: list[str], *, untimed: bool = False) -> list[tuple[float | None, Any]]:
+        """The scrapes taken during the run (``results_runs.timed_scrapes``), parsed for ``names``."""
+        from benchbook.ingest.results_runs import timed_scrapes
+
+        return timed_scrapes(self.snapshots, self.series, names, untimed=untimed)
 
 
 @dataclass
@@ -193,10 +201,11 @@ def reconcile_run(run: BenchmarkRun, ew: EngineWindow) -> list[Check]:
     picked, every reconciliation check is listed as not comparable (never passed)."""
     model, key = pick_series(run, ew)
     if key is None:
-        why = "not comparable: " + model.detail.split(": ", 1)[-1] if model.status == "fail" else model.detail
-        return [model, *(Check(name, "warn", f"not checked ({why})") for name in RECONCILE_CHECKS)]
+        # the reason is the model check's, said there once; each check left unmade points to it
+        why = f"not checked: no engine series for the client's model (see {MODEL_CHECK!r})"
+        return [model, *(Check(name, "warn", why) for name in RECONCILE_CHECKS)]
     out = [model, *reconcile(run, ew.window.engine(key))]
-    if ew.snapshots:
+    if ew.snapshots or ew.series:
         out.append(littles_law(run, ew, key))
     return out
 
@@ -207,17 +216,13 @@ def engine_in_flight(ew: EngineWindow, key: tuple) -> tuple[float, int, float, f
     span in seconds, largest gap in seconds); None with fewer than two timed snapshots. A
     concurrency measured by the engine, independent of the client."""
     from benchbook.analysis import engine_concurrency
-    from benchbook.metrics import prometheus
 
     prof = ew.window.profile
     if not (prof.has("running") and prof.has("waiting")):
         return None
     names = prof.sample_names(["running", "waiting"])
     pts = []
-    for path, t in ew.snapshots:
-        if t is None:
-            continue
-        snap = prometheus.read(path, names)
+    for t, snap in ew.scrapes(names):
         n = sum(enginemetrics.values(snap, prof, q).get(key, 0.0) for q in ("running", "waiting"))
         pts.append((float(t), n))
     pts.sort()
@@ -227,6 +232,22 @@ def engine_in_flight(ew: EngineWindow, key: tuple) -> tuple[float, int, float, f
     gap = max(t1 - t0 for (t0, _), (t1, _) in zip(pts, pts[1:], strict=False))
     mean = engine_concurrency.time_average([engine_concurrency.GaugeSample(t, n) for t, n in pts])
     return mean, len(pts), span, gap
+
+
+def engine_in_flight_time(ew: EngineWindow, key: tuple, span: float) -> tuple[float, str] | None:
+    """L from the engine's own E2E histogram: Δ sum of its request latencies over the window, divided by
+    the window — the time-integral of the requests in flight, by the engine's clock, that no scrape gap
+    can miss (requests that started before the window or ended after it count whole: the before/after
+    scrapes bracket the run). None without the histogram."""
+    e = ew.window.engine(key)
+    if "e2e_sum" not in e or span <= 0:
+        return None
+    name = ew.window.profile.ref("e2e").name if ew.window.profile.has("e2e") else "e2e"
+    how = (
+        f"the engine's own time in flight, Δ {name}_sum {e['e2e_sum']:.4g} s over {e.get('e2e_count', 0):g} "
+        f"requests ÷ the {span:.3g}-s window,"
+    )
+    return e["e2e_sum"] / span, how
 
 
 def littles_law(run: BenchmarkRun, ew: EngineWindow, key: tuple) -> Check:
@@ -260,6 +281,25 @@ def littles_law(run: BenchmarkRun, ew: EngineWindow, key: tuple) -> Check:
         ),
     )
     c = engine_concurrency.unresolved(c, gap, float(w_ms) / 1000)
+    alt = engine_in_flight_time(ew, key, span) if gap > float(w_ms) / 1000 else None
+    if alt is not None:  # the gauges sampled too sparsely to show every request: the engine's own time in flight
+        L, how = alt
+        c = littles.check(
+            float(done) / span,
+            float(w_ms) / 1000,
+            L,
+            tolerance=SNAPSHOT_TOLERANCE,
+            fail_tolerance=SNAPSHOT_FAIL_TOLERANCE,
+            concurrency_source=how
+            + f" (the gauges' largest gap between scrapes, {gap:.3g} s, is longer than W, {float(w_ms) / 1000:.3g} s)",
+        )
+        n = ew.window.engine(key).get("e2e_count")
+        if n is not None and n != float(done):
+            c = dataclasses.replace(
+                c,
+                detail=f"{c.detail}; the engine finished {n:g} requests in the window, the client's file {done}: "
+                "the others (the tool's warm-up or test requests) are in L, not in λ",
+            )
     rel = (L - c.implied) / c.implied if c.implied else None
     return Check(LITTLE_CHECK, c.status, c.detail, L, c.implied, L - c.implied, rel)
 
@@ -274,7 +314,7 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
         profile = camp.profile if camp.manifest.get("engine") else detect_profile(after)
         w = enginemetrics.window(before, after, profile)
         return EngineWindow(
-            rr.id, w, rr.labels, rr.labels_key, [str(rr.metrics_before), str(rr.metrics_after)], rr.snapshots
+            rr.id, w, rr.labels, rr.labels_key, [str(rr.metrics_before), str(rr.metrics_after)], rr.snapshots, rr.series
         )
     if rr.window is not None:
         from benchbook.metrics import promsource, source_allow
@@ -305,7 +345,7 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
         )
         w = enginemetrics.window(pw.before, pw.after, profile)
         where = f"{src['url']} [{rr.window[0]:.0f}, {rr.window[1]:.0f}]"
-        return EngineWindow(rr.id, w, rr.labels, rr.labels_key, [where], rr.snapshots)
+        return EngineWindow(rr.id, w, rr.labels, rr.labels_key, [where], rr.snapshots, rr.series)
     return None
 
 

@@ -22,6 +22,7 @@ The page (``benchbook.pages.compare_page``) only formats a :class:`ResultSet`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from benchbook.analysis import gates as gates_mod
 from benchbook.analysis import identity as ident
 from benchbook.analysis import slo as slo_mod
 from benchbook.analysis import stats
@@ -110,6 +112,9 @@ class VerdictRow:
     candidate_cell: stats.Cell
     judgement: Judgement
     load: str = ""  # the matched load the two configurations are compared at
+    key: tuple[Any, ...] = ()  # that load's identity.load_key (request rate, max concurrency)
+    below_gates: tuple[str, ...] = ()  # runs judged below the duration/count gates (spread measured between processes)
+    evidence: str = ""  # the engine's figures beside the ratio (analysis.evidence.attach)
 
 
 @dataclass
@@ -139,6 +144,37 @@ class ResultSet:
     findings: list[CompareFinding] = field(default_factory=list)
     headlines: list[dict[str, Any]] = field(default_factory=list)  # across configurations at matched load
     preset: str = ""  # "smoke": gates lowered, every result labelled smoke
+    gates: gates_mod.Gates | None = None  # the gates applied, with where they came from
+    processes: dict[str, str] = field(default_factory=dict)  # run id -> server process (a campaign's arm/run layout)
+    pairs: list[tuple[str, str]] = field(default_factory=list)  # the campaign's (baseline, candidate) arms
+
+    def verdict_lookup(self, arm_of: Mapping[str, str]) -> dict[tuple[str, str, str, int], VerdictRow]:
+        """The verdicts at closed-loop loads (every request sent at once, at a max concurrency) by
+        (baseline arm, candidate arm, metric, concurrency), ``arm_of``: configuration label -> arm. The
+        ladder and the switch ablation show these, so a comparison has one verdict on every page."""
+        out = {}
+        for v in self.verdicts:
+            rate, conc = (list(v.key) + [None, None])[:2]
+            if not isinstance(conc, int) or str(rate) not in ("inf", "None") and rate != float("inf"):
+                continue
+            out[(arm_of.get(v.baseline, v.baseline), arm_of.get(v.candidate, v.candidate), v.metric, conc)] = v
+        return out
+
+    def spread_note(self) -> str:
+        """Why no spread was measured, as it is (:func:`benchbook.analysis.narrative.spread_sentence`)."""
+        from benchbook.analysis.narrative import spread_sentence
+
+        return spread_sentence(self)
+
+    def repeated(self, point: LoadPoint) -> bool:
+        """The runs at ``point`` come from two or more server processes: their spread is measured."""
+        return len({self.processes[e.id] for e in point.entries if e.id in self.processes}) >= 2
+
+    def usable(self, e: Entry, repeated: bool) -> bool:
+        """``e`` may be judged: it passed every gate, or failed only those a spread measured between
+        server processes stands in for (:func:`gates.waived`)."""
+        failed = _failed(e)
+        return not failed or gates_mod.waived(failed, repeated)
 
     def config(self, label: str) -> Configuration:
         return next(c for c in self.configs if c.label == label)
@@ -179,8 +215,11 @@ class ResultSet:
         return stats.cell(vals) if vals else None
 
     def findings_box(self, audit: Any = None) -> Findings:
-        """The compare page's findings box (see :func:`findings_box`)."""
-        return findings_box(self, audit)
+        """The compare page's findings box of files compared outside a campaign
+        (:func:`benchbook.analysis.campaign_findings.result_set_findings`)."""
+        from benchbook.analysis.campaign_findings import result_set_findings
+
+        return result_set_findings(self, audit)
 
     def request_views(self) -> list[Any]:
         """Per-request views of every run that carries per-request records (:func:`per_request.views`)."""
@@ -255,13 +294,6 @@ def _where(path: str | Path, location: str) -> str:
     return Path(path).name + ("" if location == "$" else f" ({location})")
 
 
-#: validity gates of a smoke run (a short sweep that checks the set-up, not a measurement)
-PRESETS: dict[str, dict[str, Any]] = {
-    "smoke": {"min_duration_s": 1.0, "min_completed": 10, "max_error_rate": 0.05},
-}
-GATE_DEFAULTS = {"min_duration_s": 60.0, "min_completed": 100, "max_error_rate": 0.01}
-
-
 def build(
     files: Sequence[str | Path],
     *,
@@ -275,24 +307,35 @@ def build(
     runs: Sequence[tuple[str, BenchmarkRun]] | None = None,
     arms: Mapping[str, str] | None = None,
     preset: str = "",
+    processes: Mapping[str, str] | None = None,
+    pairs: Sequence[tuple[str, str]] = (),
+    gates: gates_mod.Gates | None = None,
 ) -> ResultSet:
     """``runs``: (run id, run) already read (a campaign's results runs), instead of reading ``files``
-    (which then only locate ``benchbook-compare.yml``); ``arms``: run id -> the arm label a campaign
-    gives it, which names the configuration and, like a user's label, tells configurations apart.
-    ``preset``: ``"smoke"`` lowers the validity gates left at their defaults (:data:`PRESETS`) and
-    labels every finding as smoke."""
-    from benchbook.analysis.reconcile import gates
+    (which then only locate ``benchbook-compare.yml``); ``arms``: run id -> the arm a campaign gives
+    it: the arm *is* the configuration (one per arm, whatever the files' own metadata say) and names
+    it. ``processes``: run id -> the server process it is a load point of (init's arm/run layout):
+    runs of one arm at one load from two processes measure the spread, and stand in for the
+    duration and request-count gates (:mod:`benchbook.analysis.gates`). ``pairs``: the campaign's
+    (baseline, candidate) arms, compared in that orientation. ``preset``: ``"smoke"`` lowers the
+    validity gates left at their defaults (:data:`gates.PRESETS`) and labels every finding as smoke;
+    ``gates``: the analysis' gates, instead of the gate arguments."""
+    from benchbook.analysis.reconcile import gates as run_gates
     from benchbook.ingest import formats
 
     if not files:
         raise InputError("parameters", "files", "no result files to compare")
     check_rule(rule)
-    if preset and preset not in PRESETS:
-        raise InputError("parameters", "preset", f"unknown preset {preset!r}; choose {', '.join(PRESETS)} or none")
-    gate_args = {"min_duration_s": min_duration_s, "min_completed": min_completed, "max_error_rate": max_error_rate}
-    for k, v in (PRESETS.get(preset) or {}).items():
-        if gate_args[k] == GATE_DEFAULTS[k]:
-            gate_args[k] = v
+    the_gates = gates or gates_mod.resolve(
+        {
+            "min_duration_s": min_duration_s,
+            "min_completed": min_completed,
+            "max_error_rate": max_error_rate,
+            "preset": preset,
+        }  # fmt: skip
+    )
+    preset = the_gates.preset
+    gate_args = the_gates.params()
     the_slo = slo_mod.parse(slo)
     overrides = ident.load_overrides(files, labels)
     raw: list[tuple[str, BenchmarkRun]] = list(runs or [])
@@ -329,13 +372,13 @@ def build(
             user = {"campaign_arm": arms[rid], **user}
         e = Entry(rid, r, carried[i], ident.read_identity(r, user))
         e.gpus = ident.gpu_count(r, e.identity)
-        e.gates = gates(r, **gate_args)
+        e.gates = run_gates(r, **gate_args)
         entries.append(e)
-    # 2. configurations (model, dataset, deployment) and, inside each, its loads (repeats at one load)
+    # 2. configurations (model, dataset, deployment; a campaign's arm) and, inside each, its loads
     groups: list[list[Entry]] = []
     for e in entries:
         for g in groups:
-            if ident.same_configuration(g[0].identity, e.identity):
+            if _same_configuration(g[0], e, arms):
                 g.append(e)
                 break
         else:
@@ -354,14 +397,18 @@ def build(
             else:
                 pt.entries.append(e)
         c.points.sort(key=lambda p: tuple(_order(v) for v in p.key))
-        c.why = _why_grouped(c)
-        c.spreads = _point_spreads(c.points)
+        c.why = _why_grouped(c, arms)
         configs.append(c)
-    base = _pick_baseline(baseline, configs, entries)
+    labels_in = {c.label for c in configs}
+    pairs_ = [(b, c) for b, c in pairs if b in labels_in and c in labels_in]
+    base = _pick_baseline(baseline or (pairs_[0][0] if pairs_ else ""), configs, entries)
     rs = ResultSet(
         [str(f) for f in files], entries, duplicates, configs, base, rule, [], [], {}, [], the_slo, {}, [],
-        dict(gate_args), overrides.sources(), preset=preset,
+        dict(gate_args), overrides.sources(), preset=preset, gates=the_gates, processes=dict(processes or {}),
+        pairs=pairs_,
     )  # fmt: skip
+    for c in configs:
+        c.spreads = _point_spreads(c.points, rs)
     _pair(rs)
     _sweeps(rs)
     if the_slo is not None:
@@ -437,9 +484,19 @@ def _pick_baseline(baseline: str, configs: list[Configuration], entries: list[En
     )
 
 
-def _why_grouped(c: Configuration) -> str:
+def _same_configuration(a: Entry, b: Entry, arms: Mapping[str, str] | None) -> bool:
+    """One configuration: the same campaign arm where the campaign gives arms (whatever the files' own
+    metadata say), else the same model, dataset and deployment fields (:func:`identity.same_configuration`)."""
+    if arms and a.id in arms and b.id in arms:
+        return arms[a.id] == arms[b.id]
+    return ident.same_configuration(a.identity, b.identity)
+
+
+def _why_grouped(c: Configuration, arms: Mapping[str, str] | None = None) -> str:
     g = c.entries
-    if g[0].identity.group is not None:
+    if arms and all(e.id in arms for e in g):
+        head = f"{len(g)} run(s) of arm {arms[g[0].id]!r}, as the campaign lays it out (campaign.json)"
+    elif g[0].identity.group is not None:
         head = f"declared one configuration by the user (group {g[0].identity.group!r})"
     elif len(g) == 1:
         return "one run"
@@ -490,12 +547,22 @@ def _labels(ids: list[ident.Identity]) -> list[str]:
 
 
 def _pair(rs: ResultSet) -> None:
-    """Each configuration against the reference (or, when they may not be compared, the first earlier
+    """The campaign's (baseline, candidate) pairs in that orientation where it states them; every other
+    configuration against the reference (or, when they may not be compared, the first earlier
     configuration that may): "verdicts" at every load both were run at; "no verdict" when they share
     no load; "not comparable" when no earlier one shares model and dataset."""
     base = rs.config(rs.baseline)
     order = [base, *(c for c in rs.configs if c is not base)]
+    paired = {c for _, c in rs.pairs}
+    for b, c in rs.pairs:
+        reason = ident.not_comparable_reason(rs.config(b).identity, rs.config(c).identity)
+        if reason is not None:
+            rs.pairings.append(Pairing(b, c, "not comparable", reason + "; shown side by side, no ratio verdict"))
+        else:
+            _pairing(rs, rs.config(b), rs.config(c))
     for k, c in enumerate(order[1:], 1):
+        if c.label in paired or (c is not base and any(c.label == b for b, _ in rs.pairs)):
+            continue
         comparable = [r for r in order[:k] if ident.not_comparable_reason(r.identity, c.identity) is None]
         if not comparable:
             reason = ident.not_comparable_reason(base.identity, c.identity) or ""
@@ -503,66 +570,90 @@ def _pair(rs: ResultSet) -> None:
                 Pairing(base.label, c.label, "not comparable", reason + "; shown side by side, no ratio verdict")
             )
             continue
-        r = comparable[0]
-        dep = [d for d in ident.differences(r.identity, c.identity) if d.group == "deployment"]
-        why = "; ".join(d.text() for d in dep) or "declared different by the user"
-        keys = {p.key for p in c.points}
-        matched = [p.shown for p in r.points if p.key in keys]
-        if not matched:
-            rs.pairings.append(
-                Pairing(
-                    r.label,
-                    c.label,
-                    "no verdict",
-                    f"no load in common ({', '.join(p.shown for p in r.points)} vs {', '.join(p.shown for p in c.points)}), "
-                    f"so no comparison at matched load; they differ in {why}",
-                )
-            )
-            continue
+        _pairing(rs, comparable[0], c)
+    for p in rs.pairings:
+        if p.kind == "verdicts":
+            _judge_pair(rs, rs.config(p.reference), rs.config(p.other))
+
+
+def _pairing(rs: ResultSet, r: Configuration, c: Configuration) -> None:
+    dep = [d for d in ident.differences(r.identity, c.identity) if d.group == "deployment"]
+    why = "; ".join(d.text() for d in dep) or "declared different by the user"
+    if (r.label, c.label) in rs.pairs:
+        why += f" (the campaign compares {c.label} against {r.label})"
+    keys = {p.key for p in c.points}
+    matched = [p.shown for p in r.points if p.key in keys]
+    if not matched:
         rs.pairings.append(
             Pairing(
                 r.label,
                 c.label,
-                "verdicts",
-                f"same model and dataset, compared at matched load ({', '.join(matched)}); differs in {why}",
-                matched,
+                "no verdict",
+                f"no load in common ({', '.join(p.shown for p in r.points)} vs {', '.join(p.shown for p in c.points)}), "
+                f"so no comparison at matched load; they differ in {why}",
             )
         )
-    for p in rs.pairings:
-        if p.kind != "verdicts":
+        return
+    rs.pairings.append(
+        Pairing(
+            r.label,
+            c.label,
+            "verdicts",
+            f"same model and dataset, compared at matched load ({', '.join(matched)}); differs in {why}",
+            matched,
+        )
+    )
+
+
+def _judge_pair(rs: ResultSet, ref: Configuration, c: Configuration) -> None:
+    """Verdicts at every matched load: runs that passed the gates (or, where the spread at that load
+    was measured between server processes, runs below the duration and count gates), against the
+    largest spread measured at that load."""
+    for rp in ref.points:
+        cp = next((x for x in c.points if x.key == rp.key), None)
+        if cp is None:
             continue
-        ref, c = rs.config(p.reference), rs.config(p.other)
-        for rp in ref.points:
-            cp = next((x for x in c.points if x.key == rp.key), None)
-            if cp is None:
+        repeated = rs.repeated(rp) or rs.repeated(cp)
+        spreads = _point_spreads([rp, cp], rs)
+        if spreads:
+            rs.spreads[f"{ref.label} vs {c.label} at {rp.shown}"] = spreads
+        for metric, hib in VERDICT_METRICS:
+            bv, cv = _values(rp.entries, metric), _values(cp.entries, metric)
+            if not bv or not cv or min(bv) <= 0 or min(cv) <= 0:
                 continue
-            spreads = _point_spreads([rp, cp])
-            if spreads:
-                rs.spreads[f"{ref.label} vs {c.label} at {rp.shown}"] = spreads
-            for metric, hib in VERDICT_METRICS:
-                bv, cv = _values(rp.entries, metric), _values(cp.entries, metric)
-                if not bv or not cv or min(bv) <= 0 or min(cv) <= 0:
-                    continue
-                bok, cok = _values(rp.entries, metric, valid=True), _values(cp.entries, metric, valid=True)
-                if not bok or not cok:
-                    sides = [x for x, ok in ((ref, bok), (c, cok)) if not ok]
-                    pts = {ref.label: rp, c.label: cp}
-                    why = "; ".join(
-                        f"every run of {x.label} at {rp.shown} failed a validity gate ({_failed_gates(pts[x.label].entries)})"
-                        for x in sides
-                    ) + (", so the figures are shown but not judged")
-                    j = cannot_tell(bv, cv, higher_is_better=hib, why=why)
-                    rs.verdicts.append(
-                        VerdictRow(ref.label, c.label, metric, hib, stats.cell(bv), stats.cell(cv), j, rp.shown)
+            use_b = [e for e in rp.entries if rs.usable(e, repeated)]
+            use_c = [e for e in cp.entries if rs.usable(e, repeated)]
+            bok, cok = _values(use_b, metric), _values(use_c, metric)
+            row = functools.partial(VerdictRow, ref.label, c.label, metric, hib, load=rp.shown, key=rp.key)
+            if not bok or not cok:
+                sides = [x for x, ok in ((ref, bok), (c, cok)) if not ok]
+                pts = {ref.label: rp, c.label: cp}
+                why = "; ".join(
+                    f"every run of {x.label} at {rp.shown} failed a validity gate ({_failed_gates(pts[x.label].entries)})"
+                    for x in sides
+                ) + (", so the figures are shown but not judged")
+                waivable = all(set(_failed(e)) <= gates_mod.WAIVABLE for e in (*rp.entries, *cp.entries))
+                if rs.processes and not repeated and waivable:
+                    why = (
+                        f"neither arm was run twice at {rp.shown} (one server process each), so no spread was "
+                        f"measured to stand in for the validity gates its runs are below; {why}"
                     )
-                    continue
-                j = judge(bok, cok, spread=spreads.get(metric), higher_is_better=hib, rule=rs.rule)  # type: ignore[arg-type]
-                left = [e.id for e in (*rp.entries, *cp.entries) if _failed(e) and e.get(metric) is not None]
-                if left:
-                    j = dataclasses.replace(j, why=f"{j.why}; left out, failed a validity gate: {', '.join(left)}")
-                rs.verdicts.append(
-                    VerdictRow(ref.label, c.label, metric, hib, stats.cell(bok), stats.cell(cok), j, rp.shown)
+                j = cannot_tell(bv, cv, higher_is_better=hib, why=why)
+                rs.verdicts.append(row(stats.cell(bv), stats.cell(cv), j))
+                continue
+            j = judge(bok, cok, spread=spreads.get(metric), higher_is_better=hib, rule=rs.rule)  # type: ignore[arg-type]
+            used = [*use_b, *use_c]
+            left = [e.id for e in (*rp.entries, *cp.entries) if e not in used and e.get(metric) is not None]
+            below = tuple(e.id for e in used if _failed(e))
+            if left:
+                j = dataclasses.replace(j, why=f"{j.why}; left out, failed a validity gate: {', '.join(left)}")
+            if below:
+                j = dataclasses.replace(
+                    j,
+                    why=f"{j.why}; judged although below the duration/count gates ({len(below)} run(s)): the "
+                    "spread at this load was measured between server processes",
                 )
+            rs.verdicts.append(row(stats.cell(bok), stats.cell(cok), j, below_gates=below))
 
 
 def _failed(e: Entry) -> list[str]:
@@ -581,13 +672,16 @@ def _values(entries: Sequence[Entry], metric: str, *, valid: bool = False) -> li
     return [v for e in entries if not (valid and _failed(e)) for v in [e.get(metric)] if v is not None]
 
 
-def _point_spreads(points: Sequence[LoadPoint]) -> dict[str, float]:
+def _point_spreads(points: Sequence[LoadPoint], rs: ResultSet | None = None) -> dict[str, float]:
     """Per metric: the largest run-to-run spread over the points repeated at least twice (runs that
-    passed every validity gate): repeats of one configuration at one load."""
+    passed every validity gate, or below the duration/count gates at a point repeated in two or more
+    server processes): repeats of one configuration at one load."""
     out: dict[str, float] = {}
     for metric, _ in VERDICT_METRICS:
         for p in points:
-            vals = [v for v in _values(p.entries, metric, valid=True) if v > 0]
+            rep = rs is not None and rs.repeated(p)
+            use = [e for e in p.entries if (rs.usable(e, rep) if rs is not None else not _failed(e))]
+            vals = [v for v in _values(use, metric) if v > 0]
             if len(vals) >= 2:
                 out[metric] = max(out.get(metric, 0.0), stats.run_spread(vals, metric))
     return out
@@ -611,14 +705,16 @@ def _sweeps(rs: ResultSet) -> None:
             fams.setdefault(fam, []).append(p)
         for (axis, cap), pts in fams.items():
             if len(pts) >= 2:
-                rs.sweeps.append(_curve(c, axis, cap, pts, many=len(fams) > 1))
+                rs.sweeps.append(_curve(c, axis, cap, pts, many=len(fams) > 1, rs=rs))
 
 
 def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _curve(c: Configuration, axis: str, cap: Any, pts: list[LoadPoint], *, many: bool) -> sweep_mod.Sweep:
+def _curve(
+    c: Configuration, axis: str, cap: Any, pts: list[LoadPoint], *, many: bool, rs: ResultSet | None = None
+) -> sweep_mod.Sweep:
     key = "request_rate" if axis == "request rate" else "max_concurrency"
     series = c.label + (
         f" ({axis} curve" + (f", max concurrency {cap}" if cap is not None and key == "request_rate" else "") + ")"
@@ -627,7 +723,8 @@ def _curve(c: Configuration, axis: str, cap: Any, pts: list[LoadPoint], *, many:
     )
     points = []
     for lp in pts:
-        ok = [e for e in lp.entries if not _failed(e)]
+        rep = rs is not None and rs.repeated(lp)
+        ok = [e for e in lp.entries if (rs.usable(e, rep) if rs is not None else not _failed(e))]
         use = ok or lp.entries
         f = lp.entries[0].identity.fields.get(key)
         load = f.value if f is not None else None
@@ -694,33 +791,9 @@ def short_why(j: Judgement) -> str:
     return j.why.split("; no rank test")[0]
 
 
-#: per gate: (threshold as the page names it, what a run that failed it did, unit of its figure)
-_GATE_WORDS = {
-    "minimum duration": ("min_duration_s", "{:g} s", "shorter", "{:.1f}", " s"),
-    "minimum completed requests": ("min_completed", "{}", "completed fewer", "{:.0f}", ""),
-    "maximum error rate": ("max_error_rate", "{:.2%}", "had more errors", "{:.2%}", ""),
-}
-
-
 def gate_lines(rs: ResultSet) -> list[str]:
-    """One line per failed validity gate with the runs it caught and their range:
-    ``minimum duration 60 s: 19 of 19 runs shorter (2.7–32.2 s)``."""
-    by: dict[str, list[tuple[Entry, Any]]] = {}
-    for e in rs.entries:
-        for g in e.gates:
-            if g.status == "fail":
-                by.setdefault(g.name, []).append((e, g.figures.get("client")))
-    out = []
-    for name, caught in by.items():
-        key, thr, verb, fmt, unit = _GATE_WORDS.get(name, ("", "", "failed", "{:g}", ""))
-        head = f"{name} {thr.format(rs.gate_params[key])}" if key in rs.gate_params else name
-        vals = [v for _, v in caught if isinstance(v, (int, float))]
-        rng = f" ({fmt.format(min(vals))}–{fmt.format(max(vals))}{unit})" if len(vals) > 1 else (
-            f" ({fmt.format(vals[0])}{unit})" if vals else "")  # fmt: skip
-        ids = [e.id for e, _ in caught]
-        who = "" if len(ids) == len(rs.entries) else ": " + ", ".join(ids[:6]) + (" …" if len(ids) > 6 else "")
-        out.append(f"{head}: {len(caught)} of {len(rs.entries)} runs {verb}{rng}{who}")
-    return out
+    """One line per failed validity gate with the runs it caught and their range (:func:`gates.gate_lines`)."""
+    return [text for _, text, _ in gates_mod.gate_lines(rs)]
 
 
 def _findings(rs: ResultSet) -> list[CompareFinding]:
@@ -787,41 +860,6 @@ def _findings(rs: ResultSet) -> list[CompareFinding]:
 
 
 # ---- the one serialized form (compare page values and ``summary --json``) --------------------------
-def findings_box(rs: ResultSet, audit: Any = None) -> Findings:
-    """The compare page's findings box from its result set: failed validity gates first, the verdicts
-    that are results (worst first: regressions, then by the size of the ratio), and what could not be
-    judged (per compared pair, and pairings without a verdict) — the lines the result set's own
-    findings list holds, counted the way every other page counts them. ``audit``: the campaign's audit;
-    its failed checks (preemption, a short count, a figure beyond its limit) lead the box."""
-    failed = [
-        (f"{c['name']}: {c['detail']}", "audit") for c in (audit.all_checks() if audit else []) if c["status"] == "fail"
-    ]
-    # one line per failed validity gate with the runs it caught, as the page shows them (issue 23)
-    smoke = "smoke: " if rs.preset == "smoke" else ""
-    failed += [(smoke + line, "compare-checks") for line in gate_lines(rs)]
-    results = []
-    for v in rs.verdicts:
-        j = v.judgement
-        if j.is_result:
-            text = f"{v.candidate} vs {v.baseline}: {v.metric} {j.ratio:.3g}x, a result ({j.direction})"
-            better = j.ratio if v.higher_is_better else 1 / j.ratio
-            results.append((j.direction, better, text, "compare-verdicts"))
-    cannot: dict[tuple[str, str], list[str]] = {}
-    for v in rs.verdicts:
-        if v.judgement.state == "cannot":
-            cannot.setdefault((v.candidate, v.baseline), []).append(short_why(v.judgement))
-    unjudged = [
-        (f"{c} vs {b}: cannot tell ({len(whys)} metrics) — {whys[0]}", "compare-verdicts")
-        for (c, b), whys in cannot.items()
-    ]
-    unjudged += [
-        (f"{p.other} vs {p.reference}: no verdict — {p.reason}", "compare-pairings")
-        for p in rs.pairings
-        if p.kind == "no verdict"
-    ]
-    return Findings.build(results=results, failed=failed, unjudged=unjudged, results_section="compare-verdicts")
-
-
 def identity_rows(rs: ResultSet) -> list[dict[str, Any]]:
     return [
         {
@@ -858,6 +896,7 @@ def verdict_rows(rs: ResultSet) -> list[dict[str, Any]]:
             "p_value": v.judgement.p_value,
             "ci": list(v.judgement.ci) if v.judgement.ci else None,
             "why": v.judgement.why,
+            "evidence": v.evidence,
             **verdict_fields(v.judgement),
         }
         for v in rs.verdicts

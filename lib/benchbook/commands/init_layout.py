@@ -5,7 +5,8 @@ per load point, a phases.json in benchbook's format, a gpu.json naming the sampl
 copy stays byte-for-byte what the process wrote.
 
 The arm's configuration is what its processes' engine stated (``ingest.server_config``): carried per
-run as ``server_config``, per arm as ``server_args`` (the switches) and as the variables of the arm's
+run as ``server_config``, per arm as ``server_args`` (the switches) and, with the other settings a
+person sets (``server_config.knobs``), as the variables of the arm's
 environment (so the ablation reads each switch as it reads an environment variable). Two arms that
 do not differ in what ran, and two runs of one arm that do, go into ``todo``.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import InputError
-from benchbook.ingest import run_layout, server_config
+from benchbook.ingest import formats, run_layout, server_config, windows
 
 
 @dataclass
@@ -48,7 +49,9 @@ def config_of(rf: run_layout.RunFolder) -> server_config.ServerConfig:
     """What the process ran (its captures, logs and server_info files)."""
     from benchbook.analysis.clamps import parse_startup_line
 
-    return server_config.read_server_config(rf.captures, rf.logs, rf.infos, startup_parser=parse_startup_line)
+    return server_config.read_server_config(
+        rf.captures, rf.logs, rf.infos, startup_parser=parse_startup_line, versions=rf.versions
+    )
 
 
 def _stated_models(rf: run_layout.RunFolder, point_files: Callable) -> tuple[list[Path], list[tuple[Path, str]]]:
@@ -96,23 +99,63 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
             taken.add(out_id)
             return out_id
 
+        events = windows.event_windows(rf.events) if rf.events is not None else {}
         for pt in rf.points:
             rid = unique(f"{stem}-{_slug(pt.name)}")
             where = f"{base}/benchbook/{_slug(pt.name)}"
             doc: dict[str, Any] = {"format": "benchbook.results/1", "run": rid, "files": [f"../../{rel(pt.result)}"]}
+            _window(
+                doc,
+                windows.point_window(
+                    (pt.name, pt.result.stem),
+                    events=events,
+                    series=[p for p in pt.extra if run_layout.is_scrape_series(p)],
+                    results=lambda pt=pt: formats.read(pt.result),
+                ),
+            )
             if pt.before is not None and pt.after is not None:
                 doc["metrics_before"], doc["metrics_after"] = f"../../{rel(pt.before)}", f"../../{rel(pt.after)}"
+                series = [p for p in pt.extra if run_layout.is_scrape_series(p)]
+                if series:
+                    doc["scrape_series"] = [{"file": f"../../{rel(p)}"} for p in series]
             else:
                 out.todo.append(f"run {rid}: no /metrics before and after {pt.result.name}; nothing is reconciled")
             out.docs.append((f"{where}/results.json", doc))
             out.entries.append({"id": rid, "harness": "results", "path": where, "point": pt.name, **common})
+        _sweep_state(out, rf)
         for pf in rf.point_folders:
             files, before, after, snaps = point_files(pf)
+            cap = _capture_doc(pf)
+            if not files and cap.get("kind") == "run" and cap.get("complete") is False:
+                # a capture killed before its command wrote a result file (a time limit, a SIGKILL): its
+                # folder is copied with the process's, but it measured no load point
+                out.todo.append(
+                    f"run {rf.process}: load point {pf.name} was interrupted before its result file was written "
+                    f"({pf.name}/capture.json: complete false, {cap.get('stopped') or 'no reason given'}); its "
+                    "folder is copied as it is, not read as a load point"
+                )
+                continue
             if not files:
                 raise InputError(pf, "-", "a load-point folder without a result file")
+            if cap.get("complete") is False:
+                out.todo.append(
+                    f"run {rf.process}: load point {pf.name}: its capture did not complete "
+                    f"({cap.get('stopped') or 'no reason given'}); are its results whole?"
+                )
             rid = unique(f"{stem}-{_slug(pf.name)}")
             where = f"{base}/benchbook/{_slug(pf.name)}"
             doc = {"format": "benchbook.results/1", "run": rid, "files": [f"../../{rel(f)}" for f in files]}
+            cap_file = pf / "capture.json"
+            _window(
+                doc,
+                windows.point_window(
+                    (pf.name, *(f.stem for f in files)),
+                    events=events,
+                    capture=run_layout.load_json(cap_file) if cap_file.is_file() else None,
+                    capture_where=f"{pf.name}/capture.json",
+                    results=lambda files=files: [b for f in files for b in formats.read(f)],
+                ),
+            )
             if before is not None and after is not None:
                 doc["metrics_before"], doc["metrics_after"] = f"../../{rel(before)}", f"../../{rel(after)}"
             if snaps:
@@ -151,9 +194,9 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
             cap = _capture_facts(out, lf, "capture ladder")
             if cap.get("complete") is False:
                 out.todo.append(f"run {rid}: its capture did not complete ({cap.get('stopped') or 'no reason given'})")
-        if rf.gpu is not None:
+        if rf.gpu is not None or rf.host is not None:  # host samples alone: the host's figures, GPU not measured
             rid = unique(f"{stem}-gpu")
-            doc = {"gpu_samples": f"../../{rel(rf.gpu)}"}
+            doc = {"gpu_samples": f"../../{rel(rf.gpu)}"} if rf.gpu is not None else {}
             if rf.host is not None:
                 doc["host_samples"] = f"../../{rel(rf.host)}"
             if rf.events is not None:
@@ -173,6 +216,35 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
             )
     _arms(out, configs)
     return out
+
+
+def _window(doc: dict[str, Any], w: windows.Window | None) -> None:
+    """A load point's window in Unix time into its results.json (``started_at``/``ended_at`` and where
+    they came from: ``ingest.windows``), read by energy and the physical-limit rates."""
+    if w is not None:
+        doc["started_at"], doc["ended_at"], doc["window_source"] = w.started_at, w.ended_at, w.source
+
+
+def _capture_doc(folder: Path) -> dict[str, Any]:
+    """A capture folder's capture.json (``{}`` without one)."""
+    path = folder / "capture.json"
+    doc = run_layout.load_json(path) if path.is_file() else {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _sweep_state(out: LayoutResult, rf: run_layout.RunFolder) -> None:
+    """A ``capture sweep`` that did not end (its ``sweep.json`` says ``complete: false``): one todo line
+    with each point's status, so a sweep cut short is said where the campaign's open questions are."""
+    path = rf.folder / "sweep.json"
+    doc = run_layout.load_json(path) if path.is_file() else None
+    if not isinstance(doc, dict) or doc.get("kind") != "sweep" or doc.get("complete") is not False:
+        return
+    points = [p for p in doc.get("points") or [] if isinstance(p, dict)]
+    states = ", ".join(f"{p.get('point')} {p.get('status')}" for p in points) or "no point recorded"
+    out.todo.append(
+        f"run {rf.process}: its sweep did not complete (sweep.json: {doc.get('stopped') or 'no reason given'}): "
+        f"{states}"
+    )
 
 
 def _engine_of(cfg: server_config.ServerConfig) -> tuple[dict[str, str], str] | None:
@@ -212,20 +284,39 @@ def _capture_facts(out: LayoutResult, folder: Path, tool: str | None) -> dict[st
     return cap
 
 
+def _stated(cfg: server_config.ServerConfig) -> dict[str, Any]:
+    """The switches and the other settings a person sets, as the process's files state them."""
+    return {**server_config.switches(cfg), **server_config.knobs(cfg)}
+
+
 def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
-    """Arms from what their processes ran; a role baseline arm (no switch requested) and ablation arms
-    (same batch mode, other switches); todo lines where arms do not differ or runs of one arm do."""
+    """Arms from what their processes ran; a role baseline arm (nothing requested beyond what every
+    batched arm requested) and ablation arms (same batch mode, other settings); todo lines where arms
+    do not differ, where runs of one arm do, and what each ablation arm changes against the baseline
+    (``analysis.what_ran``: the settings in their own units, the KV cache's capacity included)."""
+    from benchbook.analysis import what_ran
+
     sw_of: dict[str, dict[str, Any]] = {}
+    set_of: dict[str, dict[str, Any]] = {}
     for arm, procs in configs.items():
         first_rf, first = procs[0]
-        sw = server_config.switches(first)
+        sw = _stated(first)
         for rf, cfg in procs[1:]:
-            other = server_config.switches(cfg)
-            diff = [k for k in sorted(set(sw) | set(other)) if sw.get(k) != other.get(k)]
+            other = _stated(cfg)
+            diff = [
+                f"{k} {sw.get(k, 'not stated')} vs {other.get(k, 'not stated')}"
+                for k in sorted(set(sw) | set(other))
+                if sw.get(k) != other.get(k)
+            ]
+            diff += [
+                d.text()
+                for d in what_ran.differences(server_config.settings(first), server_config.settings(cfg))
+                if d.kind == "size"
+            ]
             if diff:
                 out.todo.append(
                     f"arm {arm}: runs {first_rf.process} and {rf.process} differ in what ran ("
-                    + "; ".join(f"{k} {sw.get(k, 'not stated')} vs {other.get(k, 'not stated')}" for k in diff)
+                    + "; ".join(diff)
                     + "): they are not repeats — split them into two arms (give each run folder to init as its own "
                     "arm folder)"
                 )
@@ -238,48 +329,74 @@ def _arms(out: LayoutResult, configs: dict[str, list]) -> None:
             for c in server_config.clamps(cfg, _max_concurrency(conc)):
                 out.todo.append(f"arm {arm}, run {rf.process}: clamped — {c}")
         sw_of[arm] = sw
+        set_of[arm] = server_config.settings(first)
         serial = sw.get("max_num_seqs") == 1
-        asked = {k: v for _rf, c in procs for k, v in server_config.requested_switches(c).items()}
+        asked = {k: v for _rf, c in procs for k, v in _asked(c).items()}
         requested = set(asked)
         out.arms[arm] = {
             "label": arm,
             "mode": "serial" if serial else "batch",
             "environment": arm,
-            "server_args": {k: v for k, v in sw.items()},
+            "server_args": server_config.switches(first),  # the switches; the knobs are the environment's
             # what the command line asked for (the log's non-default args), apart from what ran
             "requested": {k: asked[k] for k in server_config.SWITCHES if k in asked},
             "description": f"{len(procs)} server process(es); "
-            + (", ".join(f"{k} {v}" for k, v in sw.items()) or "no configuration stated")
+            + (", ".join(f"{k} {v}" for k, v in server_config.switches(first).items()) or "no configuration stated")
+            + (f"; {what_ran.summary(set_of[arm])}" if what_ran.summary(set_of[arm]) else "")
             + (f" (requested on the command line: {', '.join(sorted(requested))})" if requested else ""),
         }
         out.environments[arm] = {
-            "description": "the server switches as the engine stated them (benchbook init)",
+            "description": "the server settings as the engine stated them (benchbook init)",
             "variables": {k: str(v) for k, v in sw.items()},
         }
     names = list(out.arms)
     for i, a in enumerate(names):
         for b in names[i + 1 :]:
-            if sw_of[a] == sw_of[b] and sw_of[a]:
+            sizes = [d for d in what_ran.differences(set_of[a], set_of[b]) if d.kind == "size"]
+            if sw_of[a] == sw_of[b] and sw_of[a] and not sizes:
                 out.todo.append(
                     f"arms {a} and {b} do not differ in what ran ({', '.join(f'{k} {v}' for k, v in sw_of[a].items())}):"
                     " a comparison between them measures run-to-run noise, not a switch"
                 )
-    # the ablation: the batched arm nothing was requested for is the baseline; batched arms that
-    # requested other switches are ablation arms (a serial arm is the baseline page's, not a switch)
-    plain = [a for a in names if out.arms[a]["mode"] == "batch" and not _requested(configs[a])]
+            elif sw_of[a] == sw_of[b] and sw_of[a]:
+                out.todo.append(
+                    f"arms {a} and {b} state the same settings but the engine sized them differently ("
+                    + what_ran.text(sizes)
+                    + "): no stated setting explains it (another GPU, or memory held by another process?)"
+                )
+    # the ablation: the batched arm that requested nothing beyond what every batched arm requested is
+    # the baseline; the other batched arms are ablation arms (a serial arm is the baseline page's)
+    batched = [a for a in names if out.arms[a]["mode"] == "batch"]
+    asked = {a: {k: str(v) for _rf, c in configs[a] for k, v in _asked(c).items()} for a in batched}
+    common = set.intersection(*(set(v.items()) for v in asked.values())) if asked else set()
+    plain = [a for a in batched if not set(asked[a].items()) - common]
     if plain:
         base = plain[0]
-        others = [a for a in names if a != base and out.arms[a]["mode"] == "batch"]
+        others = [a for a in batched if a != base]
         if others:
             out.arms[base]["role"] = "baseline"
             for a in others:
                 out.arms[a]["role"] = "ablation"
+                diffs = what_ran.differences(set_of[a], set_of[base])
+                sw_diff = [
+                    f"{k} {sw_of[a].get(k, 'not stated')} vs {sw_of[base].get(k, 'not stated')}"
+                    for k in server_config.SWITCHES
+                    if sw_of[a].get(k) != sw_of[base].get(k)
+                ]
+                shown = "; ".join(
+                    [*(d.text() for d in what_ran.shown(diffs) if d.name not in server_config.SWITCHES), *sw_diff]
+                )
+                if shown:
+                    out.todo.append(
+                        f"arm {a} vs the baseline {base}: {shown} — the ablation judges this difference; check it is "
+                        "the one you meant to vary"
+                    )
     # serial arms first (the seeds' order: batching is judged against serving one at a time)
     out.arms = dict(sorted(out.arms.items(), key=lambda kv: kv[1]["mode"] != "serial"))
-    out.comparisons = _pairs(out.arms)
+    out.comparisons = _pairs(out.arms, set_of)
 
 
-def _pairs(arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
+def _pairs(arms: dict[str, dict[str, Any]], settings: dict[str, dict[str, Any]] | None = None) -> list[dict[str, str]]:
     """The arm pairs the baseline page judges, written into the manifest's ``comparisons`` (each arm has
     an environment of its own holding its switches, so the page's default pairing — arms that differ in
     environment *or* configuration, not both — would find none): every serial arm against the batched
@@ -294,18 +411,28 @@ def _pairs(arms: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
         for a, v in arms.items()
         if v["mode"] == "serial"
     ]
+    from benchbook.analysis import what_ran
+
     for a, v in arms.items():
         if v.get("role") == "ablation":
             sb, sa = arms[base]["server_args"], v["server_args"]
             diff = ", ".join(
                 f"{k} {sa.get(k, 'not stated')}" for k in sorted(set(sb) | set(sa)) if sb.get(k) != sa.get(k)
             )
+            rest = [
+                d
+                for d in what_ran.differences((settings or {}).get(a), (settings or {}).get(base))
+                if d.name not in server_config.SWITCHES
+            ]
+            diff = "; ".join(x for x in (diff, what_ran.text(rest)) if x)
             out.append({"baseline": base, "candidate": a, "why": f"{base} with {diff or 'the switches it requested'}"})
     return out
 
 
-def _requested(procs) -> bool:
-    return any(server_config.requested_switches(c) for _rf, c in procs)
+def _asked(cfg: server_config.ServerConfig) -> dict[str, Any]:
+    """What the command line asked for among the switches and the settings a person sets."""
+    names = set(server_config.SWITCHES) | {k for k, (_u, kind) in server_config.SETTINGS.items() if kind == "knob"}
+    return {k: v for k, v in cfg.requested.items() if k in names}
 
 
 def _max_concurrency(points: list[str]) -> int | None:

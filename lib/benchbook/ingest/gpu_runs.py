@@ -50,34 +50,49 @@ def gpu_memory(camp: Any, run: Any):
     """A ``gpu`` run (its ``gpu.json`` names ``gpu_samples``, optionally ``host_samples`` and
     ``events``, relative to the run folder) as ``Campaign.memory``'s (gpu, host, markers). Without
     events the loaded window is the whole sampled span (first sample to last)."""
+    import polars as pl
+
     from benchbook.ingest import gpu_samples
     from benchbook.ingest.results_runs import in_run
 
     doc = _gpu_doc(run)
-    if not isinstance(doc, dict) or not isinstance(doc.get("gpu_samples"), str):
-        raise InputError(run.file, "$.gpu_samples", "expected the name of an nvidia-smi sample file or GPU telemetry")
-    gpu = gpu_frame(camp, run, doc)
-    if gpu.height == 0:
-        raise InputError(run.file, "$.gpu_samples", "the sample file has no samples")
+    if not isinstance(doc, dict) or not (
+        isinstance(doc.get("gpu_samples"), str) or isinstance(doc.get("host_samples"), str)
+    ):
+        raise InputError(
+            run.file,
+            "$.gpu_samples",
+            "expected the name of an nvidia-smi sample file or GPU telemetry (or host_samples)",
+        )
     host = None
     if isinstance(doc.get("host_samples"), str):
         host = gpu_samples.read_host_csv(
             in_run(camp.root, run.path, doc["host_samples"], run.file, "$.host_samples", "file")
         )
+    if has_gpu_samples(doc):
+        gpu = gpu_frame(camp, run, doc)
+        if gpu.height == 0:
+            raise InputError(run.file, "$.gpu_samples", "the sample file has no samples")
+        span = gpu["t"]
+    else:  # a host without nvidia-smi: the host sampler's figures on their own
+        gpu = pl.DataFrame(schema={"t": pl.Float64, "gpu": pl.Int64, "memory_used_mib": pl.Float64})
+        if host is None or host.height == 0:
+            raise InputError(run.file, "$.host_samples", "the host sample file has no samples")
+        span = host["t"]
     if isinstance(doc.get("events"), str):
         markers = event_markers(in_run(camp.root, run.path, doc["events"], run.file, "$.events", "file"))
     else:
         markers = []
     events = {e for _t, e, _l in markers}
-    t0, t1 = float(gpu["t"].min()), float(gpu["t"].max())
+    t0, t1 = float(span.min()), float(span.max())
     if "load_end" not in events:
         markers.append((t0, "load_end", "first sample (no events file)"))
     if "stop" not in events:
         markers.append((t1, "stop", "last sample (no events file)"))
     g, h, m = gpu_samples.memory_frames(gpu, host, sorted(markers, key=lambda m: m[0]), run=run.id, arm=run.arm)
-    if h.height:  # the host sampler keeps its own clock (1 s): each GPU sample takes the nearest host sample
-        import polars as pl
-
+    if (
+        h.height and g.height
+    ):  # the host sampler keeps its own clock (1 s): each GPU sample takes the nearest host sample
         times = g.select("t").unique().sort("t")
         h = (
             times.join_asof(h.drop("run", "arm").sort("t"), on="t", strategy="nearest", tolerance=HOST_MATCH_S)
@@ -85,6 +100,11 @@ def gpu_memory(camp: Any, run: Any):
             .select(h.columns)
         )
     return g, h, m
+
+
+def has_gpu_samples(doc: Any) -> bool:
+    """Whether a ``gpu.json`` names GPU samples (a host-only one names ``host_samples`` alone)."""
+    return isinstance(doc, dict) and isinstance(doc.get("gpu_samples"), str)
 
 
 def _gpu_path(camp: Any, run: Any, doc: dict[str, Any]) -> Path:

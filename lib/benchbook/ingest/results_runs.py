@@ -47,6 +47,7 @@ class ResultsRun:
     metrics_after: Path | None = None
     window: tuple[float, float] | None = None
     snapshots: list[tuple[Path, float | None]] = field(default_factory=list)
+    series: list[Path] = field(default_factory=list)  # JSON Lines scrape series ({t_start, t_end, text})
     labels: dict[str, str] = field(default_factory=dict)  # metrics_labels: picks the engine's series
     labels_key: str = "$.metrics_labels"  # where in campaign.json to set them
     complete: bool = True
@@ -61,6 +62,7 @@ class ResultsRun:
         if self.metrics_before is not None and self.metrics_after is not None:
             out += [self.metrics_before, self.metrics_after]
         out += [p for p, _ in self.snapshots]
+        out += self.series
         return out
 
 
@@ -106,6 +108,10 @@ def read_results_run(root: Path, manifest: dict[str, Any], run: RunRef, has_prom
     for i, s in enumerate(doc.get("snapshots", [])):
         p = resolve(s["file"], f"$.snapshots[{i}].file", "snapshot")
         snaps.append((p, s.get("unix_s")))
+    series = [
+        resolve(s["file"], f"$.scrape_series[{i}].file", "scrape series")
+        for i, s in enumerate(doc.get("scrape_series", []))
+    ]
     window = None
     if "window" in doc:
         t0, t1 = float(doc["window"]["t0"]), float(doc["window"]["t1"])
@@ -134,8 +140,28 @@ def read_results_run(root: Path, manifest: dict[str, Any], run: RunRef, has_prom
         metrics_after=after,
         window=window,
         snapshots=[(p, t) for p, t in snaps if p is not None],
+        series=[p for p in series if p is not None],
         labels=labels,
         labels_key=key,
         complete=bool(doc.get("complete", True)),
         doc=doc,
     )
+
+
+def timed_scrapes(
+    snapshots: list[tuple[Path, float | None]], series: list[Path], names: list[str], *, untimed: bool = False
+) -> list[tuple[float | None, Any]]:
+    """Every /metrics scrape taken during a run, parsed for ``names``: the periodic snapshots that carry a
+    Unix time (``untimed``: the others too, with None) and every line of the scrape series (its time the
+    scrape's middle), sorted by time (untimed last)."""
+    from benchbook.ingest.telemetry import scrape_lines
+    from benchbook.metrics import prometheus
+
+    out: list[tuple[float | None, Any]] = []
+    for path, t in snapshots:
+        if t is not None or untimed:
+            out.append((t, prometheus.read(path, names)))
+    for path in series:
+        for lineno, t, text in scrape_lines(path):
+            out.append((t, prometheus.parse(text, f"{path}: line {lineno}", names)))
+    return sorted(out, key=lambda x: (x[0] is None, x[0] or 0.0))

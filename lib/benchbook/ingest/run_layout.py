@@ -32,6 +32,7 @@ from benchbook.jsonfile import load_json, plain_suffix, read_head, read_text, wa
 CAPTURE_SUFFIXES = (".prom", ".metrics", ".txt")
 LOG_NAMES = ("server.log", "server_log.txt", "vllm.log", "sglang.log")
 INFO_NAMES = ("server_info.json", "get_server_info.json")
+VERSION_NAMES = ("version.json",)  # the server's GET /version answer
 PROCESS_MARKERS = ("gpu_samples.csv", "host_samples.csv", "events.jsonl")
 RUN_MARKERS = (*PROCESS_MARKERS, *LOG_NAMES)
 _SKIP_DIRS = {"scripts", "__pycache__"}
@@ -66,6 +67,7 @@ class RunFolder:
     events: Path | None = None
     logs: list[Path] = field(default_factory=list)
     infos: list[Path] = field(default_factory=list)
+    versions: list[Path] = field(default_factory=list)  # saved GET /version answers
     captures: list[Path] = field(default_factory=list)  # every .prom of the process (server config)
 
     @property
@@ -106,6 +108,16 @@ def _is_result(p: Path) -> bool:
     except InputError:
         return False
     return True
+
+
+def is_scrape_series(p: Path) -> bool:
+    """A JSON Lines series of the engine's timed /metrics scrapes (``{"t_start", "t_end", "text"}`` per
+    line, the runner's ``<point>_scrapes.jsonl``), told by its first line."""
+    if p.suffix.lower() != ".jsonl" or not p.is_file():
+        return False
+    with open(p, "rb") as f:
+        head = f.read(4096)
+    return head.lstrip()[:1] == b"{" and b'"text"' in head and (b'"t_start"' in head or b'"t"' in head)
 
 
 def _subdirs(d: Path) -> list[Path]:
@@ -252,6 +264,8 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
             rf.logs.append(p)
         elif p.name in INFO_NAMES:
             rf.infos.append(p)
+        elif p.name in VERSION_NAMES:
+            rf.versions.append(p)
         elif p.suffix.lower() == ".csv":
             header = read_text(p).split("\n", 1)[0]
             cols = [c.strip() for c in header.split(",")]
@@ -278,6 +292,7 @@ def read_run_folder(d: Path, arm: str, run: str) -> RunFolder:
         rf.captures += [c for c in walk_files(pf) if _is_capture(c)]
         rf.logs += [pf / n for n in LOG_NAMES if (pf / n).is_file()]
         rf.infos += [pf / n for n in INFO_NAMES if (pf / n).is_file()]
+        rf.versions += [pf / n for n in VERSION_NAMES if (pf / n).is_file()]
     return rf
 
 
@@ -347,8 +362,15 @@ def harness_phases(path: Path, prefix: str) -> tuple[dict[str, Any], dict[str, d
         }
         # the harness's first_event_s is its first *content* event (a token), not the role chunk
         # benchbook's first_event_s means (data/README.md): left out, as capture phases does
-        samples.append(out)
         usage = s.get("usage") if isinstance(s.get("usage"), dict) else {}
+        # the client's counts (the server's usage), reconciled with the engine's Δ tokens by the audit
+        for key in ("prompt_tokens", "completion_tokens"):
+            if isinstance(usage.get(key), int):
+                out[key] = usage[key]
+        for key in ("max_tokens", "finish_reason"):
+            if s.get(key) is not None:
+                out[key] = s[key]
+        samples.append(out)
         tok = usage.get("prompt_tokens")
         if isinstance(tok, int) and tok >= 1:
             c = classes.setdefault(out["prompt_class"], {"tokens": tok})

@@ -11,12 +11,23 @@ Sources, each optional, read from one server process's files:
   and the engine's ``Initializing a V1 LLM engine (…) with config: …`` line (what the engine runs:
   ``enforce_eager``, ``enable_prefix_caching``, ``max_seq_len``, the CUDA-graph mode …), and the
   ``Running: N reqs`` stats lines (the most requests the engine ever ran at once).
+  The same log's startup lines state what the engine sized: ``Model loading took 13.91 GiB`` (the
+  weights one GPU holds), ``Available KV cache memory: 113.55 GiB``, ``GPU KV cache size: 930,192
+  tokens``, ``Maximum concurrency for 8,192 tokens per request: 113.55x``, ``Using max model len
+  8192`` and ``Chunked prefill is enabled with max_num_batched_tokens=8192``.
+* The server's ``GET /version`` answer saved as ``version.json`` (``{"version": "0.26.0"}``).
 * SGLang's ``server_info`` / ``server_args`` (the ``/get_server_info`` answer, a JSON file) and the
   seeds' ``pocket`` startup line (``batch width 1 (engine declares max_slots=8, …), prefill budget 0``).
 
 :func:`read_server_config` gathers them into a :class:`ServerConfig`; :func:`switches` derives the
 switches an ablation compares (``max_num_seqs``, ``enforce_eager``, ``cudagraph_mode``,
-``enable_prefix_caching`` …) from what ran, the requested value only where nothing states what ran.
+``enable_prefix_caching`` …) from what ran, the requested value only where nothing states what ran;
+:func:`settings` every setting the files state, each in its own unit with the file that stated it
+(:data:`SETTINGS`: the KV cache's size in tokens and blocks, ``gpu_memory_utilization``, the
+weights' size, ``max_model_len``, ``max_num_batched_tokens``, block size, cache dtype, the parallel
+sizes, quantization, speculative decoding, the engine's version); :func:`knobs` the ones a person
+sets (compared exactly between arms; the sizes the engine derived from them are compared by
+``analysis.what_ran`` with a tolerance).
 """
 
 from __future__ import annotations
@@ -35,6 +46,15 @@ _NON_DEFAULT = re.compile(r"non-default args:\s*(\{.*\})\s*$")
 _ENGINE = re.compile(r"Initializing a V\d+ LLM engine \((?P<version>[^)]*)\) with config:\s*(?P<body>.*)$")
 _RUNNING = re.compile(r"Running:\s*(\d+)\s*reqs")
 _CUDAGRAPH = re.compile(r"'cudagraph_mode':\s*<CUDAGraphMode\.(\w+)")
+# vLLM's startup lines: what the engine sized (name -> pattern, value converter)
+_LOG_FACTS = {
+    "weights_gib": re.compile(r"Model loading took ([0-9.]+) ?GiB"),
+    "kv_cache_gib": re.compile(r"Available KV cache memory: ([0-9.]+) ?GiB"),
+    "kv_cache_tokens": re.compile(r"KV cache size: ([0-9,]+) tokens"),  # GPU …, CPU … (the CPU build)
+    "max_model_len": re.compile(r"Using max model len (\d+)"),
+    "max_num_batched_tokens": re.compile(r"max_num_batched_tokens=(\d+)"),
+    "kv_cache_max_concurrency": re.compile(r"Maximum concurrency for [0-9,]+ tokens per request: ([0-9.]+)x"),
+}
 # engine-config keys worth carrying (the line holds ~60; these are the ones a reader compares)
 ENGINE_KEYS = (
     "model",
@@ -49,6 +69,7 @@ ENGINE_KEYS = (
     "enable_prefix_caching",
     "enable_chunked_prefill",
     "seed",
+    "speculative_config",
 )
 CACHE_KEYS = (
     "block_size",
@@ -58,6 +79,8 @@ CACHE_KEYS = (
     "num_gpu_blocks",
     "kv_cache_size_tokens",
     "kv_cache_max_concurrency",
+    "kv_cache_memory_bytes",
+    "num_gpu_blocks_override",
 )
 # switches: name -> (where it ran, where it was requested), in display order
 SWITCHES = ("max_num_seqs", "enforce_eager", "cudagraph_mode", "enable_prefix_caching", "enable_chunked_prefill")
@@ -72,10 +95,16 @@ class ServerConfig:
     requested: dict[str, Any] = field(default_factory=dict)  # vLLM `non-default args`
     engine: dict[str, str] = field(default_factory=dict)  # the engine-config line, ENGINE_KEYS only
     engine_version: str | None = None
+    engine_file: str | None = None  # the log whose engine-config line filled ``engine``
+    requested_file: str | None = None  # the log whose ``non-default args`` filled ``requested``
     cudagraph_mode: str | None = None
     max_running: int | None = None  # most `Running: N reqs` in the log's stats lines
     startup: dict[str, Any] = field(default_factory=dict)  # the seeds' pocket line
     server_info: dict[str, Any] = field(default_factory=dict)  # SGLang /get_server_info
+    log_facts: dict[str, int | float] = field(default_factory=dict)  # _LOG_FACTS: the startup lines' sizes
+    log_file: str | None = None  # the log that stated log_facts
+    version: str | None = None  # GET /version (version.json)
+    version_file: str | None = None
     sources: list[str] = field(default_factory=list)
 
     @property
@@ -98,6 +127,13 @@ class ServerConfig:
             out["startup"] = dict(self.startup)
         if self.server_info:
             out["server_info"] = {k: _plain(v) for k, v in self.server_info.items() if _scalar(v)}
+        if self.log_facts:
+            out["log"] = dict(self.log_facts)
+        if self.version:
+            out["version"] = self.version
+        stated = settings(self)
+        if stated:
+            out["settings"] = stated
         return out
 
 
@@ -142,16 +178,18 @@ def parse_log(text: str, cfg: ServerConfig, file: str, startup_parser=None) -> N
                 val = None
             if isinstance(val, dict):
                 cfg.requested = {str(k): v for k, v in val.items()}
+                cfg.requested_file = file
                 cfg.sources.append(f"{file}: non-default args")
             continue
         m = _ENGINE.search(line)
         if m and not cfg.engine:
             cfg.engine_version = m.group("version")
+            cfg.engine_file = file
             body = m.group("body")
             for key in ENGINE_KEYS:
                 km = re.search(rf"(?:^|,\s*){re.escape(key)}=('[^']*'|[^,]*)", body)
                 if km:
-                    cfg.engine[key] = km.group(1).strip("'")
+                    cfg.engine[key] = _balanced(body, km.start(1)) if "(" in km.group(1) else km.group(1).strip("'")
             g = _CUDAGRAPH.search(body)
             if g:
                 cfg.cudagraph_mode = g.group(1)
@@ -160,6 +198,12 @@ def parse_log(text: str, cfg: ServerConfig, file: str, startup_parser=None) -> N
         m = _RUNNING.search(line)
         if m:
             cfg.max_running = max(cfg.max_running or 0, int(m.group(1)))
+            continue
+        for name, pat in _LOG_FACTS.items():
+            m = pat.search(line)
+            if m and name not in cfg.log_facts:
+                cfg.log_facts[name] = _value(m.group(1), name)
+                cfg.log_file = file
     if startup_parser is not None and "batch width" in text.lower():
         try:
             s = startup_parser(text, file)
@@ -175,6 +219,23 @@ def parse_log(text: str, cfg: ServerConfig, file: str, startup_parser=None) -> N
             cfg.sources.append(f"{file}: startup line {s.line}")
     if cfg.max_running is not None:
         cfg.sources.append(f"{file}: stats lines (most requests running at once)")
+    if cfg.log_file == file:
+        cfg.sources.append(f"{file}: startup sizes ({', '.join(sorted(cfg.log_facts))})")
+
+
+def _balanced(text: str, start: int) -> str:
+    """The value starting at ``start`` up to the comma that closes it at bracket depth 0
+    (``SpeculativeConfig(method='ngram', num_spec_tokens=3)``)."""
+    depth = 0
+    for i in range(start, len(text)):
+        c = text[i]
+        if c in "([{":
+            depth += 1
+        elif c in ")]}":
+            depth -= 1
+        elif c == "," and depth <= 0:
+            return text[start:i].strip()
+    return text[start:].strip()
 
 
 START_FAMILY = "process_start_time_seconds"
@@ -251,9 +312,10 @@ def check_one_server(captures: list[Path], results: list[Path] = (), named: list
 
 
 def read_server_config(
-    captures: list[Path], logs: list[Path], infos: list[Path] = (), startup_parser=None
+    captures: list[Path], logs: list[Path], infos: list[Path] = (), startup_parser=None, versions: list[Path] = ()
 ) -> ServerConfig:
-    """What one server process ran, from its captures, logs and SGLang server_info files.
+    """What one server process ran, from its captures, logs, SGLang server_info files and saved
+    ``/version`` answers.
 
     Raises InputError naming both files when two captures state different cache configs (two
     servers' files in one run folder; :func:`check_one_server` checks start times and models)."""
@@ -289,6 +351,11 @@ def read_server_config(
         if isinstance(info, dict):
             cfg.server_info = info
             cfg.sources.append(f"{p.name}: server_info")
+    for p in versions:
+        doc = load_json(p)
+        if isinstance(doc, dict) and isinstance(doc.get("version"), str) and not cfg.version:
+            cfg.version, cfg.version_file = doc["version"], p.name
+            cfg.sources.append(f"{p.name}: GET /version")
     return cfg
 
 
@@ -327,6 +394,162 @@ def switches(cfg: ServerConfig) -> dict[str, Any]:
     if cfg.cudagraph_mode:
         out["cudagraph_mode"] = cfg.cudagraph_mode
     return {k: out[k] for k in SWITCHES if k in out}
+
+
+# every setting :func:`settings` reads: name -> (unit, kind). "knob": a value a person sets (arms that
+# state two values differ in what ran); "size": what the engine derived from the knobs and the
+# hardware (the KV cache's capacity, the weights' size), compared with a tolerance
+SETTINGS: dict[str, tuple[str, str]] = {
+    "engine_version": ("", "knob"),
+    "gpu_memory_utilization": ("of GPU memory", "knob"),
+    "mem_fraction_static": ("of GPU memory", "knob"),
+    "kv_cache_memory_bytes": ("bytes", "knob"),
+    "num_gpu_blocks_override": ("blocks", "knob"),
+    "kv_cache_tokens": ("tokens", "size"),
+    "num_gpu_blocks": ("blocks", "size"),
+    "kv_cache_gib": ("GiB", "size"),
+    "kv_cache_max_concurrency": ("requests of max_model_len", "size"),
+    "weights_gib": ("GiB", "size"),
+    "block_size": ("tokens", "knob"),
+    "kv_cache_dtype": ("", "knob"),
+    "dtype": ("", "knob"),
+    "max_model_len": ("tokens", "knob"),
+    "max_num_batched_tokens": ("tokens", "knob"),
+    "max_num_seqs": ("requests", "knob"),
+    "tensor_parallel_size": ("GPUs", "knob"),
+    "pipeline_parallel_size": ("stages", "knob"),
+    "data_parallel_size": ("replicas", "knob"),
+    "quantization": ("", "knob"),
+    "speculative": ("", "knob"),
+}
+_OFF_MEANS_NONE = ("quantization", "speculative")  # "None" stated: the engine runs without it
+
+
+def _value(v: Any, name: str) -> Any:
+    """A stated value in its plain type (``"0.92"`` → 0.92, ``"True"`` → True, ``torch.bfloat16`` →
+    ``bfloat16``); None where the file states nothing (``None``, empty) — except quantization and
+    speculative decoding, whose ``None`` states that the engine runs without them (``"none"``)."""
+    if isinstance(v, bool) or isinstance(v, (int, float)):
+        return v
+    if v is None or str(v).strip() in ("", "None", "none", "null"):
+        return "none" if name in _OFF_MEANS_NONE and v is not None else None
+    t = str(v).strip().strip("'\"")
+    if t in ("True", "False", "true", "false"):
+        return t in ("True", "true")
+    try:
+        f = float(t.replace(",", ""))
+    except ValueError:
+        return t.removeprefix("torch.")
+    return int(f) if f.is_integer() and "." not in t else f
+
+
+def settings(cfg: ServerConfig) -> dict[str, dict[str, Any]]:
+    """Every setting of :data:`SETTINGS` the process's files state: name -> ``{"value", "unit",
+    "kind", "source"}``, what ran before what was asked (the info series, the engine-config line and
+    the startup sizes, then SGLang's server_info, then the command line's ``non-default args``)."""
+    ci, req, eng, si, lf = cfg.cache_info, cfg.requested, cfg.engine, cfg.server_info, cfg.log_facts
+    info = f"{Path(cfg.cache_info_file).name}: {INFO_FAMILY}" if cfg.cache_info_file else ""
+    engine = f"{cfg.engine_file}: engine config" if cfg.engine_file else ""
+    log = f"{cfg.log_file}: startup line" if cfg.log_file else ""
+    asked = f"{cfg.requested_file}: non-default args (requested)" if cfg.requested_file else ""
+    sinfo = "server_info"
+    ev = cfg.engine_version.removeprefix("v") if cfg.engine_version else None
+    cands: dict[str, list[tuple[Any, str]]] = {
+        "engine_version": [
+            (cfg.version, f"{cfg.version_file}: GET /version"),
+            (ev, engine),
+            (si.get("version"), sinfo),
+        ],
+        "gpu_memory_utilization": [
+            (ci.get("gpu_memory_utilization"), info),
+            (req.get("gpu_memory_utilization"), asked),
+        ],
+        "mem_fraction_static": [(si.get("mem_fraction_static"), sinfo)],
+        "kv_cache_memory_bytes": [(ci.get("kv_cache_memory_bytes"), info), (req.get("kv_cache_memory_bytes"), asked)],
+        "num_gpu_blocks_override": [
+            (ci.get("num_gpu_blocks_override"), info),
+            (req.get("num_gpu_blocks_override"), asked),
+        ],
+        "kv_cache_tokens": [
+            (ci.get("kv_cache_size_tokens"), info),
+            (lf.get("kv_cache_tokens"), log),
+            (si.get("max_total_num_tokens"), sinfo),
+        ],
+        "num_gpu_blocks": [(ci.get("num_gpu_blocks"), info)],
+        "kv_cache_gib": [(lf.get("kv_cache_gib"), log)],
+        "kv_cache_max_concurrency": [
+            (ci.get("kv_cache_max_concurrency"), info),
+            (lf.get("kv_cache_max_concurrency"), log),
+        ],
+        "weights_gib": [(lf.get("weights_gib"), log)],
+        "block_size": [(ci.get("block_size"), info), (si.get("page_size"), sinfo), (req.get("block_size"), asked)],
+        "kv_cache_dtype": [
+            (ci.get("cache_dtype"), info),
+            (eng.get("kv_cache_dtype"), engine),
+            (si.get("kv_cache_dtype"), sinfo),
+            (req.get("kv_cache_dtype"), asked),
+        ],
+        "dtype": [(eng.get("dtype"), engine), (si.get("dtype"), sinfo), (req.get("dtype"), asked)],
+        "max_model_len": [
+            (eng.get("max_seq_len"), engine),
+            (lf.get("max_model_len"), log),
+            (si.get("context_length"), sinfo),
+            (req.get("max_model_len"), asked),
+        ],
+        "max_num_batched_tokens": [
+            (lf.get("max_num_batched_tokens"), log),
+            (si.get("chunked_prefill_size"), sinfo),
+            (req.get("max_num_batched_tokens"), asked),
+        ],
+        "max_num_seqs": [
+            (cfg.startup.get("batch_width"), "startup line"),
+            (si.get("max_running_requests"), sinfo),
+            (req.get("max_num_seqs"), asked),
+        ],
+        "tensor_parallel_size": [
+            (eng.get("tensor_parallel_size"), engine),
+            (si.get("tp_size"), sinfo),
+            (req.get("tensor_parallel_size"), asked),
+        ],
+        "pipeline_parallel_size": [
+            (eng.get("pipeline_parallel_size"), engine),
+            (si.get("pp_size"), sinfo),
+            (req.get("pipeline_parallel_size"), asked),
+        ],
+        "data_parallel_size": [
+            (eng.get("data_parallel_size"), engine),
+            (si.get("dp_size"), sinfo),
+            (req.get("data_parallel_size"), asked),
+        ],
+        "quantization": [
+            (eng.get("quantization"), engine),
+            (si.get("quantization"), sinfo),
+            (req.get("quantization"), asked),
+        ],
+        "speculative": [
+            (eng.get("speculative_config"), engine),
+            (si.get("speculative_algorithm"), sinfo),
+            (req.get("speculative_config"), asked),
+        ],
+    }
+    out: dict[str, dict[str, Any]] = {}
+    for name, options in cands.items():
+        for raw, src in options:
+            if not src or raw is None:
+                continue
+            v = _value(raw, name)
+            if v is None:
+                continue
+            unit, kind = SETTINGS[name]
+            out[name] = {"value": v, "unit": unit, "kind": kind, "source": src}
+            break
+    return out
+
+
+def knobs(cfg: ServerConfig) -> dict[str, Any]:
+    """The settings a person sets (:data:`SETTINGS` kind "knob", besides :data:`SWITCHES`), as
+    their values: what an arm's environment carries next to its switches."""
+    return {k: v["value"] for k, v in settings(cfg).items() if v["kind"] == "knob" and k not in SWITCHES}
 
 
 def requested_switches(cfg: ServerConfig) -> dict[str, Any]:

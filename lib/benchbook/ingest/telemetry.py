@@ -369,26 +369,36 @@ def scrape_time(path: str | Path) -> float:
     return float(m[0])
 
 
-def read_dcgm_series(path: str | Path):
-    """A JSON Lines series of timed scrapes (``{t_start, t_end, text}`` or ``{t, text}`` per line): the
-    DCGM series of each scrape as telemetry rows at the scrape's middle. Lines whose text has no DCGM
-    series are skipped (an engine's scrapes in the same file); none at all is an error."""
+def scrape_lines(path: str | Path, keep=None):
+    """(line number, Unix time, text) of each scrape of a JSON Lines scrape series (``{t_start, t_end,
+    text}`` or ``{t, text}`` per line; the time is the scrape's middle), for the lines whose text
+    ``keep`` accepts (all by default). A line of another shape, or without a numeric time, is refused
+    naming the file and the line."""
     from benchbook.jsonfile import json_lines
 
     p = Path(path)
-    cols = _empty_cols()
-    scrapes = 0
     for lineno, rec in json_lines(p, "scrape series"):
         if not isinstance(rec, dict) or not isinstance(rec.get("text"), str):
             keys = sorted(rec) if isinstance(rec, dict) else type(rec).__name__
             raise InputError(p, f"line {lineno}", f"expected a scrape {{t_start, t_end, text}}; found {keys}")
-        if "DCGM_FI_DEV_" not in rec["text"]:
+        if keep is not None and not keep(rec["text"]):
             continue
         t0, t1 = rec.get("t_start", rec.get("t")), rec.get("t_end", rec.get("t_start", rec.get("t")))
         for key, v in (("t_start", t0), ("t_end", t1)):
             if isinstance(v, bool) or not isinstance(v, (int, float)):
                 raise InputError(p, f"line {lineno}.{key}", f"expected the scrape's Unix time, found {v!r}")
-        part = read_dcgm_text(rec["text"], f"{p}: line {lineno}", (float(t0) + float(t1)) / 2)
+        yield lineno, (float(t0) + float(t1)) / 2, rec["text"]
+
+
+def read_dcgm_series(path: str | Path):
+    """A JSON Lines series of timed scrapes (``{t_start, t_end, text}`` or ``{t, text}`` per line): the
+    DCGM series of each scrape as telemetry rows at the scrape's middle. Lines whose text has no DCGM
+    series are skipped (an engine's scrapes in the same file); none at all is an error."""
+    p = Path(path)
+    cols = _empty_cols()
+    scrapes = 0
+    for lineno, t, text in scrape_lines(p, keep=lambda text: "DCGM_FI_DEV_" in text):
+        part = read_dcgm_text(text, f"{p}: line {lineno}", t)
         for c in TELEMETRY_COLUMNS:
             cols[c] += part[c]
         scrapes += 1

@@ -36,7 +36,7 @@ def load(
     camp = an.camp
     sa = an.server_switch_ablation()  # init's arm/run layout: arms that differ by server switches
     if sa is not None:
-        return SwitchPage(camp, title or camp.title, sa)
+        return SwitchPage(camp, title or camp.title, sa, an)
     ab = an.ablation_of(baseline_arm=baseline_arm, arms=arms, metrics=metrics)
     return Page(camp, title or camp.title, an.noise, ab, an)
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from benchbook.findings import anchor
 from benchbook.pages import display as bd
 from benchbook.pages import sections
 
 SECTION_ID = "audit"
-_MARK = {"pass": "pass", "warn": "note", "fail": "fail"}
 
 
 def _pct(x: float | None) -> str:
@@ -32,6 +32,17 @@ def _limit_fig(v: float, unit: str) -> str:
         "B/s": f"{v / 1e12:.3g} TB/s",
         "FLOP/s": f"{v / 1e12:.4g} TFLOP/s",
     }[unit]
+
+
+def _said_once(notes: Iterable[str]) -> list[str]:
+    """Notes ``run: why`` that share their why become one note naming the runs (``why: a, b, c``)."""
+    by: dict[str, list[str]] = {}
+    for n in notes:
+        who, sep, why = n.partition(": ")
+        key = why if sep and " " not in who else n
+        by.setdefault(key, []).append(who if sep and " " not in who else "")
+    return [w if who == [""] else (f"{who[0]}: {w}" if len(who) == 1 else f"{w} ({len(who)}: {', '.join(who)})")
+            for w, who in by.items()]  # fmt: skip
 
 
 def failed_lines(audit: Any, runs: Iterable[str] | None = None) -> list[tuple[str, str]]:
@@ -72,7 +83,9 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
     measured = [a for a in windows if a.cached_tokens is not None or a.preemptions is not None]
     if not (measured or checks or limits or energy or audit.energy_comparisons):
         # nothing this campaign's files let us audit: one folded line that says why, no section
-        whys = dict.fromkeys([*(a.cache_source for a in windows[:1]), *audit.limit_notes, *audit.energy_notes])
+        whys = dict.fromkeys(
+            [*(a.cache_source for a in windows[:1]), *_said_once([*audit.limit_notes, *audit.energy_notes])]
+        )
         body = bd.Block("".join(str(bd.text("{w}", w=w)) for w in whys) or "<p>nothing to audit</p>")
         return bd.collapsed("Cache hits, preemption, physical limits, energy: not measured for this campaign", body)
     out = [str(bd.heading("What could make these figures lie", id=SECTION_ID))]
@@ -100,15 +113,12 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
             )
         out.append(str(bd.Block(f'<p class="bb-banner"><strong>{bd.esc(msg)}</strong></p>')))
     if with_checks and checks:
-        rows = [
-            {"Check": c["name"], "Status": bd.mark(_MARK[c["status"]], c["status"]), "Detail": c["detail"]}
-            for c in checks
-        ]
+        rows = [{"Check": c["name"], "Status": bd.status_mark(c["status"]), "Detail": c["detail"]} for c in checks]
         out.append(str(sections.checks_table(rows, [c["status"] == "pass" for c in checks], id="audit-checks")))
     if measured:
         rows = [
             {
-                "Window": a.window,
+                "Window": bd.Block(f'<span id="{anchor("win", a.window)}">{bd.esc(a.window)}</span>'),
                 "Prompt tokens (engine)": _num(a.prompt_tokens),
                 "From cache": _num(a.cached_tokens),
                 "Cached share": _pct(a.cached_share),
@@ -147,8 +157,11 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
             if lim.inputs.get("weights_source") or lim.inputs.get("parameters_source")
         )
         src = limits[0].inputs
-        note = f"{src['accelerator']}: {src['accelerator_source']}." + (
-            f" Weights: {'; '.join(sources)}." if sources else ""
+        named = f"GPU {src['gpu']!r} named by {src['gpu_source']}. " if src.get("gpu_source") else ""
+        note = (
+            named
+            + f"{src['accelerator']}: {src['accelerator_source']}."
+            + (f" Weights: {'; '.join(sources)}." if sources else "")
         )
         out.append(
             str(bd.heading("Distance to the physical limit", 3, id="audit-limits"))
@@ -161,7 +174,7 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
                 )
             )
         )
-    for n in audit.limit_notes:
+    for n in _said_once(audit.limit_notes):
         out.append(str(bd.text("{n}", n=n)))
     if energy or audit.energy_notes:
         out.append(str(bd.heading("Energy", 3, id="audit-energy")))
@@ -176,6 +189,7 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
                 "J / request": _num(e.j_per_request, "{:.1f}"),
                 "Idle W (stated apart)": _num(e.idle_w),
                 "J / token above idle": _num(e.above_idle_j_per_token, "{:.3f}"),
+                "Window from": e.window_source or "—",
             }
             for e in energy
         ]
@@ -184,26 +198,25 @@ def section(audit: Any, *, runs: Iterable[str] | None = None, with_checks: bool 
                 bd.table(
                     rows,
                     id="audit-energy",
-                    caption="Trapezoid integral of power.draw over each window, summed over GPUs; tokens as the engine counted them over the window",
+                    caption="Energy over each window, summed over GPUs: "
+                    + ("; ".join(dict.fromkeys(e.method for e in energy if e.joules is not None)) or "not measured")
+                    + "; tokens and requests as the engine counted them over the window; idle power (the GPUs "
+                    "loaded and waiting, before the window) stated apart",
                 )
             )
         )
         for e in energy:
             if e.joules is None:
                 out.append(str(bd.text("{t}", t=e.describe())))
+    # said once: the comparisons of one verdict and one reason are one line naming each with its ratio
+    by_why: dict[tuple[str, str], list[str]] = {}
     for c in audit.energy_comparisons:
-        out.append(
-            str(
-                bd.text(
-                    "J per output token, {cand} vs {base}: ×{r} — {v} ({why})",
-                    cand=c["candidate"],
-                    base=c["baseline"],
-                    r=f"{c['ratio']:.3f}",
-                    v=c["verdict"],
-                    why=c["why"],
-                )
-            )
+        at = f" at {c['point']}" if c.get("point") else ""
+        by_why.setdefault((c["verdict"], c["why"]), []).append(
+            f"{c['candidate']} vs {c['baseline']}{at} ×{c['ratio']:.3f}"
         )
-    for n in audit.energy_notes:
+    for (verdict, why), which in by_why.items():
+        out.append(str(bd.text("J per output token, {w}: {v} ({why})", w="; ".join(which), v=verdict, why=why)))
+    for n in _said_once(audit.energy_notes):
         out.append(str(bd.text("{n}", n=n)))
     return bd.Block("".join(out))

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchbook.analysis.baseline import METRIC_NAMES, PHASE_METRICS, WHOLE_METRICS
-from benchbook.analysis.verdict import RULE_TEXT
 from benchbook.errors import InputError
 from benchbook.numfmt import fmt_num, fmt_pct
 from benchbook.pages import charts, sections
@@ -113,39 +112,23 @@ def header(page: Page) -> bd.Block:
 
 
 def findings(page: Page) -> bd.Block:
-    """The findings box the analysis decided for this page's arms: the comparisons called results
-    (worst first), failed checks and clamps, and what could not be judged — each linked to its section."""
-    return sections.findings_box(page.analysis.baseline_findings(page.arms))
+    """The campaign's findings box (the same on every page of it): failed checks, warnings by cause,
+    results worst first, what could not be judged — each linked to its section — and the rules."""
+    return sections.findings_box(page.analysis.campaign_findings(), "baseline")
 
 
 def how_to_read(page: Page) -> bd.Block:
-
     an = page.analysis
     cells = page.analysis.phase_cells_of(page.arms) if page.camp.runs_of("phases") else None
-    ns = an.cell_ns(page.arms)
     disc = sorted(set(cells["discarded"].to_list())) if cells is not None and cells.height else []
-    nz = an.noise
-    spread = an.spread
-    noise_line = RULE_TEXT[page.rule] + (
-        f". Measured spread: {nz.describe()}."
-        if nz
-        else ". No arm was run twice: no spread was measured, so nothing is called a result."
-    )
+    guide = an.reading_guide("baseline", page.arms)  # generated from what the campaign holds
+    noise_line = guide["noise_rule"]
     if page.spread_override is not None:
-        noise_line += f" Threshold overridden by parameter: {fmt_pct(page.spread_override)}."
-    bd.record("noise_spread", spread)
-    bd.record("n_per_cell", ns)
+        noise_line += f". Threshold overridden by parameter: {fmt_pct(page.spread_override)}."
+    bd.record("noise_spread", an.spread)
+    bd.record("n_per_cell", an.cell_ns(page.arms))
     return bd.how_to_read(
-        n_per_cell=(
-            (
-                f"phase-split cells are the median of n={'/'.join(map(str, ns))} samples with [min–max]"
-                + ("; with n=3 the three samples are exactly min, median and max. " if 3 in ns else ". ")
-                if ns
-                else "no phase-split cells. "
-            )
-            + "Whole-request figures are one server process each (n=1); the processes of one arm are separate "
-            "rows. Server processes, not requests, are the unit of replication."
-        ),
+        n_per_cell=guide["n_per_cell"],
         warmup=(
             f"{'/'.join(map(str, disc)) or 'no'} warm-up round(s) per cell discarded before statistics "
             "(listed under Exclusions)"
@@ -206,6 +189,12 @@ def configuration(page: Page) -> bd.Block:
         }
         for v in names
     ]
+    # a column nothing fills (no built-in defaults or descriptions: init's campaigns) is left out, so
+    # six arms' environments fit the page (the H200 campaign's table was 7 px too wide)
+    for col, empty in (("Built-in default", "—"), ("What it does", "")):
+        if env_rows and all(r[col] == empty for r in env_rows):
+            for r in env_rows:
+                del r[col]
     return bd.Block(
         str(bd.heading("Configuration", id="configuration"))
         + str(
@@ -267,7 +256,9 @@ def whole_request(page: Page) -> bd.Block:
                     "Mode": _mode(page, r["arm"]),
                     "Single request": _lat_rate(r["single_latency_s"], r["single_tok_s"]),
                     **{f"n={n}": _ladder(r, n, series_has_walls=len(sr) <= 2) for n in (2, 4, 8)},
-                    "Interleave, short latency": _s(r["interleave_short_latency_s"]),
+                    "Interleave, short latency": "not measured"
+                    if r["interleave_short_latency_s"] is None
+                    else _s(r["interleave_short_latency_s"]),
                 }
             )
         for cmp_row in _ratio_rows(page, sr):
@@ -404,30 +395,36 @@ def phase_split(page: Page) -> bd.Block:
             )
         ),
     ]
+    label = _process_labels(page, cells)
+    several = len(set(label.values())) > len(set(cells["arm"].to_list()))  # an arm ran in two or more processes
     for series in _series_of(page):
         arms = [a for a in page.arms if page.camp.arms[a].get("series") == series]
         rows = []
-        for a in arms:
-            for pclass in page.camp.prompt_classes:
-                g = lambda m: page.analysis.cell_of(cells, a, pclass, m)  # noqa: E731
-                pt, pts, dt, tot = g("prefill_s"), g("prefill_tok_s"), g("decode_tok_s"), g("engine_total_s")
-                if pt is None:
-                    continue
-                f = cells.filter((pl.col("arm") == a) & (pl.col("prompt_class") == pclass)).row(0, named=True)
-                rows.append(
-                    {
-                        "Arm": a,
-                        "Env": page.camp.arm_environment(a),
-                        "Prompt": pclass,
-                        "Prompt tokens": int(f["prompt_tokens"]),
-                        "Prefill": f"{pt.median:.3f} s",
-                        "Prefill tok/s": pts.fmt(1),
-                        "Generated tokens": int(f["generated_tokens"]),
-                        "Decode tok/s": dt.fmt(3),
-                        "Total": f"{tot.median:.3f} s",
-                        "n": pt.n,
-                    }
-                )
+        for a in arms:  # one row per server process (run) and prompt class: every process of the arm
+            runs = list(dict.fromkeys(cells.filter(pl.col("arm") == a)["run"].to_list()))
+            for run in runs:
+                for pclass in page.camp.prompt_classes:
+                    g = lambda m: page.analysis.cell_of(cells, a, pclass, m, run=run)  # noqa: E731
+                    pt, pts, dt, tot = g("prefill_s"), g("prefill_tok_s"), g("decode_tok_s"), g("engine_total_s")
+                    here = cells.filter((pl.col("run") == run) & (pl.col("prompt_class") == pclass))
+                    if here.height == 0:
+                        continue
+                    f = here.row(0, named=True)
+                    rows.append(
+                        {
+                            "Arm": a,
+                            **({"Process": label[run]} if several else {}),
+                            "Env": page.camp.arm_environment(a),
+                            "Prompt": pclass,
+                            "Prompt tokens": int(f["prompt_tokens"]),
+                            "Prefill": "—" if pt is None else f"{pt.median:.3f} s",
+                            "Prefill tok/s": "—" if pts is None else pts.fmt(1),
+                            "Generated tokens": int(f["generated_tokens"]),
+                            "Decode tok/s": "—" if dt is None else dt.fmt(3),
+                            "Total": "—" if tot is None else f"{tot.median:.3f} s",
+                            "n": max(c.n for c in (pt, dt, tot) if c is not None) if any((pt, dt, tot)) else 0,
+                        }
+                    )
         if rows:
             out.append(
                 str(
@@ -436,8 +433,14 @@ def phase_split(page: Page) -> bd.Block:
                         id=f"phase-split-{sections.slug(series)}",
                         caption=(
                             f"{_series_prefix(series)}{page.camp.generation_tokens} generated tokens per request; "
-                            "environment per row. "
-                            "Median (min–max)."
+                            "environment per row"
+                            + ("; one row per server process" if several else "")
+                            + ". Median (min–max)"
+                            + (
+                                "; — where a figure was left out (cached prefill, see Exclusions)."
+                                if any("—" in str(v) for r in rows for v in r.values())
+                                else "."
+                            )
                         ),
                     )
                 )
@@ -445,6 +448,16 @@ def phase_split(page: Page) -> bd.Block:
     out.append(_interval_rates(page))
     out.append(_references(page))
     return bd.Block("".join(out))
+
+
+def _process_labels(page: Page, cells: Any) -> dict[str, str]:
+    """Run id -> the row label of its server process: ``serial/p1`` (init's layout), else the run id
+    where an arm has several runs, else the arm."""
+    proc = {r["id"]: r["process"] for r in page.camp.manifest.get("runs", []) if r.get("process")}
+    runs = list(dict.fromkeys(cells["run"].to_list()))
+    arm_of = dict(zip(cells["run"].to_list(), cells["arm"].to_list()))
+    many = {a for a in arm_of.values() if sum(arm_of[r] == a for r in runs) > 1}
+    return {r: proc.get(r) or (r if arm_of[r] in many else arm_of[r]) for r in runs}
 
 
 def _interval_rates(page: Page) -> str:
@@ -527,22 +540,25 @@ def phase_chart(page: Page) -> bd.Block:
     if not page.camp.runs_of("phases"):
         return bd.Block("")
     cells = page.analysis.phase_cells_of(page.arms).filter(pl.col("metric").is_in(list(PHASE_CHART_TITLES)))
-    # panels titled in words, not by the metric's variable name
-    d = cells.select("arm", "prompt_class", "metric", "median", "min", "max").with_columns(
-        pl.col("metric").replace_strict(PHASE_CHART_TITLES)
-    )
+    label = _process_labels(page, cells)
+    # one row per server process of each arm; panels titled in words, not by the metric's variable name
+    d = cells.with_columns(
+        pl.col("run").replace_strict(label, default=None).alias("process"),
+        pl.col("metric").replace_strict(PHASE_CHART_TITLES),
+    ).select("process", "prompt_class", "metric", "median", "min", "max")
+    order = list(dict.fromkeys(label[r] for r in cells["run"].to_list()))  # every process of each arm
     base = alt.Chart(d)
     pts = base.mark_point(filled=True, size=60).encode(
         x=alt.X("median:Q", title="tok/s (median, min–max)", scale=alt.Scale(zero=False)),
-        y=alt.Y("arm:N", sort=page.arms, title=None),
+        y=alt.Y("process:N", sort=order, title=None),
         color=alt.Color("prompt_class:N", title="prompt"),
     )
     rng = base.mark_rule(strokeWidth=2).encode(
-        x="min:Q", x2="max:Q", y=alt.Y("arm:N", sort=page.arms), color="prompt_class:N"
+        x="min:Q", x2="max:Q", y=alt.Y("process:N", sort=order), color="prompt_class:N"
     )
     ch = (
         alt.layer(rng, pts)
-        .properties(width=230, height=22 * max(1, len(page.arms)))
+        .properties(width=230, height=22 * max(1, len(order)))
         .facet(column=alt.Column("metric:N", title=None, sort=list(PHASE_CHART_TITLES.values())))
         .resolve_scale(x="independent")
         # room at the left for arm names: the browser's font may be wider than the one vl-convert measured
@@ -760,9 +776,7 @@ def amortization(page: Page) -> bd.Block:
     bd.record("amortization", am)
     if not am:
         return bd.Block("")
-    items = "".join(
-        f"<li>{bd.mark('pass' if c['status'] == 'pass' else 'fail')} {bd.esc(c['detail'])}</li>" for c in am
-    )
+    items = "".join(f"<li>{bd.status_mark(c['status'])} {bd.esc(c['detail'])}</li>" for c in am)
     return bd.Block("<h3>Batching amortization</h3><ul>" + items + "</ul>")
 
 
@@ -773,7 +787,7 @@ def checks_section(page: Page) -> bd.Block:
     rows = [
         {
             "Check": c["name"],
-            "Status": bd.mark({"pass": "pass", "warn": "note", "fail": "fail"}[c["status"]], c["status"]),
+            "Status": bd.status_mark(c["status"]),
             "Detail": c["detail"],
         }
         for c in page.checks
@@ -787,11 +801,11 @@ def checks_section(page: Page) -> bd.Block:
 def audit(page: Page) -> bd.Block:
     """What could make the figures lie — prefix cache, preemption, queueing, tokens — the physical limit
     beside the figures and the energy per window (:mod:`benchbook.pages.audit_section`); its checks are
-    in the checks section and the findings box."""
+    in the checks section and the findings box. Every window of the campaign: the findings box links
+    each one it names."""
     from benchbook.pages import audit_section
 
-    runs = [r.id for r in page.camp.runs if r.arm in page.arms]
-    return audit_section.section(page.analysis.audit, runs=runs)
+    return audit_section.section(page.analysis.audit)
 
 
 # ---- memory and clamps (memory: pages/memory_section.py) ------------------------------------
@@ -828,42 +842,9 @@ def clamps(page: Page) -> bd.Block:
 
 # ---- verdict ------------------------------------------------------------------------------------
 def verdict(page: Page) -> bd.Block:
-    """Sentences generated from the computed comparisons and checks — none typed by hand."""
-    lines: list[str] = []
-    nz = page.analysis.noise
-    if nz:
-        lines.append(f"Noise yardstick: {nz.describe()}. A difference smaller than that is not a result.")
-    flats = [c for c in page.checks if c.get("kind") == "serialization" and c.get("flat")]
-    if flats:
-        lines.append(
-            f"Throughput is flat across the ladder in {len(flats)} server process(es) "
-            f"({', '.join(c['run'] for c in flats)}): requests are served one at a time."
-        )
-    by_pair: dict[tuple[str, str], list[dict]] = {}
-    for c in page.comparisons:
-        by_pair.setdefault((c["baseline"], c["candidate"]), []).append(c)
-    for (b, cnd), cs in by_pair.items():
-        res = [c for c in cs if c["is_result"]]
-        ns = ", ".join(sorted({f"n={c['candidate_n']} vs n={c['baseline_n']}" for c in cs}))
-        if not res:
-            lines.append(
-                f"{cnd} vs {b}: every compared figure is within noise — not a result ({len(cs)} figures; {ns})."
-            )
-            continue
-        parts = [
-            f"{METRIC_NAMES.get(c['metric'], c['metric'])} ({c['context']}) {c['ratio']:.2f}x "
-            f"({c['change_pct']:+.1f}%, {c['state']})"
-            for c in res
-        ]
-        lines.append(
-            f"{cnd} vs {b}: {len(res)} of {len(cs)} figures are results — "
-            + "; ".join(parts)
-            + f". The other {len(cs) - len(res)} are within noise ({ns})."
-        )
-    for c in page.checks:
-        if c.get("kind") == "batching amortization":
-            lines.append(c["detail"])
-    lines += [d.describe() for d in memory_deltas(page)]
+    """Sentences generated from the computed comparisons and checks — none typed by hand — over every
+    comparison the page shows: the phase cells and the ladder (:meth:`CampaignAnalysis.verdict_sentences`)."""
+    lines = page.analysis.verdict_sentences(page.arms)
     bd.record("verdict_sentences", lines)
     if not lines:  # nothing to conclude: no empty heading
         return bd.Block("")

@@ -19,6 +19,7 @@ from benchbook.analysis.verdict import RULE_TEXT, STATE_TEXT
 from benchbook.errors import InputError
 from benchbook.numfmt import fmt_pct
 from benchbook.pages import display as bd
+from benchbook.pages import sections
 
 THROUGHPUT = (
     ("output_throughput", "output tok/s"),
@@ -49,6 +50,7 @@ class Page:
     inputs: list[str] = field(default_factory=list)  # every file read, for provenance
     todo: list[str] = field(default_factory=list)  # the campaign's open decisions (campaign.json "todo")
     audit: Any = None  # benchbook.analysis.audit.CampaignAudit of a campaign's results runs
+    analysis: Any = None  # the campaign's analysis (CampaignAnalysis), for a campaign's compare page
 
     @property
     def runs(self) -> list[Entry]:
@@ -56,7 +58,10 @@ class Page:
 
     @property
     def findings_box(self) -> Any:
-        """The findings box the analysis counts for this result set (benchbook.findings.Findings)."""
+        """The findings box (benchbook.findings.Findings): a campaign's one list, the same on every page
+        of it; else the result set's own."""
+        if self.analysis is not None:
+            return self.analysis.campaign_findings()
         return self.rs.findings_box(self.audit)
 
 
@@ -98,7 +103,7 @@ def load(
         if an.results is None:
             raise InputError(f"{campaign}/campaign.json", "$.runs", 'no results run (harness "results") to compare')
         rs, inputs, engine_checks = an.results, an.results_inputs, an.results_engine_checks
-        audit_ = an.audit
+        audit_, the_analysis = an.audit, an
         title = title or inputs.title
     else:
         from benchbook.analysis.resultset import build
@@ -113,6 +118,7 @@ def load(
     if inputs is not None:
         page.engine_checks = engine_checks
         page.audit = audit_
+        page.analysis = the_analysis
         page.todo = inputs.open_items()
     if engine_before or engine_after:
         if not (engine_before and engine_after):
@@ -142,10 +148,8 @@ def _n(x: Any, d: int = 1) -> str:
 
 
 def _status(status: str) -> bd.Block:
-    """A check's status as every check row prints it: ``✓ pass``, ``✗ fail``, ``warn``."""
-    if status == "warn":
-        return bd.Block("warn")
-    return bd.mark("pass" if status == "pass" else "fail", status)
+    """A check's status as every check row prints it: ``✓ pass``, ``† warn``, ``✗ fail``."""
+    return bd.status_mark(status)
 
 
 def _section(anchor: str, title: str, body: str) -> bd.Block:
@@ -214,27 +218,12 @@ _FINDING_MARK = {
 
 
 def findings(page: Page) -> bd.Block:
-    """What a reader needs first: failed checks, results (regressions first), what could not be
-    judged, not-comparable pairs, saturation and SLO outcomes, duplicates — one line each, linked."""
+    """What a reader needs first — failed checks, warnings by cause, results (regressions first), what
+    could not be judged — and the rules the verdicts were made by: the analysis' one box (a campaign's
+    is the same on every page of it). Records the result set's own list as ``findings`` for tests."""
     fs = [*_audit_failures(page), *page.rs.findings]
     bd.record("findings", [{"kind": f.kind, "text": f.text} for f in fs])
-    box = page.findings_box  # counted by the analysis the way every page counts (the index reads it)
-    head = box.headline
-    bd.record("headline", head)
-    bd.record("findings_box", {k: v for k, v in box.as_dict().items() if k != "headline"})
-    if not fs:
-        body = "<p>Nothing to report: no check failed and nothing was judged.</p>"
-    else:
-        items = []
-        for f in fs:
-            kind, label = _FINDING_MARK.get(f.kind, ("note", f.kind))
-            items.append(f'<li>{bd.mark(kind, label)} <a href="#{f.anchor}">{bd.esc(f.text)}</a></li>')
-        body = f"<ul>{''.join(items)}</ul>"
-    # the shared findings box (display.findings_box's frame): first screen, then the table of contents
-    return bd.Block(
-        '<section class="bb-findings" id="bb-findings"><h2 id="compare-findings">Findings</h2>'
-        f'<p class="bb-headline">{bd.esc(head)}</p>{body}</section>' + bd.TOC_PLACEHOLDER
-    )
+    return sections.findings_box(page.findings_box, "compare")
 
 
 def how_to_read(page: Page) -> bd.Block:
@@ -246,6 +235,18 @@ def how_to_read(page: Page) -> bd.Block:
         else ""
     )
     # what the design allows, stated instead of a p-value it cannot reach (the result set's design notes)
+    if page.analysis is not None:  # a campaign's page: generated from what the campaign holds
+        guide = page.analysis.reading_guide("compare")
+        return bd.how_to_read(
+            n_per_cell=guide["n_per_cell"],
+            warmup="as recorded by the benchmark tool; benchbook discards nothing on this page",
+            noise_rule=guide["noise_rule"] + ". " + " ".join(rs.design_notes()),
+            marks=("result", "noise", "cannot", "pass", "fail", "note"),
+            extra=[
+                *guide["extra"],
+                "Ratios are candidate / reference configuration; for latencies a ratio below 1 is faster.",
+            ],
+        )
     return bd.how_to_read(
         n_per_cell=(
             "each run is one benchmark run, counted once however many files carried it; figures per run are the tool's own "
@@ -373,7 +374,7 @@ def runs_table(page: Page) -> bd.Block:
         rows.append(
             {
                 "Run": e.id,
-                "Format": e.run.format + (f" — {e.run.tool_version}" if e.run.tool_version else ""),
+                "Format": e.run.format,
                 "Configuration": e.config,
                 "Rate": _rate(c.get("request_rate")),
                 "Concurrency": c.get("max_concurrency") if c.get("max_concurrency") is not None else "—",
@@ -383,6 +384,7 @@ def runs_table(page: Page) -> bd.Block:
                 "In tokens": s.get("total_input_tokens") or "—",
                 "Out tokens": s.get("total_output_tokens") or "—",
                 **{lab: _n(s.get(k)) for k, lab in THROUGHPUT},
+                **_energy_cells(page, e.id),
             }
         )
     bd.record(
@@ -407,9 +409,29 @@ def runs_table(page: Page) -> bd.Block:
         rows,
         (
             "One row per run (duplicates counted once), as the file reports it; — where the file does not say. "
+            "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset). Formats: "
+            + "; ".join(
+                dict.fromkeys(f"{e.run.format} — {e.run.tool_version}" for e in page.runs if e.run.tool_version)
+            )
+            + "."
+            if any(e.run.tool_version for e in page.runs)
+            else "One row per run (duplicates counted once), as the file reports it; — where the file does not say. "
             "In/Out tokens are the run's totals (prompt and generation lengths come from its dataset)."
         ),
     )
+
+
+def _energy_cells(page: Page, run: str) -> dict[str, str]:
+    """J per output token and per request of a run where the campaign's audit measured any energy."""
+    if page.audit is None or not any(x.joules is not None for x in page.audit.energy):
+        return {}
+    e = page.audit.energy_of(run)
+    if e is None or e.joules is None:
+        return {"J / output token": "not measured", "J / request": "not measured"}
+    return {
+        "J / output token": _n(e.j_per_token, 3),
+        "J / request": _n(e.j_per_request, 1),
+    }
 
 
 def latency_table(page: Page) -> bd.Block:
@@ -471,14 +493,7 @@ def verdicts(page: Page) -> bd.Block:
             )
         )
     else:
-        out.append(
-            str(
-                bd.text(
-                    "No configuration in these comparisons was run more than once: the run-to-run noise is unknown, so "
-                    "every verdict below is 'cannot tell' and the ratios are only ratios."
-                )
-            )
-        )
+        out.append(str(bd.text("{note}", note=rs.spread_note())))
     pairs: dict[tuple[str, str, str], list[Any]] = {}
     for v in rs.verdicts:
         pairs.setdefault((v.baseline, v.candidate, v.load), []).append(v)
@@ -518,6 +533,12 @@ def verdicts(page: Page) -> bd.Block:
                 for reason, where in why.items()
             )
             + "</ul>"
+            # the engine's figures beside each row (analysis.evidence), listed: a column would not fit
+            + "".join(
+                f"<li>{bd.esc(f'{c} vs {b} at {ld}')} — engine: {bd.esc(vs[0].evidence)}</li>"
+                for (b, c, ld), vs in cannot.items()
+                if vs[0].evidence
+            ).join(("<ul>", "</ul>") if any(vs[0].evidence for vs in cannot.values()) else ("", ""))
         )
     rows = [
         {
@@ -530,12 +551,21 @@ def verdicts(page: Page) -> bd.Block:
             "Ratio": f"{v.judgement.ratio:.3f}x",
             "Verdict": bd.mark(STATE_MARK[v.judgement.state], STATE_TEXT[v.judgement.state]),
             "Why": v.judgement.why,
+            "Evidence (engine)": v.evidence or "—",
         }
         for k, vs in pairs.items()
         if k not in cannot
         for v in vs
     ]
     if rows:
+        rows, note = sections.said_once(rows, "Why")  # a reason every row shares is said once, under the table
+        last: dict[tuple, Any] = {}  # the engine's figures of one pair at one load: on its first row only
+        for row in rows:
+            key, ev = (row["Reference"], row["Configuration"], row["At"]), row.get("Evidence (engine)")
+            if key in last and last[key] == ev:
+                row["Evidence (engine)"] = "〃 (as above)"
+            else:
+                last[key] = ev
         out.append(
             str(
                 bd.table(
@@ -543,6 +573,7 @@ def verdicts(page: Page) -> bd.Block:
                     id="compare-verdicts",
                     caption="Configuration vs its reference at matched load, median (min–max) over the repeats at that "
                     "load; ratio = configuration / reference.",
+                    note=note or None,
                 )
             )
         )
@@ -875,6 +906,7 @@ def slo_section(page: Page) -> bd.Block:
 def checks(page: Page) -> bd.Block:
     rec = page.rs.check_rows(page.engine_checks, page.runs)
     rows = [{"Run": r["run"], "Check": r["name"], "Status": _status(r["status"]), "Detail": r["detail"]} for r in rec]
+    rows = sections.fold_rows(rows, "Run", "Detail", merge=True)  # said once: one row per check, naming the runs
     bd.record("checks", rec)
     p = page.rs.gate_params
     return _table_section(
@@ -919,6 +951,7 @@ def notes(page: Page) -> bd.Block:
     bd.record("notes", len(rows))
     if not rows:
         return bd.Block("")
+    rows = sections.fold_rows(rows, "Run")  # said once: a note every run shares is one row naming them
     return _section("compare-notes", "What the readers interpreted", str(bd.table(rows, id="compare-notes")))
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from markupsafe import Markup
 
+from benchbook import findings as _findings
 from benchbook.jsonfile import sha256_file, walk_files
 from benchbook.numfmt import fmt_num
 
@@ -141,6 +142,15 @@ MARKS: dict[str, tuple[str, str, str]] = {
     "excluded": ("⊘", "excluded", "a sample was left out of the statistics; the reason is listed on the page"),
     "note": ("†", "see note", "the figure carries a caveat stated beside it"),
 }
+
+
+#: a check's status -> its mark: one spelling everywhere a check appears (section, table, findings)
+STATUS_MARK = {"pass": "pass", "warn": "note", "fail": "fail"}
+
+
+def status_mark(status: str, label: str | None = None) -> Block:
+    """A check's mark from its status (``✓ pass``, ``† warn``, ``✗ fail``), the same on every page."""
+    return mark(STATUS_MARK[status], label or status)
 
 
 def mark(kind: str, label: str | None = None) -> Block:
@@ -447,9 +457,10 @@ def how_to_read(
 # --------------------------------------------------------------------------- findings box
 
 # kind -> (mark kind, label); FINDING_ORDER is the box's order (benchbook.findings.FINDING_KINDS):
-# failed checks first, then results worst first, then what was not judged
+# failed checks first, then warnings by cause, then results worst first, then what was not judged
 FINDING_KINDS: dict[str, tuple[str, str]] = {
     "fail": ("fail", "check failed"),
+    "warn": ("note", "warning"),
     "regression": ("regression", "regression"),
     "improvement": ("result", "improvement"),
     "result": ("result", "a result"),
@@ -460,38 +471,60 @@ FINDING_ORDER = tuple(FINDING_KINDS)
 # the exporter replaces this with the page's table of contents (benchbook.pipeline.outline)
 TOC_PLACEHOLDER = '<nav class="bb-toc" id="bb-toc" aria-label="Contents"></nav>'
 
-
-class BoxLine:
-    """One line of the findings box as the page draws it (a :class:`benchbook.findings.Finding`, whose
-    section is checked as an id here): its kind (``FINDING_KINDS``), the sentence with its figure, and
-    the section (an id given to :func:`heading`) that holds the detail."""
-
-    __slots__ = ("kind", "text", "section")
-
-    def __init__(self, kind: str, text: str, section: str):
-        if kind not in FINDING_KINDS:
-            raise ValueError(f"BoxLine: unknown kind {kind!r}; choose from {', '.join(FINDING_KINDS)}")
-        if not _ID_OK.match(section):
-            raise ValueError(f"BoxLine: section {section!r} must match [a-z][a-z0-9-]*")
-        self.kind, self.text, self.section = kind, text, section
-
-    def as_dict(self) -> dict[str, str]:
-        return {"kind": self.kind, "text": self.text, "section": self.section}
+BoxLine = _findings.Finding  # the one finding type (kind, text, section, links, where); its ids are checked
+Finding = BoxLine
 
 
-def findings_box(findings: Iterable[BoxLine], *, headline: str, empty: str = "Nothing to report.") -> Block:
+def _href(section: str, where: tuple[tuple[str, str], ...], page: str) -> str:
+    """``#sec-x`` for the section on this page (``where`` names this page, or names no page), else the
+    first page that shows it: ``compare.html#sec-x``. A row anchor (``win-…``) is linked as it is."""
+
+    def target(sec: str) -> str:
+        t = sec if sec.startswith("win-") else f"sec-{sec}"
+        if not _ID_OK.match(t):
+            raise ValueError(f"Finding: section {sec!r} must match [a-z][a-z0-9-]*")
+        return t
+
+    if not where or not page:
+        return f"#{target(section)}"
+    here = [sec for p, sec in where if p == page]
+    if here:
+        return f"#{target(section if section.startswith('win-') else here[0])}"
+    return f"{where[0][0]}.html#{target(section if section.startswith('win-') else where[0][1])}"
+
+
+def findings_box(
+    findings: Iterable[BoxLine],
+    *,
+    headline: str,
+    empty: str = "Nothing to report.",
+    page: str = "",
+    rules: Iterable[str] = (),
+) -> Block:
     """The box every page opens with, right after its title and question: ``headline`` (the counts),
-    one linked line per finding in the given order, then the table of contents (filled from the
-    page's headings at export, see :mod:`benchbook.pipeline.outline`)."""
-    items = [
-        f'<li class="bb-finding bb-finding-{f.kind}">{mark(FINDING_KINDS[f.kind][0], FINDING_KINDS[f.kind][1])} '
-        f'<a href="#sec-{f.section}">{esc(f.text)}</a></li>'
-        for f in findings
-    ]
+    the campaign's rules (``rules``: how every verdict was made, stated once here), one linked line per
+    finding in the given order — a line of one cause links each window it covers —, then the table of
+    contents (filled from the page's headings at export, see :mod:`benchbook.pipeline.outline`).
+    ``page``: the page kind the box is on (a finding whose section is on another page links there)."""
+    items = []
+    for f in findings:
+        links = ""
+        if f.links:
+            links = (
+                ' <span class="bb-finding-links">('
+                + ", ".join(f'<a href="{_href(sec, f.where, page)}">{esc(label)}</a>' for label, sec in f.links)
+                + ")</span>"
+            )
+        items.append(
+            f'<li class="bb-finding bb-finding-{f.kind}">{mark(FINDING_KINDS[f.kind][0], FINDING_KINDS[f.kind][1])} '
+            f'<a href="{_href(f.section, f.where, page)}">{esc(f.text)}</a>{links}</li>'
+        )
     body = f"<ul>{''.join(items)}</ul>" if items else f"<p>{esc(empty)}</p>"
+    rule_text = " ".join(esc(r) for r in rules)
+    rules_html = f'<p class="bb-rules" id="bb-rules"><strong>Rules:</strong> {rule_text}</p>' if rule_text else ""
     return Block(
         '<section class="bb-findings" id="bb-findings">'
-        f'<h2 id="sec-findings">Findings</h2><p class="bb-headline">{esc(headline)}</p>{body}</section>'
+        f'<h2 id="sec-findings">Findings</h2><p class="bb-headline">{esc(headline)}</p>{rules_html}{body}</section>'
         + TOC_PLACEHOLDER
     )
 

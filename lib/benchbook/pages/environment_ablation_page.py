@@ -108,9 +108,11 @@ def header(page: Page) -> bd.Block:
 
 
 def findings(page: Page) -> bd.Block:
-    """The findings box the ablation decided: every cell called a result (worst first; interactions
-    said so) and the cells that could not be compared."""
-    return sections.findings_box(page.analysis.findings())
+    """The campaign's findings box (the same on every page of it): the ablation's cells called results
+    (worst first; interactions said so), the cells that could not be compared, and every other line."""
+    if page.campaign is None:  # a Page built by hand (tests): the ablation's own box
+        return sections.findings_box(page.analysis.findings(), "ablation")
+    return sections.findings_box(page.campaign.campaign_findings(), "ablation")
 
 
 def how_to_read(page: Page) -> bd.Block:
@@ -125,7 +127,11 @@ def how_to_read(page: Page) -> bd.Block:
             "requests, are the unit of replication."
         ),
         warmup=f"{'/'.join(map(str, disc)) or 'no'} warm-up round(s) per cell discarded before statistics (listed under Exclusions)",
-        noise_rule=RULE_TEXT[page.rule] + f". Measured spread: {page.noise.describe()}.",
+        noise_rule=(
+            page.campaign.reading_guide("ablation")["noise_rule"]
+            if page.campaign is not None
+            else RULE_TEXT[page.rule] + f". Measured spread: {page.noise.describe()}."
+        ),
         marks=("result", "noise", "excluded"),
         extra=[
             f"Every comparison is against the baseline arm {page.baseline_arm} ({_label(page, page.baseline_arm)}); "

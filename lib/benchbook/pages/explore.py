@@ -483,15 +483,32 @@ def phase_split_chart(t: Tables) -> bd.Block:
 
 
 def memory_chart(t: Tables) -> bd.Block:
-    """GPU memory of the largest rank over time, one line per memory run."""
+    """GPU memory of the largest rank over time, one line per memory run; where no GPU was sampled,
+    the host's summed Pss of the server's processes (``host_samples.csv``)."""
     import altair as alt
     import polars as pl
 
-    if t.memory_gpu.height == 0:
-        return _empty("memory runs")
+    host_only = t.memory_gpu.height == 0
+    pss = t.memory_host.filter(pl.col("pss_kib_sum").is_not_null()) if host_only else None
+    if host_only and (pss is None or pss.height == 0):
+        return _empty("memory samples (GPU or host)")
     from benchbook.pages import charts
 
-    d = t.memory_gpu.group_by(["run", "t"]).agg((pl.col("gpu_used_mib").max() / 1024).alias("gib")).sort(["run", "t"])
+    if host_only:
+        d = pss.select("run", "t", (pl.col("pss_kib_sum") / 2**20).alias("gib")).sort(["run", "t"])
+        y_title = "host: summed Pss of the server's processes (GiB)"
+        what = (
+            "No GPU was sampled (no nvidia-smi on the host): the host sampler's summed Pss of the server's "
+            "processes per sample (not a footprint: shared pages count once per process)"
+        )
+    else:
+        d = (
+            t.memory_gpu.group_by(["run", "t"])
+            .agg((pl.col("gpu_used_mib").max() / 1024).alias("gib"))
+            .sort(["run", "t"])
+        )
+        y_title = "GPU used, largest rank (GiB)"
+        what = "nvidia-smi memory.used of the largest rank per sample"
     binned = ""
     if d.height > charts.ROW_BUDGET:  # long sampling: per run at most its share of the budget, peak kept
         bins = charts.per_series(d["run"].n_unique(), cap=400)
@@ -506,7 +523,7 @@ def memory_chart(t: Tables) -> bd.Block:
         .mark_line()
         .encode(
             x=alt.X("t:Q", title="seconds since the sampler started"),
-            y=alt.Y("gib:Q", title="GPU used, largest rank (GiB)"),
+            y=alt.Y("gib:Q", title=y_title),
             color=alt.Color("run:N", title="run"),
             tooltip=["run", "t", alt.Tooltip("gib:Q", format=".2f")],
         )
@@ -517,8 +534,5 @@ def memory_chart(t: Tables) -> bd.Block:
         ch,
         interactive=True,
         id="explore-memory",
-        caption=(
-            "nvidia-smi memory.used of the largest rank per sample; markers (load, requests, stop) are in t.memory_markers."
-            + binned
-        ),
+        caption=(what + "; markers (load, requests, stop) are in t.memory_markers." + binned),
     )

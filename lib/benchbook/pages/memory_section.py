@@ -21,6 +21,9 @@ def memory(page: Any) -> bd.Block:
     bd.record("memory", t)
     rows = []
     for r in runs:
+        if r.id in page.analysis.host_memory:  # host samples only: the GPU not measured
+            rows.append(_host_only_row(page, r, page.analysis.host_memory[r.id]))
+            continue
         s = summ[r.id]
         rows.append(
             {
@@ -34,7 +37,7 @@ def memory(page: Any) -> bd.Block:
                 "Summed Pss (not a footprint)": "—" if s.pss_sum_gib is None else f"{s.pss_sum_gib:.0f} GiB",
             }
         )
-    notes = sorted({n for s in summ.values() for n in s.notes})
+    notes = sorted({n for s in [*summ.values(), *page.analysis.host_memory.values()] for n in s.notes})
     return bd.Block(
         "<h2>Memory</h2>"
         + str(
@@ -53,6 +56,26 @@ def memory(page: Any) -> bd.Block:
         + str(memory_ramp(page))
         + str(memory_processes(page))
     )
+
+
+def _host_only_row(page: Any, r: Any, h: Any) -> dict[str, str]:
+    """A memory-table row of a process sampled on the host only (no nvidia-smi on that host)."""
+
+    def gib(v: float | None, d: int = 1) -> str:
+        return "—" if v is None else f"{v:.{d}f} GiB"
+
+    return {
+        "Run": r.id,
+        "Env": page.camp.arm_environment(r.arm),
+        "Mode": sections.arm_mode(page.camp.arms[r.arm]),
+        "Peak GPU per rank": "not measured (no GPU samples)",
+        "Steady GPU per rank": "not measured",
+        "Host (Shmem)": gib(h.shmem_loaded_gib),
+        "MemAvailable fall": gib(h.mem_available_fall_gib),
+        "Summed Pss (not a footprint)": "—"
+        if h.pss_sum_gib is None
+        else f"{h.pss_sum_gib:.2f} GiB (peak {h.pss_sum_peak_gib:.2f})",
+    }
 
 
 def memory_processes(page: Any) -> bd.Block:
@@ -119,7 +142,7 @@ def memory_ramp(page: Any) -> bd.Block:
     run's events as markers: the load ramp (weights, KV cache, graphs) and each load point."""
     import altair as alt
 
-    runs = [r for r in page.camp.runs_of("gpu") if r.arm in page.arms]
+    runs = [r for r in page.camp.runs_of("gpu") if r.arm in page.arms and r.id not in page.analysis.host_memory]
     if not runs:
         return bd.Block("")
     panels, recorded = [], {}

@@ -80,11 +80,11 @@ def header(page: Page) -> bd.Block:
 
 
 def findings(page: Page) -> bd.Block:
-    """The findings box the analysis decided (:meth:`PDAnalysis.findings`): results (worst first), failed
-    checks, and the gains it could not judge."""
+    """The campaign's findings box (the same on every page of it): failed checks, results (worst
+    first), and the gains it could not judge."""
     if page.analysis is None:  # a Page built by hand (tests): the PD summaries' own box
         return sections.findings_box(page.report.findings())
-    return sections.findings_box(page.analysis.pd_findings())
+    return sections.findings_box(page.analysis.campaign_findings(), "pd")
 
 
 def how_to_read(page: Page) -> bd.Block:

@@ -22,6 +22,7 @@ from benchbook.analysis.per_request import (
 )
 from benchbook.pages import charts as ch
 from benchbook.pages import display as bd
+from benchbook.pages import sections
 
 __all__ = ["section"]
 
@@ -74,12 +75,14 @@ def _folded(rows: list[dict[str, Any]], keep: list[bool], *, id: str, caption: s
 
 
 def _outcomes(vs: list[RequestViews]) -> bd.Block:
+    read_as = list(dict.fromkeys(v.tool_version or f"{v.format} (version not stated)" for v in vs))
     rows = []
     for v in vs:
         rows.append(
             {
                 "Run": v.run_id,
-                "Read as": v.tool_version or f"{v.format} (version not stated)",
+                # said once: the layout every run was read as goes to the caption, not to every row
+                **({"Read as": v.tool_version or f"{v.format} (version not stated)"} if len(read_as) > 1 else {}),
                 "Records": v.total,
                 "Successful": _pct(v.shares["successful"], v.total),
                 "Incomplete": _pct(v.shares["incomplete"], v.total),
@@ -92,7 +95,11 @@ def _outcomes(vs: list[RequestViews]) -> bd.Block:
         id="request-outcomes",
         caption=(
             "Per-request records in each file and their outcomes (incomplete = cut off when the benchmark ended); "
-            "'Read as' is the tool version or layout the reader detected."
+            + (
+                "'Read as' is the tool version or layout the reader detected."
+                if len(read_as) > 1
+                else f"every file read as {read_as[0]}."
+            )
         ),
         what="runs with incomplete or errored requests",
     )
@@ -111,9 +118,12 @@ def _saturation(vs: list[RequestViews]) -> bd.Block:
                 "Why": s.reason,
             }
         )
+    flags = [v.saturation.status == "saturated" for v in vs]
+    sat = sections.fold_rows([r for r, f in zip(rows, flags) if f], "Run")  # said once: one row per reason
+    rest = sections.fold_rows([r for r, f in zip(rows, flags) if not f], "Run")
     return _folded(
-        rows,
-        [v.saturation.status == "saturated" for v in vs],
+        [*sat, *rest],
+        [True] * len(sat) + [False] * len(rest),
         id="request-saturation",
         caption="Saturation flag. Rule: " + SATURATION_RULE + ". In-flight counts and TTFT come from successful "
         "requests with a start time.",
@@ -122,6 +132,10 @@ def _saturation(vs: list[RequestViews]) -> bd.Block:
 
 
 def _percentile_table(vs: list[RequestViews]) -> bd.Block:
+    sources = {
+        m: {v.distributions[m].source for v in vs if v.distributions.get(m)} for m in ("ttft", "tpot", "itl", "e2e")
+    }
+    many_sources = any(len(x) > 1 for x in sources.values())  # else each metric's source is said once, below
     rows = []
     for v in vs:
         for m in ("ttft", "tpot", "itl", "e2e"):
@@ -135,7 +149,7 @@ def _percentile_table(vs: list[RequestViews]) -> bd.Block:
                     "n": d.n,
                     "mean ms": _ms(d.mean_ms),
                     **{f"p{p} ms": _ms(d.percentiles_ms[p]) for p in PERCENTILES},
-                    "Values": d.source,
+                    **({"Values": d.source} if many_sources else {}),
                 }
             )
     return _folded(
@@ -146,6 +160,13 @@ def _percentile_table(vs: list[RequestViews]) -> bd.Block:
             "Computed by benchbook from the per-request records with one definition for every tool (see the definitions "
             "table); percentiles by linear interpolation; n = values behind each row. Requests inside one run are not "
             "replicates: these describe a run, they do not make a verdict."
+            + (
+                ""
+                if many_sources
+                else " Values: "
+                + "; ".join(f"{METRIC_NAMES[m]} — {next(iter(x))}" for m, x in sources.items() if x)
+                + "."
+            )
         ),
         what="TTFT and E2E, the figures the time course shows",
     )
@@ -400,7 +421,11 @@ def section(vs: list[RequestViews]) -> bd.Block:
     bd.record("request_views", [v.as_dict() for v in vs])
     if not vs:
         return bd.Block("")
-    notes = [f"{v.run_id}: {n}" for v in vs for n in v.notes]
+    runs_of: dict[str, list[str]] = {}  # said once: a note shared by runs is one line naming them
+    for v in vs:
+        for n in v.notes:
+            runs_of.setdefault(n, []).append(v.run_id)
+    notes = [f"{rs[0]}: {n}" if len(rs) == 1 else f"{n} ({len(rs)} runs: {', '.join(rs)})" for n, rs in runs_of.items()]
     parts = [
         "<h2>Per-request views</h2>",
         str(

@@ -12,6 +12,7 @@ from typing import Any
 from benchbook.analysis.ladder import BURST_TPOT_MS
 from benchbook.numfmt import fmt_num
 from benchbook.pages import display as bd
+from benchbook.pages import sections
 
 
 def results_ladder(page: Any) -> bd.Block:
@@ -45,11 +46,22 @@ def results_ladder(page: Any) -> bd.Block:
             "worst latency s": p["worst_latency_s"],
             "median TTFT ms": p["median_ttft_ms"],
             "median TPOT ms": p["median_tpot_ms"],
+            "J / output token": "not measured" if p.get("j_per_token") is None else f"{p['j_per_token']:.3f}",
+            "J / request": "not measured" if p.get("j_per_request") is None else f"{p['j_per_request']:.1f}",
         }
         for p in rl["points"]
         if p["arm"] in page.arms or not page.arms
     ]
-    parts.append(bd.table(rows, id="results-ladder-points"))
+    hows = dict.fromkeys(p["energy_method"] for p in rl["points"] if p.get("energy_method"))
+    parts.append(
+        bd.table(
+            rows,
+            id="results-ladder-points",
+            note=("Energy: " + "; ".join(hows) + " (per point's window: the audit section's energy table).")
+            if hows
+            else None,
+        )
+    )
     bursts = rl.get("bursts") or []
     if bursts:  # one line for every point it applies to
         where = ", ".join(f"{b['process']} {b['point']} ({fmt_num(b['median_tpot_ms'])} ms)" for b in bursts)
@@ -63,7 +75,7 @@ def results_ladder(page: Any) -> bd.Block:
             )
         )
     items = [
-        f"<li>{bd.mark('pass' if s['flat'] else 'note', 'flat' if s['flat'] else 'not flat')} "
+        f"<li>{bd.status_mark(s['status'], 'flat' if s['flat'] else 'not flat')} "  # the status its words describe
         f"{bd.esc(s['arm'])} ({bd.esc(s['process'])}): {bd.esc(s['reason'])} "
         f"(tolerance: {bd.esc(s['tolerance_from'])})</li>"
         for s in rl["serialization"]
@@ -88,24 +100,24 @@ def results_ladder(page: Any) -> bd.Block:
         )
     if rl["comparisons"]:
         parts.append(bd.heading("Output rate between arms", 3))
-        parts.append(
-            bd.table(
-                [
-                    {
-                        "candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
-                        "concurrency": c["concurrency"],
-                        "baseline tok/s": c["baseline_median"],
-                        "candidate tok/s": c["candidate_median"],
-                        "ratio": f"{c['ratio']:.2f}×",
-                        "n (processes)": f"{c['baseline_n']} / {c['candidate_n']}",
-                        "verdict": c["verdict"],
-                        "why": c["reason"],
-                    }
-                    for c in rl["comparisons"]
-                ],
-                id="results-ladder-verdicts",
-            )
-        )
+        rows, note = sections.said_once(
+            [
+                {
+                    "candidate vs baseline": f"{c['candidate']} vs {c['baseline']}",
+                    "concurrency": c["concurrency"],
+                    # baseline → candidate in one column, n beside the ratio: nine columns did not fit the page
+                    # (the H200 campaign's table was 25 px too wide)
+                    "tok/s (baseline → candidate)": f"{c['baseline_median']:,.2f} → {c['candidate_median']:,.2f}",
+                    "ratio (n processes)": f"{c['ratio']:.2f}× ({c['baseline_n']} / {c['candidate_n']})",
+                    "verdict": c["verdict"],
+                    "why": c["reason"],
+                    "evidence (engine)": c.get("evidence") or "—",
+                }
+                for c in rl["comparisons"]
+            ],
+            "why",
+        )  # a reason several rows share is said once, under the table
+        parts.append(bd.table(rows, id="results-ladder-verdicts", note=note or None))
     if rl["amortization"]:
         items = [
             f"<li>{bd.esc(a['batched_arm'])} vs {bd.esc(a['serial_arm'])}: {bd.esc(a['explanation'])}"

@@ -53,7 +53,9 @@ def exclusions(
         return bd.Block(f"{head}<p>{bd.esc(none)}</p>")
     reasons = len({r["Reason"] for r in rows})
     summary = f"{len(rows)} excluded, {reasons} distinct reason{'s' * (reasons != 1)}: show the list"
-    return bd.Block(head + str(bd.collapsed(summary, bd.table(rows, id=id, caption=caption))))
+    # said once: one row per reason, naming every sample it left out
+    shown = fold_rows([{where: f"{r['File']}: {r[where]}", "Reason": r["Reason"]} for r in rows], where)
+    return bd.Block(head + str(bd.collapsed(summary, bd.table(shown, id=id, caption=caption))))
 
 
 def scope(sc: Mapping[str, Any]) -> bd.Block:
@@ -104,13 +106,130 @@ def findings(
     return findings_box(box)
 
 
-def findings_box(box: _findings.Findings) -> bd.Block:
-    """Format a findings box the analysis decided (:class:`benchbook.findings.Findings`); records
-    ``findings_box`` (its counts and lines, the summary's ``findings`` entry for this page) and
-    ``headline``, which the index reads."""
+def findings_box(box: _findings.Findings, page: str = "") -> bd.Block:
+    """Format a findings box the analysis decided (:class:`benchbook.findings.Findings`) on page kind
+    ``page``: its rules, then its lines; records ``findings_box`` (its counts and lines, the summary's
+    ``findings`` entry) and ``headline``."""
     bd.record("headline", box.headline)
     bd.record("findings_box", {k: v for k, v in box.as_dict().items() if k != "headline"})
-    return bd.findings_box([bd.BoxLine(f.kind, f.text, f.section) for f in box.lines], headline=box.headline)
+    return bd.findings_box(box.lines, headline=box.headline, page=page, rules=box.rules)
+
+
+def _plain(v: Any) -> str:
+    return v.__html__() if hasattr(v, "__html__") else str(v)
+
+
+def _html(v: Any) -> str:
+    return v.__html__() if hasattr(v, "__html__") else bd.esc(str(v))
+
+
+TAIL = " — "  # an explanation after the figures: "… (76.1 %) were not computed — <why>"
+
+
+def fold_rows(
+    rows: list[dict[str, Any]], who: str, what: str | None = None, *, merge: bool = False
+) -> list[dict[str, Any]]:
+    """Said once: rows that differ only in ``who`` (the run or window) become one row naming each of
+    them (``3: a, b, c``); then, with ``what``, rows whose ``what`` ends in the same explanation (after
+    " — ") become one row stating it once, each row's own figures folded below it; with ``merge``, the
+    rows left that agree in every other column (one check, one status) become one row, what several of
+    them say stated once and each row's ``what`` folded below it."""
+
+    def key(r: dict[str, Any], *drop: str) -> tuple:
+        return tuple((k, _plain(v)) for k, v in r.items() if k not in drop)
+
+    def named(names: list[str]) -> str:
+        return names[0] if len(names) == 1 else f"{len(names)}: " + ", ".join(names)
+
+    # 1. the same row for several runs: one row, each run named
+    groups: dict[tuple, tuple[dict[str, Any], list[str]]] = {}
+    for r in rows:
+        groups.setdefault(key(r, who), (r, []))[1].append(str(r[who]))
+    items = list(groups.values())
+    if what is not None:  # 2. one explanation after the figures: said once, each row's figures folded
+        tails: dict[tuple, list[tuple[dict[str, Any], list[str]]]] = {}
+        for r, names in items:
+            _head, sep, tail = _plain(r.get(what, "")).rpartition(TAIL)
+            tails.setdefault((key(r, who, what), tail if sep and len(tail) >= 40 else id(r)), []).append((r, names))
+        items = []
+        for (_, tail), grp in tails.items():
+            if len(grp) == 1:
+                items.append(grp[0])
+                continue
+            each = "".join(
+                f"<li>{bd.esc(named(n))}: {bd.esc(_plain(r[what]).rpartition(TAIL)[0])}</li>" for r, n in grp
+            )
+            body = bd.Block(
+                f"{bd.esc(str(tail))}<details><summary>each ({len(grp)})</summary><ul>{each}</ul></details>"
+            )
+            items.append(({**grp[0][0], what: body}, [x for _, n in grp for x in n]))
+    if merge and what is not None:  # 3. one check, one status: one row, what several say said once
+        same: dict[tuple, list[tuple[dict[str, Any], list[str]]]] = {}
+        for r, names in items:
+            same.setdefault(key(r, who, what), []).append((r, names))
+        items = []
+        for grp in same.values():
+            if len(grp) == 1:
+                items.append(grp[0])
+                continue
+            own, note = said_once([r for r, _ in grp], what, least=2)
+            each = "".join(f"<li>{bd.esc(named(n))}: {_html(o[what])}</li>" for (_, n), o in zip(grp, own))
+            body = bd.Block(
+                (bd.esc(note) + " " if note else "")
+                + f"<details><summary>{len(grp)} different results: show each</summary><ul>{each}</ul></details>"
+            )
+            names = [x for _, n in grp for x in n]
+            items.append(({**grp[0][0], what: body}, [f"{len(names)} (each below)"]))
+    return [{**r, who: named(names)} for r, names in items]
+
+
+def clauses(text: str) -> list[str]:
+    """``text`` split at "; " and " — " outside parentheses: the clauses a reason is made of."""
+    out, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        ch = text[i]
+        depth += (ch == "(") - (ch == ")")
+        for sep in ("; ", " — "):
+            if depth == 0 and text.startswith(sep, i):
+                out.append(text[start:i])
+                start = i + len(sep)
+                i = start - 1
+                break
+        i += 1
+    out.append(text[start:])
+    return [c for c in (x.strip() for x in out) if c]
+
+
+def said_once(rows: list[dict[str, Any]], col: str, *, least: int = 3) -> tuple[list[dict[str, Any]], str]:
+    """Said once: a clause of column ``col`` (:func:`clauses`) found in ``least`` or more rows leaves
+    those rows and is stated once in the note returned (``In 12 rows: …``); the rows keep the rest."""
+    from collections import Counter
+
+    split = [clauses(str(r.get(col, ""))) if not hasattr(r.get(col), "__html__") else None for r in rows]
+    count = Counter(c for cs in split if cs for c in dict.fromkeys(cs))
+    common = {c for c, n in count.items() if n >= least}
+    if not common:
+        return rows, ""
+    out = []
+    for r, cs in zip(rows, split):
+        if cs is None:
+            out.append(r)
+            continue
+        keep = [c for c in cs if c not in common]
+        out.append({**r, col: "; ".join(keep) if keep else "(the common reason below)"})
+    note = " ".join(f"In {count[c]} rows: {c}." for c in sorted(common, key=lambda c: (-count[c], c)))
+    return out, note
+
+
+def _split_check(row: dict[str, Any]) -> dict[str, Any]:
+    """``prefix cache: batch-p1-conc8 (1 results run)`` -> Check ``prefix cache``, For ``batch-p1-conc8 …``."""
+    name = str(row.get("Check", ""))
+    cause, sep, subject = name.partition(": ")
+    if not sep:
+        return row
+    out = {"Check": cause, "For": subject}
+    out.update({k: v for k, v in row.items() if k != "Check"})
+    return out
 
 
 def checks_table(
@@ -118,10 +237,17 @@ def checks_table(
 ) -> bd.Block:
     """A checks table whose failing and warning rows stay in view while the passing rows fold into a
     ``<details>`` (still in the HTML, summary ``passed_label`` with ``{n}``); when every row passed,
-    the whole table folds."""
+    the whole table folds. Rows of one cause, status and words become one row naming each run
+    (:func:`fold_rows`); ``{n}`` counts the checks."""
     flags = list(passed)
-    bad = [r for r, ok in zip(rows, flags) if not ok]
-    good = [r for r, ok in zip(rows, flags) if ok]
+    # said once: the checks of one cause and status with the same words are one row naming each run
+    split = [_split_check(r) for r in rows]
+    if all("For" in r and "Detail" in r for r in split):
+        bad = fold_rows([r for r, ok in zip(split, flags) if not ok], "For", "Detail", merge=True)
+        good = fold_rows([r for r, ok in zip(split, flags) if ok], "For", "Detail", merge=True)
+    else:  # not a table of named checks (e.g. the clamps): one row each
+        bad = [r for r, ok in zip(rows, flags) if not ok]
+        good = [r for r, ok in zip(rows, flags) if ok]
     out = [str(bd.table(bad, id=id))] if bad else []
     if good:
         folded = bd.table(good, id=f"{id}-passed" if bad else id)

@@ -21,6 +21,7 @@ class SwitchPage:
     camp: Any
     title: str
     switch: Any  # SwitchAblation
+    analysis: Any = None  # the campaign's analysis (CampaignAnalysis): its findings box and reading guide
 
     rule = property(lambda self: self.switch.rule)
     baseline_arm = property(lambda self: self.switch.baseline_arm)
@@ -28,9 +29,11 @@ class SwitchPage:
 
 
 def findings(page: SwitchPage) -> bd.Block:
-    """The findings box the switch ablation decided (:meth:`SwitchAblation.findings`): the results, and
-    what could not be judged (no measured spread, interactions not measured)."""
-    return sections.findings_box(page.switch.findings())
+    """The campaign's findings box (the same on every page of it), which holds the switch ablation's
+    results and what it could not judge; without the campaign's analysis, the ablation's own box."""
+    if page.analysis is None:
+        return sections.findings_box(page.switch.findings(), "ablation")
+    return sections.findings_box(page.analysis.campaign_findings(), "ablation")
 
 
 def header(page: SwitchPage) -> bd.Block:
@@ -55,11 +58,20 @@ def how_to_read(page: SwitchPage) -> bd.Block:
     sa = page.switch
     bd.record("noise_spread", sa.spread)
     bd.record("rule", sa.rule)
+    if page.analysis is not None:  # generated from what the campaign holds
+        guide = page.analysis.reading_guide("ablation", page.all_arms)
+        return bd.how_to_read(
+            n_per_cell=guide["n_per_cell"],
+            warmup="the phase harness's warm-up round (round 0) is discarded before statistics",
+            noise_rule=guide["noise_rule"],
+            marks=("result", "noise", "cannot"),
+            extra=guide["extra"],
+        )
     return bd.how_to_read(
         n_per_cell=(
             "ladder figures: one value per server process of the arm (n = processes); phase figures: the median "
-            "[min–max] of the measured rounds of one process. Server processes, not requests, are the unit of "
-            "replication."
+            "[min–max] of the measured rounds of one process, or one value per process (its median) where the arm "
+            "ran several. Server processes, not requests, are the unit of replication."
         ),
         warmup="the phase harness's warm-up round (round 0) is discarded before statistics",
         noise_rule=RULE_TEXT[sa.rule]
@@ -76,13 +88,40 @@ def switches(page: SwitchPage) -> bd.Block:
             "Arm": a,
             "Role": page.camp.arms[a].get("role", ""),
             "Switches vs baseline": " + ".join(f"{k}={v}" for k, v in sa.switches.get(a, {}).items()) or "—",
-            **{k: str(v) for k, v in (page.camp.arms[a].get("server_args") or {}).items()},
+            f"What ran otherwise than {sa.baseline_arm}": sa.differs(a) or "—",
         }
         for a in page.all_arms
     ]
+    # every switch and setting one row, one column per arm: a row per arm held 15 settings side by side
+    # and did not fit the page with six arms (the H200 campaign: 1,652 px in a 1,080 px box)
+    stated = {
+        a: {
+            **{k: str(v) for k, v in (page.camp.arms[a].get("server_args") or {}).items()},
+            **{k: str(v) for k, v in (sa.settings.get(a) or {}).items()},
+        }
+        for a in page.all_arms
+    }
+    names = list(dict.fromkeys(k for a in page.all_arms for k in stated[a]))
+    every = [{"Setting": k, **{a: stated[a].get(k, "—") for a in page.all_arms}} for k in names]
     return bd.Block(
         str(bd.heading("Switches", 2, id="switches"))
         + str(bd.table(rows, id="switches", caption="What each arm's server ran, as its engine stated it."))
+        + (
+            str(
+                bd.collapsed(
+                    "Every switch and setting each arm's engine stated (switches, KV cache, memory, lengths, "
+                    "parallelism, version)",
+                    bd.table(
+                        every,
+                        id="settings",
+                        caption="From vllm:cache_config_info, the server log, /version: one column per arm",
+                    ),
+                    open=True,
+                )
+            )
+            if every
+            else ""
+        )
         + "".join(f'<p class="bb-note">{bd.esc(n)}</p>' for n in sa.notes)
     )
 
@@ -100,6 +139,7 @@ def ablation_table(page: SwitchPage) -> bd.Block:
             "Arm value": f"{r['candidate_median']:.2f}",
             "Ratio": f"{r['ratio']:.2f}x",
             "Verdict": r["verdict"],
+            "Evidence (engine)": r.get("evidence") or "—",
         }
         for r in sa.rows
     ]

@@ -16,20 +16,26 @@ from benchbook.pipeline import writes
 from benchbook.pipeline.campaigns import CampaignOutcome
 from benchbook.pipeline.execute import TEMPLATE_NAME, TEMPLATES
 from benchbook.pipeline.outline import outline
-from benchbook.pipeline.plan import PAGES
+from benchbook.pipeline.plan import PAGES, campaign_order
+
+
+def campaign_findings(folder: Path) -> dict[str, Any]:
+    """The campaign's one findings list as its ``summary.json`` (``summary --json``, written beside its
+    pages by ``render --all``) carries it: the counts, the headline and the lines; {} if none."""
+    try:
+        doc = json.loads(writes.read_own(Path(folder) / "summary.json"))
+    except (OSError, ValueError):
+        return {}
+    boxes = doc.get("findings") if isinstance(doc, dict) and isinstance(doc.get("findings"), dict) else {}
+    box = next((b for b in boxes.values() if isinstance(b, dict) and isinstance(b.get("headline"), str)), None)
+    return dict(box) if box else {}
 
 
 def page_findings(html: Path) -> dict[str, Any]:
-    """What a page's findings box counted (``findings_box``) and its one-line ``headline`` ("3 results
-    (1 regression), 2 failed checks"), read from the ``<page>.values.json`` beside it; {} if none."""
-    try:
-        values = json.loads(writes.read_own(html.with_suffix(".values.json")))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(values, dict) or not isinstance(values.get("headline"), str):
-        return {}
-    box = values.get("findings_box") if isinstance(values.get("findings_box"), dict) else {}
-    return {"headline": values["headline"], **{k: v for k, v in box.items() if isinstance(v, int)}}
+    """What the findings box of the page's campaign counted, read from the campaign's ``summary.json``
+    (the same box on every page of it); {} if none."""
+    box = campaign_findings(Path(html).parent)
+    return {"headline": box["headline"], **{k: v for k, v in box.items() if isinstance(v, int)}} if box else {}
 
 
 def page_headline(html: Path) -> str:
@@ -44,7 +50,8 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
         loader=jinja2.FileSystemLoader(str(TEMPLATES / TEMPLATE_NAME)), autoescape=True, keep_trailing_newline=True
     )
     rows = []
-    for o in sorted(outcomes, key=lambda o: (str(o.manifest.get("date") or ""), o.name), reverse=True):
+    newest_first = sorted(outcomes, key=lambda o: (str(o.manifest.get("date") or ""), o.name), reverse=True)
+    for o in sorted(newest_first, key=lambda o: campaign_order(o.manifest)):  # an ``order`` first (stable)
         links = []
         done = {r.page.rsplit("/", 1)[-1] for r in o.rendered} | set(o.rendered_pages) | set(o.unchanged)
         done |= set(o.kept)
@@ -61,7 +68,7 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
                         "href": f"{o.name}/{page}.html" if kept else None,
                         "status": "failed",
                         "reason": failed[page][1],
-                        "headline": page_headline(reports / o.name / f"{page}.html") if kept else "",
+                        "headline": "",
                     }
                 )
             elif page in done:
@@ -70,7 +77,7 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
                         "label": PAGES[page][1],
                         "href": f"{o.name}/{page}.html",
                         "status": "ok",
-                        "headline": page_headline(reports / o.name / f"{page}.html"),
+                        "headline": "",
                     }
                 )
         rows.append(
@@ -80,6 +87,7 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
                 "date": o.manifest.get("date") or "",
                 "question": o.manifest.get("question") or "",
                 "provenance": o.manifest.get("provenance") or "",
+                "headline": campaign_findings(reports / o.name).get("headline", "") if links else "",
                 "links": links,
                 "skipped": [p for p in o.skipped],
                 "error": o.error[1] if o.error is not None else "",
@@ -96,34 +104,38 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
 
 
 def index_findings(rows: list[dict[str, Any]], reports: Path) -> str:
-    """The index's findings box: the totals over every page, then one line per page that found a
-    regression, a failed check or something it could not judge, or that failed to render."""
+    """The index's findings box: the totals over every campaign (each counted once: its pages show one
+    box), then one line per campaign that found a regression, a failed check, a warning or something
+    it could not judge, and one per page that failed to render."""
     from benchbook.pages import display as bd
     from benchbook.pages.sections import headline
 
-    totals = {"results": 0, "regressions": 0, "failed_checks": 0, "unjudged": 0}
+    totals = {"results": 0, "regressions": 0, "failed_checks": 0, "unjudged": 0, "warnings": 0}
     lines = []
     for i, c in enumerate(rows, 1):
+        where = f"campaign-{i}"
         if c.get("error"):
-            lines.append(bd.BoxLine("fail", f"{c['name']}: not rendered — {c['error']}", f"campaign-{i}"))
+            lines.append(bd.BoxLine("fail", f"{c['name']}: not rendered — {c['error']}", where))
         for link in c["links"]:
-            f = page_findings(reports / link["href"]) if link.get("href") else {}
-            for k in totals:
-                totals[k] += f.get(k, 0)
-            where = f"campaign-{i}"
-            name = f"{c['name']} / {link['label']}"
             if link["status"] == "failed":
-                lines.append(bd.BoxLine("fail", f"{name}: this render failed — {link['reason']}", where))
-            elif f.get("regressions"):
-                lines.append(bd.BoxLine("regression", f"{name}: {f['headline']}", where))
-            elif f.get("failed_checks"):
-                lines.append(bd.BoxLine("fail", f"{name}: {f['headline']}", where))
-            elif f.get("unjudged"):
-                lines.append(bd.BoxLine("unjudged", f"{name}: {f['headline']}", where))
+                lines.append(
+                    bd.BoxLine("fail", f"{c['name']} / {link['label']}: this render failed — {link['reason']}", where)
+                )
+        f = campaign_findings(reports / c["name"]) if c["links"] else {}
+        for k in totals:
+            totals[k] += f.get(k, 0)
+        if f.get("regressions"):
+            lines.append(bd.BoxLine("regression", f"{c['name']}: {f['headline']}", where))
+        elif f.get("failed_checks"):
+            lines.append(bd.BoxLine("fail", f"{c['name']}: {f['headline']}", where))
+        elif f.get("warnings"):
+            lines.append(bd.BoxLine("warn", f"{c['name']}: {f['headline']}", where))
+        elif f.get("unjudged"):
+            lines.append(bd.BoxLine("unjudged", f"{c['name']}: {f['headline']}", where))
     order = {k: i for i, k in enumerate(bd.FINDING_ORDER)}
     lines.sort(key=lambda f: order[f.kind])
     head = f"{len(rows)} campaign{'s' * (len(rows) != 1)}: " + headline(
-        totals["results"], totals["regressions"], totals["failed_checks"], totals["unjudged"]
+        totals["results"], totals["regressions"], totals["failed_checks"], totals["unjudged"], totals["warnings"]
     )
     return bd.findings_box(lines, headline=head, empty="No regression, failed check or unjudged figure.").html
 

@@ -41,6 +41,7 @@ from benchbook.pages.display import PACKAGES
 
 KEY_SUFFIX = ".key"
 HEADLINE = "headline.json"
+SUMMARY = "summary.json"  # beside it: ``summary --json`` of the campaign (its findings: what the index shows)
 HISTORY_TABLE = "history.parquet"
 HISTORY_PAGE = "history"
 
@@ -204,9 +205,11 @@ def run_job(job: Job, kernel: Any = None) -> Done:
             from benchbook.analysis.history import headline
 
             data = json.dumps(headline(job.source), indent=1, sort_keys=True, ensure_ascii=False).encode() + b"\n"
+            summary = _summary_bytes(job.source)  # the index reads the campaign's findings from it
+            _write_atomic(Path(job.target).with_name(SUMMARY), summary)
             _write_atomic(Path(job.target), data)
             write_key(Path(job.target), job.key)
-            return Done(job, True, time.perf_counter() - t0, len(data))
+            return Done(job, True, time.perf_counter() - t0, len(data) + len(summary))
         from benchbook.pipeline import plan
         from benchbook.pipeline.execute import render_page
         from benchbook.pipeline.params import page_parameters
@@ -236,6 +239,15 @@ def run_job(job: Job, kernel: Any = None) -> Done:
         else:
             err = RenderError(job.label, f"{type(e).__name__}: {e}")
         return Done(job, False, time.perf_counter() - t0, exit_code=err.exit_code, error=err.one_line())
+
+
+def _summary_bytes(campaign: str) -> bytes:
+    """``benchbook summary --json`` of ``campaign`` (the analysis with its defaults), as bytes."""
+    from benchbook.analysis.campaign_analysis import analyse
+    from benchbook.jsonfile import plain
+
+    doc = plain(analyse(campaign).as_dict())
+    return json.dumps(doc, indent=1, ensure_ascii=False).encode() + b"\n"
 
 
 class _LazyKernel:
@@ -508,6 +520,7 @@ def plan_campaign(
     reserved = reserved_name(Path(campaign).name)
     if reserved:
         raise InputError(campaign, None, reserved)
+    name = Path(campaign).name  # as the data folder names it (its pages go to OUT/<name>, even through a link)
     campaign = Path(campaign).resolve()
     if not campaign.is_dir():
         raise InputError(campaign, None, "campaign folder does not exist")
@@ -517,7 +530,7 @@ def plan_campaign(
     params_all = merge_params(own, overrides or {})
     if Path(out_dir).is_dir():
         writes.clean_folder(out_dir)  # what a killed render of this campaign left behind
-    plan = Plan(campaign.name, manifest)
+    plan = Plan(name, manifest)
     if digest is None or digest.startswith("unreadable: "):
         digest = folder_digest(campaign)  # raises what made it unreadable, for this campaign alone
     code = code_fingerprint()
@@ -525,11 +538,11 @@ def plan_campaign(
     applies = page_plan.pages_for(manifest, campaign)
     wanted = [p for p in applies if only is None or p in only]
     if not applies:
-        log(f"{campaign.name}: no page applies (no requests/phases runs, no ablation or pd arms)")
+        log(f"{name}: no page applies (no requests/phases runs, no ablation or pd arms)")
     for page in wanted:
         nb = page_plan.notebook_for(page, notebooks)
         if not nb.is_file():
-            log(f"{campaign.name}/{page}: skipped, {nb} does not exist yet")
+            log(f"{name}/{page}: skipped, {nb} does not exist yet")
             plan.skipped.append(page)
             continue
         # the key covers what decides the parameters (campaign folder, overrides) rather than the
@@ -543,7 +556,7 @@ def plan_campaign(
             continue
         plan.jobs.append(
             Job(
-                campaign.name,
+                name,
                 str(campaign),
                 str(writes.fixed_name(target)),
                 key,
@@ -556,7 +569,7 @@ def plan_campaign(
     head = Path(out_dir) / HEADLINE
     hkey = render_key("headline", digest, code, allowed)
     if force or not is_current(head, hkey):
-        plan.jobs.append(Job(campaign.name, str(campaign), str(writes.fixed_name(head)), hkey))
+        plan.jobs.append(Job(name, str(campaign), str(writes.fixed_name(head)), hkey))
     return plan
 
 
