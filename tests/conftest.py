@@ -282,7 +282,7 @@ def _tree_digest(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def bundled_reports(tmp_path_factory, _warm_renders) -> Path:
+def bundled_reports(tmp_path_factory, _warm_renders):
     from benchbook.commands.cli import main
     from benchbook.pipeline import plan
 
@@ -303,7 +303,13 @@ def bundled_reports(tmp_path_factory, _warm_renders) -> Path:
             # what test_nothing_lost checks: the render wrote nothing into data/
             (out / ".data-digests.json").write_text(json.dumps({"before": before, "after": after}))
             (out / ".complete").write_text("")
-    return out
+            (out / ".reports-digest.json").write_text(json.dumps(_tree_digest(out)))
+    yield out
+    # read-only for the tests: one that wrote into it would change what the others read
+    was = json.loads((out / ".reports-digest.json").read_text())
+    now = {k: v for k, v in _tree_digest(out).items() if k != ".reports-digest.json"}
+    changed = sorted(k for k in was.keys() | now.keys() if was.get(k) != now.get(k))
+    assert not changed, f"a test wrote into bundled_reports (copy it first): {changed[:10]}"
 
 
 # ----------------------------------------------------------------------------------- browser, notebooks
