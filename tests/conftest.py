@@ -53,7 +53,46 @@ BUNDLED_SHA = "0" * 40  # teammates committing mid-run must not change the SHA a
 # ----------------------------------------------------------------------------------- marks and order
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook turns xdist_group marks into node ids
+GROUPS_ENV = "BENCHBOOK_TEST_GROUPS"  # where the xdist workers leave {node id: group} for the controller
+
+
+def pytest_configure(config):
+    if not os.environ.get("PYTEST_XDIST_WORKER") and config.pluginmanager.hasplugin("xdist"):
+        if config.getoption("numprocesses", None) and config.getoption("dist", None) == "loadgroup":
+            import tempfile
+
+            os.environ[GROUPS_ENV] = str(Path(tempfile.mkdtemp(prefix="benchbook-test-groups-")) / "groups.json")
+
+
+def pytest_unconfigure(config):
+    path = os.environ.get(GROUPS_ENV)
+    if path and not os.environ.get("PYTEST_XDIST_WORKER"):
+        import shutil
+
+        shutil.rmtree(Path(path).parent, ignore_errors=True)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` on the groups conftest gives (xdist's own loadgroup reads them from an
+    ``@group`` suffix it writes into the node id, which pytest 9.2's node ids no longer take): the
+    workers write {node id: group} at collection, the controller schedules one group per work unit,
+    in the workers' order (``--no-loadscope-reorder``)."""
+    if config.getoption("dist", None) != "loadgroup" or not os.environ.get(GROUPS_ENV):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Groups(LoadScopeScheduling):
+        _groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                self._groups = json.loads(Path(os.environ[GROUPS_ENV]).read_text())
+            return self._groups.get(nodeid) or nodeid.split("::", 1)[0]
+
+    return Groups(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Mark every test from what it uses, group it for ``--dist loadgroup`` (the engine tests on one
     worker, every other file on one worker like ``--dist loadfile``) and order the run: the engine tests
@@ -83,6 +122,11 @@ def pytest_collection_modifyitems(config, items):
         for i, (it, path, rank, kind) in enumerate(info)
     }
     items.sort(key=keys.__getitem__)
+    groups = os.environ.get(GROUPS_ENV)
+    if groups and os.environ.get("PYTEST_XDIST_WORKER"):  # for the controller's scheduler (every worker alike)
+        tmp = Path(f"{groups}.{os.environ['PYTEST_XDIST_WORKER']}")
+        tmp.write_text(json.dumps({it.nodeid: it.get_closest_marker("xdist_group").args[0] for it in items}))
+        os.replace(tmp, groups)
 
 
 # ----------------------------------------------------------------------------------- engines
@@ -238,7 +282,7 @@ def _tree_digest(root: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def bundled_reports(tmp_path_factory, _warm_renders) -> Path:
+def bundled_reports(tmp_path_factory, _warm_renders):
     from benchbook.commands.cli import main
     from benchbook.pipeline import plan
 
@@ -259,7 +303,13 @@ def bundled_reports(tmp_path_factory, _warm_renders) -> Path:
             # what test_nothing_lost checks: the render wrote nothing into data/
             (out / ".data-digests.json").write_text(json.dumps({"before": before, "after": after}))
             (out / ".complete").write_text("")
-    return out
+            (out / ".reports-digest.json").write_text(json.dumps(_tree_digest(out)))
+    yield out
+    # read-only for the tests: one that wrote into it would change what the others read
+    was = json.loads((out / ".reports-digest.json").read_text())
+    now = {k: v for k, v in _tree_digest(out).items() if k != ".reports-digest.json"}
+    changed = sorted(k for k in was.keys() | now.keys() if was.get(k) != now.get(k))
+    assert not changed, f"a test wrote into bundled_reports (copy it first): {changed[:10]}"
 
 
 # ----------------------------------------------------------------------------------- browser, notebooks

@@ -18,8 +18,10 @@ import re
 import shutil
 from pathlib import Path
 
+from realdata import realdata
+
 ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 PROCESS_FILES = ("server.log", "version.json", "events.jsonl", "gpu_samples.csv", "host_samples.csv")
 
 

@@ -32,8 +32,10 @@ from argparse import Namespace
 from dataclasses import dataclass
 from pathlib import Path
 
+from realdata import realdata
+
 ROOT = Path(__file__).resolve().parents[1]
-H200 = ROOT.parent / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 TWO = ("serial", "batch")  # arms with two processes
 ONE = ("eager", "noprefix")  # arms with one
 

@@ -3,14 +3,13 @@ gates a spread measured between server processes stands in for, and one line per
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from benchbook.analysis import gates
 from benchbook.errors import InputError
+from realdata import realdata
 
-H200 = Path(__file__).resolve().parents[1].parent / "shared" / "realdata" / "vllm_h200_llama8b"
+H200 = realdata("vllm_h200_llama8b")
 
 
 def test_a_page_parameter_wins_over_the_campaign_which_wins_over_the_defaults():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -82,8 +83,11 @@ def _found(v: dict, pool: list[dict]) -> bool:
 
 
 @pytest.fixture(scope="module")
-def reports(bundled_reports):
-    return bundled_reports
+def reports(tmp_path_factory, bundled_reports):
+    """A copy of the run's bundled reports (conftest: `render --all data` once): a test writes into it."""
+    out = tmp_path_factory.mktemp("reports") / "reports"
+    shutil.copytree(bundled_reports, out)
+    return out
 
 
 @pytest.fixture(scope="module", params=CAMPAIGNS)
