@@ -360,3 +360,42 @@ def test_the_pairs_the_baseline_page_judges_are_written(h200):
     assert pairs == {("serial", "batch"), ("batch", "eager"), ("batch", "noprefix")}
     # one process per arm: no spread, so none is a result, and each says why
     assert not any(c["is_result"] for c in s["comparisons"])
+
+
+def test_an_interrupted_load_point_is_copied_and_said_not_read(tmp_path):
+    """A sweep cut short by a time limit (SIGTERM before the point's command wrote its result file):
+    the point's capture.json says ``complete: false`` and names no result file, sweep.json says the
+    sweep did not complete. init copies the folder with the process's, reads the points that finished,
+    and says in ``todo`` which point was cut and what the sweep had done — instead of refusing the
+    process. A point folder without a result file whose capture does not say it was interrupted is
+    still refused."""
+    run = _run_folder(tmp_path / "batch" / "p1", "batch", "conc1")
+    cut = run / "conc8"
+    (cut / "metrics").mkdir(parents=True)
+    shutil.copy(H200 / "batch" / "metrics" / "conc8_before.prom", cut / "metrics" / "before.prom")
+    stopped = "capture in progress (or killed before it could say why)"
+    cap = {"format": "benchbook.capture/1", "kind": "run", "complete": False, "stopped": stopped}
+    cap["started_at"] = "2026-12-01T22:03:28.890Z"
+    cap["snapshots"] = [{"file": "metrics/before.prom", "phase": "before", "unix_s": 1.0}]
+    cap["result_files"] = []
+    (cut / "capture.json").write_text(json.dumps(cap))
+    (cut / "command.log").write_text("")
+    points = [{"point": "conc1", "status": "done"}, {"point": "conc8", "status": "running"}]
+    sweep = {"format": "benchbook.capture/1", "kind": "sweep", "complete": False, "stopped": "killed", "points": points}
+    (run / "sweep.json").write_text(json.dumps(sweep))
+    m = _init(tmp_path / "camp", tmp_path / "batch")
+    assert [r.get("point") for r in m["runs"] if r["harness"] == "results"] == ["conc1"]
+    assert m["date"] == "2026-12-01"  # the capture folder's started_at (the files' mtimes are today's)
+    todo = "\n".join(m["todo"])
+    assert "run batch/p1: load point conc8 was interrupted before its result file was written" in todo
+    assert (
+        stopped in todo
+        and "run batch/p1: its sweep did not complete (sweep.json: killed): conc1 done, conc8 running" in todo
+    )
+    copied = tmp_path / "camp" / "runs" / "batch" / "p1" / "conc8"
+    assert (copied / "capture.json").read_bytes() == (cut / "capture.json").read_bytes()  # kept, byte for byte
+    cap["complete"] = True  # a finished capture without a result file: nothing says why, refused as before
+    (cut / "capture.json").write_text(json.dumps(cap))
+    with pytest.raises(InputError) as e:
+        _init(tmp_path / "camp2", tmp_path / "batch")
+    assert "a load-point folder without a result file" in str(e.value)

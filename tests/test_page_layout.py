@@ -5,7 +5,8 @@ wider than its box and nothing is cut off (checked again with every ``<details>`
 error, no outside request. The baseline page is at most half as tall as before the findings-first
 layout, with every figure still in the HTML.
 
-``BENCHBOOK_UPDATE_SCREENSHOTS=1`` also writes the README's screenshot (docs/img/baseline-dsv4-163.png).
+``BENCHBOOK_UPDATE_SCREENSHOTS=1`` also writes the README's screenshot (docs/img/baseline-h200-llama8b.png: the
+first screen of the measured H200 campaign's baseline page, the campaign ``make report`` renders first).
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def reports(tmp_path_factory, bundled_reports) -> Path:
 # every page kind, on every bundled campaign, plus the shapes a new user's first campaign has
 PAGES = {
     "baseline": "dsv4-163/baseline.html",
+    "baseline-h200": "h200-llama8b/baseline.html",
     "ablation": "dsv4-163/ablation.html",
     "pd": "pd-prefill-cap/pd.html",
     "compare": "compare/compare.html",
@@ -158,11 +160,21 @@ def test_the_index_says_what_each_page_found(reports, open_page):
 
 
 def test_readme_screenshot_shows_the_findings_box(reports, open_page):
-    shot = "baseline-dsv4-163-first-screen.png"
-    report = open_page(reports / PAGES["baseline"], first_screen=shot)
+    shot = "baseline-h200-llama8b-first-screen.png"
+    report = open_page(reports / PAGES["baseline-h200"], first_screen=shot)
     assert report.layout.findings_headline_bottom <= report.layout.viewport_height
     if os.environ.get("BENCHBOOK_UPDATE_SCREENSHOTS") == "1":
         shutil.copyfile(
             Path(__file__).resolve().parents[1] / "test-artifacts" / shot,
-            ROOT / "docs" / "img" / "baseline-dsv4-163.png",
+            ROOT / "docs" / "img" / "baseline-h200-llama8b.png",
         )
+
+
+def test_make_report_renders_the_measured_h200_campaign_first(reports):
+    """data/h200-llama8b has ``order: 1``: ``render --all`` plans it first and the index lists it first."""
+    from benchbook.pipeline.plan import find_campaigns, in_render_order
+
+    assert in_render_order(find_campaigns(ROOT / "data"))[0].name == "h200-llama8b"
+    index = (reports / "index.html").read_text()
+    rows = [index.index(f'href="{c.name}/') for c in find_campaigns(ROOT / "data")]
+    assert min(rows) == index.index('href="h200-llama8b/')

@@ -206,3 +206,33 @@ def test_folder_digest_covers_paths_bytes_and_link_targets(tmp_path):
     (b / "runs" / "r1" / "x.prom").write_bytes(b"m 1\n")
     (b / "runs" / "r1" / "x.prom").rename(b / "runs" / "r1" / "y.prom")
     assert folder_digest(b) != folder_digest(a)
+
+
+def test_an_order_in_campaign_json_puts_a_campaign_first(tmp_path):
+    """``render --all`` plans campaigns with an ``order`` first (lowest first), the rest by name; the
+    index lists them in the same way (the rest newest first); a campaign.json that cannot be read
+    sorts with the unordered (its failure is reported when it is planned)."""
+    import json
+
+    from benchbook.pipeline.campaigns import CampaignOutcome
+    from benchbook.pipeline.index import index_html
+    from benchbook.pipeline.plan import find_campaigns, in_render_order
+
+    docs = {
+        "a-old": {"date": "2026-01-01"},
+        "b-new": {"date": "2026-06-01"},
+        "z-first": {"date": "2025-01-01", "order": 1},
+        "y-second": {"date": "2025-02-01", "order": 2},
+    }
+    for name, doc in docs.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "campaign.json").write_text(json.dumps({"title": name, **doc}))
+    (tmp_path / "c-broken").mkdir()
+    (tmp_path / "c-broken" / "campaign.json").write_text("{not json")
+    found = find_campaigns(tmp_path)
+    assert [p.name for p in found] == ["a-old", "b-new", "c-broken", "y-second", "z-first"]  # by name
+    assert [p.name for p in in_render_order(found)] == ["z-first", "y-second", "a-old", "b-new", "c-broken"]
+    outcomes = [CampaignOutcome(n, {"title": n, **d}) for n, d in docs.items()]
+    index = index_html(outcomes, tmp_path)
+    where = {n: index.index(f">{n}<") for n in docs}
+    assert sorted(docs, key=where.get) == ["z-first", "y-second", "b-new", "a-old"]

@@ -22,7 +22,7 @@ from benchbook.pipeline.campaigns import CampaignOutcome
 from benchbook.pipeline.plan import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
-CAMPAIGNS = ["dsv4-163", "pd-prefill-cap", "er0080-opt125m"]
+CAMPAIGNS = ["h200-llama8b", "dsv4-163", "pd-prefill-cap", "er0080-opt125m"]
 # keys that say what a verdict judges (whichever of them the object has)
 IDENTITY = (
     "baseline",

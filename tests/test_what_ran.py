@@ -164,3 +164,25 @@ def test_an_override_one_side_sets():
     a = {"num_gpu_blocks_override": {"value": 17}, "num_gpu_blocks": {"value": 17}}
     b = {"num_gpu_blocks": {"value": 4096}}
     assert "num_gpu_blocks_override 17 blocks vs not set" in what_ran.text(what_ran.differences(a, b))
+
+
+def test_a_manifest_from_an_older_init_reads_the_settings_from_the_process_folder(starved):
+    """A campaign.json written before init carried ``server_config.settings``: the analysis reads them
+    from the process's own folder (its server.log and first capture), so the starved arm still shows its
+    setting and capacity."""
+    from benchbook.analysis import what_ran
+    from benchbook.ingest.campaign import load_campaign
+
+    dest, _m, _s = starved
+    original = (dest / "campaign.json").read_text()
+    m = json.loads(original)
+    for r in m["runs"]:
+        r.get("server_config", {}).pop("settings", None)
+    (dest / "campaign.json").write_text(json.dumps(m))
+    try:
+        camp = load_campaign(dest)
+        assert what_ran.text(what_ran.arm_differences(camp, "kvlimited", "batch")) == (
+            "KV cache 8,752 vs 930,192 tokens; gpu_memory_utilization 0.115 vs 0.92"
+        )
+    finally:
+        (dest / "campaign.json").write_text(original)

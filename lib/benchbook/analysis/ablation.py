@@ -863,8 +863,12 @@ def switch_ablation(
                     if c is not None:
                         name = PHASE_NAME.get(m, m)
                         pr = camp.prompt_classes[pc].get("tokens", "?")
+                        # several processes: a value per process (its median over rounds), as the ladder's
+                        per_run = cells.filter(
+                            (pl.col("arm") == arm) & (pl.col("prompt_class") == pc) & (pl.col("metric") == m)
+                        )["median"].to_list()
                         vals[(f"{name} tok/s", f"{pc} prompt ({pr} tokens), {camp.generation_tokens} generated")] = (
-                            [c.min, c.median, c.max] if c.n >= 3 else [c.median],
+                            per_run if len(per_run) > 1 else [c.min, c.median, c.max] if c.n >= 3 else [c.median],
                             bl.PHASE_METRICS[m][1],
                             "tok/s",
                             (m, pc),

@@ -329,7 +329,10 @@ def _decide(ev: Evidence, direction: str, result: State, common: dict) -> Verdic
     if ev.rule == "rank":
         return _rank(ev, direction, result, common)
     if ev.spread is None:
-        return Verdict(State.CANNOT_TELL, direction, ev.no_spread, ev, "?", **common)
+        reason = ev.no_spread
+        if max(b.n, c.n) > 1 and reason == NO_SPREAD:  # repeats exist, but no spread was measured for this figure
+            reason = f"no run-to-run spread was measured for this figure (n={b.n} vs {c.n}), so its noise is unknown"
+        return Verdict(State.CANNOT_TELL, direction, reason, ev, "?", **common)
     ranged = b.has_range and c.has_range
     overlap = b.overlaps(c) if ranged else None
     if ev.rule == "seed":

@@ -173,12 +173,43 @@ def summary(settings: Mapping[str, Any] | None) -> str:
 
 
 def process_settings(camp: Any) -> dict[str, dict[str, Any]]:
-    """process (``arm/run``) -> its ``server_config.settings`` as the manifest carries them."""
+    """process (``arm/run``) -> its ``server_config.settings`` as the manifest carries them; for a
+    manifest an older init wrote (a ``server_config`` without ``settings``), read from the process's
+    own folder (``runs/<arm>/<run>``: :func:`settings_from_folder`)."""
+    return camp.derived(("process_settings",), lambda: _process_settings(camp))
+
+
+def _process_settings(camp: Any) -> dict[str, dict[str, Any]]:
     out: dict[str, dict[str, Any]] = {}
     for r in camp.manifest.get("runs", []):
-        if isinstance(r, dict) and r.get("process") and isinstance(r.get("server_config"), dict):
-            out.setdefault(r["process"], r["server_config"].get("settings") or {})
+        if not (isinstance(r, dict) and r.get("process") and isinstance(r.get("server_config"), dict)):
+            continue
+        if r["process"] in out:
+            continue
+        stated = r["server_config"].get("settings")
+        out[r["process"]] = stated if isinstance(stated, dict) else settings_from_folder(camp, r["process"])
     return out
+
+
+def settings_from_folder(camp: Any, process: str) -> dict[str, Any]:
+    """The settings a process's folder states (its server logs, its ``version.json``, and the first
+    /metrics capture in it: every capture of one process states the same ``vllm:cache_config_info``);
+    ``{}`` where the folder is not there."""
+    from benchbook.ingest import run_layout, server_config
+
+    folder = camp.root / "runs" / process
+    if not folder.is_dir() or folder.is_symlink():
+        return {}
+    logs = sorted(p for p in folder.rglob("*.log") if p.name in run_layout.LOG_NAMES or "server" in p.name)
+    versions = sorted(p for p in folder.rglob("*") if p.name in run_layout.VERSION_NAMES)
+    infos = sorted(p for p in folder.rglob("*") if p.name in run_layout.INFO_NAMES)
+    first = next((p for p in sorted(folder.rglob("*.prom*")) if p.is_file() and not p.is_symlink()), None)
+
+    def own(ps: list[Any]) -> list[Any]:  # each checked to lie inside the campaign (no symlink out)
+        return [camp.inside(q, q, "-", "server file") for q in ps]
+
+    cfg = server_config.read_server_config(own([first] if first else []), own(logs), own(infos), versions=own(versions))
+    return server_config.settings(cfg)
 
 
 def arm_settings(camp: Any, arm: str) -> dict[str, Any]:

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import EXIT_BAD_INPUT, InputError
-from benchbook.jsonfile import sha256_file
+from benchbook.jsonfile import load_json, sha256_file
 
 CAPTURE_SUFFIXES = (".prom", ".metrics", ".txt")
 
@@ -359,6 +359,12 @@ def _date(runs: list[PlannedRun]) -> tuple[str, str]:
             d = (r.capture or {}).get(key)
             if isinstance(d, str) and re.match(r"^\d{4}-\d{2}-\d{2}", d):
                 return d[:10], f"{key} in {r.source.name}/capture.json"
+        rf = r.layout  # a server process's folder: the capture folders in it state when they ran
+        for folder in [*rf.point_folders, *rf.phases_folders, *rf.ladder_folders] if rf is not None else []:
+            cap = load_json(folder / "capture.json") if (folder / "capture.json").is_file() else None
+            d = cap.get("started_at") if isinstance(cap, dict) else None
+            if isinstance(d, str) and re.match(r"^\d{4}-\d{2}-\d{2}", d):
+                return d[:10], f"started_at in {rf.process}/{folder.name}/capture.json"
     src = runs[0].files[0] if runs[0].files else runs[0].source
     when = datetime.fromtimestamp(src.stat().st_mtime, timezone.utc).strftime("%Y-%m-%d")
     return when, f"the modification time of {src.name} (no file states a date)"

@@ -122,10 +122,26 @@ def plan_layout(rfs: list[run_layout.RunFolder], taken: set[str], point_files: C
                 out.todo.append(f"run {rid}: no /metrics before and after {pt.result.name}; nothing is reconciled")
             out.docs.append((f"{where}/results.json", doc))
             out.entries.append({"id": rid, "harness": "results", "path": where, "point": pt.name, **common})
+        _sweep_state(out, rf)
         for pf in rf.point_folders:
             files, before, after, snaps = point_files(pf)
+            cap = _capture_doc(pf)
+            if not files and cap.get("kind") == "run" and cap.get("complete") is False:
+                # a capture killed before its command wrote a result file (a time limit, a SIGKILL): its
+                # folder is copied with the process's, but it measured no load point
+                out.todo.append(
+                    f"run {rf.process}: load point {pf.name} was interrupted before its result file was written "
+                    f"({pf.name}/capture.json: complete false, {cap.get('stopped') or 'no reason given'}); its "
+                    "folder is copied as it is, not read as a load point"
+                )
+                continue
             if not files:
                 raise InputError(pf, "-", "a load-point folder without a result file")
+            if cap.get("complete") is False:
+                out.todo.append(
+                    f"run {rf.process}: load point {pf.name}: its capture did not complete "
+                    f"({cap.get('stopped') or 'no reason given'}); are its results whole?"
+                )
             rid = unique(f"{stem}-{_slug(pf.name)}")
             where = f"{base}/benchbook/{_slug(pf.name)}"
             doc = {"format": "benchbook.results/1", "run": rid, "files": [f"../../{rel(f)}" for f in files]}
@@ -207,6 +223,28 @@ def _window(doc: dict[str, Any], w: windows.Window | None) -> None:
     they came from: ``ingest.windows``), read by energy and the physical-limit rates."""
     if w is not None:
         doc["started_at"], doc["ended_at"], doc["window_source"] = w.started_at, w.ended_at, w.source
+
+
+def _capture_doc(folder: Path) -> dict[str, Any]:
+    """A capture folder's capture.json (``{}`` without one)."""
+    path = folder / "capture.json"
+    doc = run_layout.load_json(path) if path.is_file() else {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def _sweep_state(out: LayoutResult, rf: run_layout.RunFolder) -> None:
+    """A ``capture sweep`` that did not end (its ``sweep.json`` says ``complete: false``): one todo line
+    with each point's status, so a sweep cut short is said where the campaign's open questions are."""
+    path = rf.folder / "sweep.json"
+    doc = run_layout.load_json(path) if path.is_file() else None
+    if not isinstance(doc, dict) or doc.get("kind") != "sweep" or doc.get("complete") is not False:
+        return
+    points = [p for p in doc.get("points") or [] if isinstance(p, dict)]
+    states = ", ".join(f"{p.get('point')} {p.get('status')}" for p in points) or "no point recorded"
+    out.todo.append(
+        f"run {rf.process}: its sweep did not complete (sweep.json: {doc.get('stopped') or 'no reason given'}): "
+        f"{states}"
+    )
 
 
 def _engine_of(cfg: server_config.ServerConfig) -> tuple[dict[str, str], str] | None:

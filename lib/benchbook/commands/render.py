@@ -271,7 +271,7 @@ def _run_all(args: argparse.Namespace, log: Callable[[str], None]) -> int:
     overrides = load_params(args.params)
     schedule.forget_tree(out)
     outcomes, summary = schedule.render_all(
-        campaigns,
+        plan.in_render_order(campaigns),  # an ``order`` in campaign.json first (data/README.md)
         out,
         only=args.page,
         overrides=overrides,

@@ -70,8 +70,8 @@ def how_to_read(page: SwitchPage) -> bd.Block:
     return bd.how_to_read(
         n_per_cell=(
             "ladder figures: one value per server process of the arm (n = processes); phase figures: the median "
-            "[min–max] of the measured rounds of one process. Server processes, not requests, are the unit of "
-            "replication."
+            "[min–max] of the measured rounds of one process, or one value per process (its median) where the arm "
+            "ran several. Server processes, not requests, are the unit of replication."
         ),
         warmup="the phase harness's warm-up round (round 0) is discarded before statistics",
         noise_rule=RULE_TEXT[sa.rule]

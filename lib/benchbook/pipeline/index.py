@@ -16,7 +16,7 @@ from benchbook.pipeline import writes
 from benchbook.pipeline.campaigns import CampaignOutcome
 from benchbook.pipeline.execute import TEMPLATE_NAME, TEMPLATES
 from benchbook.pipeline.outline import outline
-from benchbook.pipeline.plan import PAGES
+from benchbook.pipeline.plan import PAGES, campaign_order
 
 
 def campaign_findings(folder: Path) -> dict[str, Any]:
@@ -50,7 +50,8 @@ def index_html(outcomes: list[CampaignOutcome], reports: Path) -> str:
         loader=jinja2.FileSystemLoader(str(TEMPLATES / TEMPLATE_NAME)), autoescape=True, keep_trailing_newline=True
     )
     rows = []
-    for o in sorted(outcomes, key=lambda o: (str(o.manifest.get("date") or ""), o.name), reverse=True):
+    newest_first = sorted(outcomes, key=lambda o: (str(o.manifest.get("date") or ""), o.name), reverse=True)
+    for o in sorted(newest_first, key=lambda o: campaign_order(o.manifest)):  # an ``order`` first (stable)
         links = []
         done = {r.page.rsplit("/", 1)[-1] for r in o.rendered} | set(o.rendered_pages) | set(o.unchanged)
         done |= set(o.kept)

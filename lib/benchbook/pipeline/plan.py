@@ -96,6 +96,31 @@ def page_title(manifest: Mapping[str, Any], campaign: Path, page: str) -> str:
     return f"{manifest.get('title') or campaign.name} — {PAGES[page][1]}"
 
 
+def campaign_order(manifest: Mapping[str, Any]) -> tuple[int, int]:
+    """A campaign's place in ``render --all`` and on the index: campaigns whose ``campaign.json`` has
+    an integer ``order`` come first, lowest first; the rest after them (by name in ``render --all``,
+    newest first on the index)."""
+    order = manifest.get("order") if isinstance(manifest, Mapping) else None
+    if isinstance(order, int) and not isinstance(order, bool):
+        return (0, order)
+    return (1, 0)
+
+
+def in_render_order(campaigns: list[Path]) -> list[Path]:
+    """``campaigns`` (:func:`find_campaigns`' folders) with those that state an ``order`` first
+    (:func:`campaign_order`), the rest by name. Read after the no-op check, so a render that changes
+    nothing parses no manifest; a campaign.json that cannot be read sorts with the unordered (its
+    failure is that campaign's, reported when it is planned)."""
+
+    def key(folder: Path) -> tuple[int, int, str]:
+        try:
+            return (*campaign_order(read_manifest(folder)), folder.name)
+        except Exception:  # noqa: BLE001 - any failure here is the campaign's, reported by its plan
+            return (1, 0, folder.name)
+
+    return sorted(campaigns, key=key)
+
+
 #: ``benchbook init DIR``'s folder while it builds (``.DIR.init-<pid>@<host>.<random>``, or an older
 #: init's ``.DIR.init-<random>``): never a campaign, even once its campaign.json is written
 INIT_TEMP = re.compile(r"^\.(?P<dir>.+)\.init-(?:(?P<pid>\d+)@(?P<host>.+)\.)?[A-Za-z0-9_]+$")
