@@ -141,9 +141,9 @@ def test_failed_renders_keep_the_previous_pages_and_index(tmp_path, monkeypatch,
         "alpha/baseline.ipynb",
         "alpha/baseline.key",
         "alpha/baseline.values.json",
+        "alpha/findings.json",  # the campaign's findings box from its analysis: what the index shows
         "alpha/headline.json",
         "alpha/headline.key",
-        "alpha/summary.json",  # summary --json of the campaign: the index reads its findings from it
     ]
     capsys.readouterr()
 

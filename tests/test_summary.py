@@ -106,7 +106,7 @@ def rendered(rendered_outcome):
     return rendered_outcome[:3]
 
 
-def test_summary_findings_are_what_the_pages_and_the_index_show(rendered_outcome, reports):
+def test_summary_findings_are_what_the_pages_and_the_index_show(rendered_outcome, tmp_path):
     """The analysis decides each page's findings box once: ``summary --json`` carries it, each page's
     box records the same counts, lines and headline, and the index counts and quotes the same."""
     from benchbook.pipeline.index import index_html
@@ -126,8 +126,11 @@ def test_summary_findings_are_what_the_pages_and_the_index_show(rendered_outcome
         kinds = [line["kind"] for line in box["lines"]]
         assert FINDING_KINDS[0] == "fail" and kinds == sorted(kinds, key=rank.get), (name, kind, kinds)
         assert kinds[: box["failed_checks"]] == ["fail"] * box["failed_checks"], (name, kind, kinds)
-    # the index reads the campaign's summary.json (render --all writes it beside the pages), not the pages
-    (reports / name / "summary.json").write_text(json.dumps(summary))
+    # the index reads the campaign's findings.json (render --all writes it beside the pages), not the pages
+    reports = tmp_path / "reports"  # not the session's reports folder: other tests compare its bytes
+    (reports / name).mkdir(parents=True)
+    box0 = next(iter(found.values()))
+    (reports / name / "findings.json").write_text(json.dumps({"campaign": name, "findings": box0}))
     index = index_html([outcome], reports)
     marks = re.findall(r'class="bb-finding bb-finding-([a-z]+)"', index)
     assert marks == sorted(marks, key=rank.get), f"{name}: the index's lines are not in the box's order: {marks}"

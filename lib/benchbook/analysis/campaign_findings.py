@@ -356,7 +356,7 @@ def _grouped_results(results: dict[tuple, tuple[str, float, str]], where_of: dic
         )
         text = (
             f"{c} vs {b}: "
-            + (figs[0] if n == 1 else f"{n} {word}s — " + "; ".join(figs[:2]) + ("; …" if n > 2 else ""))
+            + (figs[0] if n == 1 else f"{n} {word}s — " + figs[0] + "; …")
             + (f" — {common}" if common else "")
         )
         wh = tuple(dict.fromkeys(w for k, _ in items for w in where_of[k]))

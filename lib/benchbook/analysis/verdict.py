@@ -141,6 +141,8 @@ STATE_WORDS: dict[State, str] = {
 
 DIRECTION_FLIP = {"improvement": "regression", "regression": "improvement", "no change": "no change"}
 NO_SPREAD = "no configuration in this comparison was run more than once, so the run-to-run noise is unknown"
+#: the same, true where a side was repeated but no spread of this figure was given to judge it by
+NO_SPREAD_GIVEN = "no run-to-run spread of this figure was measured, so its noise is unknown"
 #: a measured spread of exactly 0 is no yardstick: identical repeats are copies of one run (or figures
 #: rounded to a few digits), and any difference would beat it
 ZERO_SPREAD = (
@@ -629,7 +631,8 @@ def judge(
         return _from_verdict(v, spread)
     # a zero spread stays 0 (never a result: decide), not the strict band's 2 % floor
     threshold = None if spread is None else noise_band(spread) if rule == "strict" and spread else spread
-    v = decide(Evidence(b, c, higher_is_better, "small-n", threshold, margin=margin, alpha=alpha, no_spread=NO_SPREAD))
+    why = NO_SPREAD if nb < 2 and nc < 2 else NO_SPREAD_GIVEN  # never "not run twice" beside n = 2
+    v = decide(Evidence(b, c, higher_is_better, "small-n", threshold, margin=margin, alpha=alpha, no_spread=why))
     reach = f"no rank test at n={nb} vs {nc} (needs ≥ {stats.MIN_N_FOR_TEST} runs per side"
     if v.state is State.CANNOT_TELL and v.evidence.spread is not None:
         reach += ")"  # the reason already says what this design can reach

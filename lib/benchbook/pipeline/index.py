@@ -20,19 +20,19 @@ from benchbook.pipeline.plan import PAGES, campaign_order
 
 
 def campaign_findings(folder: Path) -> dict[str, Any]:
-    """The campaign's one findings list as its ``summary.json`` (``summary --json``, written beside its
-    pages by ``render --all``) carries it: the counts, the headline and the lines; {} if none."""
+    """The campaign's one findings box as its ``findings.json`` (written beside its pages by
+    ``render --all`` from the analysis, what ``summary --json`` carries under ``findings``): the counts,
+    the headline and the lines; {} if none."""
     try:
-        doc = json.loads(writes.read_own(Path(folder) / "summary.json"))
+        doc = json.loads(writes.read_own(Path(folder) / "findings.json"))
     except (OSError, ValueError):
         return {}
-    boxes = doc.get("findings") if isinstance(doc, dict) and isinstance(doc.get("findings"), dict) else {}
-    box = next((b for b in boxes.values() if isinstance(b, dict) and isinstance(b.get("headline"), str)), None)
-    return dict(box) if box else {}
+    box = doc.get("findings") if isinstance(doc, dict) else None
+    return dict(box) if isinstance(box, dict) and isinstance(box.get("headline"), str) else {}
 
 
 def page_findings(html: Path) -> dict[str, Any]:
-    """What the findings box of the page's campaign counted, read from the campaign's ``summary.json``
+    """What the findings box of the page's campaign counted, read from the campaign's ``findings.json``
     (the same box on every page of it); {} if none."""
     box = campaign_findings(Path(html).parent)
     return {"headline": box["headline"], **{k: v for k, v in box.items() if isinstance(v, int)}} if box else {}

@@ -41,7 +41,7 @@ from benchbook.pages.display import PACKAGES
 
 KEY_SUFFIX = ".key"
 HEADLINE = "headline.json"
-SUMMARY = "summary.json"  # beside it: ``summary --json`` of the campaign (its findings: what the index shows)
+FINDINGS = "findings.json"  # beside it: the campaign's one findings box, as summary --json has it (the index reads it)
 HISTORY_TABLE = "history.parquet"
 HISTORY_PAGE = "history"
 
@@ -205,8 +205,8 @@ def run_job(job: Job, kernel: Any = None) -> Done:
             from benchbook.analysis.history import headline
 
             data = json.dumps(headline(job.source), indent=1, sort_keys=True, ensure_ascii=False).encode() + b"\n"
-            summary = _summary_bytes(job.source)  # the index reads the campaign's findings from it
-            _write_atomic(Path(job.target).with_name(SUMMARY), summary)
+            summary = _findings_bytes(job.source)  # the index reads the campaign's findings from it
+            _write_atomic(Path(job.target).with_name(FINDINGS), summary)
             _write_atomic(Path(job.target), data)
             write_key(Path(job.target), job.key)
             return Done(job, True, time.perf_counter() - t0, len(data) + len(summary))
@@ -241,13 +241,15 @@ def run_job(job: Job, kernel: Any = None) -> Done:
         return Done(job, False, time.perf_counter() - t0, exit_code=err.exit_code, error=err.one_line())
 
 
-def _summary_bytes(campaign: str) -> bytes:
-    """``benchbook summary --json`` of ``campaign`` (the analysis with its defaults), as bytes."""
+def _findings_bytes(campaign: str) -> bytes:
+    """The campaign's one findings box (``CampaignAnalysis.campaign_findings``, what ``summary --json``
+    carries under ``findings``) as bytes: no machine path, nothing but what the index shows."""
     from benchbook.analysis.campaign_analysis import analyse
     from benchbook.jsonfile import plain
 
-    doc = plain(analyse(campaign).as_dict())
-    return json.dumps(doc, indent=1, ensure_ascii=False).encode() + b"\n"
+    an = analyse(campaign)
+    doc = {"format": "benchbook.findings/1", "campaign": an.camp.name, "findings": an.campaign_findings().as_dict()}
+    return json.dumps(plain(doc), indent=1, ensure_ascii=False).encode() + b"\n"
 
 
 class _LazyKernel:
