@@ -416,10 +416,10 @@ def energy_window(rr: Any, run: Any) -> tuple[float, float, str] | None:
 def _process_gpu_runs(camp: Campaign) -> dict[str, Any]:
     """Results run id -> the ``gpu`` run of the same server process (init's arm/run layout: the
     manifest's ``process``), for the runs whose process was sampled."""
-    from benchbook.ingest.gpu_runs import _gpu_doc, has_gpu_samples
+    from benchbook.ingest.gpu_runs import gpu_doc, has_gpu_samples
 
     procs = {e.get("id"): e.get("process") for e in camp.manifest.get("runs", []) if isinstance(e, dict)}
-    gpu = {procs[r.id]: r for r in camp.runs if r.harness == "gpu" and procs.get(r.id) and has_gpu_samples(_gpu_doc(r))}
+    gpu = {procs[r.id]: r for r in camp.runs if r.harness == "gpu" and procs.get(r.id) and has_gpu_samples(gpu_doc(r))}
     return {r.id: gpu[procs[r.id]] for r in camp.runs if r.harness == "results" and procs.get(r.id) in gpu}
 
 

@@ -39,7 +39,7 @@ def event_markers(path: Path) -> list[tuple[float, str, str | None]]:
     return sorted(out, key=lambda m: m[0])
 
 
-def _gpu_doc(run: Any) -> Any:
+def gpu_doc(run: Any) -> Any:
     """A gpu run's ``gpu.json``, read once per analysis (:mod:`benchbook.reads`)."""
     from benchbook.reads import cached
 
@@ -55,7 +55,7 @@ def gpu_memory(camp: Any, run: Any):
     from benchbook.ingest import gpu_samples
     from benchbook.ingest.results_runs import in_run
 
-    doc = _gpu_doc(run)
+    doc = gpu_doc(run)
     if not isinstance(doc, dict) or not (
         isinstance(doc.get("gpu_samples"), str) or isinstance(doc.get("host_samples"), str)
     ):
@@ -125,7 +125,7 @@ def gpu_frame(camp: Any, run: Any, doc: dict[str, Any] | None = None):
     :func:`benchbook.ingest.telemetry.read_gpu_samples`' frame (``energy_j`` where a counter is read)."""
     from benchbook.ingest import telemetry
 
-    doc = _gpu_doc(run) if doc is None else doc
+    doc = gpu_doc(run) if doc is None else doc
     return telemetry.read_gpu_samples(_gpu_path(camp, run, doc))
 
 
@@ -134,7 +134,7 @@ def input_files(camp: Any, run: Any) -> list[Path]:
     from benchbook.ingest import telemetry
     from benchbook.ingest.results_runs import in_run
 
-    doc = _gpu_doc(run)
+    doc = gpu_doc(run)
     out = [run.file]
     if isinstance(doc, dict) and isinstance(doc.get("gpu_samples"), str):
         p = _gpu_path(camp, run, doc)
@@ -151,7 +151,7 @@ def host_processes(camp: Any, run: Any):
     from benchbook.ingest import gpu_samples
     from benchbook.ingest.results_runs import in_run
 
-    doc = _gpu_doc(run)
+    doc = gpu_doc(run)
     if not isinstance(doc, dict) or not isinstance(doc.get("host_samples"), str):
         return None
     return gpu_samples.read_host_csv(
