@@ -138,8 +138,19 @@ def fold_rows(
     def key(r: dict[str, Any], *drop: str) -> tuple:
         return tuple((k, _plain(v)) for k, v in r.items() if k not in drop)
 
-    def named(names: list[str]) -> str:
+    def named_text(names: list[str]) -> str:
         return names[0] if len(names) == 1 else f"{len(names)}: " + ", ".join(names)
+
+    def named(names: list[str]) -> str | bd.Block:
+        if len(names) == 1:
+            return names[0]
+        if len(names) <= 4:
+            return f"{len(names)}: " + ", ".join(names)
+        # many runs: the first three in view, every one of them folded below (a row stays one line tall)
+        return bd.Block(
+            f"{len(names)}: {bd.esc(', '.join(names[:3]))} …<details><summary>all {len(names)}</summary>"
+            f"{bd.esc(', '.join(names))}</details>"
+        )
 
     # 1. the same row for several runs: one row, each run named
     groups: dict[tuple, tuple[dict[str, Any], list[str]]] = {}
@@ -157,7 +168,7 @@ def fold_rows(
                 items.append(grp[0])
                 continue
             each = "".join(
-                f"<li>{bd.esc(named(n))}: {bd.esc(_plain(r[what]).rpartition(TAIL)[0])}</li>" for r, n in grp
+                f"<li>{bd.esc(named_text(n))}: {bd.esc(_plain(r[what]).rpartition(TAIL)[0])}</li>" for r, n in grp
             )
             body = bd.Block(
                 f"{bd.esc(str(tail))}<details><summary>each ({len(grp)})</summary><ul>{each}</ul></details>"
@@ -173,7 +184,7 @@ def fold_rows(
                 items.append(grp[0])
                 continue
             own, note = said_once([r for r, _ in grp], what, least=2)
-            each = "".join(f"<li>{bd.esc(named(n))}: {_html(o[what])}</li>" for (_, n), o in zip(grp, own))
+            each = "".join(f"<li>{bd.esc(named_text(n))}: {_html(o[what])}</li>" for (_, n), o in zip(grp, own))
             body = bd.Block(
                 (bd.esc(note) + " " if note else "")
                 + f"<details><summary>{len(grp)} different results: show each</summary><ul>{each}</ul></details>"
