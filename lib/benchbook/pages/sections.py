@@ -191,7 +191,30 @@ def fold_rows(
             )
             names = [x for _, n in grp for x in n]
             items.append(({**grp[0][0], what: body}, [f"{len(names)} (each below)"]))
-    return [{**r, who: named(names)} for r, names in items]
+    return [_short({**r, who: named(names)}, what) for r, names in items]
+
+
+LONG = 280  # characters of a table cell's text past which its rest folds (a row stays a few lines tall)
+
+
+def _short(row: dict[str, Any], what: str | None) -> dict[str, Any]:
+    """A row whose ``what`` cell runs long: its first clause in view, the whole text folded below it."""
+    if what is None or what not in row:
+        return row
+    v = row[what]
+    if hasattr(v, "__html__"):
+        import re
+
+        shown = re.sub(r"<details>.*?</details>", "", v.__html__(), flags=re.S)  # what is in view, unfolded
+        text = re.sub(r"<[^>]+>", "", shown)
+        if len(text) <= LONG:
+            return row
+    else:
+        text = str(v)
+        if len(text) <= LONG:
+            return row
+    head = text[:LONG].rsplit(" ", 1)[0]
+    return {**row, what: bd.Block(f"{bd.esc(head)} …<details><summary>all of it</summary>{_html(v)}</details>")}
 
 
 def clauses(text: str) -> list[str]:
