@@ -199,9 +199,18 @@ def test_init_reads_the_capture_layout_and_the_baseline_page_shows_serial_and_ba
     rep = open_page(reports / "baseline.html", screenshot="engine-layout-baseline.png", text_of=["body", ladder_sel])
     assert rep.ok, rep.problems()
     # the verdict names the processes judged flat (served one at a time), in the analysis' order, and no other
-    flat = [c["run"] for c in s["checks"] if c.get("kind") == "serialization" and c.get("flat")]
-    sentence = f"Throughput is flat across the ladder in {len(flat)} server process(es) ({', '.join(flat)})"
-    assert (sentence in rep.texts["body"]) if flat else ("Throughput is flat" not in rep.texts["body"])
+    flat = [
+        c
+        for c in s["checks"]
+        if c.get("kind") == "serialization" and c.get("flat") and str(c.get("run", "")).startswith("serial")
+    ]
+    sentence = "flat across the ladder, requests served one at a time: serial ("
+    if flat:
+        assert sentence in rep.texts["body"]
+        said = rep.texts["body"].split(sentence, 1)[1].split(")", 1)[0]
+        assert sorted(said.split(", ")) == sorted(c.get("process") or c["run"] for c in flat), said
+    else:
+        assert sentence not in rep.texts["body"]
     assert "bb-checks" in rep.tables  # every check's row (the passed ones folded)
     # the ladder table: a row per process, the batched one with its rate at n=4 as the summary has it
     rows = {line.split("\t")[0].strip(): line.split("\t") for line in rep.texts[ladder_sel].splitlines()}
@@ -635,7 +644,9 @@ def test_capture_ladder_reads_back_as_the_baseline_ladder(batched_engine, tmp_pa
     camp = load_campaign(campaign_from_ladder(folder, tmp_path / "camp", arm="default", mode="batch"))
     cells = whole_request_cells(camp)
     got = {(m, n) for m, n in cells.select("metric", "concurrency").iter_rows()}
-    assert {("single_tok_s", 1), ("ladder_tok_s", 2), ("interleave_short_latency_s", 2)} <= got, got
+    # (the interleave figure is there only where its two requests overlapped: issue 34; the tiny model's long
+    # request may end before the short one starts, so it is not asserted here -- tests/test_interleave.py does)
+    assert {("single_tok_s", 1), ("ladder_tok_s", 2)} <= got, got
     print(f"\nladder on the CPU engine: {cells.select('metric', 'concurrency', 'median').rows()}", file=sys.stderr)
 
 
