@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from benchbook.numfmt import fmt_pct, fmt_ratio
+
 CampaignAnalysis = Any  # benchbook.analysis.campaign_analysis.CampaignAnalysis (it imports this module)
 
 
@@ -51,6 +53,14 @@ def _state(c: Mapping[str, Any]) -> str:
     return "noise"
 
 
+def _ratio_change(r: Mapping[str, Any]) -> str:
+    """``1.48x (+47.7%,`` — the findings box's convention: candidate / baseline and its change beside it."""
+    pct = r.get("change_pct")
+    if pct is None:
+        pct = (r["ratio"] - 1) * 100
+    return f"{fmt_ratio(r['ratio'])} ({fmt_pct(pct / 100, signed=True)},"
+
+
 def _pair_sentence(b: str, c: str, rows: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
     """One pair's verdicts over every figure the page shows for it."""
     res = [(name, r) for name, r in rows if _state(r) == "result"]
@@ -58,7 +68,7 @@ def _pair_sentence(b: str, c: str, rows: Sequence[tuple[str, Mapping[str, Any]]]
     cannot = [(name, r) for name, r in rows if _state(r) == "cannot"]
     ns = sorted({f"n={r.get('candidate_n')} vs {r.get('baseline_n')}" for _, r in rows if r.get("candidate_n")})
     head = f"{c} vs {b}: {len(res)} of {len(rows)} figures are results"
-    shown = "; ".join(f"{name} {r['ratio']:.2f}x ({r.get('state') or r.get('direction')})" for name, r in res[:4])
+    shown = "; ".join(f"{name} {_ratio_change(r)} {r.get('state') or r.get('direction')})" for name, r in res[:4])
     parts = [head + (f" — {shown}" + (f"; … {len(res) - 4} more" if len(res) > 4 else "") if res else "")]
     if noise:
         parts.append(f"{len(noise)} within noise ({', '.join(noise[:2])}{' …' if len(noise) > 2 else ''})")

@@ -156,9 +156,10 @@ def _section(anchor: str, title: str, body: str) -> bd.Block:
     return bd.Block(f'<section id="{anchor}"><h2>{bd.esc(title)}</h2>{body}</section>')
 
 
-def _table_section(anchor: str, title: str, rows: list[dict[str, Any]], caption: str) -> bd.Block:
-    """A section holding one table; the table's id is the section's anchor."""
-    return _section(anchor, title, str(bd.table(rows, id=anchor, caption=caption)))
+def _table_section(anchor: str, title: str, rows: list[dict[str, Any]], caption: str, after: Any = "") -> bd.Block:
+    """A section holding one table (and ``after`` it, the lists its rows link to); the table's id is the
+    section's anchor."""
+    return _section(anchor, title, str(bd.table(rows, id=anchor, caption=caption)) + str(after))
 
 
 # ---- sections ----------------------------------------------------------------------------------
@@ -906,7 +907,8 @@ def slo_section(page: Page) -> bd.Block:
 def checks(page: Page) -> bd.Block:
     rec = page.rs.check_rows(page.engine_checks, page.runs)
     rows = [{"Run": r["run"], "Check": r["name"], "Status": _status(r["status"]), "Detail": r["detail"]} for r in rec]
-    rows = sections.fold_rows(rows, "Run", "Detail", merge=True)  # said once: one row per check, naming the runs
+    below = sections.Below("compare-checks")  # each run's own words after the table: a row stays short
+    rows = sections.fold_rows(rows, "Run", "Detail", merge=True, below=below)  # said once: one row per check
     bd.record("checks", rec)
     p = page.rs.gate_params
     return _table_section(
@@ -918,6 +920,7 @@ def checks(page: Page) -> bd.Block:
             f"{p['max_error_rate']:.2%}; warn means the check could not be made. Engine checks need a before/after "
             "/metrics pair; the client's model must name the engine series compared with it."
         ),
+        below,
     )
 
 

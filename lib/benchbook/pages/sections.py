@@ -126,14 +126,52 @@ def _html(v: Any) -> str:
 TAIL = " — "  # an explanation after the figures: "… (76.1 %) were not computed — <why>"
 
 
+class Below:
+    """The long lists a folded row stands for (each run it names, each run's own figures), kept out of
+    the table: the row links to its list, and the lists follow the table as ``<details>``, so a row
+    stays a few lines tall even with every fold opened (:func:`fold_rows` with ``below``)."""
+
+    def __init__(self, anchor: str) -> None:
+        self.anchor = anchor
+        self.lists: list[tuple[str, str, str]] = []  # (id, summary, html)
+
+    def link(self, label: str, summary: str, body: str) -> str:
+        """A list under ``summary`` after the table; returns the row's link to it (``label``)."""
+        ident = f"{self.anchor}-list-{len(self.lists) + 1}"
+        self.lists.append((ident, summary, body))
+        return f'<a class="bb-below-link" href="#{ident}">{bd.esc(label)}</a>'
+
+    def __html__(self) -> str:
+        return "".join(
+            f'<details class="bb-below" id="{i}"><summary>{bd.esc(s)}</summary>{b}</details>' for i, s, b in self.lists
+        )
+
+    def __str__(self) -> str:
+        return self.__html__()
+
+
+def _row_title(r: dict[str, Any], *drop: str) -> str:
+    """The words a row is known by (its columns but the folded ones): ``prefix cache · warn``."""
+    import re
+
+    words = [re.sub(r"<[^>]+>", "", _plain(v)).strip() for k, v in r.items() if k not in drop]
+    return " · ".join(w for w in words if w)[:120]
+
+
 def fold_rows(
-    rows: list[dict[str, Any]], who: str, what: str | None = None, *, merge: bool = False
+    rows: list[dict[str, Any]],
+    who: str,
+    what: str | None = None,
+    *,
+    merge: bool = False,
+    below: Below | None = None,
 ) -> list[dict[str, Any]]:
     """Said once: rows that differ only in ``who`` (the run or window) become one row naming each of
     them (``3: a, b, c``); then, with ``what``, rows whose ``what`` ends in the same explanation (after
     " — ") become one row stating it once, each row's own figures folded below it; with ``merge``, the
     rows left that agree in every other column (one check, one status) become one row, what several of
-    them say stated once and each row's ``what`` folded below it."""
+    them say stated once and each row's ``what`` folded below it. With ``below`` the folded lists
+    leave the row for :class:`Below` (after the table) and the row links to them."""
 
     def key(r: dict[str, Any], *drop: str) -> tuple:
         return tuple((k, _plain(v)) for k, v in r.items() if k not in drop)
@@ -141,15 +179,21 @@ def fold_rows(
     def named_text(names: list[str]) -> str:
         return names[0] if len(names) == 1 else f"{len(names)}: " + ", ".join(names)
 
-    def named(names: list[str]) -> str | bd.Block:
+    def fold(r: dict[str, Any], label: str, body: str) -> str:
+        """``label`` opening ``body``: in the cell, or (with ``below``) a link to it after the table."""
+        if below is None:
+            return f"<details><summary>{bd.esc(label)}</summary>{body}</details>"
+        return below.link(label + " (below)", f"{_row_title(r, who, what or '')}: {label}", body)
+
+    def named(r: dict[str, Any], names: list[str]) -> str | bd.Block:
         if len(names) == 1:
             return names[0]
         if len(names) <= 4:
             return f"{len(names)}: " + ", ".join(names)
-        # many runs: the first three in view, every one of them folded below (a row stays one line tall)
+        # many runs: the first three in view, every one of them folded (a row stays one line tall)
         return bd.Block(
-            f"{len(names)}: {bd.esc(', '.join(names[:3]))} …<details><summary>all {len(names)}</summary>"
-            f"{bd.esc(', '.join(names))}</details>"
+            f"{len(names)}: {bd.esc(', '.join(names[:3]))} …"
+            + fold(r, f"all {len(names)}", f"<p>{bd.esc(', '.join(names))}</p>")
         )
 
     # 1. the same row for several runs: one row, each run named
@@ -170,9 +214,7 @@ def fold_rows(
             each = "".join(
                 f"<li>{bd.esc(named_text(n))}: {bd.esc(_plain(r[what]).rpartition(TAIL)[0])}</li>" for r, n in grp
             )
-            body = bd.Block(
-                f"{bd.esc(str(tail))}<details><summary>each ({len(grp)})</summary><ul>{each}</ul></details>"
-            )
+            body = bd.Block(bd.esc(str(tail)) + fold(grp[0][0], f"each ({len(grp)})", f"<ul>{each}</ul>"))
             items.append(({**grp[0][0], what: body}, [x for _, n in grp for x in n]))
     if merge and what is not None:  # 3. one check, one status: one row, what several say said once
         same: dict[tuple, list[tuple[dict[str, Any], list[str]]]] = {}
@@ -187,11 +229,11 @@ def fold_rows(
             each = "".join(f"<li>{bd.esc(named_text(n))}: {_html(o[what])}</li>" for (_, n), o in zip(grp, own))
             body = bd.Block(
                 (bd.esc(note) + " " if note else "")
-                + f"<details><summary>{len(grp)} different results: show each</summary><ul>{each}</ul></details>"
+                + fold(grp[0][0], f"{len(grp)} different results: show each", f"<ul>{each}</ul>")
             )
             names = [x for _, n in grp for x in n]
             items.append(({**grp[0][0], what: body}, [f"{len(names)} (each below)"]))
-    return [_short({**r, who: named(names)}, what) for r, names in items]
+    return [_short({**r, who: named(r, names)}, what) for r, names in items]
 
 
 LONG = 280  # characters of a table cell's text past which its rest folds (a row stays a few lines tall)
@@ -276,15 +318,17 @@ def checks_table(
     flags = list(passed)
     # said once: the checks of one cause and status with the same words are one row naming each run
     split = [_split_check(r) for r in rows]
+    good_id = f"{id}-passed" if any(not ok for ok in flags) else id
+    bad_below, good_below = Below(id), Below(good_id)
     if all("For" in r and "Detail" in r for r in split):
-        bad = fold_rows([r for r, ok in zip(split, flags) if not ok], "For", "Detail", merge=True)
-        good = fold_rows([r for r, ok in zip(split, flags) if ok], "For", "Detail", merge=True)
+        bad = fold_rows([r for r, ok in zip(split, flags) if not ok], "For", "Detail", merge=True, below=bad_below)
+        good = fold_rows([r for r, ok in zip(split, flags) if ok], "For", "Detail", merge=True, below=good_below)
     else:  # not a table of named checks (e.g. the clamps): one row each
         bad = [r for r, ok in zip(rows, flags) if not ok]
         good = [r for r, ok in zip(rows, flags) if ok]
-    out = [str(bd.table(bad, id=id))] if bad else []
+    out = [str(bd.table(bad, id=id)) + str(bad_below)] if bad else []
     if good:
-        folded = bd.table(good, id=f"{id}-passed" if bad else id)
+        folded = bd.Block(str(bd.table(good, id=good_id)) + str(good_below))
         label = passed_label.format(n=len(good)) + (": show them" if bad else " (all of them): show them")
         out.append(str(bd.collapsed(label, folded)))
     return bd.Block("".join(out))
