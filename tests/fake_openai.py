@@ -93,6 +93,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         elif self.path == "/v1/models":
             models = [{"id": "m", "object": "model", "max_model_len": self.state.max_model_len}]
             self._send(200, json.dumps({"object": "list", "data": models}))
+        elif self.path == "/version":  # vLLM's answer's shape
+            self._send(200, json.dumps({"version": "0.0.0+fake"}))
         else:
             self._send(404, '{"detail": "Not Found"}')
 

@@ -23,6 +23,7 @@ class Hostile:
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
+        self.sock.settimeout(0.2)  # before the thread starts: a server stopped at once closes it under the thread
         self.port = self.sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.other_port = other_port
@@ -33,7 +34,6 @@ class Hostile:
         self.thread.start()
 
     def _serve(self) -> None:
-        self.sock.settimeout(0.2)
         while not self.stop.is_set():
             try:
                 conn, _ = self.sock.accept()

@@ -82,6 +82,17 @@ def test_ladder_writes_the_canonical_requests_run_in_the_arm_run_layout(tmp_path
         "run_folder": "serial/p1",
         "folder": "serial/p1/ladder",
     }
+    # the server's own version, saved beside the run where init reads it; a missing endpoint is only noted
+    assert json.loads((folder.parent / "version.json").read_text()) == {"version": "0.0.0+fake"}
+    assert cap["server_facts"] == {
+        "version.json": "GET /version: saved as ../version.json",
+        "server_info.json": "GET /get_server_info: HTTP 404 (not served)",
+    }
+    from benchbook.ingest import run_layout, server_config
+
+    rf = run_layout.read_run_folder(folder.parent, "serial", "p1")  # what init reads of the process
+    assert rf.versions == [folder.parent / "version.json"]
+    assert server_config.read_server_config([], [], versions=rf.versions).version == "0.0.0+fake"
     doc = json.loads((folder / "requests.json").read_text())
     validate(doc, "requests", folder / "requests.json")
     got = [(q["scenario"], q["n"], q["index"], q["prompt_class"]) for q in doc["requests"]]

@@ -528,7 +528,11 @@ def test_capture_run_around_vllm_bench_serve(bench_runs, concurrency):
     )
     assert own.peak_in_flight <= concurrency
     assert own.check.status in ("pass", "warn"), own.check.detail
-    assert own.mean_in_flight <= client.check.implied * 1.05, client.check.detail
+    if own.max_gap_s < w_engine:  # scrapes closer than a request's time: the sampled L is held to λW
+        assert own.mean_in_flight <= client.check.implied * 1.05, client.check.detail
+    else:  # whole requests can fall between scrapes (a busy host answers /metrics late): what is known is that
+        # the product says so rather than judging a sampled L (measured 0.213 vs λW 0.194 with a 0.37-s gap)
+        assert "not judged" in own.check.detail and "not judged" in client.check.detail, own.check.detail
 
 
 def test_unreachable_url_and_a_non_prometheus_endpoint_give_clear_errors(batched_engine, tmp_path):
@@ -635,6 +639,18 @@ def test_capture_ladder_reads_back_as_the_baseline_ladder(batched_engine, tmp_pa
     cap = json.loads((folder / "capture.json").read_text())
     validate(cap, "capture", folder / "capture.json")
     assert cap["complete"] is True and cap["server"]["max_model_len"] == 2048
+    # the engine's own version (GET /version), saved beside the run for init's what-ran table
+
+    ver = json.loads((root / "default" / "p1" / "version.json").read_text())["version"]
+    assert cap["server_facts"]["version.json"] == "GET /version: saved as ../version.json"
+    assert (
+        ver.split("+")[0]
+        == subprocess.run(
+            [str(eng.PYTHON), "-c", "import vllm; print(vllm.__version__)"], capture_output=True, text=True
+        )
+        .stdout.strip()
+        .split("+")[0]
+    ), ver
     for step in cap["steps"]:
         before, after = (prometheus.read(folder / step[k]) for k in ("metrics_before", "metrics_after"))
         assert _delta(before, after, "requests_success") == step["n"], step["step"]

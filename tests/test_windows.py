@@ -110,10 +110,17 @@ def test_every_point_gets_its_window(camp):
     dest, _s = camp
     doc = json.loads((dest / "runs/batch/1/benchbook/conc8/results.json").read_text())
     ev = _events("batch")["bench_conc8"]
-    assert windows.unix(doc["started_at"]) == pytest.approx(ev["t_start"], abs=1e-5)
-    assert doc["window_source"] == "events.jsonl: bench_conc8 t_start → t_end"
+    # the marker also spans vllm bench serve's start-up: the window is the result's own span inside it
+    d = json.loads((H200 / "batch" / "results" / "bench_conc8.json").read_text())
+    rw = windows.result_window(d["date"], d["duration"], "bench_conc8.json")
+    t0, t1 = windows.unix(doc["started_at"]), windows.unix(doc["ended_at"])
+    assert t0 == pytest.approx(max(rw.t0, ev["t_start"]), abs=1e-5)
+    assert t1 == pytest.approx(min(rw.t1 + 1, ev["t_end"]), abs=1e-5)
+    assert ev["t_start"] - 1e-5 <= t0 < t1 <= ev["t_end"] + 1e-5 and t1 - t0 < ev["t_end"] - ev["t_start"]
+    assert doc["window_source"].endswith("inside events.jsonl: bench_conc8 t_start → t_end")
+    assert doc["window_source"].startswith("bench_conc8.json: date ")
     no1 = json.loads((dest / "runs/noprefix/1/benchbook/conc1/results.json").read_text())
-    assert no1["window_source"].startswith("conc1_scrapes.jsonl: first scrape's t_start")
+    assert "inside conc1_scrapes.jsonl: first scrape's t_start" in no1["window_source"]  # narrowed to the load
     no8 = json.loads((dest / "runs/noprefix/1/benchbook/conc8/results.json").read_text())
     assert no8["window_source"].startswith("bench_conc8.json: date 20261201-")
 
@@ -131,11 +138,10 @@ def test_joules_per_token_for_every_sampled_point(camp):
     }
     assert all(e["j_per_token"] is not None for e in energy.values())
     pts = _power(H200 / "batch" / "gpu_samples.csv")
-    ev = _events("batch")["bench_conc64"]
+    doc = json.loads((_dest / "runs/batch/1/benchbook/conc64/results.json").read_text())
+    t0, t1 = windows.unix(doc["started_at"]), windows.unix(doc["ended_at"])  # the load's own span
     e = energy["batch-conc64"]
-    assert e["joules"] == pytest.approx(
-        _trapezoid(pts, ev["t_start"], ev["t_end"]), rel=1e-6
-    )  # ISO times keep microseconds
+    assert e["joules"] == pytest.approx(_trapezoid(pts, t0, t1), rel=1e-6)  # ISO times keep microseconds
     win = next(w for w in s["audit"]["windows"] if w["window"] == "batch-conc64")
     assert e["j_per_token"] == pytest.approx(e["joules"] / win["generation_tokens"])
     assert e["j_per_request"] == pytest.approx(e["joules"] / win["requests"])
@@ -179,3 +185,15 @@ def test_no_samples_no_joules(tmp_path):
     (a / "metrics").mkdir()
     s = build(tmp_path / "camp") if _init(tmp_path / "camp", a) else None
     assert s["audit"]["energy"] == [] and s["results_ladder"]["points"][0]["j_per_token"] is None
+
+
+def test_a_marker_narrows_to_the_loads_own_span_only_when_it_holds_it():
+    """capture run's marker spans vllm bench serve's start-up too; the result's date less duration, inside
+    it, is the load. A result window outside the marker (a host clock in another zone) leaves it alone."""
+    marker = windows.Window(1000.0, 1027.3, "events.jsonl: bench_conc1 t_start → t_end")
+    inside = windows.Window(1020.0, 1025.1, "bench_conc1.json: date …")
+    w = windows.narrowed(marker, inside)
+    assert (w.t0, w.t1) == (1020.0, 1026.1) and w.source.endswith("inside " + marker.source)
+    assert windows.narrowed(marker, windows.Window(1026.0, 1027.0 + 3600, "b")) == marker  # an hour off
+    assert windows.narrowed(marker, windows.Window(1000.5, 1027.0, "b")) == marker  # no narrower
+    assert windows.narrowed(marker, None) == marker

@@ -85,6 +85,14 @@ def append_line(path: Path, line: str) -> None:
         os.close(fd)
 
 
+def httpx_url(metrics_url: str) -> str:
+    """``http://host:port/metrics`` -> ``http://host:port``: the server's root, for its other endpoints."""
+    import httpx
+
+    u = httpx.URL(metrics_url)
+    return str(u.copy_with(path="/", query=None, fragment=None)).rstrip("/")
+
+
 def _rel_to(target: Path, start: Path) -> str:
     return Path(os.path.relpath(target, start)).as_posix()
 
@@ -210,6 +218,43 @@ class RunFolder:
         append_line(self.run_dir / EVENTS_FILE, json.dumps(line, allow_nan=False))
         m = self.doc.setdefault("markers", {"file": _rel_to(self.run_dir / EVENTS_FILE, self.path), "lines": 0})
         m["lines"] += 1
+
+    def server_facts(self, metrics_url: str) -> None:
+        """The server's own word on what it is, saved once per run folder where init reads it: ``GET
+        /version`` as ``version.json`` (vLLM: ``{"version": "0.26.0"}``) and SGLang's ``GET
+        /get_server_info`` as ``server_info.json``. An endpoint the server lacks (404) or an answer that
+        is not a JSON object is noted in capture.json's ``server_facts``, never an error: the load does
+        not depend on it. A file already in the run folder (an earlier capture of the same process) is
+        kept; an answer that differs from it is noted (two servers behind one run folder)."""
+        from benchbook import httpread
+
+        u = httpx_url(metrics_url)
+        facts: dict[str, str] = {}
+        for path, name in (("/version", "version.json"), ("/get_server_info", "server_info.json")):
+            try:
+                r = httpread.request("GET", u + path, timeout_s=5.0, max_bytes=1 << 20)
+            except httpread.HTTPReadError as e:
+                facts[name] = f"GET {path}: {e.reason}"
+                continue
+            if r.status != 200:
+                facts[name] = f"GET {path}: HTTP {r.status} (not served)"
+                continue
+            try:
+                doc = json.loads(r.body)
+            except ValueError:
+                doc = None
+            if not isinstance(doc, dict):
+                facts[name] = f"GET {path}: the answer is not a JSON object; not saved"
+                continue
+            target = self.run_dir / name
+            data = dump_json(doc)
+            if target.is_file():
+                same = target.read_bytes() == data
+                facts[name] = f"GET {path}: {'the same as' if same else 'DIFFERS from'} the run folder's {name}"
+                continue
+            write_atomic(target, data)
+            facts[name] = f"GET {path}: saved as {_rel_to(target, self.path)}"
+        self.doc["server_facts"] = facts
 
     def save(self) -> None:
         self.write("capture.json", dump_json(self.doc))

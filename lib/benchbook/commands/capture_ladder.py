@@ -102,6 +102,7 @@ def capture_ladder(
             default_classes=default_classes,
         )
         folder = RunFolder(out, "ladder", arguments, arm=arm, run=run, point=point, compress=compress)
+        folder.server_facts(endpoint.url)  # GET /version (and SGLang's server info) beside the run
     except BaseException:
         endpoint.close()
         raise

@@ -232,6 +232,7 @@ def capture_phases(
         endpoint.close()
         raise
     folder = RunFolder(out, "phases", arguments, arm=arm, run=run, point=point, compress=compress)
+    folder.server_facts(endpoint.url)  # GET /version (and SGLang's server info) beside the run
     where = folder.doc.get("layout")
     run_id = f"{where['arm']}-{where['run']}-{where['point']}" if where else folder.path.name
     nonce = new_nonce()

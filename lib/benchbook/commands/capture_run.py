@@ -174,6 +174,7 @@ def capture_run(
     endpoint = MetricsEndpoint(metrics, timeout_s=scrape_timeout_s, retries=retries)
     first, first_snap, profile, why = endpoint.first()  # unreachable / not Prometheus: fail before the folder
     folder = RunFolder(out, "run", arguments, arm=arm, run=run, point=point, compress=compress)
+    folder.server_facts(endpoint.url)  # GET /version (and SGLang's server info) beside the run
     doc = folder.doc
     doc.update(
         {

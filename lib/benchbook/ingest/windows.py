@@ -13,7 +13,9 @@ Sources, first found wins (docs/checks.md, "Windows"):
    the second, in the host's local time, read as UTC as nvidia-smi's timestamps are) less its
    ``duration``: good to about a second.
 
-A source that gives no window (no such marker, no time) passes to the next; none gives None.
+A source that gives no window (no such marker, no time) passes to the next; none gives None. A marker's
+or capture's window that also spans a tool's start-up is narrowed to the result file's own span when
+that lies inside it (:func:`narrowed`).
 """
 
 from __future__ import annotations
@@ -162,8 +164,27 @@ def point_window(
         w = capture_window(capture, capture_where)
     if w is None and series:
         w = series_window(list(series))
-    runs = results() if w is None and callable(results) else results
-    if w is None and len(runs) == 1:
+    runs = results() if callable(results) else results
+    rw = None
+    if len(runs) == 1:
         b = runs[0]
-        w = result_window(b.config.get("date"), b.summary.get("duration_s"), Path(str(b.source)).name)
-    return w
+        rw = result_window(b.config.get("date"), b.summary.get("duration_s"), Path(str(b.source)).name)
+    if w is None:
+        return rw
+    return narrowed(w, rw)
+
+
+def narrowed(w: Window, rw: Window | None) -> Window:
+    """A marker's or capture's window narrowed to the load itself: a ``capture run`` around ``vllm bench
+    serve`` spans the tool's start-up (tokenizer, dataset, warm-up) as well, 27.3 s for a 5.1-s run on
+    the H200 campaign, and energy over it counts idle seconds as the load's. When the result file's own
+    window (its ``date`` less ``duration``, to the second) lies inside ``w``, the window is the result's
+    span, widened by the second ``date`` truncates, within ``w``; otherwise ``w`` as it is (a result
+    window outside the marker is a clock or time-zone disagreement, not a narrower truth)."""
+    if rw is None or rw.t1 - rw.t0 >= 0.9 * (w.t1 - w.t0):
+        return w
+    t0, t1 = rw.t0, rw.t1 + 1.0  # date is truncated to the second: the end lies in [date, date + 1)
+    if t0 < w.t0 - 1.0 or rw.t1 > w.t1 + 1.0:
+        return w
+    t0, t1 = max(t0, w.t0), min(t1, w.t1)
+    return Window(t0, t1, f"{rw.source}, up to 1 s later for the truncated date, inside {w.source}")
