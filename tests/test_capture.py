@@ -343,6 +343,7 @@ def test_capture_imports_nothing_an_engine_environment_lacks(server, tmp_path):
         "s1",
         "s2",
         "sweep.json",
+        "version.json",  # the server's GET /version, saved once for the process
     ]
     validate(json.loads((run / "sweep.json").read_text()), "capture", run / "sweep.json")
     for point in ("c1", "ladder", "phases", "s1", "s2"):

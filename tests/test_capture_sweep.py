@@ -94,7 +94,14 @@ def test_sweep_runs_each_point_as_a_capture_run_and_init_reads_the_layout(tmp_pa
         assert r.returncode == 0, r.stderr + r.stdout
         assert len(st.bodies) == 3 + 8
     run = root / "batch" / "p1"
-    assert sorted(p.name for p in run.iterdir()) == ["conc1", "conc4", "events.jsonl", "host_samples.csv", "sweep.json"]
+    assert sorted(p.name for p in run.iterdir()) == [
+        "conc1",
+        "conc4",
+        "events.jsonl",
+        "host_samples.csv",
+        "sweep.json",
+        "version.json",  # the server's GET /version (capture.json's server_facts)
+    ]
     sweep = json.loads((run / "sweep.json").read_text())
     validate(sweep, "capture", run / "sweep.json")
     assert sweep["kind"] == "sweep" and sweep["complete"] is True and sweep["stopped"] is None
@@ -177,6 +184,7 @@ def test_a_rate_sweep_names_its_points_rate_r(tmp_path):
         "rate2",
         "rateinf",
         "sweep.json",
+        "version.json",
     ]
     sweep = json.loads((run / "sweep.json").read_text())
     assert sweep["sweep"]["values"] == [2, "inf"] and [p["value"] for p in sweep["points"]] == [2, "inf"]

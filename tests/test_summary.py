@@ -23,9 +23,7 @@ from benchbook.pipeline.campaigns import CampaignOutcome
 from benchbook.pipeline.plan import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]
-# h200-llama8b is not among them yet: its summary holds 22 ablation verdicts (kvlimited and noprefix phases,
-# within noise) that no page shows -- an open gap of issue 33, said in the closing note of 2026-12-01
-CAMPAIGNS = ["dsv4-163", "pd-prefill-cap", "er0080-opt125m"]
+CAMPAIGNS = sorted(p.name for p in (ROOT / "data").iterdir() if (p / "campaign.json").is_file())  # every bundled one
 # keys that say what a verdict judges (whichever of them the object has)
 IDENTITY = (
     "baseline",

@@ -600,6 +600,11 @@ def _one_decision(out: CampaignAnalysis, rule: str, spread_override: float | Non
         from benchbook.analysis.ablation import switch_ablation
 
         out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override, decided=decided)
+        if out.switch_ablation is not None:  # one ablation per campaign: the one its ablation page shows
+            out.ablation, out.ablation_note = (
+                None,
+                "the arms differ by server switches: the server-switch ablation is this campaign's ablation",
+            )
 
 
 def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) -> CampaignAudit:
