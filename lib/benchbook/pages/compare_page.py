@@ -277,11 +277,22 @@ def configurations(page: Page) -> bd.Block:
     """Each configuration's identity (what the files say) and why its runs were grouped."""
     rs = page.rs
     rows = []
+    below = sections.Below("compare-configurations")  # a long list of runs follows the table: a row stays short
+
+    def runs(c: Any) -> Any:
+        ids = [e.id for e in c.entries]
+        if len(ids) <= 3:
+            return ", ".join(ids)
+        return bd.Block(
+            f"{len(ids)} runs: "
+            + below.link("listed below", f"{c.label}: its {len(ids)} runs", f"<p>{bd.esc(', '.join(ids))}</p>")
+        )
+
     for c in rs.configs:
         rows.append(
             {
                 "Configuration": c.label + (" (reference)" if c.label == rs.baseline else ""),
-                "Runs": ", ".join(e.id for e in c.entries),
+                "Runs": runs(c),
                 "Loads (n)": _loads_text(c.points),
                 "Why grouped": c.why,
                 "Spread between repeats": ", ".join(f"{k} {fmt_pct(v)}" for k, v in c.spreads.items()) or "—",
@@ -300,13 +311,16 @@ def configurations(page: Page) -> bd.Block:
     if rs.overrides:
         cap += " User overrides read from: " + ", ".join(rs.overrides) + "."
     return _section(
-        "compare-configurations", "Configurations", str(bd.table(rows, id="compare-configurations", caption=cap))
+        "compare-configurations",
+        "Configurations",
+        str(bd.table(rows, id="compare-configurations", caption=cap)) + str(below),
     )
 
 
 def _loads_text(points) -> str:
     """``concurrency 1, 2, 4, 8 (n=2 each)``: a configuration's loads in a few words (one load kind named
-    once, one n said once), ``concurrency 1 (2), rate 4 (1)`` where they differ."""
+    once, one n said once), ``concurrency 1 (2), 8 (1)`` where the n differ, ``concurrency 1 (2), rate 4 (1)``
+    where the kinds do."""
     if not points:
         return "—"
     kinds = {p.shown.rsplit(" ", 1)[0] for p in points if " " in p.shown}
@@ -319,6 +333,8 @@ def _loads_text(points) -> str:
     if len(ns) == 1:
         n = next(iter(ns))
         return f"{text} (n={n}{' each' if len(points) > 1 else ''})"
+    if len(kinds) == 1 and all(" " in p.shown for p in points):  # one load kind named once: concurrency 1 (2), 8 (1)
+        return f"{next(iter(kinds))} " + ", ".join(f"{p.shown.rsplit(' ', 1)[1]} ({len(p.entries)})" for p in points)
     return ", ".join(f"{p.shown} ({len(p.entries)})" for p in points)
 
 
