@@ -107,6 +107,9 @@ def pytest_collection_modifyitems(config, items):
         if "engine" in got:
             item.add_marker(pytest.mark.xdist_group("engine"))
             info.append((item, path, 0, min((kinds[f] for f in item.fixturenames if f in kinds), default=len(kinds))))
+        elif any(f in item.fixturenames for f in TWO_PROCESS):  # one build and analysis for every file using it
+            item.add_marker(pytest.mark.xdist_group("two-process"))
+            info.append((item, path, 1 if got else 2, 0))
         else:
             item.add_marker(pytest.mark.xdist_group(path))
             info.append((item, path, 1 if got else 2, 0))
@@ -227,6 +230,26 @@ def _in_warm_kernels(mp: pytest.MonkeyPatch, warm: WarmKernel) -> None:
             mp.setattr(mod, "render_page", render_page)
     mp.setattr(schedule, "_LazyKernel", lambda cwd: _SharedLazyKernel(warm))
     mp.setattr(schedule, "default_workers", lambda: 1)  # no render workers inside a test worker
+
+
+TWO_PROCESS = ("two_process_campaign", "two_process_analysis")  # their tests share a worker (one build, one analysis)
+
+
+@pytest.fixture(scope="session")
+def two_process_campaign(tmp_path_factory):
+    """``benchbook init`` of the H200 two-process layout (tests/h200_two_process.py), built once per worker;
+    every test that uses it is in one xdist group, so once per test run. Read it, never write into it."""
+    import h200_two_process as two
+
+    return two.build(tmp_path_factory.mktemp("two-process"))
+
+
+@pytest.fixture(scope="session")
+def two_process_analysis(two_process_campaign):
+    """``analyse()`` of :func:`two_process_campaign`, made once and shared (its memos only add)."""
+    from benchbook.analysis.campaign_analysis import analyse
+
+    return analyse(two_process_campaign)
 
 
 @pytest.fixture(scope="session")

@@ -7,14 +7,13 @@ from __future__ import annotations
 import pytest
 
 import h200_campaign
-import h200_two_process as two
 from benchbook.analysis.campaign_analysis import analyse
 from benchbook.findings import FINDING_KINDS, anchor
 
 
 @pytest.fixture(scope="module")
-def an(tmp_path_factory):
-    return analyse(two.build(tmp_path_factory.mktemp("cf")))
+def an(two_process_analysis):
+    return two_process_analysis  # conftest: built and analysed once per test run
 
 
 def test_warnings_are_one_line_per_cause_with_the_windows_linked(an):

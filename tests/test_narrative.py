@@ -6,14 +6,13 @@ from __future__ import annotations
 import pytest
 
 import h200_two_process as two
-from benchbook.analysis.campaign_analysis import analyse
 
 H200 = two.H200
 
 
 @pytest.fixture(scope="module")
-def an(tmp_path_factory):
-    return analyse(two.build(tmp_path_factory.mktemp("nar")))
+def an(two_process_analysis):
+    return two_process_analysis  # conftest: built and analysed once per test run
 
 
 def test_the_processes_each_arm_ran(an):

@@ -17,8 +17,8 @@ TWO = "h200-two"
 
 
 @pytest.fixture(scope="module")
-def campaign(tmp_path_factory):
-    return two.build(tmp_path_factory.mktemp("two"))
+def campaign(two_process_campaign):
+    return two_process_campaign  # conftest: built once per test run
 
 
 @pytest.fixture(scope="module")
