@@ -800,14 +800,18 @@ def eng_in_flight(snap: prometheus.Snapshot) -> bool:
 # issue 34: a KV-starved server. 17 blocks of 128 tokens (2,176 tokens: the fewest that hold one
 # 2,048-token request) against 8 requests of ~321 prompt + 256 generated tokens each: the engine cannot
 # keep them all and preempts (measured: 4 preemptions at n=8 on the CPU engine).
-STARVED_BLOCKS = 17
+STARVED_BLOCKS = 17  # 2,176 tokens: the fewest blocks vLLM starts with at --max-model-len 2048
 STARVED_PROMPT = "hello world " * 40
+# each request grows to ~592 tokens (5 blocks of 128), so any 4 of the 8 running at once overflow the 17
+# blocks: unambiguous on a busy host, where the 8 are admitted seconds apart (at 256 tokens, 3 blocks each,
+# 6 had to overlap, and one loaded run had the early ones finish first: 0 preemptions)
+STARVED_TOKENS = 512
 
 
 def _starved_ladder(e: eng.Engine, root: Path, arm: str) -> None:
     r = _bb(
         "capture", "ladder", "--url", e.url, "--model", e.model, "--concurrency", "1,8", "--warmup", "0",
-        "--max-tokens", "256", "--ignore-eos", "--prompt", f"short={STARVED_PROMPT}",
+        "--max-tokens", str(STARVED_TOKENS), "--ignore-eos", "--prompt", f"short={STARVED_PROMPT}",
         "--arm", arm, "--run", "p1", "--out", str(root), timeout=600,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
