@@ -26,6 +26,7 @@ from benchbook.ingest import formats
 from benchbook.jsonfile import validate
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import PROFILES
+from one_page import render_one
 
 VLLM = PROFILES["vllm"]
 MAX_TOKENS = 32
@@ -827,8 +828,6 @@ def test_a_kv_starved_servers_setting_and_preemptions_are_on_the_ablation_page(b
     from argparse import Namespace
 
     from benchbook.commands import init as init_cmd
-    from benchbook.pipeline import plan as render
-    from benchbook.pipeline.execute import render_page
 
     root = tmp_path / "caps"
     _starved_ladder(batched_engine, root, "batch")
@@ -846,14 +845,7 @@ def test_a_kv_starved_servers_setting_and_preemptions_are_on_the_ablation_page(b
         and f"num_gpu_blocks_override {STARVED_BLOCKS} blocks vs not set" in line
     )
     assert not any("do not differ in what ran" in t for t in m["todo"])
-    render_page(
-        render.notebook_for("ablation"),
-        {"campaign": str(dest)},
-        tmp_path / "ablation.html",
-        title="kv-starved",
-        page="ablation",
-        cwd=eng.ROOT / "notebooks",
-    )
+    render_one("ablation", dest, tmp_path, "kv-starved")
     values = json.loads((tmp_path / "ablation.values.json").read_text())
     (row,) = [r for r in values["ablation_rows"] if r["arm"] == "kvstarved" and r["context"] == "concurrency 8"]
     pre = row["evidence_figures"]["candidate"]["preemptions"]

@@ -13,6 +13,7 @@ import pytest
 
 from benchbook.commands import init as init_cmd
 from benchbook.errors import InputError
+from one_page import render_one
 from realdata import realdata
 
 REPO = Path(__file__).resolve().parents[1]
@@ -123,18 +124,10 @@ def test_memory_peak_per_gpu_from_the_samples(h200):
 
 def test_baseline_page_renders_the_ladder(h200, tmp_path):
     from benchbook.pipeline import plan as render
-    from benchbook.pipeline.execute import render_page
 
     dest, m, _s = h200
     assert render.pages_for(m) == ["baseline", "ablation", "compare"]
-    res = render_page(
-        render.notebook_for("baseline"),
-        {"campaign": str(dest)},
-        tmp_path / "baseline.html",
-        title="h200",
-        page="baseline",
-        cwd=REPO / "notebooks",
-    )
+    res = render_one("baseline", dest, tmp_path, "h200")
     values = json.loads((tmp_path / "baseline.values.json").read_text()) if res else {}
     rl = values.get("results_ladder") or {}
     assert any(p["point"] == "conc64" for p in rl.get("points", []))
@@ -227,18 +220,9 @@ def test_switch_ablation_each_switch_alone_and_the_missing_pair(h200):
 
 
 def test_ablation_page_renders_the_switches(h200, tmp_path):
-    from benchbook.pipeline import plan as render
-    from benchbook.pipeline.execute import render_page
 
     dest, _m, _s = h200
-    render_page(
-        render.notebook_for("ablation"),
-        {"campaign": str(dest)},
-        tmp_path / "ablation.html",
-        title="h200",
-        page="ablation",
-        cwd=REPO / "notebooks",
-    )
+    render_one("ablation", dest, tmp_path, "h200")
     values = json.loads((tmp_path / "ablation.values.json").read_text())
     assert values["baseline_arm"] == "batch" and values["arms"] == ["batch", "eager", "noprefix"]
     assert [i["measured"] for i in values["interactions"]] == [False]

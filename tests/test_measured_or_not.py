@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from one_page import render_one
+
 
 def test_host_memory_on_its_own_when_no_gpu_was_sampled(tmp_path):
     """A process captured on a host without nvidia-smi: its host_samples.csv (the H200 batch/ arm's own,
@@ -46,17 +48,8 @@ def test_host_memory_on_its_own_when_no_gpu_was_sampled(tmp_path):
     t = explore.load(str(dest))
     block = str(explore.memory_chart(t))
     assert "No memory" not in block and "summed Pss" in block
-    from benchbook.pipeline import plan as render
-    from benchbook.pipeline.execute import render_page
 
-    render_page(
-        render.notebook_for("baseline"),
-        {"campaign": str(dest)},
-        tmp_path / "baseline.html",
-        title="host only",
-        page="baseline",
-        cwd=h200_arms.ROOT / "notebooks",
-    )
+    render_one("baseline", dest, tmp_path, "host only")
     html = (tmp_path / "baseline.html").read_text()
     assert 'id="sec-memory"' in html and "not measured (no GPU samples)" in html
     assert "Host memory per process" in html  # each server process's Pss and Rss

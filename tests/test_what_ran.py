@@ -14,6 +14,7 @@ import h200_arms
 from benchbook.analysis import what_ran
 from benchbook.commands import init as init_cmd
 from benchbook.ingest import server_config as sc
+from one_page import render_one
 
 H200 = h200_arms.H200
 
@@ -135,18 +136,9 @@ def test_every_regression_carries_its_evidence(starved):
 
 
 def test_the_ablation_page_shows_setting_capacity_and_preemptions(starved, tmp_path):
-    from benchbook.pipeline import plan as render
-    from benchbook.pipeline.execute import render_page
 
     dest, _m, _s = starved
-    render_page(
-        render.notebook_for("ablation"),
-        {"campaign": str(dest)},
-        tmp_path / "ablation.html",
-        title="kv",
-        page="ablation",
-        cwd=h200_arms.ROOT / "notebooks",
-    )
+    render_one("ablation", dest, tmp_path, "kv")
     values = json.loads((tmp_path / "ablation.values.json").read_text())
     (row,) = [
         r

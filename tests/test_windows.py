@@ -16,6 +16,7 @@ import pytest
 import h200_arms
 from benchbook.commands import init as init_cmd
 from benchbook.ingest import windows
+from one_page import render_one
 
 H200 = h200_arms.H200
 POINTS = ("conc1", "conc8", "conc64")
@@ -155,22 +156,13 @@ def test_joules_per_token_for_every_sampled_point(camp):
 
 
 def test_the_pages_show_joules_per_token(camp, tmp_path):
-    from benchbook.pipeline import plan as render
-    from benchbook.pipeline.execute import render_page
 
     dest, s = camp
     pts = {p["run"]: p for p in s["results_ladder"]["points"]}
     assert pts["batch-conc8"]["j_per_token"] == pytest.approx(
         next(e["j_per_token"] for e in s["audit"]["energy"] if e["window"] == "batch-conc8")
     )
-    render_page(
-        render.notebook_for("baseline"),
-        {"campaign": str(dest)},
-        tmp_path / "baseline.html",
-        title="energy",
-        page="baseline",
-        cwd=h200_arms.ROOT / "notebooks",
-    )
+    render_one("baseline", dest, tmp_path, "energy")
     html = (tmp_path / "baseline.html").read_text()
     assert "J / output token" in html and f"{pts['batch-conc8']['j_per_token']:.3f}" in html
     assert "sampled every 0.50 s" in html and "not measured — no window in Unix time" not in html

@@ -544,7 +544,6 @@ def _analyse(
     if pc is not None:
         out.interval_rates = interval_rates(camp, pc)
         out.references = references(camp, pc, out.phase_spread)
-    out.ablation, out.ablation_note = _ablation(camp, rule)
     if camp.is_pd:
         from benchbook.analysis import disaggregation
 
@@ -571,6 +570,10 @@ def _analyse(
         # runs counted once (a duplicate set's kept copy): their Benchmark Reports' PD deployments
         out.pd_deployment = pd_report.campaign_reports(((e.id, e.run) for e in out.results.entries), link_gb_s)
     _one_decision(out, rule, spread_override)
+    if out.switch_ablation is None:  # one ablation per campaign: the one its ablation page shows
+        out.ablation, out.ablation_note = _ablation(camp, rule)
+    else:
+        out.ablation_note = "the arms differ by server switches: the server-switch ablation is this campaign's ablation"
     out.audit = _audit(out, cached_prefill, allow_preemption)
     evidence.attach(out)  # every comparison row with the engine's figures beside it
     return out
@@ -600,11 +603,6 @@ def _one_decision(out: CampaignAnalysis, rule: str, spread_override: float | Non
         from benchbook.analysis.ablation import switch_ablation
 
         out.switch_ablation = switch_ablation(camp, rule=rule, spread_override=spread_override, decided=decided)
-        if out.switch_ablation is not None:  # one ablation per campaign: the one its ablation page shows
-            out.ablation, out.ablation_note = (
-                None,
-                "the arms differ by server switches: the server-switch ablation is this campaign's ablation",
-            )
 
 
 def _audit(an: CampaignAnalysis, cached_prefill: str, allow_preemption: bool) -> CampaignAudit:

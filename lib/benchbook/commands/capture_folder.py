@@ -85,14 +85,6 @@ def append_line(path: Path, line: str) -> None:
         os.close(fd)
 
 
-def httpx_url(metrics_url: str) -> str:
-    """``http://host:port/metrics`` -> ``http://host:port``: the server's root, for its other endpoints."""
-    import httpx
-
-    u = httpx.URL(metrics_url)
-    return str(u.copy_with(path="/", query=None, fragment=None)).rstrip("/")
-
-
 def _rel_to(target: Path, start: Path) -> str:
     return Path(os.path.relpath(target, start)).as_posix()
 
@@ -227,8 +219,9 @@ class RunFolder:
         not depend on it. A file already in the run folder (an earlier capture of the same process) is
         kept; an answer that differs from it is noted (two servers behind one run folder)."""
         from benchbook import httpread
+        from benchbook.commands.scrape import server_root
 
-        u = httpx_url(metrics_url)
+        u = server_root(metrics_url)
         facts: dict[str, str] = {}
         for path, name in (("/version", "version.json"), ("/get_server_info", "server_info.json")):
             try:

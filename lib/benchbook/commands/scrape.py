@@ -49,6 +49,12 @@ def metrics_url(url: str) -> str:
     return str(u.copy_with(path="/metrics")) if u.path in ("", "/") else str(u)
 
 
+def server_root(url: str) -> str:
+    """``http://host:port/metrics`` -> ``http://host:port``: the server's root, for its other endpoints
+    (the inverse of :func:`metrics_url`)."""
+    return str(httpx.URL(url).copy_with(path="/", query=None, fragment=None)).rstrip("/")
+
+
 class MetricsEndpoint:
     """GET ``url`` with at most ``retries`` attempts of ``timeout_s`` each (connect and whole body:
     :mod:`benchbook.httpread`), backing off between them; an answer above ``max_bytes`` (decoded),

@@ -156,9 +156,10 @@ def point_window(
     series: list[Path] = (),
     results: Any = (),
 ) -> Window | None:
-    """A load point's window from the first source that has one (module docstring). ``results``: the
-    point's benchmark runs (``formats.BenchmarkRun``: ``config["date"]``, ``summary["duration_s"]``), or
-    a function returning them (read only when no marker or capture time answers)."""
+    """A load point's window from the first source that has one (module docstring), narrowed to the
+    result file's own span where that lies inside it (:func:`narrowed`). ``results``: the point's
+    benchmark runs (``formats.BenchmarkRun``: ``config["date"]``, ``summary["duration_s"]``), or a
+    function returning them."""
     w = marker_for(events or {}, *names)
     if w is None:
         w = capture_window(capture, capture_where)
@@ -181,10 +182,8 @@ def narrowed(w: Window, rw: Window | None) -> Window:
     window (its ``date`` less ``duration``, to the second) lies inside ``w``, the window is the result's
     span, widened by the second ``date`` truncates, within ``w``; otherwise ``w`` as it is (a result
     window outside the marker is a clock or time-zone disagreement, not a narrower truth)."""
-    if rw is None or rw.t1 - rw.t0 >= 0.9 * (w.t1 - w.t0):
+    if rw is None or rw.t1 - rw.t0 >= 0.9 * (w.t1 - w.t0) or rw.t0 < w.t0 - 1.0 or rw.t1 > w.t1 + 1.0:
         return w
-    t0, t1 = rw.t0, rw.t1 + 1.0  # date is truncated to the second: the end lies in [date, date + 1)
-    if t0 < w.t0 - 1.0 or rw.t1 > w.t1 + 1.0:
-        return w
-    t0, t1 = max(t0, w.t0), min(t1, w.t1)
+    # date is truncated to the second: the end lies in [date, date + 1)
+    t0, t1 = max(rw.t0, w.t0), min(rw.t1 + 1.0, w.t1)
     return Window(t0, t1, f"{rw.source}, up to 1 s later for the truncated date, inside {w.source}")

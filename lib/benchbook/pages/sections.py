@@ -7,6 +7,7 @@ A page module passes its campaign root and what it excluded; the section records
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -152,8 +153,6 @@ class Below:
 
 def _row_title(r: dict[str, Any], *drop: str) -> str:
     """The words a row is known by (its columns but the folded ones): ``prefix cache · warn``."""
-    import re
-
     words = [re.sub(r"<[^>]+>", "", _plain(v)).strip() for k, v in r.items() if k not in drop]
     return " · ".join(w for w in words if w)[:120]
 
@@ -245,8 +244,6 @@ def _short(row: dict[str, Any], what: str | None) -> dict[str, Any]:
         return row
     v = row[what]
     if hasattr(v, "__html__"):
-        import re
-
         shown = re.sub(r"<details>.*?</details>", "", v.__html__(), flags=re.S)  # what is in view, unfolded
         text = re.sub(r"<[^>]+>", "", shown)
         if len(text) <= LONG:
