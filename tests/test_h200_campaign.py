@@ -512,3 +512,19 @@ def test_energy_per_token_where_power_was_sampled(summary):
             per_token[rid] = e["joules"] / sum(r["output_lens"])
             assert e["j_per_token"] == pytest.approx(per_token[rid], rel=1e-9)
     assert per_token["batch-p1-conc64"] < per_token["batch-p1-conc1"] / 5
+
+
+def test_the_campaigns_todo_says_what_each_arm_changed():
+    """campaign.json's todo is what today's init says of these files: each ablation arm's difference from
+    the baseline in its own units, and never that kvlimited ran what batch ran (the measuring session's
+    init said so, before it read the KV cache's capacity)."""
+    todo = json.loads((CAMP / "campaign.json").read_text())["todo"]
+    assert not any("do not differ in what ran" in t for t in todo)
+    (kv,) = [t for t in todo if t.startswith("arm kvlimited vs the baseline batch:")]
+    assert "KV cache 17,808 vs 933,520 tokens" in kv and "gpu_memory_utilization 0.12 vs 0.92" in kv
+    assert {t.split(" vs the baseline")[0] for t in todo if " vs the baseline batch: " in t} == {
+        "arm eager",
+        "arm eager-noprefix",
+        "arm kvlimited",
+        "arm noprefix",
+    }
