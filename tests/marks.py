@@ -40,6 +40,7 @@ NOTEBOOK_NAMES = frozenset(
         "render_all",
         "run_job",
         "run_jobs",
+        "Pool",
         "WorkerKernel",
         "_LazyKernel",
         "execute_notebook",

@@ -10,6 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from benchbook.analysis.engine_gauges import EngineGauges, engine_gauges
+from benchbook.analysis.tables import holding
 from benchbook.ingest.campaign import load_campaign
 
 DSV4 = Path(__file__).resolve().parents[1] / "data" / "dsv4-163"
@@ -17,11 +18,13 @@ DSV4 = Path(__file__).resolve().parents[1] / "data" / "dsv4-163"
 
 def test_a_campaign_of_capture_files_has_no_gauges():
     camp = load_campaign(DSV4)
-    g = engine_gauges(camp)
-    assert (g.frame, g.spans, g.notes, g.sources) == (None, [], [], [])
-    assert g.as_dict() == {"spans": [], "series": [], "notes": []}
-    assert engine_gauges(camp) is g and engine_gauges(camp, list(camp.arms)) is g  # once per arm set
-    assert engine_gauges(camp, ["default"]) is not g
+    with holding(camp):  # an analysis's tables (benchbook.analysis.tables): fetched once per arm set
+        g = engine_gauges(camp)
+        assert (g.frame, g.spans, g.notes, g.sources) == (None, [], [], [])
+        assert g.as_dict() == {"spans": [], "series": [], "notes": []}
+        assert engine_gauges(camp) is g and engine_gauges(camp, list(camp.arms)) is g
+        assert engine_gauges(camp, ["default"]) is not g
+    assert engine_gauges(camp) is not g  # outside an analysis nothing is kept
 
 
 def test_series_per_run_and_quantity():

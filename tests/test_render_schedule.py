@@ -236,3 +236,31 @@ def test_an_order_in_campaign_json_puts_a_campaign_first(tmp_path):
     index = index_html(outcomes, tmp_path)
     where = {n: index.index(f">{n}<") for n in docs}
     assert sorted(docs, key=where.get) == ["z-first", "y-second", "b-new", "a-old"]
+
+
+def test_a_campaign_is_analysed_once_for_its_findings_headline_and_pages(tmp_path):
+    """A render worker's kernel keeps the analysis of the campaign it renders: the headline job makes
+    it (findings.json, headline.json), each page reads it (campaign_analysis.share_analyses)."""
+    import json
+    import shutil
+
+    from benchbook.pipeline import schedule
+    from benchbook.pipeline.plan import NOTEBOOKS
+
+    root = Path(__file__).resolve().parents[1]
+    src = shutil.copytree(root / "data" / "dsv4-163", tmp_path / "data" / "dsv4-163")
+    out = tmp_path / "out" / "dsv4-163"
+    plan = schedule.plan_campaign(src, out, only=None, overrides={}, notebooks=None, force=False, log=lambda m: None)
+    assert [j.page for j in plan.jobs] == [None, "baseline", "ablation"] and plan.jobs[0].in_kernel
+    with schedule.Pool(1, NOTEBOOKS) as pool:
+        pool._lazy = schedule._LazyKernel(str(NOTEBOOKS))  # the worker's kernel (in a test: the warm one)
+        kernel = pool._lazy.get()
+        shared = "__import__('benchbook.analysis.campaign_analysis', fromlist=['_'])._SHARED"
+        counts = f"__import__('json').dumps([{shared}.made, {shared}.reused])"
+        before = json.loads(kernel.value("", counts))
+        done = pool.run(plan.jobs)
+        assert all(d.ok for d in done), [d.error for d in done]
+        after = json.loads(kernel.value("", counts))
+    assert [a - b for a, b in zip(after, before)] == [1, 2]  # made once (the headline job), read by the two pages
+    assert {"findings.json", "headline.json", "baseline.html", "ablation.html"} <= {p.name for p in out.iterdir()}
+    assert json.loads((out / "findings.json").read_text())["campaign"] == "dsv4-163"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from benchbook.analysis import checks as checks_mod
 from benchbook.analysis import energy as energy_mod
 from benchbook.analysis import limits as limits_mod
+from benchbook.analysis.tables import tables_for
 from benchbook.errors import InputError, InputErrors
 from benchbook.jsonfile import MAX_LOG_BYTES, MAX_SMI_Q_BYTES, open_regular, read_bytes
 
@@ -194,7 +195,7 @@ def gpu_name(camp: Campaign) -> tuple[str | None, str]:
     read from a capture's host facts); a GPU sample file's ``name`` column, GPU telemetry (DCGM
     ``modelName``, AIPerf ``gpu_model_name``); a ``capture.json``'s own GPU facts; an engine log line
     naming its device (:mod:`benchbook.ingest.gpu_names`)."""
-    return camp.derived(("gpu_name",), lambda: _gpu_name(camp))
+    return tables_for(camp).derived(("gpu_name",), lambda: _gpu_name(camp))
 
 
 def _gpu_name(camp: Campaign) -> tuple[str | None, str]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import stats
 from benchbook.analysis.copies import copied_runs
+from benchbook.analysis.tables import tables_for
 from benchbook.analysis.verdict import ZERO_SPREAD, Evidence, compare, decide, typed_fields
 from benchbook.errors import InputError
 from benchbook.findings import Check, Exclusion
@@ -123,7 +124,7 @@ def phase_cells(
     keeps it (the page labels those figures "cached prefill").
     """
     keep = _ordered_arms(camp, arms)
-    return camp.derived(
+    return tables_for(camp).derived(
         ("phase_cells", tuple(keep), warmup_rounds, cached_prefill),
         lambda: _phase_cells(camp, keep, warmup_rounds, cached_prefill),
     )
@@ -148,7 +149,7 @@ def _phase_cells(
             g = g.sort("repeat")
             flags = g["warmup"].to_list() if warmup_rounds is None else [i < warmup_rounds for i in range(g.height)]
             if all(flags):
-                camp.exclusions.append(
+                tables_for(camp).exclude(
                     _excl(g["file"][0], f"{run} {pclass}", "arm has no usable samples after the warm-up discard")
                 )
                 continue
@@ -199,8 +200,7 @@ def _cached_repeats(camp: Campaign, g: pl.DataFrame, run: str, pclass: str) -> s
                 f"{run}: {pclass} repeat {rep} (prefill only)",
                 cached_reason(a) + "; excluded from the prefill figures",
             )
-            if all(x.as_dict() != e.as_dict() for x in camp.exclusions):
-                camp.exclusions.append(e)
+            tables_for(camp).exclude(e)
     return out
 
 
@@ -247,7 +247,7 @@ def cell_of(cells: pl.DataFrame, arm: str, prompt_class: str, metric: str, run: 
 # ---- whole requests ---------------------------------------------------------------------------
 def whole_request_cells(camp: Campaign) -> pl.DataFrame:
     """One row per (run, metric, n): single request, ladder rates and walls, interleave, queue shape."""
-    return camp.derived("whole_request_cells", lambda: _whole_request_cells(camp))
+    return tables_for(camp).derived("whole_request_cells", lambda: _whole_request_cells(camp))
 
 
 def _whole_request_cells(camp: Campaign) -> pl.DataFrame:

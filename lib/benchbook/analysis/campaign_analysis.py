@@ -12,6 +12,9 @@ points from earlier measurements, the environment ablation, and the PD analyses 
 from __future__ import annotations
 
 import json
+import os
+import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +26,10 @@ from benchbook.analysis.clamps import ClampResult
 from benchbook.analysis.engine_gauges import EngineGauges, engine_gauges
 from benchbook.analysis.memory import MemoryDeltaResult, MemorySummary
 from benchbook.analysis.references import IntervalRateResult, ReferenceResult
+from benchbook.analysis.tables import AnalysisTables, tables_for
 from benchbook.analysis.verdict import check_rule
 from benchbook.errors import InputError
-from benchbook.findings import Findings
+from benchbook.findings import Exclusion, Findings
 
 if TYPE_CHECKING:
     import polars as pl
@@ -86,7 +90,13 @@ class CampaignAnalysis:
     copies: list[copies.Copy] = field(default_factory=list)  # runs read twice: counted once, listed
     # the analysis's read cache (benchbook.reads): each input file read once; its counts stay after
     reads: ReadCache | None = field(default=None, repr=False, compare=False)
-    _views: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
+    # the tables this analysis computed once and the samples it left out (benchbook.analysis.tables):
+    # this analysis's own, never another's of the same loaded campaign
+    tables: AnalysisTables = field(default=None, repr=False, compare=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        if self.tables is None:
+            self.tables = tables_for(self.camp)
 
     @property
     def spread(self) -> float | None:
@@ -119,10 +129,10 @@ class CampaignAnalysis:
 
     # ---- views the pages read (computed here, once per argument; pages format them) ------------
     def _memo(self, key: Any, make: Any) -> Any:
-        """A view computed once per analysis object (kept here, not on the ingest campaign)."""
-        if key not in self._views:
-            self._views[key] = make()
-        return self._views[key]
+        """A view computed once per analysis object, with this analysis's tables active (the tables
+        it asks for are this analysis's, computed once; what it excludes is this analysis's)."""
+        with self.tables.active():
+            return self.tables.derived(("view", key), make)
 
     def main_arms(self) -> list[str]:
         """The arms the baseline page shows by default (:func:`baseline.main_arms`)."""
@@ -222,10 +232,21 @@ class CampaignAnalysis:
         """What n per side allows (p-values, bootstrap), in sentences (:func:`stats.small_n_notes`)."""
         return stats.small_n_notes(n_per_side)
 
+    def excluded(self) -> list[Exclusion]:
+        """The samples left out of the figures: what loading left out, then what this analysis did."""
+        return [*self.camp.exclusions, *self.tables.excluded]
+
+    def headline(self) -> dict[str, Any]:
+        """The campaign's headline figures (:func:`benchbook.analysis.history.headline`), from this
+        analysis's tables (the phase and whole-request cells it computed)."""
+        from benchbook.analysis.history import headline
+
+        return self._memo("headline", lambda: headline(self.camp))
+
     def exclusions(self) -> list[dict[str, str]]:
         """Every sample left out, once each, in the order found (PD exclusions included)."""
         seen, out = set(), []
-        items = [e.as_dict() for e in self.camp.exclusions]
+        items = [e.as_dict() for e in self.excluded()]
         items += [{"file": c.file, "sample": f"run {c.run}", "reason": c.text()} for c in self.copies]
         if self.pd is not None:
             items += list(self.pd.exclusions)
@@ -334,7 +355,7 @@ class CampaignAnalysis:
                     )
                 )
         unjudged += [(line, "exclusions") for line in copies.lines(self.copies)]
-        excluded = [e for e in camp.exclusions if "warm-up" not in e.reason]
+        excluded = [e for e in self.excluded() if "warm-up" not in e.reason]
         if excluded:
             unjudged.append(
                 (
@@ -448,7 +469,8 @@ def analyse(
     link_gb_s: float | None = None,
 ) -> CampaignAnalysis:
     """Load ``campaign`` (a folder or a loaded :class:`Campaign`) and compute every analysis that
-    applies to it. Computed once per campaign object and argument set. ``results_options``: keyword
+    applies to it. Computed once per loaded campaign object and argument set (and once per campaign
+    folder unchanged on disk where :func:`share_analyses` is on). ``results_options``: keyword
     arguments of :func:`benchbook.analysis.resultset.build` for the results runs (baseline, labels,
     slo, validity gates; default: its defaults); ``pd_options``: keyword arguments of
     :func:`benchbook.analysis.disaggregation.analyse` (window minimums, baseline arm);
@@ -461,33 +483,129 @@ def analyse(
     from benchbook.ingest.campaign import Campaign, load_campaign
 
     check_rule(rule)
-    camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)
-    opts, pd_opts = dict(results_options or {}), dict(pd_options or {})
+    opts, pd_opts = _stated(results_options), dict(pd_options or {})
     frozen = json.dumps([opts, pd_opts], sort_keys=True, default=str)
     link = link_rate(link_gb_s)
-    key = ("campaign_analysis", rule, warmup_rounds, spread_override, frozen, cached_prefill, allow_preemption, link)
-    return camp.derived(
-        key,
-        lambda: _read_once(
+    key = (rule, warmup_rounds, spread_override, frozen, cached_prefill, allow_preemption, link)
+    shared, folder = _SHARED, None
+    if shared is not None and not isinstance(campaign, Campaign):
+        folder = (str(Path(campaign).resolve()), campaign_stamp(Path(campaign)), key)
+        if (an := shared.get(folder)) is not None:
+            return an
+    camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)
+    made = _MADE.get(id(camp))
+    if made is None or made[0]() is not camp:
+        made = (weakref.ref(camp), {})
+        _MADE[id(camp)] = made
+        weakref.finalize(camp, _MADE.pop, id(camp), None)
+    an = made[1].get(key)
+    if an is None:
+        an = made[1][key] = _read_once(
+            camp,
             lambda: _analyse(
                 camp, rule, warmup_rounds, spread_override, opts, pd_opts, cached_prefill, allow_preemption, link
-            )
-        ),
-    )
+            ),
+        )
+    if folder is not None:
+        shared.put(folder, an)
+    return an
 
 
-def _read_once(run: Callable[[], CampaignAnalysis]) -> CampaignAnalysis:
-    """``run()`` with a read cache of its own (an analysis inside another shares the outer one): each
-    input file is read once; what was read is dropped when it is done, the counts kept (``reads``)."""
+def _stated(results_options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The result-set options that differ from :func:`resultset.build`'s defaults (an empty label
+    list, SLO or preset is the default's "none"): the compare page's parameters at their defaults and
+    no options at all are one analysis, so a campaign's pages and its findings share it."""
+    import inspect
+
+    from benchbook.analysis.resultset import build
+
+    defaults = {k: p.default for k, p in inspect.signature(build).parameters.items()}
+    out = {}
+    for k, v in (results_options or {}).items():
+        d = defaults.get(k, inspect.Parameter.empty)
+        if d is not inspect.Parameter.empty and (v == d or (not v and not d and v is not False and d is not False)):
+            continue
+        out[k] = v
+    return out
+
+
+# the analyses made of each loaded campaign object, by argument set, while the object lives
+# (id(camp) -> (a weak reference to it, {key: analysis})): an analysis is not kept on the campaign
+_MADE: dict[int, tuple[weakref.ref, dict[tuple, CampaignAnalysis]]] = {}
+
+
+@dataclass
+class SharedAnalyses:
+    """Analyses of campaign folders, kept across the pages one process renders (a render worker's
+    kernel: the baseline, compare and ablation pages and the campaign's findings of one campaign share
+    one analysis). An entry is the folder, the stamp of every file in it (:func:`campaign_stamp`) and
+    the arguments, so a folder changed on disk is analysed again; the last ``capacity`` are kept."""
+
+    capacity: int = 2
+    entries: OrderedDict[tuple, CampaignAnalysis] = field(default_factory=OrderedDict, repr=False)
+    made: int = 0
+    reused: int = 0
+
+    def get(self, key: tuple) -> CampaignAnalysis | None:
+        an = self.entries.get(key)
+        if an is not None:
+            self.entries.move_to_end(key)
+            self.reused += 1
+        return an
+
+    def put(self, key: tuple, an: CampaignAnalysis) -> None:
+        if key not in self.entries:
+            self.made += 1
+        self.entries[key] = an
+        self.entries.move_to_end(key)
+        while len(self.entries) > self.capacity:
+            self.entries.popitem(last=False)
+
+
+_SHARED: SharedAnalyses | None = None
+
+
+def share_analyses(capacity: int = 2) -> SharedAnalyses:
+    """From now on in this process, :func:`analyse` of a campaign folder reuses the analysis of that
+    folder, unchanged on disk, with the same arguments (render workers and their kernels call it;
+    elsewhere every call of a folder loads and analyses it anew). Returns the store (its counts)."""
+    global _SHARED
+    _SHARED = SharedAnalyses(capacity)
+    return _SHARED
+
+
+def campaign_stamp(folder: Path) -> tuple[tuple[str, int, int, int, int], ...]:
+    """Every file under ``folder`` (symbolic links not followed) as (path inside it, modification and
+    change times in ns, size, inode), sorted: what changes when a file of the campaign is written,
+    replaced, added or removed."""
+    out = []
+    root = str(folder)
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue  # gone since the walk listed it: the load that follows says so if it matters
+            out.append((os.path.relpath(path, root), st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino))
+    return tuple(sorted(out))
+
+
+def _read_once(camp: Campaign, run: Callable[[], CampaignAnalysis]) -> CampaignAnalysis:
+    """``run()`` with a read cache of its own (an analysis inside another shares the outer one) and
+    tables of its own held active (:mod:`benchbook.analysis.tables`): each input file is read once,
+    each table computed once; what was read is dropped when it is done, the counts kept (``reads``)."""
     from benchbook.reads import ReadCache, current
 
+    tables = AnalysisTables(camp)
     outer = current()
     if outer is not None:
-        an = run()
+        with tables.active():
+            an = run()
         an.reads = outer
         return an
     reads = ReadCache()
-    with reads.active():
+    with reads.active(), tables.active():
         an = run()
     reads.release()
     an.reads = reads

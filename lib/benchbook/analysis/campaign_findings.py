@@ -445,7 +445,7 @@ def campaign_findings(an: CampaignAnalysis) -> Findings:
     if sa is not None and "ablation" in kinds:
         unjudged += [Finding("unjudged", i["finding"], "interactions", (), (("ablation", "interactions"),))
                      for i in sa.interactions if not i["measured"]]  # fmt: skip
-    excluded = [e for e in an.camp.exclusions if not e.reason.startswith("warm-up round")]
+    excluded = [e for e in an.excluded() if not e.reason.startswith("warm-up round")]
     if excluded:
         unjudged.append(
             Finding(

@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from benchbook.analysis.tables import tables_for
 from benchbook.findings import Check
 
 if TYPE_CHECKING:
@@ -419,14 +420,14 @@ def _phase_client(s: Mapping[str, Any], requested: int | None) -> dict[str, Any]
 def cached_phase_samples(camp: Campaign) -> dict[tuple[str, str, int], WindowAudit]:
     """(run, prompt class, repeat) -> audit, for each phase sample whose prompt was mostly cached;
     computed once per campaign object."""
-    return camp.derived(
+    return tables_for(camp).derived(
         ("cached_phase_samples",),
         lambda: {a.sample: a for a in phase_audits_cached(camp) if a.mostly_cached and a.sample},
     )
 
 
 def phase_audits_cached(camp: Campaign) -> list[WindowAudit]:
-    return camp.derived(("phase_audits",), lambda: phase_audits(camp))
+    return tables_for(camp).derived(("phase_audits",), lambda: phase_audits(camp))
 
 
 def cached_reason(a: WindowAudit) -> str:

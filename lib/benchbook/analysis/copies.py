@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis import identity as ident
+from benchbook.analysis.tables import tables_for
 
 if TYPE_CHECKING:
     import polars as pl
@@ -168,7 +169,7 @@ def campaign_copies(camp: Campaign) -> list[Copy]:
 def copies_of(camp: Campaign, harness: str) -> list[Copy]:
     """The copies among one harness's runs (computed once per campaign and harness: the results
     ladder needs no phase split)."""
-    return camp.derived(("copies", harness), lambda: _copies_of(camp, harness))
+    return tables_for(camp).derived(("copies", harness), lambda: _copies_of(camp, harness))
 
 
 def _copies_of(camp: Campaign, harness: str) -> list[Copy]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from benchbook.analysis.tables import tables_for
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def engine_gauges(camp: Campaign, arms: list[str] | None = None) -> EngineGauges
     """The engine's gauges over the windows of the runs of ``arms`` (default: every arm), fetched once
     per campaign object and arm set."""
     wanted = tuple(sorted(camp.arms if arms is None else arms))
-    return camp.derived(("engine_gauges", wanted), lambda: _engine_gauges(camp, wanted))
+    return tables_for(camp).derived(("engine_gauges", wanted), lambda: _engine_gauges(camp, wanted))
 
 
 def _engine_gauges(camp: Campaign, arms: tuple[str, ...]) -> EngineGauges:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchbook.analysis.stats import fmt_pct, fmt_ratio, rel_diff
+from benchbook.analysis.tables import tables_for
 from benchbook.errors import InputError
 
 if TYPE_CHECKING:
@@ -329,7 +330,7 @@ def results_ladder(camp) -> pl.DataFrame:
     latencies are per request (``e2e``). Sorted by arm, process, request rate, concurrency."""
     import polars as pl
 
-    return camp.derived("results_ladder", lambda: _results_ladder(camp, pl))
+    return tables_for(camp).derived("results_ladder", lambda: _results_ladder(camp, pl))
 
 
 def _results_ladder(camp, pl) -> pl.DataFrame:

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from benchbook.analysis import enginemetrics
 from benchbook.analysis.reconcile import figure_check as Check  # the one check model, with its figures
 from benchbook.analysis.reconcile import reconcile
+from benchbook.analysis.tables import tables_for
 from benchbook.errors import InputError
 from benchbook.findings import Exclusion
 from benchbook.ingest.formats import BenchmarkRun
@@ -323,7 +324,7 @@ def engine_window(camp, rr: ResultsRun) -> EngineWindow | None:
         src = camp.prometheus_source(camp.run(rr.id))
         refused = source_allow.refusal(src["url"])
         if refused:  # not allowed in this run: no engine window, and the run says why
-            camp.exclusions.append(Exclusion(str(rr.file), "engine window", refused))
+            tables_for(camp).exclude(Exclusion(str(rr.file), "engine window", refused))
             return None
         if not camp.manifest.get("engine"):
             raise InputError(
@@ -354,7 +355,9 @@ def benchmark_runs(camp: Campaign, rr: ResultsRun) -> list[tuple[Path, Benchmark
     campaign (the ladder, the copy check and the compare section read the same objects)."""
     from benchbook.ingest import formats
 
-    return camp.derived(("benchmark_runs", rr.id), lambda: [(f, b) for f in rr.files for b in formats.read(f)])
+    return tables_for(camp).derived(
+        ("benchmark_runs", rr.id), lambda: [(f, b) for f in rr.files for b in formats.read(f)]
+    )
 
 
 def campaign_inputs(path: str | Path | Campaign) -> CampaignInputs:

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from benchbook.analysis.tables import tables_for
 from benchbook.ingest.server_config import SETTINGS
 
 SIZE_TOLERANCE = 0.05  # sizes within 5 % of each other are the same size
@@ -176,7 +177,7 @@ def process_settings(camp: Any) -> dict[str, dict[str, Any]]:
     """process (``arm/run``) -> its ``server_config.settings`` as the manifest carries them; for a
     manifest an older init wrote (a ``server_config`` without ``settings``), read from the process's
     own folder (``runs/<arm>/<run>``: :func:`settings_from_folder`)."""
-    return camp.derived(("process_settings",), lambda: _process_settings(camp))
+    return tables_for(camp).derived(("process_settings",), lambda: _process_settings(camp))
 
 
 def _process_settings(camp: Any) -> dict[str, dict[str, Any]]:

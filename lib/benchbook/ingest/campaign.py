@@ -77,14 +77,9 @@ class Campaign:
     root: Path
     manifest: dict[str, Any]
     runs: list[Run]
+    # the samples loading left out; what an analysis leaves out, and the tables it computes, are
+    # that analysis's own (benchbook.analysis.tables)
     exclusions: list[Exclusion] = field(default_factory=list)
-    _derived: dict[Any, Any] = field(default_factory=dict, repr=False)
-
-    def derived(self, key: Any, compute):
-        """A table computed from this campaign once (analyses ask for the same cells many times)."""
-        if key not in self._derived:
-            self._derived[key] = compute()
-        return self._derived[key]
 
     # ---- manifest accessors -------------------------------------------------------------
     @property

@@ -89,9 +89,10 @@ def spread(page: Page | SwitchPage) -> bd.Block:
 # ---- closing ------------------------------------------------------------------------------------
 def exclusions(page: Page | SwitchPage) -> bd.Block:
     files = {str(r.file) for a in page.all_arms for r in page.camp.runs_of("phases", a)}
+    an = page.analysis if isinstance(page, SwitchPage) else page.campaign  # the campaign's analysis
     return sections.exclusions(
         page.camp.root,
-        ((e.file, e.sample, e.reason) for e in page.camp.exclusions if e.file in files),
+        ((e.file, e.sample, e.reason) for e in an.excluded() if e.file in files),
         caption="Every phase sample of these arms left out of the statistics, with the reason.",
     )
 

@@ -852,7 +852,7 @@ def verdict(page: Page) -> bd.Block:
 
 
 def exclusions(page: Page) -> bd.Block:
-    return sections.exclusions(page.camp.root, ((e.file, e.sample, e.reason) for e in page.camp.exclusions))
+    return sections.exclusions(page.camp.root, ((e.file, e.sample, e.reason) for e in page.analysis.excluded()))
 
 
 def provenance(page: Page, parameters: dict[str, Any]) -> bd.Block:

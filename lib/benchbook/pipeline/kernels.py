@@ -13,7 +13,11 @@ execution count):
 * every module's ``__warningregistry__`` cleared, so a warning shown once per process is shown
   again on every page that triggers it.
 
-Modules stay imported (that is the point). So the executed notebook is the one a fresh kernel would
+Modules stay imported (that is the point), and so does the analysis of the campaign whose pages the
+worker renders: the kernel turns :func:`benchbook.analysis.campaign_analysis.share_analyses` on, so the
+baseline, compare and ablation pages of one campaign, and its findings and headline figures (run in
+the kernel too, :meth:`WorkerKernel.value`), read one analysis of the folder, made once while no file
+of it changes. So the executed notebook is the one a fresh kernel would
 give, byte for byte under ``SOURCE_DATE_EPOCH`` (tests/test_render_schedule.py checks it); a page
 that mutated a module-level setting of a library would leak it to the next page, which is why page
 code keeps its settings local (the house Altair theme is registered at import and never changed).
@@ -44,6 +48,11 @@ __import__("os").chdir({cwd!r})
  if isinstance(getattr(m, "__dict__", None), dict) and isinstance(m.__dict__.get("__warningregistry__"), dict)]
 __import__("warnings")._filters_mutated() if hasattr(__import__("warnings"), "_filters_mutated") else None
 """
+
+
+# a worker's pages of one campaign, and its findings and headline figures, share one analysis of the
+# folder (benchbook.analysis.campaign_analysis.share_analyses: kept while no file of it changes)
+_SHARE = "__import__('benchbook.analysis.campaign_analysis').analysis.campaign_analysis.share_analyses()\n"
 
 
 IPC_PATH_MAX = 100  # bytes of an IPC socket path, below sun_path's 107 with "-<n>" appended
@@ -168,7 +177,7 @@ class WorkerKernel:
         self.kc.allow_stdin = False
         self.engine = _engine()
         self.pages = 0
-        self._silent("\n".join(f"import {m}" for m in warm) + "\n" + _RESET.format(cwd=self.cwd))
+        self._silent("\n".join(f"import {m}" for m in warm) + "\n" + _SHARE + _RESET.format(cwd=self.cwd))
 
     def _silent(self, code: str, timeout: float = 120) -> None:
         from jupyter_core.utils import run_sync
@@ -182,6 +191,33 @@ class WorkerKernel:
                 raise RuntimeError(f"kernel reset failed: {c.get('ename')}: {c.get('evalue')}")
 
         run_sync(go)()
+
+    def value(self, code: str, expression: str, timeout: float = 600) -> str:
+        """Run ``code`` silently in this kernel and return the string ``expression`` names afterwards
+        (a render worker's headline job: computed where its pages' analysis is kept). The next notebook
+        starts from a reset namespace, as after a page."""
+        import ast
+
+        from jupyter_core.utils import run_sync
+
+        async def go():
+            return await self.kc.execute_interactive(
+                code,
+                silent=True,
+                store_history=False,
+                user_expressions={"value": expression},
+                timeout=timeout,
+                output_hook=lambda msg: None,
+            )
+
+        self.pages += 1  # whatever ran, the next notebook gets a reset kernel
+        c = run_sync(go)()["content"]
+        if c["status"] != "ok":
+            raise RuntimeError(f"{c.get('ename')}: {c.get('evalue')}")
+        got = c["user_expressions"]["value"]
+        if got.get("status") != "ok":
+            raise RuntimeError(f"{got.get('ename')}: {got.get('evalue')}")
+        return ast.literal_eval(got["data"]["text/plain"])
 
     def execute(self, notebook: Path, parameters: dict[str, Any], timeout: int, cwd: str | Path | None = None):
         """Execute ``notebook`` with papermill in this kernel, after a silent reset (working

@@ -12,8 +12,10 @@
   key the same way.
 * **Parallel.** ``-j N`` workers (default: the number of cores), each a process with one kernel it
   reuses page after page (:class:`benchbook.pipeline.kernels.WorkerKernel`: started and warmed once,
-  reset to a fresh namespace before each notebook). Pages are independent files, so the output does
-  not depend on N or on the order pages finish in.
+  reset to a fresh namespace before each notebook). A campaign's jobs run on one worker, one after
+  the other — its headline figures and findings first, then its pages — so they read one analysis
+  of the campaign, kept in that worker's kernel (``campaign_analysis.share_analyses``). Pages are
+  independent files, so the output does not depend on N or on the order pages finish in.
 * **History.** After the campaigns: every campaign's ``headline.json`` becomes one tidy table,
   ``REPORTS/history.parquet`` (polars), and ``notebooks/history.ipynb`` renders it to
   ``REPORTS/history.html`` — again only when the table, the notebook or the code changed.
@@ -178,6 +180,9 @@ class Job:
     notebook: str | None = None
     params: Mapping[str, Any] | None = None  # campaign pages: the overrides (render.yml, --params)
     title: str = ""
+    # headline figures of a campaign whose pages render in the same batch: computed in the worker's
+    # kernel, from the analysis its pages read (one analysis per campaign, kernels.WorkerKernel)
+    in_kernel: bool = False
 
     @property
     def label(self) -> str:
@@ -201,11 +206,15 @@ def run_job(job: Job, kernel: Any = None) -> Done:
 
     t0 = time.perf_counter()
     try:
+        if job.page is None and job.in_kernel and kernel is not None:  # where the pages' analysis is kept
+            got = json.loads(kernel.value(_IN_KERNEL.format(job=_job_to_json(job)), "_bb_done"))
+            return Done(job, **got)
         if job.page is None:
-            from benchbook.analysis.history import headline
+            from benchbook.analysis.campaign_analysis import analyse
 
-            data = json.dumps(headline(job.source), indent=1, sort_keys=True, ensure_ascii=False).encode() + b"\n"
-            summary = _findings_bytes(job.source)  # the index reads the campaign's findings from it
+            an = analyse(job.source)  # the campaign's one analysis: its headline figures and its findings
+            data = json.dumps(an.headline(), indent=1, sort_keys=True, ensure_ascii=False).encode() + b"\n"
+            summary = _findings_bytes(an)  # the index reads the campaign's findings from it
             _write_atomic(Path(job.target).with_name(FINDINGS), summary)
             _write_atomic(Path(job.target), data)
             write_key(Path(job.target), job.key)
@@ -241,13 +250,19 @@ def run_job(job: Job, kernel: Any = None) -> Done:
         return Done(job, False, time.perf_counter() - t0, exit_code=err.exit_code, error=err.one_line())
 
 
-def _findings_bytes(campaign: str) -> bytes:
+# a headline job run in a worker's kernel: run_job there (no kernel), its Done (less the job) as JSON
+_IN_KERNEL = (
+    "import json as _j, dataclasses as _d\n"
+    "from benchbook.pipeline import schedule as _s\n"
+    "_bb_done = _j.dumps({{k: v for k, v in _d.asdict(_s.run_job(_s.Job(**_j.loads({job!r})))).items() if k != 'job'}})\n"
+)
+
+
+def _findings_bytes(an: Any) -> bytes:
     """The campaign's one findings box (``CampaignAnalysis.campaign_findings``, what ``summary --json``
     carries under ``findings``) as bytes: no machine path, nothing but what the index shows."""
-    from benchbook.analysis.campaign_analysis import analyse
     from benchbook.jsonfile import plain
 
-    an = analyse(campaign)
     doc = {"format": "benchbook.findings/1", "campaign": an.camp.name, "findings": an.campaign_findings().as_dict()}
     return json.dumps(plain(doc), indent=1, ensure_ascii=False).encode() + b"\n"
 
@@ -290,7 +305,7 @@ def _worker_main(notebooks: str) -> int:
             if not line.strip():
                 continue
             job = Job(**json.loads(line))
-            d = run_job(job, lazy.get() if job.page is not None else None)
+            d = run_job(job, lazy.get() if job.page is not None or job.in_kernel else None)
             out = {k: v for k, v in dataclasses.asdict(d).items() if k != "job"}
             proto.write(json.dumps(out) + "\n")
             proto.flush()
@@ -352,9 +367,16 @@ class Pool:
         self._lazy: _LazyKernel | None = None
         self._procs: list[_Worker] = []
 
-    def run(self, jobs: list[Job], on_done: Callable[[Done], None] | None = None) -> list[Done]:
+    def run(
+        self,
+        jobs: list[Job],
+        on_done: Callable[[Done], None] | None = None,
+        together: Callable[[Job], str] | None = None,
+    ) -> list[Done]:
         """Run ``jobs`` (in list order as workers free up); the results in job order. ``on_done`` is
-        called as each finishes."""
+        called as each finishes. ``together``: jobs with the same value of it run on one worker, one
+        after the other in list order (a campaign's headline figures and pages: one kernel, one
+        analysis); the groups go to workers in the order of their first job."""
         if not jobs:
             return []
         results: dict[int, Done] = {}
@@ -362,7 +384,7 @@ class Pool:
             if self._lazy is None:
                 self._lazy = _LazyKernel(str(self.notebooks))
             for i, job in enumerate(jobs):
-                results[i] = run_job(job, self._lazy.get() if job.page is not None else None)
+                results[i] = run_job(job, self._lazy.get() if job.page is not None or job.in_kernel else None)
                 if on_done:
                     on_done(results[i])
             return [results[i] for i in range(len(jobs))]
@@ -370,29 +392,34 @@ class Pool:
         import queue
         import threading
 
-        todo: queue.Queue = queue.Queue()
+        groups: dict[Any, list[tuple[int, Job]]] = {}
         for i, job in enumerate(jobs):
-            todo.put((i, job))
+            groups.setdefault(together(job) if together else i, []).append((i, job))
+        todo: queue.Queue = queue.Queue()
+        for group in groups.values():
+            todo.put(group)
         lock = threading.Lock()
-        while len(self._procs) < min(self.workers, len(jobs)):
+        n = min(self.workers, len(groups))
+        while len(self._procs) < n:
             self._procs.append(_Worker(self.notebooks))
 
         def drive(k: int) -> None:
             while True:
                 try:
-                    i, job = todo.get_nowait()
+                    group = todo.get_nowait()
                 except queue.Empty:
                     return
-                d = self._procs[k].run(job)
-                if not d.ok and "render worker died" in d.error:  # a new worker for the rest
-                    self._procs[k].close()
-                    self._procs[k] = _Worker(self.notebooks)
-                with lock:
-                    results[i] = d
-                    if on_done:
-                        on_done(d)
+                for i, job in group:
+                    d = self._procs[k].run(job)
+                    if not d.ok and "render worker died" in d.error:  # a new worker for the rest
+                        self._procs[k].close()
+                        self._procs[k] = _Worker(self.notebooks)
+                    with lock:
+                        results[i] = d
+                        if on_done:
+                            on_done(d)
 
-        threads = [threading.Thread(target=drive, args=(k,), daemon=True) for k in range(min(self.workers, len(jobs)))]
+        threads = [threading.Thread(target=drive, args=(k,), daemon=True) for k in range(n)]
         for t in threads:
             t.start()
         for t in threads:
@@ -570,8 +597,8 @@ def plan_campaign(
         )
     head = Path(out_dir) / HEADLINE
     hkey = render_key("headline", digest, code, allowed)
-    if force or not is_current(head, hkey):
-        plan.jobs.append(Job(name, str(campaign), str(writes.fixed_name(head)), hkey))
+    if force or not is_current(head, hkey):  # first: its pages then read the analysis it made
+        plan.jobs.insert(0, Job(name, str(campaign), str(writes.fixed_name(head)), hkey, in_kernel=bool(plan.jobs)))
     return plan
 
 
@@ -773,12 +800,19 @@ def render_all(
         else:
             error(f"{d.job.label}: FAILED: {d.error}")
 
-    # headline figures first (cheap), then the history page alongside the campaigns' pages: it needs
-    # only the headlines, so one worker renders it while the others render pages
-    head_jobs = [j for j in jobs if j.page is None]
-    page_jobs = [j for j in jobs if j.page is not None]
+    # each campaign on one worker: its headline figures and findings, then its pages, all from one
+    # analysis kept in that worker's kernel; then the history page, which reads every headline
     with Pool(workers if len(jobs) > 1 else 1, nbdir) as pool:
-        pool.run(head_jobs, done)  # a failed headline keeps the previous one, as a failed page does
+        for d in pool.run(jobs, done, together=lambda j: j.campaign):
+            if d.job.page is None:  # a failed headline keeps the previous one, as a failed page does
+                continue
+            o = outcomes.get(d.job.campaign)
+            if d.ok:
+                summary.rendered += 1
+                o.rendered_pages.append(d.job.page)
+            else:
+                summary.failed += 1
+                o.failed[d.job.page] = (d.exit_code, d.error)
         hjobs: list[Job] = []
         if only is None or HISTORY_PAGE in (only or []):
             try:
@@ -795,19 +829,10 @@ def render_all(
                 summary.history = "unchanged" if (out / f"{HISTORY_PAGE}.html").is_file() else "not rendered"
         elif (out / f"{HISTORY_PAGE}.html").is_file():
             summary.history = "kept"
-        for d in pool.run(hjobs + page_jobs, done):
-            if not d.job.campaign:  # the history page
-                summary.history = "rendered" if d.ok else "FAILED"
-                if not d.ok:
-                    summary.other_failures.append(d.error)
-                continue
-            o = outcomes.get(d.job.campaign)
-            if d.ok:
-                summary.rendered += 1
-                o.rendered_pages.append(d.job.page)
-            else:
-                summary.failed += 1
-                o.failed[d.job.page] = (d.exit_code, d.error)
+        for d in pool.run(hjobs, done):  # the history page
+            summary.history = "rendered" if d.ok else "FAILED"
+            if not d.ok:
+                summary.other_failures.append(d.error)
     summary.seconds = time.perf_counter() - t0
     return [outcomes[p.name] for p in plans] + failed_campaigns, summary
 
