@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+import re
 import statistics
 from pathlib import Path
 
@@ -528,3 +529,22 @@ def test_the_campaigns_todo_says_what_each_arm_changed():
         "arm kvlimited",
         "arm noprefix",
     }
+
+
+def test_the_compare_pages_todo_is_one_line_above_the_findings_with_its_items_folded():
+    """Eight open items (four interrupted load points, four arm differences to confirm) were one
+    ten-line paragraph between the title and the findings; now one line, each item a list entry."""
+    import html as html_mod
+
+    from benchbook.pages import compare_page
+
+    todo = json.loads((CAMP / "campaign.json").read_text())["todo"]
+    page = compare_page.load([], campaign=str(CAMP))
+    head = str(compare_page.header(page))
+    assert len(todo) == 8 and page.todo == todo
+    summary = '<details class="bb-collapsed" id="bb-todo"><summary>Still to decide (campaign.json todo): 8 items'
+    assert head.count(summary) == 1 and head.split("</h1>", 1)[1].startswith(summary)  # the findings follow the header
+    items = [
+        html_mod.unescape(x) for x in re.findall(r"<li>(.*?)</li>", head.split(summary, 1)[1].split("</details>")[0])
+    ]
+    assert items == todo

@@ -173,9 +173,12 @@ def header(page: Page) -> bd.Block:
     bd.record("headlines", rs.headlines)
     bd.record("preset", rs.preset)
     bd.record("todo", page.todo)
-    todo = (
-        str(bd.text("Still to decide (campaign.json todo): {items}.", items="; ".join(page.todo))) if page.todo else ""
-    )
+    todo = ""
+    if len(page.todo) == 1:
+        todo = str(bd.text("Still to decide (campaign.json todo): {item}.", item=page.todo[0]))
+    elif page.todo:  # one line above the findings; the items one click away, one per line
+        items = bd.Block("<ul>" + "".join(f"<li>{bd.esc(t)}</li>" for t in page.todo) + "</ul>")
+        todo = str(bd.collapsed(f"Still to decide (campaign.json todo): {len(page.todo)} items", items, id="todo"))
     if rs.preset == "smoke":
         g = rs.gate_params
         todo += str(
