@@ -93,3 +93,13 @@ def test_without_sharing_every_analysis_of_a_folder_loads_it_anew(tmp_path):
     assert ca._SHARED is None  # the default everywhere but in render workers
     camp = shutil.copytree(CAMPAIGN, tmp_path / "c")
     assert analyse(camp) is not analyse(camp)
+
+
+def test_a_campaign_that_reads_a_prometheus_server_is_analysed_anew_each_time(sharing, tmp_path):
+    import json
+
+    camp = shutil.copytree(CAMPAIGN, tmp_path / "c")
+    m = json.loads((camp / "campaign.json").read_text())
+    m["prometheus"] = {"url": "http://127.0.0.1:9", "matchers": {"job": "vllm"}}  # its samples are capture files
+    (camp / "campaign.json").write_text(json.dumps(m))
+    assert analyse(camp) is not analyse(camp) and sharing.entries == {}  # the server's answer is not on disk

@@ -506,9 +506,16 @@ def analyse(
                 camp, rule, warmup_rounds, spread_override, opts, pd_opts, cached_prefill, allow_preemption, link
             ),
         )
-    if folder is not None:
+    if folder is not None and not _reads_a_server(camp):
         shared.put(folder, an)
     return an
+
+
+def _reads_a_server(camp: Campaign) -> bool:
+    """The campaign's figures come partly from a Prometheus server (``prometheus`` in campaign.json or
+    a run): what it answers is not a file of the folder, so its analysis is never kept across pages."""
+    m = camp.manifest
+    return bool(m.get("prometheus")) or any(isinstance(r, dict) and r.get("prometheus") for r in m.get("runs", []))
 
 
 def _stated(results_options: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -539,7 +546,8 @@ class SharedAnalyses:
     """Analyses of campaign folders, kept across the pages one process renders (a render worker's
     kernel: the baseline, compare and ablation pages and the campaign's findings of one campaign share
     one analysis). An entry is the folder, the stamp of every file in it (:func:`campaign_stamp`) and
-    the arguments, so a folder changed on disk is analysed again; the last ``capacity`` are kept."""
+    the arguments, so a folder changed on disk is analysed again; the last ``capacity`` are kept. A
+    campaign that reads a Prometheus server is never kept (the server's answer is not on disk)."""
 
     capacity: int = 2
     entries: OrderedDict[tuple, CampaignAnalysis] = field(default_factory=OrderedDict, repr=False)
