@@ -72,7 +72,7 @@ FAST := not engine and not browser and not slow and not prometheus_server
 test: $(STAMP) lint browser-deps prometheus-deps engine ## run the whole test suite (ruff first; the engine tests too)
 	$(BIN)/python -m pytest $(PYTEST_DIST) $(PYTEST_ARGS)
 
-test-fast: $(STAMP) ## the quick loop: unit and analysis tests, no engine, Chromium, notebook or Prometheus (< 1 min)
+test-fast: $(STAMP) ## the quick loop: unit and analysis tests, no engine, Chromium, notebook or Prometheus (about 2 min on 2 cores)
 	$(BIN)/python -m pytest $(PYTEST_DIST) -m '$(FAST)' $(PYTEST_ARGS)
 
 # Jupyter refuses to start as root without --allow-root (containers, CI boxes): pass it only then
