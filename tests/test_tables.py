@@ -103,3 +103,15 @@ def test_a_campaign_that_reads_a_prometheus_server_is_analysed_anew_each_time(sh
     m["prometheus"] = {"url": "http://127.0.0.1:9", "matchers": {"job": "vllm"}}  # its samples are capture files
     (camp / "campaign.json").write_text(json.dumps(m))
     assert analyse(camp) is not analyse(camp) and sharing.entries == {}  # the server's answer is not on disk
+
+
+def test_an_analysis_nobody_holds_is_freed_with_its_campaign():
+    import gc
+    import weakref
+
+    camp = load_campaign(CAMPAIGN)
+    an = weakref.ref(analyse(camp))
+    seen = weakref.ref(camp)
+    del camp
+    gc.collect()
+    assert an() is None and seen() is None  # nothing in benchbook keeps them (a render worker renders many)

@@ -469,8 +469,8 @@ def analyse(
     link_gb_s: float | None = None,
 ) -> CampaignAnalysis:
     """Load ``campaign`` (a folder or a loaded :class:`Campaign`) and compute every analysis that
-    applies to it. Computed once per loaded campaign object and argument set (and once per campaign
-    folder unchanged on disk where :func:`share_analyses` is on). ``results_options``: keyword
+    applies to it. Computed once per loaded campaign object and argument set while the analysis is
+    held (and once per campaign folder unchanged on disk where :func:`share_analyses` is on). ``results_options``: keyword
     arguments of :func:`benchbook.analysis.resultset.build` for the results runs (baseline, labels,
     slo, validity gates; default: its defaults); ``pd_options``: keyword arguments of
     :func:`benchbook.analysis.disaggregation.analyse` (window minimums, baseline arm);
@@ -493,19 +493,15 @@ def analyse(
         if (an := shared.get(folder)) is not None:
             return an
     camp = campaign if isinstance(campaign, Campaign) else load_campaign(campaign)
-    made = _MADE.get(id(camp))
-    if made is None or made[0]() is not camp:
-        made = (weakref.ref(camp), {})
-        _MADE[id(camp)] = made
-        weakref.finalize(camp, _MADE.pop, id(camp), None)
-    an = made[1].get(key)
-    if an is None:
-        an = made[1][key] = _read_once(
+    an = _MADE.get((id(camp), key))
+    if an is None or an.camp is not camp:
+        an = _read_once(
             camp,
             lambda: _analyse(
                 camp, rule, warmup_rounds, spread_override, opts, pd_opts, cached_prefill, allow_preemption, link
             ),
         )
+        _MADE[(id(camp), key)] = an
     if folder is not None and not _reads_a_server(camp):
         shared.put(folder, an)
     return an
@@ -536,9 +532,10 @@ def _stated(results_options: Mapping[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-# the analyses made of each loaded campaign object, by argument set, while the object lives
-# (id(camp) -> (a weak reference to it, {key: analysis})): an analysis is not kept on the campaign
-_MADE: dict[int, tuple[weakref.ref, dict[tuple, CampaignAnalysis]]] = {}
+# the analyses made of each loaded campaign object, by argument set ((id(camp), key) -> analysis),
+# while someone holds the analysis: weak values, so a campaign and its analyses are freed together (an
+# entry's analysis holds its campaign, so the id is not reused while the entry lives)
+_MADE: weakref.WeakValueDictionary[tuple, CampaignAnalysis] = weakref.WeakValueDictionary()
 
 
 @dataclass
