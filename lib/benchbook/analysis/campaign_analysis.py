@@ -522,14 +522,15 @@ def _stated(results_options: Mapping[str, Any] | None) -> dict[str, Any]:
 
     from benchbook.analysis.resultset import build
 
+    def empty(x: Any) -> bool:
+        return x is None or (isinstance(x, (str, list, tuple, dict)) and len(x) == 0)
+
     defaults = {k: p.default for k, p in inspect.signature(build).parameters.items()}
-    out = {}
-    for k, v in (results_options or {}).items():
-        d = defaults.get(k, inspect.Parameter.empty)
-        if d is not inspect.Parameter.empty and (v == d or (not v and not d and v is not False and d is not False)):
-            continue
-        out[k] = v
-    return out
+    return {
+        k: v
+        for k, v in (results_options or {}).items()
+        if k not in defaults or not (v == defaults[k] or (empty(v) and empty(defaults[k])))
+    }
 
 
 # the analyses made of each loaded campaign object, by argument set ((id(camp), key) -> analysis),

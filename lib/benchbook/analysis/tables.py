@@ -71,18 +71,17 @@ class AnalysisTables:
             self.excluded.append(e)
 
 
+def _active(camp: Campaign) -> AnalysisTables | None:
+    return next((t for t in _ACTIVE.get() if t.camp is camp), None)
+
+
 def tables_for(camp: Campaign) -> AnalysisTables:
     """The active tables of ``camp`` (the analysis computing now); outside one, tables of this call only."""
-    for t in _ACTIVE.get():
-        if t.camp is camp:
-            return t
-    return AnalysisTables(camp)
+    return _active(camp) or AnalysisTables(camp)
 
 
 def holding(camp: Campaign) -> contextlib.AbstractContextManager[AnalysisTables]:
     """The active tables of ``camp`` if an analysis of it is computing, else new ones held active for
     the ``with`` block (a caller that asks for several tables of one campaign outside an analysis)."""
-    for t in _ACTIVE.get():
-        if t.camp is camp:
-            return contextlib.nullcontext(t)
-    return AnalysisTables(camp).active()
+    t = _active(camp)
+    return contextlib.nullcontext(t) if t is not None else AnalysisTables(camp).active()

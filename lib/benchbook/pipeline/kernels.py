@@ -179,25 +179,8 @@ class WorkerKernel:
         self.pages = 0
         self._silent("\n".join(f"import {m}" for m in warm) + "\n" + _SHARE + _RESET.format(cwd=self.cwd))
 
-    def _silent(self, code: str, timeout: float = 120) -> None:
-        from jupyter_core.utils import run_sync
-
-        async def go():
-            reply = await self.kc.execute_interactive(
-                code, silent=True, store_history=False, timeout=timeout, output_hook=lambda msg: None
-            )
-            if reply["content"]["status"] != "ok":
-                c = reply["content"]
-                raise RuntimeError(f"kernel reset failed: {c.get('ename')}: {c.get('evalue')}")
-
-        run_sync(go)()
-
-    def value(self, code: str, expression: str, timeout: float = 600) -> str:
-        """Run ``code`` silently in this kernel and return the string ``expression`` names afterwards
-        (a render worker's headline job: computed where its pages' analysis is kept). The next notebook
-        starts from a reset namespace, as after a page."""
-        import ast
-
+    def _run(self, code: str, timeout: float, expressions: dict[str, str] | None = None) -> dict[str, Any]:
+        """Execute ``code`` silently (no output, no history); the reply's content."""
         from jupyter_core.utils import run_sync
 
         async def go():
@@ -205,13 +188,26 @@ class WorkerKernel:
                 code,
                 silent=True,
                 store_history=False,
-                user_expressions={"value": expression},
+                user_expressions=expressions or {},
                 timeout=timeout,
                 output_hook=lambda msg: None,
             )
 
+        return run_sync(go)()["content"]
+
+    def _silent(self, code: str, timeout: float = 120) -> None:
+        c = self._run(code, timeout)
+        if c["status"] != "ok":
+            raise RuntimeError(f"kernel reset failed: {c.get('ename')}: {c.get('evalue')}")
+
+    def value(self, code: str, expression: str, timeout: float = 600) -> str:
+        """Run ``code`` silently in this kernel and return the string ``expression`` names afterwards
+        (a render worker's headline job: computed where its pages' analysis is kept). The next notebook
+        starts from a reset namespace, as after a page."""
+        import ast
+
         self.pages += 1  # whatever ran, the next notebook gets a reset kernel
-        c = run_sync(go)()["content"]
+        c = self._run(code, timeout, {"value": expression})
         if c["status"] != "ok":
             raise RuntimeError(f"{c.get('ename')}: {c.get('evalue')}")
         got = c["user_expressions"]["value"]
