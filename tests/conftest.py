@@ -9,7 +9,7 @@ tests that compare a reused kernel with a fresh one).
 Fixtures:
 
 * ``serial_engine``, ``batched_engine``, ``starved_engine`` (session) — a real vLLM CPU engine of each
-  configuration in tests/engine.py ``KINDS`` (``--max-num-seqs 1``; ``16``; ``16`` with 12 KV blocks),
+  configuration in tests/engine.py ``KINDS`` (``--max-num-seqs 1``; ``16``; ``16`` on 17 KV blocks),
   started once per test run on first use and shared. Each is an ``engine.EngineHandle``: ``.url``,
   ``.pid``, ``.model``, ``.model_dir``, ``.log``, ``.metrics``. One engine runs at a time (asking for
   another kind stops the running one, by its process group); the engine tests run first, on one xdist
@@ -98,7 +98,7 @@ def pytest_collection_modifyitems(config, items):
     worker, every other file on one worker like ``--dist loadfile``) and order the run: the engine tests
     first (by engine kind), then the files that execute notebooks, then the rest."""
     kinds = {f"{k}_engine": i for i, k in enumerate(eng.KIND_ORDER)}
-    info = []  # (item, file, rank, engine kind: len(kinds) for a test that starts engines of its own)
+    info = []  # (item, file, rank, (last, first) engine kind it uses: len(kinds) for one that starts its own)
     for item in items:
         got = marks.derived_marks(item)
         for m in sorted(got - {m.name for m in item.iter_markers()}):
@@ -106,23 +106,28 @@ def pytest_collection_modifyitems(config, items):
         path = item.nodeid.split("::", 1)[0]
         if "engine" in got:
             item.add_marker(pytest.mark.xdist_group("engine"))
-            info.append((item, path, 0, min((kinds[f] for f in item.fixturenames if f in kinds), default=len(kinds))))
+            used = [kinds[f] for f in item.fixturenames if f in kinds]
+            info.append((item, path, 0, (max(used), min(used)) if used else (len(kinds), len(kinds))))
         elif any(f in item.fixturenames for f in TWO_PROCESS):  # one build and analysis for every file using it
             item.add_marker(pytest.mark.xdist_group("two-process"))
-            info.append((item, path, 1 if got else 2, 0))
+            info.append((item, path, 1 if got else 2, (0, 0)))
         else:
             item.add_marker(pytest.mark.xdist_group(path))
-            info.append((item, path, 1 if got else 2, 0))
-    # the pool's tests first, a file together (its module fixtures once) in the order of the first kind it uses,
-    # then the engine tests that start engines of their own (the pool stopped before them: _own_engines)
-    start, first_kind = {}, {}
-    for i, (_, path, rank, kind) in enumerate(info):
+            info.append((item, path, 1 if got else 2, (0, 0)))
+    # the pool's tests first, in the order the pool's engines start: by the last kind a test needs (it asks for
+    # them in the pool's order), then the first, so that each test finds running the kind the one before it left
+    # (a test needing batched then starved comes after the batched ones and before the starved ones); a file's
+    # tests of one kind together (its module fixtures set up once: a file with tests of a later kind comes back to
+    # it, and only the fixtures those use are set up again), the file needing the earliest kind first. Then the
+    # engine tests that start engines of their own (the pool stopped before them: _own_engines)
+    start, first = {}, {}
+    for i, (_, path, rank, (_, lo)) in enumerate(info):
         start.setdefault(path, i)
         if rank == 0:
-            first_kind[path] = min(first_kind.get(path, kind), kind)
+            first[path] = min(first.get(path, lo), lo)
     keys = {
-        it: (rank, kind == len(kinds) if rank == 0 else 0, first_kind.get(path, 0), start[path], kind, i)
-        for i, (it, path, rank, kind) in enumerate(info)
+        it: (rank, hi == len(kinds) if rank == 0 else 0, hi, lo, first.get(path, 0), start[path], i)
+        for i, (it, path, rank, (hi, lo)) in enumerate(info)
     }
     items.sort(key=keys.__getitem__)
     groups = os.environ.get(GROUPS_ENV)
@@ -164,7 +169,7 @@ def batched_engine(engine_pool) -> eng.EngineHandle:
 
 @pytest.fixture(scope="session")
 def starved_engine(engine_pool) -> eng.EngineHandle:
-    """``--max-num-seqs 16`` on 12 KV blocks of 32 tokens, ``--max-model-len 256``: it preempts."""
+    """``--max-num-seqs 16`` on 17 KV blocks of 128 tokens (the batched settings otherwise): it preempts."""
     return eng.EngineHandle(engine_pool, "starved")
 
 

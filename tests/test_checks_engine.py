@@ -1,13 +1,13 @@
 """A starved KV cache on the real vLLM CPU engine (tests/engine.py helpers) preempts, and the audit reports
 it as a failed check.
 
-The run's ``starved_engine`` (conftest; tests/engine.py ``KINDS``) serves the tiny Llama with 12 KV blocks
-of 32 tokens (384 tokens of cache, ``--num-gpu-blocks-override``) and 16 sequences at once. 16 requests
-of ~30-75 prompt + 160 generated tokens need ~7 blocks each, so any two running at once overflow the
-cache and the scheduler preempts and recomputes. With 8 requests of 96 tokens (~5 blocks: three at
-once to overflow) a loaded host's API server handed the requests to the engine too far apart and the
-engine never preempted (0 preemptions, issue 35). Measured on a shared 2-core host: ready in ~35-60 s,
-the load ~15–60 s.
+The run's ``starved_engine`` (conftest; tests/engine.py ``KINDS``) serves the tiny Llama with 17 KV blocks
+of 128 tokens (2,176 tokens of cache, ``--num-gpu-blocks-override``) and 16 sequences at once. 8 requests
+of ~45-50 prompt + 512 generated tokens grow to 5 blocks each, so any 4 running at once overflow the cache
+and the scheduler preempts and recomputes — unambiguous on a busy host, where the requests reach the engine
+seconds apart (with 8 requests of ~5 blocks of 32 tokens that needed 3 at once, a loaded host's API server
+handed them over too far apart and the engine never preempted: issue 35). The same engine serves the
+KV-starved ablation arm in tests/test_engine_capture.py.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from benchbook.analysis import checks
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import PROFILES
 
-REQUESTS, MAX_TOKENS = 16, 160  # prompt + generation within --max-model-len 256
+REQUESTS, MAX_TOKENS = 8, 512  # ~560 tokens a request: 5 of the 17 blocks
 
 
 def test_a_starved_kv_cache_preempts_and_the_check_fails(starved_engine):
@@ -32,7 +32,7 @@ def test_a_starved_kv_cache_preempts_and_the_check_fails(starved_engine):
     before = prometheus.parse(httpx.get(starved + "/metrics").text, "before", names)
 
     def one(i: int) -> int:
-        body = {"model": eng.MODEL_NAME, "prompt": "word " * (10 + i), "max_tokens": MAX_TOKENS}
+        body = {"model": eng.MODEL_NAME, "prompt": "word " * (40 + i), "max_tokens": MAX_TOKENS}
         r = httpx.post(starved + "/v1/completions", json={**body, "ignore_eos": True, "temperature": 0}, timeout=300)
         r.raise_for_status()
         return r.json()["usage"]["completion_tokens"]
