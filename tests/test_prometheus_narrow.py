@@ -99,7 +99,7 @@ def no_memo(monkeypatch):
 @pytest.mark.parametrize("names", [NAMES, FAMILIES], ids=["needed_samples", "needed_names"])
 def test_narrow_equals_full_over_many_snapshots(memo, names, monkeypatch):
     monkeypatch.setattr(prometheus, "NARROW_MEMO", memo)
-    prometheus._MEMO.clear()
+    prometheus.memo_clear()
     rng = random.Random(11)
     snaps = _snapshots(48)  # 48 snapshots x 7 spellings each (336 texts) per parametrization
     checked = 0
@@ -202,7 +202,7 @@ def test_openmetrics_keeps_whole_histograms(no_memo):
 
 
 def test_phase_splits_agree_over_consecutive_snapshots():
-    prometheus._MEMO.clear()
+    prometheus.memo_clear()
     snaps = _snapshots(60)
     for b, a in zip(snaps, snaps[1:]):
         full = phases.split(prometheus.parse(b, "b"), prometheus.parse(a, "a"), POCKET)
@@ -297,7 +297,7 @@ def test_defects_in_other_families_do_not_reach_the_narrow_path(no_memo):
 
 def test_memo_hit_is_the_same_snapshot_and_still_checks_the_final_line_feed(monkeypatch):
     monkeypatch.setattr(prometheus, "NARROW_MEMO", True)
-    prometheus._MEMO.clear()
+    prometheus.memo_clear()
     text = _snapshots(3)[-1]
     # other families differ: the kept text (and so the memo key) is the same
     other = text.replace("process_open_fds 211", "process_open_fds 299")
@@ -311,3 +311,36 @@ def test_memo_hit_is_the_same_snapshot_and_still_checks_the_final_line_feed(monk
     prometheus.parse(kept, "kept.prom", NAMES)  # memoised
     with pytest.raises(InputError, match="no line feed"):
         prometheus.parse(kept.rstrip("\n"), "cut.prom", NAMES)
+
+
+def test_memo_keeps_the_most_recently_used_within_its_entry_and_sample_bounds(monkeypatch):
+    """The memo is a least-recently-used cache bounded by entries and by samples held; a hit is the
+    most recently used; what it holds is always what parsing again gives."""
+    monkeypatch.setattr(prometheus, "NARROW_MEMO", True)
+    prometheus.memo_clear()
+    snaps = [s for s in dict.fromkeys(_snapshots(40))]  # distinct texts (and distinct kept texts)
+    kept = {prometheus._kept_lines(s, tuple(NAMES))[0] for s in snaps}
+    assert len(kept) > 12
+    per = sum(len(v) for v in prometheus.parse(snaps[0], "0.prom", NAMES).values.values())
+    monkeypatch.setattr(prometheus, "_MEMO_MAX", 1000)
+    monkeypatch.setattr(prometheus, "_MEMO_SAMPLES_MAX", per * 5 + per // 2)  # room for five entries
+    prometheus.memo_clear()
+    first = [prometheus.parse(s, f"{i}.prom", NAMES) for i, s in enumerate(snaps[:8])]
+    assert len(prometheus._MEMO) == 5 and prometheus._memo_samples[0] == sum(
+        len(v) for e in prometheus._MEMO.values() for v in e[0].values()
+    )
+    assert prometheus._memo_samples[0] <= prometheus._MEMO_SAMPLES_MAX
+    newest = [(prometheus._kept_lines(s, tuple(NAMES))[0], False) for s in snaps[3:8]]
+    assert list(prometheus._MEMO) == newest  # the three oldest went first
+    prometheus.parse(snaps[3], "again.prom", NAMES)  # a hit: now the most recently used
+    prometheus.parse(snaps[8], "8.prom", NAMES)  # one more out: the oldest is now snaps[4]
+    assert list(prometheus._MEMO)[-2:] == [newest[0], (prometheus._kept_lines(snaps[8], tuple(NAMES))[0], False)]
+    assert newest[1] not in prometheus._MEMO
+    monkeypatch.setattr(prometheus, "_MEMO_MAX", 2)  # and by entries
+    prometheus.parse(snaps[9], "9.prom", NAMES)
+    assert len(prometheus._MEMO) == 2
+    for i, s in enumerate(snaps[:10]):  # a hit or a parse, the same snapshot
+        got = prometheus.parse(s, "x.prom", NAMES)
+        prometheus.memo_clear()
+        assert got.values == prometheus.parse(s, "y.prom", NAMES).values, i
+    assert [x.values for x in first] == [prometheus.parse(s, "z", NAMES).values for s in snaps[:8]]
