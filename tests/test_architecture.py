@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 LIB = Path(__file__).resolve().parents[1] / "lib" / "benchbook"
@@ -23,8 +24,19 @@ def _layer(module: str) -> str:
     return parts[1]
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A module's syntax tree, parsed once for every test here (they only read it)."""
+    return ast.parse(path.read_text("utf-8"))
+
+
+@functools.cache
+def _nodes(path: Path) -> tuple[ast.AST, ...]:
+    return tuple(ast.walk(_tree(path)))
+
+
 def _imports(path: Path) -> list[tuple[int, str]]:
-    tree = ast.parse(path.read_text("utf-8"))
+    tree = _tree(path)
     out = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -82,7 +94,7 @@ def test_no_two_classes_share_a_name():
     """A class name says what it holds, once: not two PDReport, three Window or four Finding (issue 33)."""
     names: dict[str, list[str]] = {}
     for p in sorted(LIB.rglob("*.py")):
-        for node in ast.parse(p.read_text("utf-8")).body:
+        for node in _tree(p).body:
             if isinstance(node, ast.ClassDef):
                 names.setdefault(node.name, []).append(str(p.relative_to(LIB)))
     shared = {k: v for k, v in names.items() if len(v) > 1}
@@ -157,7 +169,7 @@ def _module_graph() -> dict[str, set[str]]:
     modules = {_module_name(p): p for p in LIB.rglob("*.py")}
     graph: dict[str, set[str]] = {m: set() for m in modules}
     for name, path in modules.items():
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        for node in _nodes(path):
             targets: list[str] = []
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("benchbook"):
                 subs = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in modules]
@@ -247,7 +259,7 @@ def test_no_private_name_crosses_a_module():
     for p in sorted(LIB.rglob("*.py")):
         me = _module_name(p)
         bound: dict[str, str] = {}  # local name -> benchbook module
-        for node in ast.walk(ast.parse(p.read_text("utf-8"))):
+        for node in _nodes(p):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("benchbook"):
                 for a in node.names:
                     full = f"{node.module}.{a.name}"
@@ -259,7 +271,7 @@ def test_no_private_name_crosses_a_module():
                 for a in node.names:
                     if a.name.startswith("benchbook") and a.asname:
                         bound[a.asname] = a.name
-        for node in ast.walk(ast.parse(p.read_text("utf-8"))):
+        for node in _nodes(p):
             if (
                 isinstance(node, ast.Attribute)
                 and isinstance(node.value, ast.Name)
@@ -286,7 +298,7 @@ def _page_analysis_imports() -> list[tuple[str, int, str, str]]:
     """(page file, line, module, name) of every name a page imports from benchbook.analysis."""
     out = []
     for p in sorted((LIB / "pages").glob("*.py")):
-        for node in ast.walk(ast.parse(p.read_text("utf-8"))):
+        for node in _nodes(p):
             if isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").startswith("benchbook"):
                 for a in node.names:
                     full = f"{node.module}.{a.name}"
