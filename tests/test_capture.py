@@ -238,7 +238,8 @@ def test_time_limit_stops_the_command(server, tmp_path):
     )
     cap = json.loads((out / "capture.json").read_text())
     assert cap["complete"] is False and "time limit of 1 s" in cap["stopped"]
-    assert cap["command"]["signal"] == "SIGTERM" and cap["command"]["duration_s"] < 20
+    # stopped by the limit's SIGTERM (`sleep 30` ending on its own has no signal), not before the limit
+    assert cap["command"]["signal"] == "SIGTERM" and cap["command"]["duration_s"] >= 1
     assert r.returncode == 143  # as a shell reports a command ended by SIGTERM
 
 
