@@ -77,7 +77,7 @@ TEST_ENV := PYTHONDONTWRITEBYTECODE=
 test: $(STAMP) lint browser-deps prometheus-deps engine ## run the whole test suite (ruff first; the engine tests too)
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_DIST) $(PYTEST_ARGS)
 
-test-fast: $(STAMP) ## the quick loop: unit and analysis tests, no engine, Chromium, notebook or Prometheus (about 2 min on 2 cores)
+test-fast: $(STAMP) ## the quick loop: unit and analysis tests, no engine, Chromium, notebook or Prometheus (2-3 min on 2 cores)
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_DIST) -m '$(FAST)' $(PYTEST_ARGS)
 
 # Jupyter refuses to start as root without --allow-root (containers, CI boxes): pass it only then
