@@ -36,9 +36,8 @@ def _nodes(path: Path) -> tuple[ast.AST, ...]:
 
 
 def _imports(path: Path) -> list[tuple[int, str]]:
-    tree = _tree(path)
     out = []
-    for node in ast.walk(tree):
+    for node in _nodes(path):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             if node.module == "benchbook":
                 out += [(node.lineno, f"benchbook.{a.name}") for a in node.names]
