@@ -395,22 +395,20 @@ def test_capture_phases_split_matches_vllms_own_prefill_and_decode_histograms(ph
         v_prefill, v_decode = _hist(before, after, "prefill"), _hist(before, after, "decode")
         assert (v_prefill.count, v_decode.count) == (1, 1), where
         # TTFT (front-end clock, from arrival) = queue + vLLM's prefill (engine-core clock, from scheduling) +
-        # the front end's own work (tokenizing, IPC): never less, and only a little more
+        # the front end's own work (tokenizing, IPC): never less. How much more depends on the host (0.45 s of a
+        # 0.57-s TTFT once on a loaded two-core host, issue 35), so the upper side is the other clock that can be
+        # known: the client, which reads the first token only after the front end sent it
         queue = _hist(before, after, "queue").sum
         front_end = prefill_s - queue - v_prefill.sum
-        assert -0.005 < front_end < 0.25, (where, prefill_s, queue, v_prefill.sum)
+        assert -0.005 < front_end, (where, prefill_s, queue, v_prefill.sum)
         # E2E (front end, arrival to last output) = queue + vLLM's prefill + vLLM's decode (engine core: first to
-        # last token) + the front end's lag on the last output. So E2E − TTFT against vLLM's decode time is the
-        # same interval seen from two processes, apart by the difference of the two lags, each bounded as above
-        # (on a loaded CI host one long request was 77 ms apart, over a 53 ms decode: 0.131 against 0.053)
+        # last token) + the front end's lag on the last output: never less, and never more than the client's total
         last_lag = e2e.sum - queue - v_prefill.sum - v_decode.sum
-        assert -0.005 < last_lag < 0.25, (where, e2e.sum, queue, v_prefill.sum, v_decode.sum)
+        assert -0.005 < last_lag, (where, e2e.sum, queue, v_prefill.sum, v_decode.sum)
+        assert prefill_s < c["first_event_s"] <= s["client_total_s"] and e2e.sum <= s["client_total_s"], where
         rows.append((where, prefill_s, queue, v_prefill.sum, decode_s, v_decode.sum))
-        # the client sees it all: engine total <= client total, first event before the first token
-        assert e2e.sum <= s["client_total_s"], where
         # vLLM's first /v1/completions event carries the first token: kept in capture.json, not phases.json
         assert c["first_event_has_text"] is True and "first_event_s" not in s, where
-        assert prefill_s < c["first_event_s"] <= s["client_total_s"], where
     print(
         "\n".join(
             f"{w}: TTFT {p:.4f} = queue {q:.4f} + prefill {vp:.4f} + front end; E2E-TTFT {d:.4f} vs decode {vd:.4f}"
