@@ -67,13 +67,13 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-def own_bytecode(env: dict[str, str]) -> dict[str, str]:
-    """``env`` for a process that reads its venv's own compiled bytecode: ``make test`` keeps the suite's
+def own_bytecode(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: this process's) for a process that reads its venv's own compiled bytecode: ``make test`` keeps the suite's
     bytecode under PYTHONPYCACHEPREFIX (Makefile TEST_ENV), and a Python given that prefix looks for every
     module's bytecode there alone, so each vLLM process of a fresh clone compiled vLLM, torch and
     transformers again (62 s of CPU a run, py-spy over `make test`). Without it they read what pip compiled
     into the venvs, and write nothing (benchbook's own sources, on PYTHONPATH, are compiled in memory)."""
-    env = {k: v for k, v in env.items() if k != "PYTHONPYCACHEPREFIX"}
+    env = {k: v for k, v in (os.environ if env is None else env).items() if k != "PYTHONPYCACHEPREFIX"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     return env
 

