@@ -99,8 +99,8 @@ def worker(name: str, args: list[str], repeats: int) -> dict:
     if name in ("attr-benchbook", "attr-full", "attr-nomemo"):
         from benchbook.metrics import prometheus
 
-        if name == "attr-nomemo":
-            prometheus.NARROW_MEMO = False
+        if name in ("attr-nomemo", "attr-full"):  # the full row is a full parse of every snapshot, every repeat
+            prometheus.MEMO = False
         go = _attribution(args[0], name == "attr-full", args[1])
         times, out = _timed(go, repeats, False)
         Path(args[1]).write_text(json.dumps(out))

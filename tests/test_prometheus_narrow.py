@@ -92,13 +92,13 @@ def _outcome(text: str, names):
 
 @pytest.fixture
 def no_memo(monkeypatch):
-    monkeypatch.setattr(prometheus, "NARROW_MEMO", False)
+    monkeypatch.setattr(prometheus, "MEMO", False)
 
 
 @pytest.mark.parametrize("memo", [True, False])
 @pytest.mark.parametrize("names", [NAMES, FAMILIES], ids=["needed_samples", "needed_names"])
 def test_narrow_equals_full_over_many_snapshots(memo, names, monkeypatch):
-    monkeypatch.setattr(prometheus, "NARROW_MEMO", memo)
+    monkeypatch.setattr(prometheus, "MEMO", memo)
     prometheus.memo_clear()
     rng = random.Random(11)
     snaps = _snapshots(48)  # 48 snapshots x 7 spellings each (336 texts) per parametrization
@@ -296,7 +296,7 @@ def test_defects_in_other_families_do_not_reach_the_narrow_path(no_memo):
 
 
 def test_memo_hit_is_the_same_snapshot_and_still_checks_the_final_line_feed(monkeypatch):
-    monkeypatch.setattr(prometheus, "NARROW_MEMO", True)
+    monkeypatch.setattr(prometheus, "MEMO", True)
     prometheus.memo_clear()
     text = _snapshots(3)[-1]
     # other families differ: the kept text (and so the memo key) is the same
@@ -316,7 +316,7 @@ def test_memo_hit_is_the_same_snapshot_and_still_checks_the_final_line_feed(monk
 def test_memo_keeps_the_most_recently_used_within_its_entry_and_sample_bounds(monkeypatch):
     """The memo is a least-recently-used cache bounded by entries and by samples held; a hit is the
     most recently used; what it holds is always what parsing again gives."""
-    monkeypatch.setattr(prometheus, "NARROW_MEMO", True)
+    monkeypatch.setattr(prometheus, "MEMO", True)
     prometheus.memo_clear()
     snaps = [s for s in dict.fromkeys(_snapshots(40))]  # distinct texts (and distinct kept texts)
     kept = {prometheus._kept_lines(s, tuple(NAMES))[0] for s in snaps}
@@ -330,11 +330,11 @@ def test_memo_keeps_the_most_recently_used_within_its_entry_and_sample_bounds(mo
         len(v) for e in prometheus._MEMO.values() for v in e[0].values()
     )
     assert prometheus._memo_samples[0] <= prometheus._MEMO_SAMPLES_MAX
-    newest = [(prometheus._kept_lines(s, tuple(NAMES))[0], False) for s in snaps[3:8]]
+    newest = [(prometheus._kept_lines(s, tuple(NAMES))[0], False, False) for s in snaps[3:8]]
     assert list(prometheus._MEMO) == newest  # the three oldest went first
     prometheus.parse(snaps[3], "again.prom", NAMES)  # a hit: now the most recently used
     prometheus.parse(snaps[8], "8.prom", NAMES)  # one more out: the oldest is now snaps[4]
-    assert list(prometheus._MEMO)[-2:] == [newest[0], (prometheus._kept_lines(snaps[8], tuple(NAMES))[0], False)]
+    assert list(prometheus._MEMO)[-2:] == [newest[0], (prometheus._kept_lines(snaps[8], tuple(NAMES))[0], False, False)]
     assert newest[1] not in prometheus._MEMO
     monkeypatch.setattr(prometheus, "_MEMO_MAX", 2)  # and by entries
     prometheus.parse(snaps[9], "9.prom", NAMES)
@@ -344,3 +344,32 @@ def test_memo_keeps_the_most_recently_used_within_its_entry_and_sample_bounds(mo
         prometheus.memo_clear()
         assert got.values == prometheus.parse(s, "y.prom", NAMES).values, i
     assert [x.values for x in first] == [prometheus.parse(s, "z", NAMES).values for s in snaps[:8]]
+
+
+def test_whole_text_memo_hits_what_a_parse_gives_and_is_bounded_by_characters(monkeypatch):
+    """A whole capture parsed again (init then its validation; a kernel's baseline then compare page) is a
+    memo hit that gives what parsing gives; the whole and the narrow parse of one text are two entries
+    (their checks differ); a text that fails is never stored; the characters held are bounded."""
+    monkeypatch.setattr(prometheus, "MEMO", True)
+    prometheus.memo_clear()
+    snaps = list(dict.fromkeys(_snapshots(6)))
+    first = prometheus.parse(snaps[0], "a.prom")
+    assert list(prometheus._MEMO) == [(snaps[0], False, True)]
+    hit = prometheus.parse(snaps[0], "b.prom")
+    assert hit.source == "b.prom" and hit.values == first.values and hit.types == first.types
+    hit.values.clear()  # callers own their snapshot
+    assert prometheus.parse(snaps[0], "c.prom").values == first.values
+    prometheus.parse(snaps[0], "d.prom", NAMES)
+    assert len(prometheus._MEMO) == 2 and (snaps[0], False, True) in prometheus._MEMO
+    bad = snaps[1].replace("process_open_fds 211", "process_open_fds 211\nprocess_open_fds 212")
+    for _ in range(2):  # fails the same way each time: nothing stored
+        assert _outcome(bad, None)[0] == "error"
+    assert not any(k[0] == bad for k in prometheus._MEMO)
+    monkeypatch.setattr(prometheus, "_MEMO_CHARS_MAX", len(snaps[3]) + len(snaps[4]))  # room for the newest two
+    prometheus.memo_clear()
+    for i in (2, 3, 4):
+        prometheus.parse(snaps[i], f"{i}.prom")
+    assert list(prometheus._MEMO) == [(snaps[3], False, True), (snaps[4], False, True)]
+    assert prometheus._memo_chars[0] == len(snaps[3]) + len(snaps[4]) <= prometheus._MEMO_CHARS_MAX
+    prometheus.memo_clear()
+    assert prometheus._memo_chars[0] == 0 and prometheus._memo_samples[0] == 0

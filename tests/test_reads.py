@@ -140,3 +140,26 @@ def test_a_failed_read_is_not_kept(tmp_path):
                 cached("json", missing, lambda: jsonfile.load_json(missing))
             assert "gone.json" in str(e.value)
     assert cache.entries == {} and cache.reads == Counter()
+
+
+def test_paths_resolve_once_per_analysis_and_every_time_outside_one(tmp_path, monkeypatch):
+    """reads.resolved: the containment check's realpath, once per path in an analysis (the campaign folder
+    was resolved again for every snapshot it names), every time outside one; release() forgets it."""
+    from benchbook import reads
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    link = tmp_path / "camp"
+    link.symlink_to(tmp_path / "a")
+    cache = reads.ReadCache()
+    with cache.active():
+        assert reads.resolved(link) == tmp_path / "a"
+        link.unlink()
+        link.symlink_to(tmp_path / "b")
+        assert reads.resolved(link) == tmp_path / "a"  # one analysis: the folder as it first resolved
+        monkeypatch.chdir(tmp_path)
+        assert reads.resolved("camp") == tmp_path / "b"  # a relative path is keyed by the working folder too
+    assert reads.resolved(link) == tmp_path / "b"  # outside an analysis: every time
+    cache.release()
+    with cache.active():
+        assert reads.resolved(link) == tmp_path / "b"

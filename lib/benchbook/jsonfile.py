@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from benchbook.errors import InputError
+from benchbook.reads import resolved
 
 MAX_FILE_BYTES = 2**30  # 1 GiB: any input file (a campaign's request log is the big one)
 MAX_MANIFEST_BYTES = 16 * 2**20  # campaign.json
@@ -946,8 +947,8 @@ def inside(
     """``path`` (a file or folder a campaign reads), checked to resolve — after following every
     symlink — inside the campaign folder ``root``; else bad input naming the document and the place
     that referred to it. Nothing is read. Returns ``path`` unchanged."""
-    root_real = Path(root).resolve()
-    real = Path(path).resolve()
+    root_real = resolved(root)
+    real = resolved(path)
     if real != root_real and not real.is_relative_to(root_real):
         lexical = Path(os.path.normpath(Path(path).absolute()))
         out_by_name = not lexical.is_relative_to(Path(os.path.normpath(Path(root).absolute())))

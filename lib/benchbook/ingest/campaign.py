@@ -21,6 +21,7 @@ from benchbook.jsonfile import MAX_LOG_BYTES, inside, join_inside, load_json, re
 from benchbook.metrics import phases as phases_mod
 from benchbook.metrics import prometheus
 from benchbook.metrics.profiles import EngineProfile, get_profile
+from benchbook.reads import resolved
 
 HARNESS_FILES = {
     "requests": "requests.json",
@@ -147,7 +148,7 @@ class Campaign:
     def snapshot_path(self, r: Run, rel: str, where: str) -> Path:
         """The ``/metrics`` capture a phase sample names, resolved and checked to lie inside the
         campaign folder (an absolute name, a ``../`` or a symlink leaving it is bad input)."""
-        return join_inside(self.root, r.path, rel, r.file, where, "snapshot").resolve()
+        return resolved(join_inside(self.root, r.path, rel, r.file, where, "snapshot"))
 
     def input_files(self) -> list[Path]:
         """Every raw file this campaign reads, for provenance hashes (sorted, stable)."""
@@ -721,7 +722,7 @@ def capture_sample_snapshots(
 
     def snap(rel: str, at: str) -> tuple[prometheus.Snapshot, prometheus.Snapshot]:
         """(the split's samples, every counter family + process start time) of a capture."""
-        p = join_inside(root, run_path, rel, run_file, at, "snapshot").resolve()
+        p = resolved(join_inside(root, run_path, rel, run_file, at, "snapshot"))
         if not p.exists():
             raise InputError(run_file, at, f"references {rel!r}, which does not exist")
         if (cache_key, rel) not in cache:

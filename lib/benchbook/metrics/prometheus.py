@@ -272,47 +272,62 @@ def is_openmetrics(text: str) -> bool:
     return "# EOF" in text and any(ln == "# EOF" for ln in text.split("\n"))
 
 
-# Narrow-path memo: kept text (the lines of the wanted families) -> parsed values and types.
-# Consecutive scrapes around phase samples usually hold the same lines for the families the split
-# reads (they move only when a request finishes), so the snapshot after one sample is, for these
-# families, the one before the next. And one process parses the same captures for the same families
-# again and again: `benchbook init` then its validation, a kernel rendering a campaign's pages, the
-# test suite analysing a campaign in many tests (measured: 22,147 of 24,224 narrow parses in
-# tests/test_h200_campaign.py and test_verdict_swap.py repeated a parse, 9.7 of their 12.2 s). The key
-# is the exact kept text, and only a kept text that parsed and passed every check is stored, so a hit
-# gives exactly what parsing it again would (the whole-text check that depends on more than the kept
-# lines, the final line feed, still runs). Least recently used first out, within both bounds: entries
-# and samples held (after one analysis of the H200 campaign it holds 512 distinct kept texts, 24,431
-# samples, under 18 MiB). The full path is not memoised: a whole capture is thousands of samples, and
-# whole captures rarely repeat within a process (CPU time, gauges).
-NARROW_MEMO = True
-_MEMO: OrderedDict[tuple[str, bool], tuple[dict[str, dict[LabelKey, float]], dict[str, str]]] = OrderedDict()
+# Memo: the text parsed (the kept lines of the wanted families, or the whole text) -> parsed values
+# and types. One process parses the same captures again and again: `benchbook init` then its
+# validation, a kernel rendering a campaign's baseline and compare pages, the test suite analysing a
+# campaign in many tests (measured: 22,147 of 24,224 narrow parses in tests/test_h200_campaign.py and
+# test_verdict_swap.py repeated a parse, 9.7 of their 12.2 s; a whole vLLM capture of 440 samples takes
+# 0.1 s to parse, and the analysis and the validation of one campaign each read every results run's
+# before/after pair whole). Consecutive scrapes around phase samples usually hold the same lines for
+# the families the split reads (they move only when a request finishes), so the snapshot after one
+# sample is, for these families, the one before the next. The key is the exact text parsed and the
+# path taken (narrow or whole: their checks differ), and only a text that parsed and passed every
+# check is stored, so a hit gives exactly what parsing it again would (the whole-text check that
+# depends on more than the kept lines, the final line feed, still runs). Least recently used first
+# out, within three bounds: entries, samples and characters of text held (after one analysis of the
+# H200 campaign, data/h200-llama8b, it holds 555 texts, 43 of them whole captures: 43,891 samples, 5.7
+# million characters, 32.7 MiB by tracemalloc; a second analysis in the process took 2.4 s instead of 3.8).
+MEMO = True
+_MEMO: OrderedDict[tuple[str, bool, bool], tuple[dict[str, dict[LabelKey, float]], dict[str, str]]] = OrderedDict()
 _MEMO_MAX = 4096  # entries
-_MEMO_SAMPLES_MAX = 400_000  # samples, over every entry
+_MEMO_SAMPLES_MAX = 200_000  # samples, over every entry
+_MEMO_CHARS_MAX = 64 << 20  # characters of the texts held as keys
 _memo_samples = [0]
+_memo_chars = [0]
 
 
 def _samples(entry: tuple[dict[str, dict[LabelKey, float]], dict[str, str]]) -> int:
     return sum(len(v) for v in entry[0].values())
 
 
-def _memo_put(key: tuple[str, bool], snap: Snapshot) -> None:
+def _memo_put(key: tuple[str, bool, bool], snap: Snapshot) -> None:
     entry = ({k: dict(v) for k, v in snap.values.items()}, dict(snap.types))
-    size = _samples(entry)
-    if size > _MEMO_SAMPLES_MAX:
+    size, chars = _samples(entry), len(key[0])
+    if size > _MEMO_SAMPLES_MAX or chars > _MEMO_CHARS_MAX:
         return
     if key in _MEMO:
-        _memo_samples[0] -= _samples(_MEMO.pop(key))
-    while _MEMO and (len(_MEMO) >= _MEMO_MAX or _memo_samples[0] + size > _MEMO_SAMPLES_MAX):
-        _memo_samples[0] -= _samples(_MEMO.popitem(last=False)[1])  # least recently used first
+        _memo_drop(key)
+    while _MEMO and (
+        len(_MEMO) >= _MEMO_MAX
+        or _memo_samples[0] + size > _MEMO_SAMPLES_MAX
+        or _memo_chars[0] + chars > _MEMO_CHARS_MAX
+    ):
+        _memo_drop(next(iter(_MEMO)))  # least recently used first
     _MEMO[key] = entry
     _memo_samples[0] += size
+    _memo_chars[0] += chars
+
+
+def _memo_drop(key: tuple[str, bool, bool]) -> None:
+    _memo_samples[0] -= _samples(_MEMO.pop(key))
+    _memo_chars[0] -= len(key[0])
 
 
 def memo_clear() -> None:
-    """Empty the narrow-path memo (tests; a long-lived process that wants its memory back)."""
+    """Empty the parse memo (tests; a long-lived process that wants its memory back)."""
     _MEMO.clear()
     _memo_samples[0] = 0
+    _memo_chars[0] = 0
 
 
 def _snapshot(source: str, values: dict[str, dict[LabelKey, float]], types: dict[str, str]) -> Snapshot:
@@ -353,8 +368,8 @@ def parse(text: str, source: str | Path = "<metrics>", names: Iterable[str] | No
         body = text
     checks.check_unterminated(text, source, wanted)
     memo_key = None
-    if names is not None and NARROW_MEMO:
-        memo_key = (body, om)
+    if MEMO:
+        memo_key = (body, om, names is None)
         hit = _MEMO.get(memo_key)
         if hit is not None:
             _MEMO.move_to_end(memo_key)
