@@ -535,7 +535,12 @@ def test_capture_run_around_vllm_bench_serve(bench_runs, concurrency):
         assert own.mean_in_flight <= client.check.implied * 1.05, client.check.detail
     else:  # whole requests can fall between scrapes (a busy host answers /metrics late): what is known is that
         # the product says so rather than judging a sampled L (measured 0.213 vs λW 0.194 with a 0.37-s gap)
-        assert "not judged" in own.check.detail and "not judged" in client.check.detail, own.check.detail
+        assert "not judged" in own.check.detail, own.check.detail
+        # the client's W is longer than the engine's (HTTP, tokenizer, detokenizer around it): the same gap can be
+        # shorter than it, and then the client's check is judged (under load: gap 0.579 s, engine W 0.574 s,
+        # client W 0.591 s); the product's rule, either way
+        client_w = sum(e2e) / len(e2e)
+        assert ("not judged" in client.check.detail) == (own.max_gap_s > client_w), client.check.detail
 
 
 def test_unreachable_url_and_a_non_prometheus_endpoint_give_clear_errors(batched_engine, tmp_path):
