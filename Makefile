@@ -66,7 +66,8 @@ lint: $(STAMP) ## ruff: lint and format check (part of make test)
 
 # loadgroup: conftest puts the engine tests in one group (one worker, scheduled first) and every other file in a
 # group of its own (as --dist loadfile); --no-loadscope-reorder keeps conftest's order (docs/testing.md)
-PYTEST_DIST := -n 2 --dist loadgroup --no-loadscope-reorder
+PYTEST_SCHED := --dist loadgroup --no-loadscope-reorder
+PYTEST_DIST := -n 2 $(PYTEST_SCHED)
 FAST := not engine and not browser and not slow and not prometheus_server
 
 # the suite keeps its bytecode even where the shell sets PYTHONDONTWRITEBYTECODE (this project's machines do):
@@ -84,7 +85,7 @@ test: $(STAMP) lint browser-deps prometheus-deps engine ## run the whole test su
 # workers: there the engine group's worker is the one that must not wait for a core
 FAST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test-fast: $(STAMP) ## the quick loop: unit and analysis tests, no engine, Chromium, notebook or Prometheus (under 2 min on 2 cores)
-	BENCHBOOK_FUZZ_EXAMPLES=$${BENCHBOOK_FUZZ_EXAMPLES:-50} $(TEST_ENV) $(BIN)/python -m pytest -n $(FAST_WORKERS) --dist loadgroup --no-loadscope-reorder -m '$(FAST)' $(PYTEST_ARGS)
+	BENCHBOOK_FUZZ_EXAMPLES=$${BENCHBOOK_FUZZ_EXAMPLES:-50} $(TEST_ENV) $(BIN)/python -m pytest -n $(FAST_WORKERS) $(PYTEST_SCHED) -m '$(FAST)' $(PYTEST_ARGS)
 
 # Jupyter refuses to start as root without --allow-root (containers, CI boxes): pass it only then
 LAB_ROOT = $(if $(filter 0,$(shell id -u)),--allow-root)

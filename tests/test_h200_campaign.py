@@ -60,9 +60,12 @@ def rates(arm: str, point: str) -> list[float]:
     return out
 
 
+def _text(path: Path) -> str:
+    return gzip.decompress(path.read_bytes()).decode()
+
+
 def samples(path: Path) -> list:
-    text = gzip.decompress(path.read_bytes()).decode()
-    return [s for fam in text_string_to_metric_families(text) for s in fam.samples]
+    return [s for fam in text_string_to_metric_families(_text(path)) for s in fam.samples]
 
 
 @functools.cache
@@ -79,7 +82,7 @@ def _totals(path: Path) -> dict[str, float]:
 def _named_totals(path: Path, names: tuple[str, ...]) -> tuple[float, ...]:
     """``names``' samples summed over their label sets, parsing only their lines (a capture's periodic
     scrapes are hundreds of files; the rest of each file is other families)."""
-    kept = "".join(ln for ln in gzip.decompress(path.read_bytes()).decode().splitlines(True) if ln.startswith(names))
+    kept = "".join(ln for ln in _text(path).splitlines(True) if ln.startswith(names))
     out = dict.fromkeys(names, 0.0)
     for fam in text_string_to_metric_families(kept):
         for s in fam.samples:
