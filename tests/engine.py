@@ -211,6 +211,7 @@ def start(
             preexec_fn=preexec_fn,
         )
     url = f"http://127.0.0.1:{port}"
+    poll = httpx.Client(timeout=2)  # one client for the whole wait: each httpx.get builds a client and a TLS context
     try:
         while True:
             if proc.poll() is not None:
@@ -223,7 +224,7 @@ def start(
                     f"vllm serve not ready within {START_TIMEOUT_S:g} s; its log:\n{log.read_text(errors='replace')[-4000:]}"
                 )
             try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
+                if poll.get(url + "/health").status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
@@ -231,6 +232,8 @@ def start(
     except BaseException:
         stop(proc)
         raise
+    finally:
+        poll.close()
     return Engine(url, proc.pid, MODEL_NAME, model_dir, log, time.monotonic() - t0), proc
 
 

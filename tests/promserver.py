@@ -68,13 +68,14 @@ def running(tmp: Path, backfill: str, scrape_configs: str = "[]", scrape_interva
                 )
             url = f"http://127.0.0.1:{port}"
             deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and proc.poll() is None:
-                try:
-                    if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                        break
-                except httpx.HTTPError:
-                    pass
-                time.sleep(0.05)
+            with httpx.Client(timeout=1) as poll:  # one client: httpx.get builds one (and a TLS context) per call
+                while time.monotonic() < deadline and proc.poll() is None:
+                    try:
+                        if poll.get(f"{url}/-/ready").status_code == 200:
+                            break
+                    except httpx.HTTPError:
+                        pass
+                    time.sleep(0.05)
             if proc.poll() is None:
                 break
             proc = None

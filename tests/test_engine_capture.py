@@ -66,6 +66,8 @@ def _hist(before: prometheus.Snapshot, after: prometheus.Snapshot, quantity: str
 # ---- issue 22 end to end: two server configurations, two processes of one, capture layout -> init -> page ----
 LAYOUT_TOKENS = 512  # per request: the engine's decode (~3 ms a token) must outweigh the HTTP/tokenizer overhead
 # that a queued request overlaps with the running one, or a serial ladder is not flat
+LAYOUT_PHASE_TOKENS = 64  # the phases capture splits prefill from decode: a few dozen decode steps measure it, and
+# 512 would add ~8 k serial tokens (~20 s of the serial engine) that no assertion reads
 LAYOUT_LONG = "a long prompt keeps the prefill busy for a while so that its phase is measurable " * 20  # ~960 tokens
 
 
@@ -73,18 +75,18 @@ def _capture_process(e, root: Path, arm: str, run: str) -> None:
     """What a user does on one server process: `capture ladder` and `capture phases` into OUT/ARM/RUN,
     and the server's log beside them (docs/capture.md: `vllm serve … 2>&1 | tee RUN/server.log`). The
     client runs ahead of the other tests on the cores (nice -10 where allowed), like the engine."""
-    common = ["--url", e.url, "--model", e.model, "--max-tokens", str(LAYOUT_TOKENS), "--ignore-eos"]
+    common = ["--url", e.url, "--model", e.model, "--ignore-eos"]
     common += ["--arm", arm, "--run", run, "--out", str(root)]
     if e.pid:
         common += ["--server-pid", str(e.pid)]
     r = _bb(
         "capture", "ladder", "--concurrency", "1,2,4", "--warmup", "1", "--prompt", f"short={SHORT}", *common,
-        preexec_fn=eng.prioritized(),
+        "--max-tokens", str(LAYOUT_TOKENS), preexec_fn=eng.prioritized(),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
     r = _bb(
         "capture", "phases", "--prompt", f"short={SHORT}", "--prompt", f"long={LAYOUT_LONG}", "--repeats",
-        "2", "--warmup", "1", *common, preexec_fn=eng.prioritized(),
+        "2", "--warmup", "1", *common, "--max-tokens", str(LAYOUT_PHASE_TOKENS), preexec_fn=eng.prioritized(),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
     if e.log.is_file():
@@ -253,6 +255,9 @@ def test_measure_campaign_runs_each_arm_and_process_and_ends_with_init(tmp_path)
         # a vLLM API server now and then outlives its engine core on SIGTERM (it kept logging until SIGKILL, once
         # in four stops): the script's SIGKILL after the stop timeout is what is tested, not a minute's wait
         "--stop-timeout", "15",
+        # the memory sampler ticks at its start and then every second: 1.2 s either side of a server still holds a
+        # sample before it started and one after it stopped (2 s is the script's default, for a GPU's slower release)
+        "--idle", "1.2",
     ]  # fmt: skip
     r = _measure(*args, "--init", str(camp))
     print(f"\nmeasure-campaign:\n{r.stdout[-3000:]}", file=sys.stderr)
