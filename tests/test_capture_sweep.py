@@ -236,7 +236,7 @@ def test_sweep_around_vllm_bench_serve_on_the_cpu_engine(tmp_path, batched_engin
             "--max-concurrency", "{concurrency}", "--seed", "{index}", "--save-result",
             "--result-dir", str(res), "--result-filename", "bench_conc{concurrency}.json",
         ],
-        capture_output=True, text=True, timeout=1500, env=env,
+        capture_output=True, text=True, timeout=1500, env=env, preexec_fn=eng.prioritized(),  # ahead, like the engine
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
     run = root / "default" / "p1"

@@ -40,6 +40,11 @@ LONG = "a long prompt keeps the prefill busy for a while so that its phase is me
 
 
 def _bb(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
+    """benchbook in a subprocess; a `capture` (the client that drives and measures the engine) runs ahead of the
+    other tests on the cores, like the engine (nice -10 where allowed): a client starved of a core stretches the
+    latencies it measures and the gaps between its scrapes."""
+    if args[:1] == ("capture",):
+        kw.setdefault("preexec_fn", eng.prioritized())
     env = eng.own_bytecode()  # `vllm bench serve` under `capture run` reads the engine venv's bytecode
     env["PATH"] = f"{eng.VENV / 'bin'}{os.pathsep}{env['PATH']}"  # `vllm` for `capture run -- vllm bench serve`
     env.update({k: v for k, v in eng.ENV.items()})
@@ -81,12 +86,12 @@ def _capture_process(e, root: Path, arm: str, run: str) -> None:
         common += ["--server-pid", str(e.pid)]
     r = _bb(
         "capture", "ladder", "--concurrency", "1,2,4", "--warmup", "1", "--prompt", f"short={SHORT}", *common,
-        "--max-tokens", str(LAYOUT_TOKENS), preexec_fn=eng.prioritized(),
+        "--max-tokens", str(LAYOUT_TOKENS),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
     r = _bb(
         "capture", "phases", "--prompt", f"short={SHORT}", "--prompt", f"long={LAYOUT_LONG}", "--repeats",
-        "2", "--warmup", "1", *common, "--max-tokens", str(LAYOUT_PHASE_TOKENS), preexec_fn=eng.prioritized(),
+        "2", "--warmup", "1", *common, "--max-tokens", str(LAYOUT_PHASE_TOKENS),
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:] + r.stdout[-3000:]
     if e.log.is_file():
@@ -229,8 +234,13 @@ CHAT_TEMPLATE = "{% for m in messages %}{{ m['content'] }}{% endfor %}"  # the t
 
 def _measure(*args: str, timeout: float = 1500) -> subprocess.CompletedProcess:
     env = {**eng.engine_env(), **eng.SHARED_ENV}  # the engines it starts run like the shared ones
-    return subprocess.run(
-        [sys.executable, str(MEASURE), *args], capture_output=True, text=True, timeout=timeout, env=env
+    return subprocess.run(  # and at their priority (nice -10 where allowed): its servers and clients inherit it
+        [sys.executable, str(MEASURE), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        preexec_fn=eng.prioritized(),
     )
 
 
@@ -627,9 +637,11 @@ def _in_engine_venv(*args: str) -> subprocess.CompletedProcess:
     """``python -m benchbook …`` with the engine venv's Python (vLLM's environment: no polars, orjson,
     Altair or Jupyter), benchbook on PYTHONPATH only."""
     env = {**eng.own_bytecode(), "PYTHONPATH": str(eng.ROOT / "lib")}
+    nice = eng.prioritized() if args[:1] == ("capture",) else None  # as in _bb
     return subprocess.run(
-        [str(eng.PYTHON), "-m", "benchbook", *args], capture_output=True, text=True, timeout=300, env=env
-    )
+        [str(eng.PYTHON), "-m", "benchbook", *args], capture_output=True, text=True, timeout=300, env=env,
+        preexec_fn=nice,
+    )  # fmt: skip
 
 
 def test_capture_ladder_reads_back_as_the_baseline_ladder(batched_engine, tmp_path):
