@@ -163,6 +163,13 @@ def prioritized(increment: int = -10):
     return _nice
 
 
+def client_priority(args) -> object:
+    """The ``preexec_fn`` for a benchbook subprocess of the engine tests: :func:`prioritized` for a `capture` (the
+    client that drives and measures the engine: starved of a core, it stretches the latencies it reports and the
+    gaps between its scrapes), None for the rest."""
+    return prioritized() if tuple(args[:1]) == ("capture",) else None
+
+
 def start(
     log_dir: Path,
     max_num_seqs: int = 16,

@@ -40,11 +40,8 @@ LONG = "a long prompt keeps the prefill busy for a while so that its phase is me
 
 
 def _bb(*args: str, timeout: float = 300, **kw) -> subprocess.CompletedProcess:
-    """benchbook in a subprocess; a `capture` (the client that drives and measures the engine) runs ahead of the
-    other tests on the cores, like the engine (nice -10 where allowed): a client starved of a core stretches the
-    latencies it measures and the gaps between its scrapes."""
-    if args[:1] == ("capture",):
-        kw.setdefault("preexec_fn", eng.prioritized())
+    """benchbook in a subprocess; a `capture` at the engine's priority (`eng.client_priority`)."""
+    kw.setdefault("preexec_fn", eng.client_priority(args))
     env = eng.own_bytecode()  # `vllm bench serve` under `capture run` reads the engine venv's bytecode
     env["PATH"] = f"{eng.VENV / 'bin'}{os.pathsep}{env['PATH']}"  # `vllm` for `capture run -- vllm bench serve`
     env.update({k: v for k, v in eng.ENV.items()})
@@ -78,8 +75,7 @@ LAYOUT_LONG = "a long prompt keeps the prefill busy for a while so that its phas
 
 def _capture_process(e, root: Path, arm: str, run: str) -> None:
     """What a user does on one server process: `capture ladder` and `capture phases` into OUT/ARM/RUN,
-    and the server's log beside them (docs/capture.md: `vllm serve … 2>&1 | tee RUN/server.log`). The
-    client runs ahead of the other tests on the cores (nice -10 where allowed), like the engine."""
+    and the server's log beside them (docs/capture.md: `vllm serve … 2>&1 | tee RUN/server.log`)."""
     common = ["--url", e.url, "--model", e.model, "--ignore-eos"]
     common += ["--arm", arm, "--run", run, "--out", str(root)]
     if e.pid:
@@ -637,10 +633,9 @@ def _in_engine_venv(*args: str) -> subprocess.CompletedProcess:
     """``python -m benchbook …`` with the engine venv's Python (vLLM's environment: no polars, orjson,
     Altair or Jupyter), benchbook on PYTHONPATH only."""
     env = {**eng.own_bytecode(), "PYTHONPATH": str(eng.ROOT / "lib")}
-    nice = eng.prioritized() if args[:1] == ("capture",) else None  # as in _bb
     return subprocess.run(
         [str(eng.PYTHON), "-m", "benchbook", *args], capture_output=True, text=True, timeout=300, env=env,
-        preexec_fn=nice,
+        preexec_fn=eng.client_priority(args),
     )  # fmt: skip
 
 
