@@ -65,9 +65,11 @@ lint: $(STAMP) ## ruff: lint and format check (part of make test)
 	$(BIN)/ruff format --check lib tests bench
 
 # loadgroup: conftest puts the engine tests in one group (one worker, scheduled first) and every other file in a
-# group of its own (as --dist loadfile); --no-loadscope-reorder keeps conftest's order (docs/testing.md)
-PYTEST_SCHED := --dist loadgroup --no-loadscope-reorder
-PYTEST_DIST := -n 2 $(PYTEST_SCHED)
+# group of its own (as --dist loadfile); --no-loadscope-reorder keeps conftest's order; --wait-worker: the last
+# worker runs only the files whose tests mostly wait (tests/marks.py WAITS), beside the two that compute
+# (docs/testing.md)
+PYTEST_SCHED := --dist loadgroup --no-loadscope-reorder --wait-worker
+PYTEST_DIST := -n 3 $(PYTEST_SCHED)
 FAST := not engine and not browser and not slow and not prometheus_server
 
 # the suite keeps its bytecode even where the shell sets PYTHONDONTWRITEBYTECODE (this project's machines do):
@@ -79,10 +81,8 @@ TEST_ENV := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/.cache/pycach
 test: $(STAMP) lint browser-deps prometheus-deps engine ## run the whole test suite (ruff first; the engine tests too)
 	$(TEST_ENV) $(BIN)/python -m pytest $(PYTEST_DIST) $(PYTEST_ARGS)
 
-# the quick loop: one worker more than the cores (a quarter of its tests' time is waiting on a deadline, a slow
-# server or a capture's interval, 60 of 244 s: a third worker on two cores fills it, 134 -> 113 s) and 50
-# examples a fuzzed property (make test: 200; BENCHBOOK_FUZZ_EXAMPLES=N sets either). make test keeps two
-# workers: there the engine group's worker is the one that must not wait for a core
+# the quick loop: the cores' workers and the waiting worker (--wait-worker in PYTEST_SCHED), 50 examples a fuzzed
+# property (make test: 200; BENCHBOOK_FUZZ_EXAMPLES=N sets either)
 FAST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test-fast: $(STAMP) ## the quick loop: unit and analysis tests, no engine, Chromium, notebook or Prometheus (under 2 min on 2 cores)
 	BENCHBOOK_FUZZ_EXAMPLES=$${BENCHBOOK_FUZZ_EXAMPLES:-50} $(TEST_ENV) $(BIN)/python -m pytest -n $(FAST_WORKERS) $(PYTEST_SCHED) -m '$(FAST)' $(PYTEST_ARGS)

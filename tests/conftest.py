@@ -56,6 +56,15 @@ BUNDLED_SHA = "0" * 40  # teammates committing mid-run must not change the SHA a
 GROUPS_ENV = "BENCHBOOK_TEST_GROUPS"  # where the xdist workers leave {node id: group} for the controller
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--wait-worker",
+        action="store_true",
+        help="benchbook: with -n N (N >= 2) and --dist loadgroup, the last worker runs only the files that mostly wait "
+        "(tests/marks.py WAITS) and the others run the rest (make test and make test-fast pass it)",
+    )
+
+
 def pytest_configure(config):
     if not os.environ.get("PYTEST_XDIST_WORKER") and config.pluginmanager.hasplugin("xdist"):
         if config.getoption("numprocesses", None) and config.getoption("dist", None) == "loadgroup":
@@ -80,15 +89,30 @@ def pytest_xdist_make_scheduler(config, log):
     if config.getoption("dist", None) != "loadgroup" or not os.environ.get(GROUPS_ENV):
         return None
     from xdist.scheduler import LoadScopeScheduling
+    from xdist.workermanage import parse_tx_spec_config
 
     class Groups(LoadScopeScheduling):
         _groups: dict[str, str] | None = None
+        # --wait-worker: the last worker takes the files that mostly wait, the others the rest (marks.pick_unit)
+        waiter = f"gw{len(parse_tx_spec_config(config)) - 1}" if config.getoption("wait_worker") else None
 
         def _split_scope(self, nodeid: str) -> str:
             if self._groups is None:
                 self._groups = json.loads(Path(os.environ[GROUPS_ENV]).read_text())
             return self._groups.get(nodeid) or nodeid.split("::", 1)[0]
 
+        def _assign_work_unit(self, node) -> None:
+            if self.waiter is None:
+                return super()._assign_work_unit(node)
+            scope = marks.pick_unit(list(self.workqueue), node.gateway.id == self.waiter)
+            if scope is None:  # nothing left for this worker: it ends once what it holds has run
+                node.shutdown()
+                return
+            self.workqueue.move_to_end(scope, last=False)  # the base class takes the queue's first unit
+            super()._assign_work_unit(node)
+
+    if config.getoption("wait_worker") and len(parse_tx_spec_config(config)) < 2:
+        raise pytest.UsageError("--wait-worker needs two xdist workers or more (-n 2)")
     return Groups(config, log)
 
 
@@ -130,6 +154,9 @@ def pytest_collection_modifyitems(config, items):
         for i, (it, path, rank, (hi, lo)) in enumerate(info)
     }
     items.sort(key=keys.__getitem__)
+    problems = marks.waits_problems(ROOT, {it.nodeid: {m.name for m in it.iter_markers()} for it in items})
+    if problems:
+        raise pytest.UsageError("\n".join(problems))
     groups = os.environ.get(GROUPS_ENV)
     if groups and os.environ.get("PYTEST_XDIST_WORKER"):  # for the controller's scheduler (every worker alike)
         tmp = Path(f"{groups}.{os.environ['PYTEST_XDIST_WORKER']}")

@@ -143,3 +143,53 @@ def derived_marks(item) -> set[str]:
         ):
             got.add("slow")
     return got
+
+
+# ----------------------------------------------------------------------------------- the worker that waits
+# Files whose tests spend most of their time waiting, not computing: on a deadline (a hostile or slow fake server,
+# a request timeout), a fake server's pace, a capture's scrape interval or a sampler's tick. Measured by each
+# test's CPU (the worker and its subprocesses) against its wall time under `make test`: these used 17 of 72 s.
+# With `--wait-worker` (make test, make test-fast) the last xdist worker runs these files alone, beside the
+# workers that compute, so a wait no longer holds a computing worker while a core sits idle. A file not listed
+# runs on a computing worker, as before; a listed file whose tests render, open Chromium or drive an engine is
+# refused at collection (the waiting worker must not compete for a core), as is a listed file that is gone.
+WAITS = frozenset(
+    {
+        "tests/test_capture.py",
+        "tests/test_capture_ladder.py",
+        "tests/test_capture_memory.py",
+        "tests/test_capture_prompts.py",
+        "tests/test_hostile_servers.py",
+        "tests/test_httpread.py",
+        "tests/test_openai_answers.py",
+        "tests/test_promsource_server.py",
+        "tests/test_reliability_capture.py",
+        "tests/test_step_audits.py",
+    }
+)
+WAITS_MAY_NOT = frozenset({"engine", "browser", "slow"})
+
+
+def waits_problems(root: Path, marked: dict[str, set[str]]) -> list[str]:
+    """What is wrong with :data:`WAITS` for the collected tests ``marked`` ({node id: derived marks}): a listed
+    file that does not exist, or a test of a listed file with a mark the waiting worker may not carry."""
+    out = [f"tests/marks.py WAITS lists {f}, which does not exist" for f in sorted(WAITS) if not (root / f).is_file()]
+    for nodeid, got in marked.items():
+        bad = sorted(got & WAITS_MAY_NOT)
+        if bad and nodeid.split("::", 1)[0] in WAITS:
+            out.append(
+                f"tests/marks.py WAITS lists {nodeid.split('::', 1)[0]}, but {nodeid} is marked {', '.join(bad)}: "
+                "the waiting worker runs no notebook, browser or engine (move the test, or the file off the list)"
+            )
+    return out
+
+
+def pick_unit(queued: list[str], waiter: bool) -> str | None:
+    """The next work unit (an xdist group: a file, or "engine") for a worker, from the queue in run order. The
+    waiting worker takes only :data:`WAITS` files, and stops when none is left; a computing worker takes the
+    first unit that is not one, and the waiting worker's files only once nothing else is left (so a slow or lost
+    waiting worker never leaves them unrun)."""
+    for scope in queued:
+        if (scope in WAITS) == waiter:
+            return scope
+    return None if waiter else next(iter(queued), None)
