@@ -155,7 +155,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 st.add("ok", 1)
 
             if st.count_delay_s:
-                threading.Timer(st.count_delay_s, count).start()
+                late = threading.Timer(st.count_delay_s, count)
+                late.daemon = True  # a count still pending when the test ends does not hold the worker's exit
+                late.start()
             else:
                 count()
 

@@ -210,12 +210,12 @@ def settled_after(
         snap = endpoint.check(s)
         counted = None if want is None else (finished_requests(snap, profile) or 0.0) - want
         done = counted is None or counted >= expected
-        late = time.monotonic() - t0 >= timeout_s
-        if done or late:
+        waited = time.monotonic() - t0  # to this scrape's answer: a wait that timed out waited >= timeout_s
+        if done or waited >= timeout_s:
             info = {
                 "expected": expected,
                 "counted": counted,
-                "waited_s": round(s.mono_s - t0, 3) if scrapes > 1 else 0.0,
+                "waited_s": round(waited, 3),
                 "scrapes": scrapes,
                 "timed_out": not done,
                 "timeout_s": timeout_s,
