@@ -64,9 +64,15 @@ def _bb(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+# the fake servers' time a token: 16 tokens (160 ms) a request, so that a request's time is the server's own and not
+# the host's (at 2 ms a token, 32-ms requests, a stall on a busy host spread one process's ladder rates from the
+# other's so far that batching's gain over serial was "cannot tell" once in five runs)
+TOKEN_S = 0.01
+
+
 def _ladder(out: Path, arm: str, **server) -> Path:
     for run in ("p1", "p2"):  # two server processes per arm: repeats, so the ladder gets verdicts
-        with fake_openai.serving(**server) as (url, _st):
+        with fake_openai.serving(token_s=TOKEN_S, **server) as (url, _st):
             r = _bb(
                 "capture", "ladder", "--url", url, "--model", "m", "--concurrency", "1,2,4", "--warmup", "1",
                 "--max-tokens", "16", "--ignore-eos", "--out", str(out), "--arm", arm, "--run", run,
