@@ -68,8 +68,8 @@ def bundled(tmp_path_factory, bundled_reports):
     digests = json.loads((bundled_reports / ".data-digests.json").read_text())
     renders = [(_flat(digests["before"]), _flat(digests["after"]))]
     links = base / "data"
+    links.mkdir()
     for name in sorted({rel.split("/")[0] for rel in BUNDLED if "/" in rel}):
-        (links / name).parent.mkdir(exist_ok=True)
         (links / name).symlink_to(DATA / name, target_is_directory=True)
     before = _raw()
     with pytest.MonkeyPatch.context() as mp:
